@@ -1,0 +1,7 @@
+// Placeholder until the owning issue lands; replaced by the real benchmark.
+#include "app/commands.hpp"
+#include "util/error.hpp"
+
+namespace trainer::app {
+int bench_allreduce(const Args&) { throw UserError("'bench allreduce' is not implemented yet"); }
+}  // namespace trainer::app

@@ -1,0 +1,7 @@
+// Placeholder until the owning issue lands; replaced by the real subcommand.
+#include "app/commands.hpp"
+#include "util/error.hpp"
+
+namespace trainer::app {
+int run_train(const Args&) { throw UserError("'train' is not implemented yet"); }
+}  // namespace trainer::app

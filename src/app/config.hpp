@@ -1,0 +1,81 @@
+#pragma once
+// The effective configuration of a run. Keys mirror lightning-pose's YAML so a user
+// can translate theirs line by line; the INI file has one section per struct below
+// and every key is also a command-line option `--<section>.<key>`.
+// Parsing, validation, --print-config and the key table live in config.cpp.
+#include <cstdint>  // std::uint64_t
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+namespace trainer {
+
+struct DataConfig {
+  std::vector<std::string> data_files;     // HDF5 files or glob patterns; empty: synthetic demo data
+  int image_resize_height = 256;           // image_resize_dims.height (multiple of 32)
+  int image_resize_width = 256;            // image_resize_dims.width (multiple of 32)
+  int num_keypoints = 0;                   // 0: take it from the data
+  std::vector<std::string> keypoint_names; // empty: take them from the data
+  int downsample_factor = 2;               // heatmap = image / 2^d, d in {1,2,3}
+  std::string synthetic_file = "outputs/synthetic.h5"; // generated on first use when data_files is empty
+};
+
+struct TrainingConfig {
+  std::string imgaug = "dlc";              // default | dlc
+  int train_batch_size = 16;               // global, across all GPUs
+  int val_batch_size = 32;                 // global
+  int test_batch_size = 32;                // not divided
+  int context_batch_size = 16;             // heatmap_mhcrnn only (dali.context.train.batch_size)
+  int num_gpus = 0;                        // 0: from devices/world (warns when set to 0 explicitly)
+  int num_workers = -1;                    // -1: from the batch plan
+  int max_epochs = 300;
+  int min_epochs = 1;
+  long max_steps = -1;                     // -1: unlimited
+  double train_prob = 0.95;
+  double val_prob = 0.05;
+  std::uint64_t rng_seed_data_pt = 0;
+  std::uint64_t rng_seed_model_pt = 0;
+  std::string optimizer = "Adam";          // Adam | AdamW
+  double learning_rate = 1e-3;
+  double weight_decay = 0.0;               // AdamW only
+  std::vector<int> lr_scheduler_milestones = {150, 200, 250}; // multisteplr.milestones
+  double lr_scheduler_gamma = 0.5;         // multisteplr.gamma
+  std::string lr_scaling = "none";         // none | linear | sqrt
+  int reference_batch_size = 16;           // batch the learning rate was tuned for
+  int unfreezing_epoch = 20;
+  int log_every_n_steps = 10;
+  int check_val_every_n_epoch = 5;
+  int early_stop_patience = 3;             // in validation checks
+  bool drop_last = false;
+};
+
+struct ModelConfig {
+  std::string model_type = "heatmap";      // heatmap | heatmap_mhcrnn
+  std::string backbone = "resnet50";       // resnet18 | resnet34 | resnet50
+  std::string heatmap_loss_type = "mse";   // mse | kl | js
+  std::string precision = "32";            // 32 | bf16-mixed | 16-mixed (GPU only)
+};
+
+struct DistributedConfig {
+  std::string backend = "auto";            // nccl | mpi | gloo | auto
+  std::string accelerator = "auto";        // cpu | gpu | auto
+  std::string devices = "";                // Lightning's table; empty: all visible GPUs
+  int num_nodes = 0;                       // 0: from the launcher
+  bool broadcast_buffers = true;
+  bool sync_batchnorm = true;
+  bool manual_gradient_reduction = false;
+  double bucket_cap_mb = 25.0;
+  double first_bucket_mb = 1.0;
+  std::string nccl_debug = "";             // sets NCCL_DEBUG when non-empty
+  int nccl_socket_nthreads = 0;            // sets NCCL_SOCKET_NTHREADS when > 0
+  double collective_timeout = 600.0;       // seconds
+};
+
+struct Config {
+  DataConfig data;
+  TrainingConfig training;
+  ModelConfig model;
+  DistributedConfig distributed;
+  std::string source_description;          // e.g. "inputs/demo.cfg + command line"
+};
+
+}  // namespace trainer

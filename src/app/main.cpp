@@ -1,0 +1,74 @@
+// trainer: entry point. Dispatches to a subcommand and turns exceptions into
+// `error:` / `hint:` lines with exit code 2 (user errors) or 1 (system failures).
+#include <exception>  // std::exception
+#include <iostream>   // std::cout, std::cerr
+#include <string>     // std::string
+
+#include "app/commands.hpp"  // run_* subcommands, version_text
+#include "util/error.hpp"    // UserError, SystemError
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  int (*run)(const trainer::app::Args&);
+  const char* summary;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"train", trainer::app::run_train, "train a heatmap network (launch with mpirun/srun, or --nprocs N)"},
+    {"plan", trainer::app::run_plan, "print what every rank would do: devices, batch sizes, workers"},
+    {"import", trainer::app::run_import, "convert a DeepLabCut/lightning-pose CollectedData.csv project to HDF5"},
+    {"synth", trainer::app::run_synth, "generate the synthetic demo dataset"},
+    {"predict", trainer::app::run_predict, "predict keypoints with a checkpoint and write a predictions CSV"},
+    {"bench", trainer::app::run_bench, "benchmarks: loader, step, allreduce"},
+};
+
+void print_usage(std::ostream& os) {
+  os << "usage: trainer <subcommand> [options]\n"
+        "       trainer <subcommand> --help\n"
+        "       trainer --version\n\n"
+        "Keypoint heatmap network trainer (lightning-pose model family) for clusters.\n\n"
+        "subcommands:\n";
+  for (const auto& s : kSubcommands) {
+    os << "  " << s.name << std::string(10 - std::string(s.name).size(), ' ') << s.summary << "\n";
+  }
+  os << "\nRun `trainer <subcommand> --help` for its options and their defaults.\n";
+}
+
+int dispatch(int argc, char** argv) {
+  if (argc < 2) {
+    print_usage(std::cerr);
+    throw trainer::UserError("no subcommand given", "try `trainer train --config inputs/demo.cfg`");
+  }
+  const std::string first = argv[1];
+  if (first == "--help" || first == "-h" || first == "help") {
+    print_usage(std::cout);
+    return 0;
+  }
+  if (first == "--version" || first == "-V") {
+    std::cout << trainer::app::version_text();
+    return 0;
+  }
+  trainer::app::Args rest(argv + 2, argv + argc);
+  for (const auto& s : kSubcommands) {
+    if (first == s.name) return s.run(rest);
+  }
+  throw trainer::UserError("unknown subcommand '" + first + "'",
+                           "run `trainer --help` for the list of subcommands");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return dispatch(argc, argv);
+  } catch (const trainer::UserError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return trainer::kExitFailure;
+  }
+}

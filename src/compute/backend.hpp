@@ -1,0 +1,215 @@
+#pragma once
+// The compute interface: memory and every op the network needs, with one CPU
+// implementation (oneDNN + plain C++, src/compute/cpu/) and one CUDA implementation
+// (cuDNN, cuBLAS and kernels/, src/compute/cuda/). Models are written once against
+// this class and never name a device.
+//
+// Conventions
+// - float32, NCHW, element counts (never bytes) unless a name says otherwise.
+// - Every op that launches work takes the Stream it runs on.
+// - Backward ops overwrite their outputs (no accumulation): each tensor is used
+//   once per step in this network, so no gradient needs summing.
+// - Weights use PyTorch layouts: conv OIHW, transposed conv IOHW.
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint8_t
+#include <memory>   // std::unique_ptr
+#include <string>   // std::string
+
+#include "compute/stream.hpp"  // Stream, Event
+#include "compute/tensor.hpp"  // Shape4, TensorView, ConstTensorView, DeviceKind
+
+namespace trainer::compute {
+
+// A 2-D convolution or transposed convolution with square stride and padding.
+struct ConvGeometry {
+  int in_channels = 0;
+  int out_channels = 0;
+  int kernel = 1;
+  int stride = 1;
+  int pad = 0;
+  int output_padding = 0;  // transposed convolution only
+  // Output spatial size for an input of size `in`.
+  int conv_out(int in) const { return (in + 2 * pad - kernel) / stride + 1; }
+  int deconv_out(int in) const { return (in - 1) * stride - 2 * pad + kernel + output_padding; }
+};
+
+// Pooling window (max pooling, PyTorch semantics: padding is -inf, first max wins).
+struct PoolGeometry {
+  int kernel = 3;
+  int stride = 2;
+  int pad = 1;
+  int out(int in) const { return (in + 2 * pad - kernel) / stride + 1; }
+};
+
+enum class HeatmapLoss { mse, kl, js };
+
+struct AdamParams {
+  float lr = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.f;
+  bool decoupled_weight_decay = false;  // AdamW
+  long step = 1;                        // 1-based step used for bias correction
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual DeviceKind kind() const = 0;
+  virtual std::string description() const = 0;  // e.g. "cpu (oneDNN 2.6, 2 threads)"
+
+  // ---- streams and memory -------------------------------------------------
+  virtual Stream& default_stream() = 0;
+  virtual std::unique_ptr<Stream> create_stream() = 0;
+  virtual float* allocate(std::size_t count) = 0;           // zero-initialized
+  virtual void release(float* ptr) noexcept = 0;
+  // Host memory suited for asynchronous copies (pinned for CUDA).
+  virtual void* allocate_host(std::size_t bytes) = 0;
+  virtual void release_host(void* ptr) noexcept = 0;
+  virtual void upload(float* dst, const float* host_src, std::size_t count, Stream& s) = 0;
+  virtual void download(float* host_dst, const float* src, std::size_t count, Stream& s) = 0;
+  virtual void copy(float* dst, const float* src, std::size_t count, Stream& s) = 0;
+  virtual void fill(float* dst, float value, std::size_t count, Stream& s) = 0;
+  virtual void scale(float* x, float alpha, std::size_t count, Stream& s) = 0;
+
+  // ---- convolution (no bias; ResNet convolutions have none) ---------------
+  virtual void conv2d_forward(ConstTensorView x, const float* w, TensorView y, const ConvGeometry& g,
+                              Stream& s) = 0;
+  virtual void conv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,
+                                    const ConvGeometry& g, Stream& s) = 0;
+  virtual void conv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
+                                       const ConvGeometry& g, Stream& s) = 0;
+
+  // ---- transposed convolution (PyTorch ConvTranspose2d, with bias) --------
+  virtual void deconv2d_forward(ConstTensorView x, const float* w, const float* bias, TensorView y,
+                                const ConvGeometry& g, Stream& s) = 0;
+  virtual void deconv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,
+                                      const ConvGeometry& g, Stream& s) = 0;
+  virtual void deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
+                                         float* dbias, const ConvGeometry& g, Stream& s) = 0;
+
+  // ---- batch norm, split so synchronized BN can all-reduce between halves --
+  // stats[0..C) = sum over N,H,W of x; stats[C..2C) = sum of x^2.
+  virtual void batchnorm_stats(ConstTensorView x, float* stats, Stream& s) = 0;
+  // From (global) stats over `count` values per channel: mean and 1/sqrt(var+eps)
+  // (biased var), and, when running_mean is non-null, the running statistics
+  // updated with momentum and the unbiased variance (PyTorch semantics).
+  virtual void batchnorm_finalize(const float* stats, int channels, double count, float eps,
+                                  float momentum, float* mean, float* invstd, float* running_mean,
+                                  float* running_var, Stream& s) = 0;
+  // Inference: mean and invstd from the running statistics.
+  virtual void batchnorm_inference_stats(const float* running_mean, const float* running_var,
+                                         int channels, float eps, float* mean, float* invstd,
+                                         Stream& s) = 0;
+  // y = (x - mean) * invstd * gamma + beta
+  virtual void batchnorm_apply(ConstTensorView x, const float* mean, const float* invstd,
+                               const float* gamma, const float* beta, TensorView y, Stream& s) = 0;
+  // reduce[0..C) = sum dy; reduce[C..2C) = sum dy * (x - mean).
+  virtual void batchnorm_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                         float* reduce, Stream& s) = 0;
+  // dgamma = reduce[C..2C) * invstd; dbeta = reduce[0..C) (local reduce).
+  virtual void batchnorm_param_grads(const float* reduce, const float* invstd, int channels,
+                                     float* dgamma, float* dbeta, Stream& s) = 0;
+  // dx from the (global) reduce over `count` values per channel.
+  virtual void batchnorm_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                        const float* invstd, const float* gamma,
+                                        const float* reduce, double count, TensorView dx,
+                                        Stream& s) = 0;
+
+  // ---- pooling and elementwise --------------------------------------------
+  virtual void maxpool2d_forward(ConstTensorView x, TensorView y, const PoolGeometry& g,
+                                 Stream& s) = 0;
+  // Recomputes the argmax from x (first maximum wins, as PyTorch).
+  virtual void maxpool2d_backward(ConstTensorView x, ConstTensorView dy, TensorView dx,
+                                  const PoolGeometry& g, Stream& s) = 0;
+  virtual void relu_forward(const float* x, float* y, std::size_t count, Stream& s) = 0;
+  // dx = dy where y > 0 (y is the ReLU output); dx may alias dy.
+  virtual void relu_backward(const float* y, const float* dy, float* dx, std::size_t count,
+                             Stream& s) = 0;
+  // Residual join: y = relu(a + b).
+  virtual void add_relu_forward(const float* a, const float* b, float* y, std::size_t count,
+                                Stream& s) = 0;
+  // out += x
+  virtual void accumulate(const float* x, float* out, std::size_t count, Stream& s) = 0;
+  virtual void pixel_shuffle_forward(ConstTensorView x, TensorView y, int factor, Stream& s) = 0;
+  virtual void pixel_shuffle_backward(ConstTensorView dy, TensorView dx, int factor, Stream& s) = 0;
+
+  // ---- input and heatmap ops (kernels/ on CUDA) ---------------------------
+  // uint8 NHWC frames with `in_channels` (1 or 3) -> float NCHW with 3 channels,
+  // (v/255 - mean[c]) / std[c]; grayscale is replicated to 3 channels.
+  virtual void normalize_images(const std::uint8_t* src, int in_channels, TensorView dst,
+                                const float mean[3], const float std[3], Stream& s) = 0;
+  // keypoints: [N, K, 2] (x, y in heatmap pixels, NaN = unlabeled). Writes the
+  // Gaussian targets [N, K, H, W] normalized to sum 1 (all zero for NaN or out of
+  // range) and mask[N*K] = 1 where the keypoint counts in the loss, else 0.
+  virtual void heatmap_targets(const float* keypoints, TensorView targets, float sigma,
+                               float* mask, Stream& s) = 0;
+  // Softmax over H*W of each (n, c) plane of x / temperature.
+  virtual void spatial_softmax_forward(ConstTensorView x, float temperature, TensorView y,
+                                       Stream& s) = 0;
+  virtual void spatial_softmax_backward(ConstTensorView y, ConstTensorView dy, float temperature,
+                                        TensorView dx, Stream& s) = 0;
+  // Masked heatmap loss (lightning-pose semantics, see docs/MODEL.md) written to
+  // loss[0]; dpred receives d(loss * loss_scale)/d(pred) when non-null.
+  virtual void heatmap_loss(ConstTensorView pred, ConstTensorView target, const float* mask,
+                            HeatmapLoss type, float* loss, float* dpred, float loss_scale,
+                            Stream& s) = 0;
+  // Soft-argmax keypoints from heatmaps (lightning-pose run_subpixelmaxima):
+  // coords [N, K, 2] in image pixels of the network input, confidence [N, K].
+  virtual void soft_argmax(ConstTensorView heatmaps, int downsample_factor, float temperature,
+                           float* coords, float* confidence, Stream& s) = 0;
+
+  // ---- optimizer ----------------------------------------------------------
+  virtual void adam_update(float* params, const float* grads, float* m, float* v, std::size_t count,
+                           const AdamParams& p, Stream& s) = 0;
+};
+
+// The CPU backend (oneDNN); threads = 0 means OMP_NUM_THREADS or the core count.
+std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
+#ifdef TRAINER_WITH_CUDA
+// The CUDA backend on the given (already selected) device ordinal.
+std::unique_ptr<Backend> make_cuda_backend(int device_ordinal);
+#endif
+
+// RAII owner of `count` floats on a backend.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(Backend& backend, std::size_t count)
+      : backend_(&backend), data_(count ? backend.allocate(count) : nullptr), count_(count) {}
+  ~DeviceBuffer() { reset(); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  DeviceBuffer(DeviceBuffer&& o) noexcept : backend_(o.backend_), data_(o.data_), count_(o.count_) {
+    o.data_ = nullptr;
+    o.count_ = 0;
+  }
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      reset();
+      backend_ = o.backend_;
+      data_ = o.data_;
+      count_ = o.count_;
+      o.data_ = nullptr;
+      o.count_ = 0;
+    }
+    return *this;
+  }
+  float* data() { return data_; }
+  const float* data() const { return data_; }
+  std::size_t size() const { return count_; }
+  TensorView view(Shape4 s) { return {data_, s}; }
+  void reset() {
+    if (data_) backend_->release(data_);
+    data_ = nullptr;
+    count_ = 0;
+  }
+
+ private:
+  Backend* backend_ = nullptr;
+  float* data_ = nullptr;
+  std::size_t count_ = 0;
+};
+
+}  // namespace trainer::compute

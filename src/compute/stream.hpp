@@ -1,0 +1,29 @@
+#pragma once
+// A queue of device work. Every call that launches work takes a Stream& so the
+// order of work is explicit. The CPU backend runs work immediately on the calling
+// thread (its stream only names the thread pool size); the CUDA backend wraps a
+// cudaStream_t. Events order work between streams (data copy, compute, all-reduce).
+#include <memory>  // std::unique_ptr
+
+namespace trainer::compute {
+
+class Event {
+ public:
+  virtual ~Event() = default;
+};
+
+class Stream {
+ public:
+  virtual ~Stream() = default;
+  // Records an event after all work queued so far.
+  virtual std::unique_ptr<Event> record() = 0;
+  // Makes later work on this stream wait for the event.
+  virtual void wait(const Event& event) = 0;
+  // Blocks the host until the stream's work is done. Not for use inside the step
+  // except where a host value is truly needed (e.g. the loss for logging).
+  virtual void synchronize() = 0;
+  // Native handle (cudaStream_t for CUDA, nullptr for CPU).
+  virtual void* native() const = 0;
+};
+
+}  // namespace trainer::compute
