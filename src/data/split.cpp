@@ -3,7 +3,7 @@
 
 #include <unistd.h>  // getpid
 
-#include <cmath>    // std::floor, std::fabs
+#include <cmath>    // std::floor, std::fabs, std::nearbyint
 #include <cstdio>   // std::rename, std::remove
 #include <fstream>  // std::ofstream
 #include <numeric>  // std::iota
@@ -17,8 +17,9 @@ SplitSizes split_sizes_from_probabilities(std::int64_t total, double train_prob,
                                           std::optional<double> test_prob) {
   double val = 0.0, test = 0.0;
   if (!val_prob && !test_prob) {
-    val = (1.0 - train_prob) / 2.0;
-    test = (1.0 - train_prob) / 2.0;
+    // Rounded to 5 decimals as lightning-pose does (1 - 0.8 is 0.19999999999999996).
+    val = std::nearbyint((1.0 - train_prob) / 2.0 * 1e5) / 1e5;
+    test = val;
   } else if (!test_prob) {
     val = *val_prob;
     test = 1.0 - train_prob - val;
@@ -80,6 +81,19 @@ std::vector<std::string> set_names(const Split& split, std::int64_t total) {
   for (auto i : split.val) names[static_cast<size_t>(i)] = "val";
   for (auto i : split.test) names[static_cast<size_t>(i)] = "test";
   return names;
+}
+
+void check_batch_fits(const std::string& set, std::int64_t frames, int global_batch, bool drop_last,
+                      const std::string& data_file) {
+  if (frames <= 0)
+    throw UserError("the " + set + " split of " + data_file + " is empty",
+                    "label more frames or change training.train_prob / training.val_prob");
+  if (global_batch > frames) {
+    throw UserError("the " + set + " batch size (" + std::to_string(global_batch) + ") is larger than the " + set +
+                        " split of " + data_file + " (" + std::to_string(frames) + " frames)" +
+                        (drop_last ? ": with drop_last there would be no batch at all" : ""),
+                    "lower the batch size to at most " + std::to_string(frames) + " or label more frames");
+  }
 }
 
 namespace {

@@ -12,7 +12,8 @@ struct SplitSizes {
   std::int64_t train = 0, val = 0, test = 0;
 };
 
-// lightning-pose rules: with no val/test probability the rest is shared equally;
+// lightning-pose rules: with no val/test probability the rest is shared equally
+// (rounded to 5 decimals);
 // train and val counts are floored; leftovers (test) of fewer than 5 frames go to
 // train; at least one val frame (taken from train). Fewer than 2 frames, or
 // probabilities that do not add up to 1, are a UserError.
@@ -34,6 +35,12 @@ std::vector<std::string> set_names(const Split& split, std::int64_t total);
 // Writes split.csv (index,frame_path,set) atomically (temp file + rename), sorted
 // by index. frame_paths has one entry per frame.
 void write_split_csv(const std::string& path, const Split& split, const std::vector<std::string>& frame_paths);
+
+// Checks that a set can feed batches of `global_batch` frames: an empty set, or a
+// batch larger than the set, is a UserError naming the data file and the set. Call
+// it for the training set (and for val/test where partial batches are not wanted).
+void check_batch_fits(const std::string& set, std::int64_t frames, int global_batch, bool drop_last,
+                      const std::string& data_file);
 
 // A deterministic permutation of 0..n-1 (Fisher-Yates on a keyed stream).
 std::vector<std::int64_t> permutation(std::int64_t n, std::uint64_t seed, std::uint64_t purpose,
