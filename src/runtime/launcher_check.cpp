@@ -30,7 +30,23 @@ std::optional<long> slurm_tasks(const Env& env) {
   return env_int(env, "SLURM_NTASKS");
 }
 
+const char* kPmiHint =
+    "srun has no working PMI for this MPI: launch with `srun --mpi=pmix ./trainer ...` "
+    "(`srun --mpi=list` shows the choices), or ask the admins for MpiDefault=pmix";
+
 }  // namespace
+
+void check_pmi_before_init(const Env& env) {
+  if (detect_launcher(env) != Launcher::srun) return;
+  const auto tasks = slurm_tasks(env);
+  if (!tasks || *tasks <= 1) return;
+  if (env_get(env, "PMIX_RANK") || env_get(env, "PMI_RANK") || env_get(env, "PMI_FD")) return;
+  const std::string n = std::to_string(*tasks);
+  const std::string type = env_get(env, "SLURM_MPI_TYPE").value_or("none");
+  throw UserError("srun started " + n + " tasks (SLURM_STEP_NUM_TASKS=" + n + ") without a PMI (--mpi=" + type +
+                      "): MPI cannot join them, each would be a singleton 'rank 0 of 1' training alone",
+                  kPmiHint);
+}
 
 std::vector<std::string> check_launcher(const Env& env, int mpi_world_size) {
   std::vector<std::string> warnings;
@@ -57,8 +73,7 @@ std::vector<std::string> check_launcher(const Env& env, int mpi_world_size) {
                           (mpi_world_size == 1 ? " in each: every task is a singleton, 'rank 0 of 1', that would "
                                                  "train alone and write the same files"
                                                : ""),
-                      "srun has no working PMI for this MPI: launch with `srun --mpi=pmix ./trainer ...` "
-                      "(`srun --mpi=list` shows the choices), or ask the admins for MpiDefault=pmix");
+                      kPmiHint);
     }
     throw UserError("this SLURM job has " + n + " tasks (SLURM_NTASKS=" + n +
                         ") but the trainer runs as a world of " + world +

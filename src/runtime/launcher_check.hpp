@@ -18,6 +18,11 @@ enum class Launcher { none, mpirun, srun };
 Launcher detect_launcher(const Env& env);
 const char* launcher_name(Launcher launcher);
 
+// Before MPI_Init: srun started several tasks but gave them no PMI (--mpi=none, no
+// PMIX_RANK / PMI_RANK / PMI_FD). Some MPIs would then start N singletons, Open MPI
+// aborts inside MPI_Init with a long message; this says what to do instead.
+void check_pmi_before_init(const Env& env);
+
 // Throws UserError (with a hint) when MPI's world size contradicts the launcher's
 // environment; returns Lightning-style warnings for setups that work but are
 // probably not what was meant (e.g. --ntasks without --ntasks-per-node).

@@ -36,6 +36,7 @@ std::string this_executable() {
 
 MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int nprocs, const Env& env)
     : uncaught_at_start_(std::uncaught_exceptions()) {
+  check_pmi_before_init(env);
   const Launcher launcher = detect_launcher(env);
   const bool may_spawn = nprocs > 1 && launcher == Launcher::none;
   if (may_spawn && !env_get(env, "OMPI_MCA_rmaps_base_oversubscribe")) {

@@ -134,7 +134,12 @@ RunPlan plan_run(const Config& config, const World& world, int visible_gpus, con
 
   const int cores = cores_per_node > 0 ? cores_per_node
                                        : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  mine.num_workers = workers_per_rank(training.num_workers, env, cores, world.local_size, &mine.warnings);
+  // Workers are a node-wide matter: the node's first rank reports over-subscription.
+  std::vector<std::string> node_warnings;
+  mine.num_workers = workers_per_rank(training.num_workers, env, cores, world.local_size, &node_warnings);
+  if (world.local_rank == 0) {
+    for (const auto& w : node_warnings) mine.warnings.push_back("node " + world.hostname + ": " + w);
+  }
 
   plan.lr_scaling = training.lr_scaling;
   plan.reference_batch_size = training.reference_batch_size;
@@ -150,7 +155,11 @@ std::vector<RunPlan> plan_hypothetical(const Config& config, const ClusterShape&
   const int ranks_per_node =
       shape.ranks_per_node > 0 ? shape.ranks_per_node : std::max(shape.gpus_per_node, 1);
   Env env;  // what SLURM would set for such a job
-  if (shape.cpus_per_task > 0) env["SLURM_CPUS_PER_TASK"] = std::to_string(shape.cpus_per_task);
+  if (shape.cpus_per_task > 0) {
+    env["SLURM_CPUS_PER_TASK"] = std::to_string(shape.cpus_per_task);
+    // SLURM gives the node at least what the tasks asked for.
+    if (shape.cores_per_node == 0) env["SLURM_CPUS_ON_NODE"] = std::to_string(shape.cpus_per_task * ranks_per_node);
+  }
   std::vector<RunPlan> plans;
   const int size = shape.nodes * ranks_per_node;
   for (int rank = 0; rank < size; ++rank) {
