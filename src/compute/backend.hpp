@@ -82,6 +82,8 @@ class Backend {
                                        const ConvGeometry& g, Stream& s) = 0;
 
   // ---- transposed convolution (PyTorch ConvTranspose2d, with bias) --------
+  // w is IOHW [in_channels, out_channels, k, k]; bias [out_channels] may be null.
+  // output_padding < stride. dbias (may be null) = sum of dy over N, H, W.
   virtual void deconv2d_forward(ConstTensorView x, const float* w, const float* bias, TensorView y,
                                 const ConvGeometry& g, Stream& s) = 0;
   virtual void deconv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,
@@ -111,7 +113,10 @@ class Backend {
   // dgamma = reduce[C..2C) * invstd; dbeta = reduce[0..C) (local reduce).
   virtual void batchnorm_param_grads(const float* reduce, const float* invstd, int channels,
                                      float* dgamma, float* dbeta, Stream& s) = 0;
-  // dx from the (global) reduce over `count` values per channel.
+  // dx from the (global) reduce over `count` values per channel (training mode):
+  // dx = (dy - reduce0/count - (x - mean) * invstd^2 * reduce1/count) * invstd * gamma.
+  // Eval-mode backward (dx = dy * invstd * gamma) is batchnorm_apply(dy, zeros,
+  // invstd, gamma, nullptr, dx). gamma/beta may be null (1 and 0).
   virtual void batchnorm_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean,
                                         const float* invstd, const float* gamma,
                                         const float* reduce, double count, TensorView dx,
@@ -140,27 +145,50 @@ class Backend {
   // (v/255 - mean[c]) / std[c]; grayscale is replicated to 3 channels.
   virtual void normalize_images(const std::uint8_t* src, int in_channels, TensorView dst,
                                 const float mean[3], const float std[3], Stream& s) = 0;
-  // keypoints: [N, K, 2] (x, y in heatmap pixels, NaN = unlabeled). Writes the
-  // Gaussian targets [N, K, H, W] normalized to sum 1 (all zero for NaN or out of
-  // range) and mask[N*K] = 1 where the keypoint counts in the loss, else 0.
+  // keypoints: [N, K, 2] (x, y in heatmap pixels, NaN = unlabeled; the caller scales
+  // image pixels: x_hm = x_img * W_hm / W_img, so heatmap pixel i <-> image i * 2^d).
+  // Writes the Gaussian targets [N, K, H, W], exp(-((c-x)^2 + (r-y)^2) / (2 sigma^2))
+  // at pixel (r, c), normalized to sum 1, and mask[N*K] = 1 where the keypoint counts
+  // in the loss. lightning-pose's rule: a keypoint with a NaN coordinate or with
+  // x < -1, x > W + 1, y < -1 or y > H + 1 gets an all-zero target and mask 0.
   virtual void heatmap_targets(const float* keypoints, TensorView targets, float sigma,
                                float* mask, Stream& s) = 0;
-  // Softmax over H*W of each (n, c) plane of x / temperature.
+  // Softmax over H*W of each (n, c) plane of temperature * x (kornia's
+  // spatial_softmax2d: the temperature MULTIPLIES, so higher is sharper). The head
+  // uses temperature 1; soft_argmax uses 1000.
   virtual void spatial_softmax_forward(ConstTensorView x, float temperature, TensorView y,
                                        Stream& s) = 0;
+  // dx = temperature * y * (dy - sum over the plane of y * dy); y is the forward output.
   virtual void spatial_softmax_backward(ConstTensorView y, ConstTensorView dy, float temperature,
                                         TensorView dx, Stream& s) = 0;
-  // Masked heatmap loss (lightning-pose semantics, see docs/MODEL.md) written to
-  // loss[0]; dpred receives d(loss * loss_scale)/d(pred) when non-null.
+  // Masked heatmap loss (lightning-pose semantics, docs/COMPUTE.md) written to the
+  // device scalar loss[0]; dpred [N, K, H, W] receives d(loss * loss_scale)/d(pred)
+  // when non-null (zero for excluded keypoints). With p' = pred + 1e-10, t' = target
+  // + 1e-10 and the mean taken over the counted keypoints, times the weight 0.5:
+  //   mse: sum over pixels of (pred - target)^2  (= MSE over H*W, times H*W)
+  //   kl:  sum t' log(t' / p')
+  //   js:  0.5 sum t' log(t' / m) + 0.5 sum p' log(p' / m), m = (t' + p') / 2
+  // A keypoint counts where mask[n*K + k] != 0; with mask == nullptr, where its
+  // target is not all zero (lightning-pose's own rule). No counted keypoint: loss 0
+  // and zero gradient (lightning-pose would give NaN).
   virtual void heatmap_loss(ConstTensorView pred, ConstTensorView target, const float* mask,
                             HeatmapLoss type, float* loss, float* dpred, float loss_scale,
                             Stream& s) = 0;
   // Soft-argmax keypoints from heatmaps (lightning-pose run_subpixelmaxima):
-  // coords [N, K, 2] in image pixels of the network input, confidence [N, K].
+  // coords [N, K, 2] (x, y) in image pixels of the network input, confidence [N, K]
+  // (may be null). Per plane: d times { torch bicubic x2 (align_corners=False, A=-0.75,
+  // clamped taps), then kornia filter2d with the 5x5 [1 4 6 4 1]^2/256 kernel, zero
+  // border }, softmax(temperature * h), expectation of (column, row), confidence = the
+  // softmax mass in the 5x5 window around the truncated expectation, and finally the
+  // grid offset (2^d - 1)/2 subtracted (0.5, 1.5, 3.5; lightning-pose uses 2.5 for
+  // d = 3, a slip: a one-hot at heatmap pixel p must give p * 2^d). Host-side result
+  // on CPU; no backward.
   virtual void soft_argmax(ConstTensorView heatmaps, int downsample_factor, float temperature,
                            float* coords, float* confidence, Stream& s) = 0;
 
   // ---- optimizer ----------------------------------------------------------
+  // torch.optim.Adam (weight_decay adds wd * param to the gradient) or, with
+  // decoupled_weight_decay, AdamW (param *= 1 - lr * wd first); amsgrad off.
   virtual void adam_update(float* params, const float* grads, float* m, float* v, std::size_t count,
                            const AdamParams& p, Stream& s) = 0;
 };

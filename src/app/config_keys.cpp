@@ -1,0 +1,376 @@
+// The configuration key table (see config_keys.hpp). Ranges are checked here, one
+// key at a time; combinations of keys are checked in config_validate.cpp.
+#include "app/config_keys.hpp"
+
+#include <algorithm>  // std::find_if
+#include <cctype>     // std::tolower
+#include <limits>     // std::numeric_limits
+#include <sstream>    // std::ostringstream
+
+#include "app/config_values.hpp"  // parse_*, format_*, BadValue
+
+namespace trainer::app::config_detail {
+namespace {
+
+// Points at one field of one section of Config, e.g. Config::training.max_epochs.
+template <class Section, class T>
+struct Field {
+  Section Config::*section;
+  T Section::*member;
+  T& operator()(Config& c) const { return (c.*section).*member; }
+  const T& operator()(const Config& c) const { return (c.*section).*member; }
+};
+template <class Section, class T>
+Field<Section, T> field(Section Config::*section, T Section::*member) {
+  return {section, member};
+}
+
+std::string lower(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text;
+}
+
+std::string join(const std::vector<std::string>& items, const char* separator) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
+  return out;
+}
+
+// The fluent builder keeps each table line short and readable.
+struct KeyBuilder {
+  ConfigKey key;
+  KeyBuilder& lp(const std::string& yaml) { key.lightning_pose = yaml; return *this; }
+  KeyBuilder& alias(const std::string& name) { key.aliases.push_back(name); return *this; }
+  operator ConfigKey() const { return key; }  // NOLINT: implicit by design, for the table
+};
+
+KeyBuilder make(const char* section, const char* name, const char* value_name, const char* meaning) {
+  KeyBuilder b;
+  b.key.section = section;
+  b.key.name = name;
+  b.key.value_name = value_name;
+  b.key.meaning = meaning;
+  return b;
+}
+
+// Whole number in [min, max]; `multiple_of` > 1 adds a divisibility rule.
+template <class S, class T>
+KeyBuilder integer(const char* section, const char* name, Field<S, T> f, long long min, long long max,
+                   const char* meaning, long long multiple_of = 1) {
+  KeyBuilder b = make(section, name, "INT", meaning);
+  b.key.set = [f, min, max, multiple_of](Config& c, const std::string& text) {
+    const long long v = parse_integer(text);
+    if (v < min || v > max) {
+      std::ostringstream os;
+      os << "a whole number";
+      if (max == std::numeric_limits<long long>::max() || max == std::numeric_limits<int>::max()) {
+        os << " >= " << min;
+      } else {
+        os << " from " << min << " to " << max;
+      }
+      os << ", got " << v;
+      throw BadValue(os.str());
+    }
+    if (multiple_of > 1 && v % multiple_of != 0) {
+      std::ostringstream os;
+      os << "a multiple of " << multiple_of << " (the backbone downsamples by " << multiple_of << "), got " << v
+         << "; nearest: " << (v / multiple_of) * multiple_of << " or " << (v / multiple_of + 1) * multiple_of;
+      throw BadValue(os.str());
+    }
+    f(c) = static_cast<T>(v);
+  };
+  b.key.get = [f](const Config& c) { return std::to_string(f(c)); };
+  return b;
+}
+
+template <class S>
+KeyBuilder seed(const char* section, const char* name, Field<S, std::uint64_t> f, const char* meaning) {
+  KeyBuilder b = make(section, name, "INT", meaning);
+  b.key.set = [f](Config& c, const std::string& text) { f(c) = parse_unsigned(text); };
+  b.key.get = [f](const Config& c) { return std::to_string(f(c)); };
+  return b;
+}
+
+// Real number in [min, max], or (min, max] when `min_open`.
+template <class S>
+KeyBuilder real(const char* section, const char* name, Field<S, double> f, double min, bool min_open, double max,
+                const char* meaning) {
+  KeyBuilder b = make(section, name, "REAL", meaning);
+  b.key.set = [f, min, min_open, max](Config& c, const std::string& text) {
+    const double v = parse_real(text);
+    if ((min_open ? v <= min : v < min) || v > max) {
+      std::ostringstream os;
+      os << "a number " << (min_open ? "> " : ">= ") << format_real(min);
+      if (max < std::numeric_limits<double>::max()) os << " and <= " << format_real(max);
+      os << ", got " << text;
+      throw BadValue(os.str());
+    }
+    f(c) = v;
+  };
+  b.key.get = [f](const Config& c) { return format_real(f(c)); };
+  return b;
+}
+
+template <class S>
+KeyBuilder boolean(const char* section, const char* name, Field<S, bool> f, const char* meaning) {
+  KeyBuilder b = make(section, name, "BOOL", meaning);
+  b.key.set = [f](Config& c, const std::string& text) { f(c) = parse_bool(text); };
+  b.key.get = [f](const Config& c) { return format_bool(f(c)); };
+  return b;
+}
+
+// One of a fixed set of names; matched without regard to case, stored as spelled here.
+template <class S>
+KeyBuilder choice(const char* section, const char* name, Field<S, std::string> f, std::vector<std::string> choices,
+                  const char* meaning) {
+  KeyBuilder b = make(section, name, "NAME", meaning);
+  std::vector<std::string> shown = choices;
+  for (auto& option : shown) {
+    if (option.empty()) option = "(empty)";
+  }
+  b.key.value_name = join(shown, "|");
+  b.key.set = [f, choices](Config& c, const std::string& text) {
+    const std::string v = unquote(trim(text));
+    for (const auto& option : choices) {
+      if (lower(option) == lower(v)) {
+        f(c) = option;
+        return;
+      }
+    }
+    std::string expected = "one of " + join(choices, ", ") + "; got '" + v + "'";
+    const std::string near = closest(lower(v), choices);
+    if (!near.empty()) expected += " (did you mean '" + near + "'?)";
+    throw BadValue(expected);
+  };
+  b.key.get = [f](const Config& c) { return f(c); };
+  return b;
+}
+
+template <class S>
+KeyBuilder text(const char* section, const char* name, Field<S, std::string> f, const char* value_name,
+                const char* meaning) {
+  KeyBuilder b = make(section, name, value_name, meaning);
+  b.key.set = [f](Config& c, const std::string& value) { f(c) = unquote(trim(value)); };
+  b.key.get = [f](const Config& c) { return f(c); };
+  return b;
+}
+
+template <class S>
+KeyBuilder text_list(const char* section, const char* name, Field<S, std::vector<std::string>> f,
+                     const char* meaning) {
+  KeyBuilder b = make(section, name, "LIST", meaning);
+  b.key.set = [f](Config& c, const std::string& value) { f(c) = parse_list(value); };
+  b.key.get = [f](const Config& c) { return format_list(f(c)); };
+  return b;
+}
+
+template <class S>
+KeyBuilder int_list(const char* section, const char* name, Field<S, std::vector<int>> f, int min,
+                    const char* meaning) {
+  KeyBuilder b = make(section, name, "LIST", meaning);
+  b.key.set = [f, min](Config& c, const std::string& value) {
+    std::vector<int> numbers;
+    for (const auto& item : parse_list(value)) {
+      long long v = 0;
+      try {
+        v = parse_integer(item);
+      } catch (const BadValue&) {
+        throw BadValue("a list of whole numbers like [150, 200], got '" + trim(value) + "'");
+      }
+      if (v < min || v > std::numeric_limits<int>::max()) {
+        throw BadValue("whole numbers >= " + std::to_string(min) + ", got " + item);
+      }
+      numbers.push_back(static_cast<int>(v));
+    }
+    f(c) = numbers;
+  };
+  b.key.get = [f](const Config& c) {
+    std::vector<std::string> items;
+    for (int v : f(c)) items.push_back(std::to_string(v));
+    return format_list(items);
+  };
+  return b;
+}
+
+constexpr long long kIntMax = std::numeric_limits<int>::max();
+constexpr long long kLongMax = std::numeric_limits<long>::max();
+constexpr double kRealMax = std::numeric_limits<double>::max();
+
+std::vector<ConfigKey> build_table() {
+  const auto D = &Config::data;
+  const auto T = &Config::training;
+  const auto M = &Config::model;
+  const auto X = &Config::distributed;
+  using DC = DataConfig;
+  using TC = TrainingConfig;
+  using MC = ModelConfig;
+  using XC = DistributedConfig;
+  return {
+      // [data]
+      text_list("data", "data_files", field(D, &DC::data_files),
+                "HDF5 datasets made by `trainer import` (paths or glob patterns, relative to the working directory); "
+                "empty: the embedded synthetic demo data")
+          .lp("data.data_dir + data.csv_file").alias("data_file"),
+      integer("data", "image_resize_height", field(D, &DC::image_resize_height), 32, 4096,
+              "network input height in pixels; frames are resized to it", 32)
+          .lp("data.image_resize_dims.height").alias("image_resize_dims.height"),
+      integer("data", "image_resize_width", field(D, &DC::image_resize_width), 32, 4096,
+              "network input width in pixels; frames are resized to it", 32)
+          .lp("data.image_resize_dims.width").alias("image_resize_dims.width"),
+      integer("data", "num_keypoints", field(D, &DC::num_keypoints), 0, 1000,
+              "number of keypoints; 0: take it from the data")
+          .lp("data.num_keypoints"),
+      text_list("data", "keypoint_names", field(D, &DC::keypoint_names),
+                "keypoint names in label order; empty: take them from the data")
+          .lp("data.keypoint_names"),
+      integer("data", "downsample_factor", field(D, &DC::downsample_factor), 1, 3,
+              "heatmaps are 2^factor times smaller than the input image")
+          .lp("data.downsample_factor"),
+      text("data", "synthetic_file", field(D, &DC::synthetic_file), "PATH",
+           "where the synthetic demo dataset is generated when data_files is empty"),
+      // [training]
+      choice("training", "imgaug", field(T, &TC::imgaug), {"default", "dlc"},
+             "augmentation pipeline: default (resize only) or dlc (DeepLabCut-style)")
+          .lp("training.imgaug"),
+      integer("training", "train_batch_size", field(T, &TC::train_batch_size), 1, kIntMax,
+              "global training batch, summed over all ranks")
+          .lp("training.train_batch_size"),
+      integer("training", "val_batch_size", field(T, &TC::val_batch_size), 1, kIntMax,
+              "global validation batch, summed over all ranks")
+          .lp("training.val_batch_size"),
+      integer("training", "test_batch_size", field(T, &TC::test_batch_size), 1, kIntMax,
+              "batch for testing and prediction (per rank, not divided)")
+          .lp("training.test_batch_size"),
+      integer("training", "context_batch_size", field(T, &TC::context_batch_size), 1, kIntMax,
+              "frames per batch for heatmap_mhcrnn (context) models")
+          .lp("dali.context.train.batch_size"),
+      integer("training", "num_gpus", field(T, &TC::num_gpus), 0, kIntMax,
+              "GPUs per node as lightning-pose counts them; 0: from devices and the launcher")
+          .lp("training.num_gpus"),
+      integer("training", "num_workers", field(T, &TC::num_workers), -1, 256,
+              "data loader workers per rank; -1: from the batch plan (cores per rank)")
+          .lp("training.num_workers"),
+      integer("training", "max_epochs", field(T, &TC::max_epochs), 1, kIntMax, "stop after this many epochs")
+          .lp("training.max_epochs"),
+      integer("training", "min_epochs", field(T, &TC::min_epochs), 0, kIntMax,
+              "early stopping never stops before this many epochs")
+          .lp("training.min_epochs"),
+      integer("training", "max_steps", field(T, &TC::max_steps), -1, kLongMax,
+              "stop after this many optimizer steps; -1: no limit")
+          .lp("training.max_steps"),
+      real("training", "train_prob", field(T, &TC::train_prob), 0.0, true, 1.0,
+           "fraction of labeled frames used for training")
+          .lp("training.train_prob"),
+      real("training", "val_prob", field(T, &TC::val_prob), 0.0, true, 1.0,
+           "fraction used for validation; the rest (1 - train - val) is the test set")
+          .lp("training.val_prob"),
+      seed("training", "rng_seed_data_pt", field(T, &TC::rng_seed_data_pt),
+           "seed of the train/val/test split and of data shuffling")
+          .lp("training.rng_seed_data_pt"),
+      seed("training", "rng_seed_model_pt", field(T, &TC::rng_seed_model_pt),
+           "seed of the head's initial weights")
+          .lp("training.rng_seed_model_pt"),
+      choice("training", "optimizer", field(T, &TC::optimizer), {"Adam", "AdamW"}, "optimizer")
+          .lp("training.optimizer"),
+      real("training", "learning_rate", field(T, &TC::learning_rate), 0.0, true, 10.0,
+           "base learning rate (before lr_scaling)")
+          .lp("training.optimizer_params.learning_rate").alias("optimizer_params.learning_rate"),
+      real("training", "weight_decay", field(T, &TC::weight_decay), 0.0, false, 1.0, "AdamW weight decay"),
+      int_list("training", "lr_scheduler_milestones", field(T, &TC::lr_scheduler_milestones), 1,
+               "epochs at which the learning rate is multiplied by lr_scheduler_gamma (MultiStepLR)")
+          .lp("training.lr_scheduler_params.multisteplr.milestones")
+          .alias("lr_scheduler_params.multisteplr.milestones"),
+      real("training", "lr_scheduler_gamma", field(T, &TC::lr_scheduler_gamma), 0.0, true, 1.0,
+           "factor applied at each milestone (MultiStepLR)")
+          .lp("training.lr_scheduler_params.multisteplr.gamma").alias("lr_scheduler_params.multisteplr.gamma"),
+      choice("training", "lr_scaling", field(T, &TC::lr_scaling), {"none", "linear", "sqrt"},
+             "scale learning_rate with train_batch_size / reference_batch_size: none, linear or sqrt"),
+      integer("training", "reference_batch_size", field(T, &TC::reference_batch_size), 1, kIntMax,
+              "the global batch size learning_rate was tuned for (used by lr_scaling)"),
+      integer("training", "unfreezing_epoch", field(T, &TC::unfreezing_epoch), 0, kIntMax,
+              "the pretrained backbone is frozen until this epoch")
+          .lp("training.unfreezing_epoch"),
+      integer("training", "log_every_n_steps", field(T, &TC::log_every_n_steps), 1, kIntMax,
+              "log training metrics every n optimizer steps")
+          .lp("training.log_every_n_steps"),
+      integer("training", "check_val_every_n_epoch", field(T, &TC::check_val_every_n_epoch), 1, kIntMax,
+              "run validation every n epochs")
+          .lp("training.check_val_every_n_epoch"),
+      integer("training", "early_stop_patience", field(T, &TC::early_stop_patience), 1, kIntMax,
+              "stop after this many validation checks without improvement")
+          .lp("training.early_stop_patience"),
+      boolean("training", "drop_last", field(T, &TC::drop_last),
+              "drop the last incomplete training batch of each epoch"),
+      // [model]
+      choice("model", "model_type", field(M, &MC::model_type), {"heatmap", "heatmap_mhcrnn"},
+             "heatmap, or heatmap_mhcrnn (context frames t-2..t+2)")
+          .lp("model.model_type"),
+      choice("model", "backbone", field(M, &MC::backbone), {"resnet18", "resnet34", "resnet50"},
+             "ResNet backbone")
+          .lp("model.backbone"),
+      choice("model", "heatmap_loss_type", field(M, &MC::heatmap_loss_type), {"mse", "kl", "js"},
+             "heatmap loss: mse, kl or js")
+          .lp("model.heatmap_loss_type"),
+      choice("model", "precision", field(M, &MC::precision), {"32", "bf16-mixed", "16-mixed"},
+             "arithmetic precision; the mixed ones are GPU only")
+          .lp("(Lightning Trainer precision)"),
+      // [distributed]
+      choice("distributed", "backend", field(X, &XC::backend), {"auto", "nccl", "mpi", "gloo"},
+             "gradient all-reduce backend; auto: nccl on GPUs, mpi on CPUs")
+          .lp("(DDPStrategy process_group_backend)"),
+      choice("distributed", "accelerator", field(X, &XC::accelerator), {"auto", "cpu", "gpu"},
+             "where to compute; auto: gpu when this build has CUDA and GPUs are visible")
+          .lp("(Lightning Trainer accelerator)"),
+      text("distributed", "devices", field(X, &XC::devices), "DEVICES",
+           "Lightning's devices: N, -1, auto, or a list like [0, 1] or \"0,1\"; empty: all visible GPUs")
+          .lp("(Lightning Trainer devices)"),
+      integer("distributed", "num_nodes", field(X, &XC::num_nodes), 0, kIntMax,
+              "nodes in the job; 0: from the launcher (cross-checked when set)")
+          .lp("(Lightning Trainer num_nodes)"),
+      boolean("distributed", "broadcast_buffers", field(X, &XC::broadcast_buffers),
+              "broadcast batch-norm running statistics from rank 0 every step")
+          .lp("(DDPStrategy broadcast_buffers)"),
+      boolean("distributed", "sync_batchnorm", field(X, &XC::sync_batchnorm),
+              "batch-norm statistics over the global batch instead of each rank's share")
+          .lp("(Lightning Trainer sync_batchnorm)"),
+      boolean("distributed", "manual_gradient_reduction", field(X, &XC::manual_gradient_reduction),
+              "all-reduce all gradients after backward instead of overlapping buckets with it"),
+      real("distributed", "bucket_cap_mb", field(X, &XC::bucket_cap_mb), 0.0, true, 4096.0,
+           "gradient bucket size in MB for the overlapped all-reduce")
+          .lp("(DDPStrategy bucket_cap_mb)"),
+      real("distributed", "first_bucket_mb", field(X, &XC::first_bucket_mb), 0.0, true, 4096.0,
+           "size of the first (last layers') bucket in MB, small so communication starts early"),
+      choice("distributed", "nccl_debug", field(X, &XC::nccl_debug), {"", "VERSION", "WARN", "INFO", "TRACE"},
+             "sets NCCL_DEBUG when non-empty"),
+      integer("distributed", "nccl_socket_nthreads", field(X, &XC::nccl_socket_nthreads), 0, 16,
+              "sets NCCL_SOCKET_NTHREADS when > 0"),
+      real("distributed", "collective_timeout", field(X, &XC::collective_timeout), 0.0, true, kRealMax,
+           "seconds a collective may take before the run is aborted with the names of missing ranks")
+          .lp("(DDPStrategy timeout)"),
+  };
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> table = build_table();  // immutable after first use
+  return table;
+}
+
+const std::vector<std::string>& config_sections() {
+  static const std::vector<std::string> sections = {"data", "training", "model", "distributed"};
+  return sections;
+}
+
+const ConfigKey* find_key(const std::string& section, const std::string& name) {
+  for (const auto& key : config_keys()) {
+    if (key.section != section) continue;
+    if (key.name == name) return &key;
+    for (const auto& alias : key.aliases) {
+      if (alias == name) return &key;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace trainer::app::config_detail

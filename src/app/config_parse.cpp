@@ -1,0 +1,301 @@
+// parse_command_line and config_to_ini (see config_parse.hpp). The key table in
+// config_keys.cpp drives everything here: options, help text, INI output.
+#include "app/config_parse.hpp"
+
+#include <algorithm>  // std::find
+#include <iostream>   // std::cout
+#include <map>       // std::map
+#include <sstream>   // std::ostringstream
+
+#include "app/config_ini.hpp"     // read_ini_file, IniEntry
+#include "app/config_keys.hpp"    // config_keys, find_key, validate_combinations
+#include "app/config_values.hpp"  // BadValue, closest, trim
+#include "util/error.hpp"         // UserError
+
+namespace po = boost::program_options;
+
+namespace trainer::app {
+namespace {
+
+using config_detail::BadValue;
+using config_detail::ConfigKey;
+using config_detail::config_keys;
+using config_detail::config_sections;
+using config_detail::find_key;
+
+// --backend, --accelerator and --devices stand for their [distributed] keys.
+const std::map<std::string, std::string>& shortcuts() {
+  static const std::map<std::string, std::string> map = {
+      {"backend", "distributed.backend"},
+      {"accelerator", "distributed.accelerator"},
+      {"devices", "distributed.devices"},
+  };
+  return map;
+}
+
+const ConfigKey* key_by_full_name(const std::string& full_name) {
+  const std::size_t dot = full_name.find('.');
+  if (dot == std::string::npos) return nullptr;
+  return find_key(full_name.substr(0, dot), full_name.substr(dot + 1));
+}
+
+std::string help_hint(const std::string& subcommand) {
+  return "run `trainer " + subcommand + " --help` for every option and key, or see docs/CONFIG.md";
+}
+
+// All option spellings the parser accepts, for "did you mean" hints.
+std::vector<std::string> option_names(const std::vector<const po::options_description*>& groups) {
+  std::vector<std::string> names;
+  for (const auto* group : groups) {
+    for (const auto& option : group->options()) names.push_back("--" + option->long_name());
+  }
+  return names;
+}
+
+struct Layout {
+  po::options_description common{"common options", 110, 55};
+  std::vector<po::options_description> sections;
+};
+
+void build_layout(Layout& layout) {
+  const Config defaults;
+  layout.common.add_options()
+      ("config", po::value<std::string>()->value_name("FILE"),
+       "INI config file ([data] [training] [model] [distributed]); command-line keys override it")
+      ("print-config", "print the effective configuration as INI (reusable with --config) and exit")
+      ("backend", po::value<std::string>()->value_name("NAME"), "same as --distributed.backend")
+      ("accelerator", po::value<std::string>()->value_name("NAME"), "same as --distributed.accelerator")
+      ("devices", po::value<std::string>()->value_name("DEVICES"), "same as --distributed.devices")
+      ("help,h", "print this help and exit");
+  for (const auto& section : config_sections()) {
+    po::options_description group("[" + section + "] keys (config file or --" + section + ".<key> VALUE)", 110, 55);
+    for (const auto& key : config_keys()) {
+      if (key.section != section) continue;
+      std::string text = key.meaning + " (default: " + (key.get(defaults).empty() ? "empty" : key.get(defaults)) + ")";
+      if (!key.lightning_pose.empty()) text += " [lightning-pose: " + key.lightning_pose + "]";
+      group.add_options()(key.full_name().c_str(), po::value<std::string>()->value_name(key.value_name), text.c_str());
+    }
+    layout.sections.push_back(group);
+  }
+}
+
+// A configuration key given on the command line, as typed (without the dashes).
+struct KeyArg {
+  std::string name;
+  std::string value;
+};
+
+// Takes `--section.key VALUE`, `--section.key=VALUE` and the shortcuts out of the
+// arguments; the rest (the subcommand's own options, --config, --help) goes to
+// Boost. Doing this by hand lets values start with '-' (max_steps -1) or be empty
+// (`--data.data_files=` clears a list).
+Args take_key_args(const Args& args, const std::string& subcommand, std::vector<KeyArg>& keys) {
+  Args rest;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    const std::size_t eq = arg.find('=');
+    const std::string name = arg.rfind("--", 0) == 0 ? arg.substr(2, eq == std::string::npos ? eq : eq - 2) : "";
+    if (name.empty() || (!key_by_full_name(name) && !shortcuts().count(name))) {
+      rest.push_back(arg);
+    } else if (eq != std::string::npos) {
+      keys.push_back({name, arg.substr(eq + 1)});
+    } else if (i + 1 < args.size()) {
+      keys.push_back({name, args[++i]});
+    } else {
+      throw UserError(subcommand + ": option --" + name + " needs a value (command line)",
+                      "write --" + name + " VALUE or --" + name + "=VALUE; " + help_hint(subcommand));
+    }
+  }
+  return rest;
+}
+
+std::string default_of(const ConfigKey& key) {
+  const std::string value = key.get(Config{});
+  return value.empty() ? "empty" : value;
+}
+
+// Sets one key, turning a malformed value into an error that says where it came from.
+void set_key(Config& config, const ConfigKey& key, const std::string& value, const std::string& where) {
+  try {
+    key.set(config, value);
+  } catch (const BadValue& e) {
+    throw UserError(where + ": bad value for " + key.full_name() + ": expected " + e.what(),
+                    key.full_name() + ": " + key.meaning + " (default: " + default_of(key) + ")");
+  }
+}
+
+void apply_file(Config& config, const std::string& path, const std::string& subcommand,
+                std::map<std::string, std::string>& origin) {
+  std::map<std::string, int> first_line;
+  const auto& sections = config_sections();
+  for (const auto& entry : config_detail::read_ini_file(path)) {
+    const std::string where = path + ":" + std::to_string(entry.line);
+    if (entry.section.empty()) {
+      std::string hint = "put keys under a section header: [data] [training] [model] [distributed]";
+      for (const auto& section : config_sections()) {
+        if (find_key(section, entry.key)) hint = "put '" + entry.key + "' under the [" + section + "] header";
+      }
+      throw UserError(where + ": key '" + entry.key + "' comes before any [section] header", hint);
+    }
+    if (std::find(sections.begin(), sections.end(), entry.section) == sections.end()) {
+      const std::string near = config_detail::closest(entry.section, sections);
+      throw UserError(path + ":" + std::to_string(entry.section_line) + ": unknown section [" + entry.section + "]",
+                      near.empty() ? "sections are [data] [training] [model] [distributed]"
+                                   : "did you mean [" + near + "]?");
+    }
+    if (entry.is_header) continue;
+    const ConfigKey* key = find_key(entry.section, entry.key);
+    if (!key) {
+      std::string hint;
+      for (const auto& section : sections) {
+        if (find_key(section, entry.key)) hint = "'" + entry.key + "' belongs in section [" + section + "]";
+      }
+      if (hint.empty()) {
+        std::vector<std::string> candidates;
+        for (const auto& k : config_keys()) {
+          if (k.section != entry.section) continue;
+          candidates.push_back(k.name);
+          for (const auto& alias : k.aliases) candidates.push_back(alias);
+        }
+        const std::string near = config_detail::closest(entry.key, candidates);
+        hint = near.empty() ? help_hint(subcommand) : "did you mean '" + near + "'? (" + help_hint(subcommand) + ")";
+      }
+      throw UserError(where + ": unknown key '" + entry.key + "' in section [" + entry.section + "]", hint);
+    }
+    const std::string full = key->full_name();
+    if (first_line.count(full)) {
+      throw UserError(where + ": " + full + " is set twice (first at " + path + ":" +
+                          std::to_string(first_line[full]) + ")",
+                      "keep one of the two lines");
+    }
+    first_line[full] = entry.line;
+    set_key(config, *key, entry.value, where);
+    origin[full] = where;
+  }
+}
+
+void print_help(const std::string& subcommand, const po::options_description& own, const Layout& layout) {
+  std::cout << "usage: trainer " << subcommand << " [options]\n"
+            << "Configuration: defaults <- --config FILE <- --<section>.<key> VALUE (the command line wins).\n"
+            << "Lists are written a, b or [a, b]. Every key is explained in docs/CONFIG.md.\n\n";
+  if (!own.options().empty()) std::cout << own << "\n";
+  std::cout << layout.common << "\n";
+  for (const auto& group : layout.sections) std::cout << group << "\n";
+}
+
+}  // namespace
+
+CommandLine parse_command_line(const std::string& subcommand, const Args& args,
+                               const po::options_description& own_options) {
+  Layout layout;
+  build_layout(layout);
+  po::options_description everything;  // what Boost parses; configuration keys are taken out first
+  everything.add(own_options).add(layout.common);
+
+  CommandLine result;
+  std::vector<KeyArg> key_args;
+  const Args rest = take_key_args(args, subcommand, key_args);
+  const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+  try {
+    const po::parsed_options parsed = po::command_line_parser(rest).options(everything).style(style).run();
+    for (const auto& option : parsed.options) {
+      if (option.position_key >= 0 || option.string_key.empty()) {
+        const std::string stray = option.original_tokens.empty() ? option.string_key : option.original_tokens.front();
+        throw UserError(subcommand + ": unexpected argument '" + stray + "' on the command line",
+                        "options are written --name VALUE; " + help_hint(subcommand));
+      }
+    }
+    po::store(parsed, result.own);
+  } catch (const po::unknown_option& e) {
+    std::vector<const po::options_description*> groups = {&own_options, &layout.common};
+    for (const auto& group : layout.sections) groups.push_back(&group);
+    const std::string name = e.get_option_name();
+    const std::string bare = name.substr(0, name.find('='));
+    const std::string near = config_detail::closest(bare, option_names(groups));
+    throw UserError(subcommand + ": unknown option '" + bare + "' on the command line",
+                    near.empty() ? help_hint(subcommand) : "did you mean '" + near + "'? (" + help_hint(subcommand) + ")");
+  } catch (const po::too_many_positional_options_error&) {
+    std::string stray;
+    for (const auto& arg : rest) {
+      if (arg.rfind("-", 0) != 0) {
+        stray = arg;
+        break;
+      }
+    }
+    throw UserError(subcommand + ": unexpected argument '" + stray + "' on the command line",
+                    "options are written --name VALUE; " + help_hint(subcommand));
+  } catch (const po::error& e) {
+    throw UserError(subcommand + ": " + std::string(e.what()) + " (command line)", help_hint(subcommand));
+  }
+
+  if (result.own.count("help")) {
+    print_help(subcommand, own_options, layout);
+    result.help = true;
+    return result;
+  }
+  try {
+    po::notify(result.own);
+  } catch (const po::error& e) {
+    throw UserError(subcommand + ": " + std::string(e.what()) + " (command line)", help_hint(subcommand));
+  }
+
+  std::map<std::string, std::string> origin;
+  std::string source = "defaults";
+  if (result.own.count("config")) {
+    source = result.own["config"].as<std::string>();
+    apply_file(result.config, source, subcommand, origin);
+  }
+
+  // Command-line keys, in the order given; each may be set once (counting shortcuts and aliases).
+  std::map<std::string, std::string> given_as;
+  for (const auto& arg : key_args) {
+    const auto shortcut = shortcuts().find(arg.name);
+    const ConfigKey* key = key_by_full_name(shortcut != shortcuts().end() ? shortcut->second : arg.name);
+    const std::string full = key->full_name();
+    if (given_as.count(full)) {
+      throw UserError(subcommand + ": " + full + " is given twice on the command line (as --" + given_as[full] +
+                          " and --" + arg.name + ")",
+                      "give it once");
+    }
+    given_as[full] = arg.name;
+    const std::string where = "the command line (--" + arg.name + ")";
+    set_key(result.config, *key, arg.value, where);
+    origin[full] = where;
+  }
+  if (!given_as.empty()) source += " + command line";
+  result.config.source_description = source;
+
+  config_detail::validate_combinations(result.config, [&origin](const std::string& full_name) {
+    const auto it = origin.find(full_name);
+    return it == origin.end() ? std::string("the default") : it->second;
+  });
+
+  if (result.own.count("print-config")) {
+    std::cout << config_to_ini(result.config);
+    result.help = true;
+    result.print_config = true;
+  }
+  return result;
+}
+
+std::string config_to_ini(const Config& config) {
+  std::ostringstream os;
+  os << "# trainer configuration";
+  if (!config.source_description.empty()) os << " (from " << config.source_description << ")";
+  os << "\n# Use it with: trainer train --config FILE. Every key is explained in docs/CONFIG.md.\n";
+  for (const auto& section : config_sections()) {
+    os << "\n[" << section << "]\n";
+    for (const auto& key : config_keys()) {
+      if (key.section != section) continue;
+      std::string value = key.get(config);
+      const bool is_list = key.value_name == "LIST";
+      const bool needs_quotes = !is_list && (value.find_first_of("#;\"'") != std::string::npos ||
+                                             config_detail::trim(value) != value);
+      if (needs_quotes) value = (value.find('"') == std::string::npos ? "\"" + value + "\"" : "'" + value + "'");
+      os << key.name << " =" << (value.empty() ? "" : " " + value) << "\n";
+    }
+  }
+  return os.str();
+}
+
+}  // namespace trainer::app

@@ -1,0 +1,32 @@
+#pragma once
+// The shared command line of train/plan/predict (and any subcommand that wants
+// the configuration): `--config FILE`, every key as `--<section>.<key> VALUE`,
+// shortcuts --backend --accelerator --devices, --print-config, --help, plus the
+// subcommand's own options. Precedence: defaults <- config file <- command line.
+#include <string>  // std::string
+
+#include <boost/program_options.hpp>  // options_description, variables_map
+
+#include "app/commands.hpp"  // Args
+#include "app/config.hpp"    // Config
+
+namespace trainer::app {
+
+struct CommandLine {
+  Config config;                               // defaults <- --config file <- command line, validated
+  boost::program_options::variables_map own;   // values of the subcommand's own options (notified)
+  bool help = false;          // --help or --print-config given: the text was already printed to stdout; caller returns 0
+  bool print_config = false;  // it was --print-config (help is also true)
+};
+
+// Parses the arguments after the subcommand name. Unknown keys, malformed values
+// and impossible combinations are UserErrors (exit code 2) naming the key and
+// file:line or the command-line option, with a hint (e.g. the closest valid key).
+CommandLine parse_command_line(const std::string& subcommand, const Args& args,
+                               const boost::program_options::options_description& own_options);
+
+// The configuration as INI text in the format --config reads (for --print-config
+// and for saving the effective configuration next to a run); re-parsable.
+std::string config_to_ini(const Config& config);
+
+}  // namespace trainer::app

@@ -1,0 +1,84 @@
+// Combinations of configuration keys that are each valid alone but impossible
+// together. Each error names every key involved and where its value came from.
+#include <set>      // std::set
+#include <sstream>  // std::ostringstream
+
+#include "app/config_keys.hpp"    // validate_combinations, OriginOf
+#include "app/config_values.hpp"  // format_real
+#include "util/error.hpp"         // UserError
+
+namespace trainer::app::config_detail {
+namespace {
+
+std::string from(const OriginOf& origin_of, const std::string& key) { return " (from " + origin_of(key) + ")"; }
+
+}  // namespace
+
+void validate_combinations(const Config& c, const OriginOf& origin_of) {
+  const TrainingConfig& t = c.training;
+  if (t.train_prob + t.val_prob > 1.0 + 1e-9) {
+    throw UserError("training.train_prob = " + format_real(t.train_prob) + from(origin_of, "training.train_prob") +
+                        " plus training.val_prob = " + format_real(t.val_prob) + from(origin_of, "training.val_prob") +
+                        " is more than 1",
+                    "the test set gets 1 - train_prob - val_prob of the frames; lower one of them, e.g. "
+                    "train_prob = 0.8, val_prob = 0.1");
+  }
+  if (t.min_epochs > t.max_epochs) {
+    throw UserError("training.min_epochs = " + std::to_string(t.min_epochs) + from(origin_of, "training.min_epochs") +
+                        " is more than training.max_epochs = " + std::to_string(t.max_epochs) +
+                        from(origin_of, "training.max_epochs"),
+                    "raise max_epochs or lower min_epochs");
+  }
+  for (std::size_t i = 1; i < t.lr_scheduler_milestones.size(); ++i) {
+    if (t.lr_scheduler_milestones[i] <= t.lr_scheduler_milestones[i - 1]) {
+      throw UserError("training.lr_scheduler_milestones" + from(origin_of, "training.lr_scheduler_milestones") +
+                          " must be strictly increasing, but " + std::to_string(t.lr_scheduler_milestones[i]) +
+                          " follows " + std::to_string(t.lr_scheduler_milestones[i - 1]),
+                      "list the epochs in increasing order, e.g. [150, 200, 250]");
+    }
+  }
+  if (t.optimizer == "Adam" && t.weight_decay != 0.0) {
+    throw UserError("training.weight_decay = " + format_real(t.weight_decay) +
+                        from(origin_of, "training.weight_decay") + " has no effect with training.optimizer = Adam" +
+                        from(origin_of, "training.optimizer"),
+                    "set optimizer = AdamW to use weight decay, or weight_decay = 0");
+  }
+
+  const DataConfig& d = c.data;
+  if (d.num_keypoints > 0 && !d.keypoint_names.empty() &&
+      static_cast<int>(d.keypoint_names.size()) != d.num_keypoints) {
+    throw UserError("data.keypoint_names" + from(origin_of, "data.keypoint_names") + " lists " +
+                        std::to_string(d.keypoint_names.size()) + " names but data.num_keypoints = " +
+                        std::to_string(d.num_keypoints) + from(origin_of, "data.num_keypoints"),
+                    "make them agree, or set num_keypoints = 0 to count the names");
+  }
+  std::set<std::string> seen;
+  for (const auto& name : d.keypoint_names) {
+    if (!seen.insert(name).second) {
+      throw UserError("data.keypoint_names" + from(origin_of, "data.keypoint_names") + " lists '" + name +
+                          "' twice",
+                      "every keypoint needs its own name");
+    }
+  }
+
+  const DistributedConfig& x = c.distributed;
+  if (x.accelerator == "cpu") {
+    if (x.backend == "nccl") {
+      throw UserError("distributed.backend = nccl" + from(origin_of, "distributed.backend") +
+                          " needs GPUs, but distributed.accelerator = cpu" + from(origin_of, "distributed.accelerator"),
+                      "use backend = mpi or gloo on CPUs (or auto)");
+    }
+    if (c.model.precision != "32") {
+      throw UserError("model.precision = " + c.model.precision + from(origin_of, "model.precision") +
+                          " is GPU only, but distributed.accelerator = cpu" + from(origin_of, "distributed.accelerator"),
+                      "use precision = 32 on CPUs");
+    }
+    if (t.num_gpus > 0) {
+      throw UserError("training.num_gpus = " + std::to_string(t.num_gpus) + from(origin_of, "training.num_gpus") +
+                          " but distributed.accelerator = cpu" + from(origin_of, "distributed.accelerator"),
+                      "set num_gpus = 0 for a CPU run, or accelerator = gpu");
+    }
+  }
+}
+
+}  // namespace trainer::app::config_detail

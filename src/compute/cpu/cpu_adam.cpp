@@ -1,0 +1,39 @@
+// Adam / AdamW over a flat parameter buffer, torch.optim semantics (torch 1.13,
+// amsgrad off):
+//   Adam:  g += wd * p                      (L2 penalty through the gradient)
+//   AdamW: p *= 1 - lr * wd                 (decoupled decay, before the update)
+//   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+//   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+#include <cmath>
+
+#include "compute/cpu/cpu_backend.hpp"
+#include "util/error.hpp"
+
+namespace trainer::compute::cpu {
+
+void CpuBackend::adam_update(float* params, const float* grads, float* m, float* v,
+                             std::size_t count, const AdamParams& a, Stream&) {
+  TRAINER_ASSERT(a.step >= 1, "adam_update: step must be >= 1 (1-based), got " << a.step);
+  enter();
+  const double bc1 = 1.0 - std::pow(double(a.beta1), double(a.step));
+  const double bc2 = 1.0 - std::pow(double(a.beta2), double(a.step));
+  const float step_size = float(double(a.lr) / bc1);
+  const float inv_bc2_sqrt = float(1.0 / std::sqrt(bc2));
+  const float b1 = a.beta1, b2 = a.beta2, eps = a.eps;
+  const float l2 = a.decoupled_weight_decay ? 0.f : a.weight_decay;
+  const float decay = a.decoupled_weight_decay ? float(1.0 - double(a.lr) * a.weight_decay) : 1.f;
+  const long n = long(count);
+#pragma omp parallel for schedule(static) if (n > 32768)
+  for (long i = 0; i < n; ++i) {
+    float p = params[i] * decay;
+    const float g = grads[i] + l2 * params[i];
+    const float mi = b1 * m[i] + (1.f - b1) * g;
+    const float vi = b2 * v[i] + (1.f - b2) * g * g;
+    m[i] = mi;
+    v[i] = vi;
+    p -= step_size * mi / (std::sqrt(vi) * inv_bc2_sqrt + eps);
+    params[i] = p;
+  }
+}
+
+}  // namespace trainer::compute::cpu

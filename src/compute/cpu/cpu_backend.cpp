@@ -1,0 +1,113 @@
+// CPU backend: construction, thread count, streams and memory. The ops live in
+// the other cpu_*.cpp files, one op family each.
+#include "compute/cpu/cpu_backend.hpp"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "compute/cpu/cpu_conv_plan.hpp"
+#include "util/error.hpp"
+
+namespace trainer::compute {
+
+namespace {
+
+// Work on the CPU runs immediately on the calling thread, so a stream is only a
+// name for "in program order" and events are already complete when recorded.
+class CpuEvent final : public Event {};
+
+class CpuStream final : public Stream {
+ public:
+  std::unique_ptr<Event> record() override { return std::make_unique<CpuEvent>(); }
+  void wait(const Event&) override {}
+  void synchronize() override {}
+  void* native() const override { return nullptr; }
+};
+
+int resolve_threads(int requested) {
+  if (requested > 0) return requested;
+  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
+    const int n = std::atoi(env);  // "4" or "4,2": the first level counts
+    if (n > 0) return n;
+  }
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw > 0 ? int(hw) : 1;
+}
+
+constexpr std::size_t kAlignment = 64;  // one cache line; what oneDNN prefers
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) {
+  return std::make_unique<cpu::CpuBackend>(threads);
+}
+
+namespace cpu {
+
+CpuBackend::CpuBackend(int threads)
+    : threads_(resolve_threads(threads)),
+      engine_(dnnl::engine::kind::cpu, 0),
+      dnnl_stream_(engine_),
+      default_stream_(std::make_unique<CpuStream>()) {}
+
+CpuBackend::~CpuBackend() = default;
+
+void CpuBackend::enter() const { omp_set_num_threads(threads_); }
+
+std::string CpuBackend::description() const {
+  const dnnl_version_t* v = dnnl_version();
+  return "cpu (oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+         std::to_string(v->patch) + ", " + std::to_string(threads_) + (threads_ == 1 ? " thread)" : " threads)");
+}
+
+Stream& CpuBackend::default_stream() { return *default_stream_; }
+std::unique_ptr<Stream> CpuBackend::create_stream() { return std::make_unique<CpuStream>(); }
+
+float* CpuBackend::allocate(std::size_t count) {
+  void* p = allocate_host(count * sizeof(float));
+  std::memset(p, 0, count * sizeof(float));
+  return static_cast<float*>(p);
+}
+
+void CpuBackend::release(float* ptr) noexcept { release_host(ptr); }
+
+void* CpuBackend::allocate_host(std::size_t bytes) {
+  const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded ? rounded : kAlignment);
+  if (!p) throw SystemError("out of host memory allocating " + std::to_string(bytes) + " bytes");
+  return p;
+}
+
+void CpuBackend::release_host(void* ptr) noexcept { std::free(ptr); }
+
+void CpuBackend::upload(float* dst, const float* host_src, std::size_t count, Stream& s) {
+  copy(dst, host_src, count, s);
+}
+
+void CpuBackend::download(float* host_dst, const float* src, std::size_t count, Stream& s) {
+  copy(host_dst, src, count, s);
+}
+
+void CpuBackend::copy(float* dst, const float* src, std::size_t count, Stream&) {
+  if (dst != src && count) std::memcpy(dst, src, count * sizeof(float));
+}
+
+void CpuBackend::fill(float* dst, float value, std::size_t count, Stream&) {
+  enter();
+  const long n = long(count);
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (long i = 0; i < n; ++i) dst[i] = value;
+}
+
+void CpuBackend::scale(float* x, float alpha, std::size_t count, Stream&) {
+  enter();
+  const long n = long(count);
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (long i = 0; i < n; ++i) x[i] *= alpha;
+}
+
+}  // namespace cpu
+}  // namespace trainer::compute

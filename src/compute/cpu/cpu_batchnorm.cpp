@@ -1,0 +1,142 @@
+// Batch norm in the split form that synchronized batch norm needs (local sums,
+// then a finalize from the global sums), PyTorch semantics: biased variance to
+// normalize, unbiased variance in running_var, running = (1-m)*running + m*batch.
+// Plain loops over NCHW, parallel over channels; sums accumulate per plane in
+// float and across planes in double.
+#include <cmath>
+
+#include "compute/cpu/cpu_backend.hpp"
+#include "util/error.hpp"
+
+namespace trainer::compute::cpu {
+
+void CpuBackend::batchnorm_stats(ConstTensorView x, float* stats, Stream&) {
+  enter();
+  const int n = x.shape.n, c = x.shape.c;
+  const long hw = long(x.shape.plane());
+#pragma omp parallel for schedule(static)
+  for (int ch = 0; ch < c; ++ch) {
+    double sum = 0, sumsq = 0;
+    for (int b = 0; b < n; ++b) {
+      const float* p = x.data + (long(b) * c + ch) * hw;
+      float s1 = 0, s2 = 0;
+      for (long i = 0; i < hw; ++i) {
+        s1 += p[i];
+        s2 += p[i] * p[i];
+      }
+      sum += s1;
+      sumsq += s2;
+    }
+    stats[ch] = float(sum);
+    stats[c + ch] = float(sumsq);
+  }
+}
+
+void CpuBackend::batchnorm_finalize(const float* stats, int channels, double count, float eps,
+                                    float momentum, float* mean, float* invstd,
+                                    float* running_mean, float* running_var, Stream&) {
+  TRAINER_ASSERT(count > 0, "batchnorm_finalize over zero values");
+  for (int ch = 0; ch < channels; ++ch) {
+    const double mu = double(stats[ch]) / count;
+    double var = double(stats[channels + ch]) / count - mu * mu;
+    if (var < 0) var = 0;  // rounding on nearly constant channels
+    mean[ch] = float(mu);
+    invstd[ch] = float(1.0 / std::sqrt(var + double(eps)));
+    if (running_mean) {
+      const double unbiased = count > 1 ? var * count / (count - 1) : var;
+      running_mean[ch] = float((1.0 - momentum) * running_mean[ch] + momentum * mu);
+      running_var[ch] = float((1.0 - momentum) * running_var[ch] + momentum * unbiased);
+    }
+  }
+}
+
+void CpuBackend::batchnorm_inference_stats(const float* running_mean, const float* running_var,
+                                           int channels, float eps, float* mean, float* invstd,
+                                           Stream&) {
+  for (int ch = 0; ch < channels; ++ch) {
+    mean[ch] = running_mean[ch];
+    invstd[ch] = float(1.0 / std::sqrt(double(running_var[ch]) + double(eps)));
+  }
+}
+
+void CpuBackend::batchnorm_apply(ConstTensorView x, const float* mean, const float* invstd,
+                                 const float* gamma, const float* beta, TensorView y, Stream&) {
+  TRAINER_ASSERT(x.shape == y.shape, "batchnorm_apply shapes " << x.shape.str() << " "
+                                                               << y.shape.str());
+  enter();
+  const int c = x.shape.c;
+  const long planes = long(x.shape.n) * c;
+  const long hw = long(x.shape.plane());
+#pragma omp parallel for schedule(static)
+  for (long pl = 0; pl < planes; ++pl) {
+    const int ch = int(pl % c);
+    const float a = invstd[ch] * (gamma ? gamma[ch] : 1.f);
+    const float b = (beta ? beta[ch] : 0.f) - mean[ch] * a;
+    const float* in = x.data + pl * hw;
+    float* out = y.data + pl * hw;
+    for (long i = 0; i < hw; ++i) out[i] = in[i] * a + b;
+  }
+}
+
+void CpuBackend::batchnorm_backward_reduce(ConstTensorView dy, ConstTensorView x,
+                                           const float* mean, float* reduce, Stream&) {
+  TRAINER_ASSERT(x.shape == dy.shape, "batchnorm_backward_reduce shapes");
+  enter();
+  const int n = x.shape.n, c = x.shape.c;
+  const long hw = long(x.shape.plane());
+#pragma omp parallel for schedule(static)
+  for (int ch = 0; ch < c; ++ch) {
+    double sdy = 0, sdyx = 0;
+    const float mu = mean[ch];
+    for (int b = 0; b < n; ++b) {
+      const long off = (long(b) * c + ch) * hw;
+      const float* g = dy.data + off;
+      const float* p = x.data + off;
+      float s1 = 0, s2 = 0;
+      for (long i = 0; i < hw; ++i) {
+        s1 += g[i];
+        s2 += g[i] * (p[i] - mu);
+      }
+      sdy += s1;
+      sdyx += s2;
+    }
+    reduce[ch] = float(sdy);
+    reduce[c + ch] = float(sdyx);
+  }
+}
+
+void CpuBackend::batchnorm_param_grads(const float* reduce, const float* invstd, int channels,
+                                       float* dgamma, float* dbeta, Stream&) {
+  for (int ch = 0; ch < channels; ++ch) {
+    if (dgamma) dgamma[ch] = reduce[channels + ch] * invstd[ch];
+    if (dbeta) dbeta[ch] = reduce[ch];
+  }
+}
+
+void CpuBackend::batchnorm_backward_apply(ConstTensorView dy, ConstTensorView x,
+                                          const float* mean, const float* invstd,
+                                          const float* gamma, const float* reduce, double count,
+                                          TensorView dx, Stream&) {
+  TRAINER_ASSERT(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_backward_apply shapes");
+  enter();
+  const int c = x.shape.c;
+  const long planes = long(x.shape.n) * c;
+  const long hw = long(x.shape.plane());
+#pragma omp parallel for schedule(static)
+  for (long pl = 0; pl < planes; ++pl) {
+    const int ch = int(pl % c);
+    // dx = (dy - mean(dy) - (x - mu) * invstd^2 * mean(dy * (x - mu))) * invstd * gamma
+    const float is = invstd[ch];
+    const float g = gamma ? gamma[ch] : 1.f;
+    const float mean_dy = float(reduce[ch] / count);
+    const float proj = float(reduce[c + ch] / count) * is * is;
+    const float mu = mean[ch];
+    const float k = is * g;
+    const float* d = dy.data + pl * hw;
+    const float* p = x.data + pl * hw;
+    float* o = dx.data + pl * hw;
+    for (long i = 0; i < hw; ++i) o[i] = (d[i] - mean_dy - (p[i] - mu) * proj) * k;
+  }
+}
+
+}  // namespace trainer::compute::cpu

@@ -1,0 +1,238 @@
+// Convolutions and transposed convolutions on oneDNN.
+//
+// Every shape is described once as a forward convolution x -> y with weights
+// w[Cout, Cin, k, k] (PyTorch OIHW), and cached as a ConvPlan holding its three
+// primitives (forward, backward data, backward weights).
+//
+// A transposed convolution (PyTorch ConvTranspose2d, weights IOHW) is exactly the
+// backward-data pass of the convolution that maps its output back to its input,
+// whose OIHW weights are the same bytes as the IOHW deconvolution weights:
+//   deconv forward        = conv backward data   (conv x = deconv y, conv y = deconv x)
+//   deconv backward data  = conv forward
+//   deconv backward wghts = conv backward weights with conv x = deconv dy, conv dy = deconv x
+// cuDNN users do the same; it keeps one code path and PyTorch's semantics exactly.
+//
+// Layouts: primitives are created with format_tag::any so oneDNN picks its fastest
+// (blocked) layouts; user tensors stay plain NCHW/OIHW and are reordered into and
+// out of staging buffers only when the chosen layout differs.
+#include <cstdio>
+#include <string>
+
+#include "compute/cpu/cpu_backend.hpp"
+#include "compute/cpu/cpu_conv_plan.hpp"
+#include "util/error.hpp"
+
+namespace trainer::compute::cpu {
+
+namespace {
+
+using dnnl::memory;
+using tag = dnnl::memory::format_tag;
+using dt = dnnl::memory::data_type;
+
+// Staging slot ids (direction * 16 + argument).
+enum Slot { kFwdX = 0, kFwdW, kFwdY, kBdDy = 16, kBdW, kBdDx, kBwX = 32, kBwDy, kBwDw };
+
+// Makes `user` (plain) available in layout `want`: either the user memory itself or
+// a staging buffer, reordered from the user data when `input` is true.
+memory stage(ConvPlan& p, int slot, memory user, const memory::desc& want,
+             const dnnl::engine& eng, dnnl::stream& strm, bool input) {
+  if (user.get_desc() == want) return user;
+  auto it = p.staging.find(slot);
+  if (it == p.staging.end()) it = p.staging.emplace(slot, memory(want, eng)).first;
+  if (input) dnnl::reorder(user, it->second).execute(strm, user, it->second);
+  return it->second;
+}
+
+void unstage(memory staged, memory user, dnnl::stream& strm) {
+  if (staged.get(true) != user.get(true)) dnnl::reorder(staged, user).execute(strm, staged, user);
+}
+
+}  // namespace
+
+ConvPlan& CpuBackend::conv_plan(int n, int cin, int h, int w, int cout, int oh, int ow,
+                                int kernel, int stride, int pad) {
+  char key[160];
+  std::snprintf(key, sizeof key, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", n, cin, h, w, cout, oh, ow,
+                kernel, stride, pad);
+  auto it = conv_plans_.find(key);
+  if (it != conv_plans_.end()) return *it->second;
+
+  // Right padding from the sizes, as PyTorch's oneDNN path does: it may be smaller
+  // than the left padding when the last input rows are never reached.
+  const memory::dims strides{stride, stride};
+  const memory::dims pad_l{pad, pad};
+  const memory::dims pad_r{(oh - 1) * stride + kernel - h - pad, (ow - 1) * stride + kernel - w - pad};
+  auto plan = std::make_unique<ConvPlan>();
+  plan->x_md = memory::desc({n, cin, h, w}, dt::f32, tag::nchw);
+  plan->w_md = memory::desc({cout, cin, kernel, kernel}, dt::f32, tag::oihw);
+  plan->y_md = memory::desc({n, cout, oh, ow}, dt::f32, tag::nchw);
+  const memory::desc x_any({n, cin, h, w}, dt::f32, tag::any);
+  const memory::desc w_any({cout, cin, kernel, kernel}, dt::f32, tag::any);
+  const memory::desc y_any({n, cout, oh, ow}, dt::f32, tag::any);
+  try {
+    plan->fwd_pd = dnnl::convolution_forward::primitive_desc(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                        dnnl::algorithm::convolution_direct, x_any, w_any, y_any,
+                                        strides, pad_l, pad_r),
+        engine_);
+    plan->bwd_data_pd = dnnl::convolution_backward_data::primitive_desc(
+        dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, x_any, w_any,
+                                              y_any, strides, pad_l, pad_r),
+        engine_, plan->fwd_pd);
+    plan->bwd_weights_pd = dnnl::convolution_backward_weights::primitive_desc(
+        dnnl::convolution_backward_weights::desc(dnnl::algorithm::convolution_direct, x_any,
+                                                 w_any, y_any, strides, pad_l, pad_r),
+        engine_, plan->fwd_pd);
+  } catch (const dnnl::error& e) {
+    throw SystemError(std::string("oneDNN: cannot create convolution primitives for shape ") +
+                      key + ": " + e.what());
+  }
+  return *conv_plans_.emplace(key, std::move(plan)).first->second;
+}
+
+void CpuBackend::run_conv_forward(ConvPlan& p, const float* x, const float* w, float* y) {
+  if (!p.fwd) p.fwd.emplace(p.fwd_pd);
+  memory ux(p.x_md, engine_, const_cast<float*>(x));
+  memory uw(p.w_md, engine_, const_cast<float*>(w));
+  memory uy(p.y_md, engine_, y);
+  memory sx = stage(p, kFwdX, ux, p.fwd_pd.src_desc(), engine_, dnnl_stream_, true);
+  memory sw = stage(p, kFwdW, uw, p.fwd_pd.weights_desc(), engine_, dnnl_stream_, true);
+  memory sy = stage(p, kFwdY, uy, p.fwd_pd.dst_desc(), engine_, dnnl_stream_, false);
+  p.fwd->execute(dnnl_stream_, {{DNNL_ARG_SRC, sx}, {DNNL_ARG_WEIGHTS, sw}, {DNNL_ARG_DST, sy}});
+  unstage(sy, uy, dnnl_stream_);
+  dnnl_stream_.wait();
+}
+
+void CpuBackend::run_conv_backward_data(ConvPlan& p, const float* dy, const float* w, float* dx) {
+  if (!p.bwd_data) p.bwd_data.emplace(*p.bwd_data_pd);
+  memory udy(p.y_md, engine_, const_cast<float*>(dy));
+  memory uw(p.w_md, engine_, const_cast<float*>(w));
+  memory udx(p.x_md, engine_, dx);
+  memory sdy = stage(p, kBdDy, udy, p.bwd_data_pd->diff_dst_desc(), engine_, dnnl_stream_, true);
+  memory sw = stage(p, kBdW, uw, p.bwd_data_pd->weights_desc(), engine_, dnnl_stream_, true);
+  memory sdx = stage(p, kBdDx, udx, p.bwd_data_pd->diff_src_desc(), engine_, dnnl_stream_, false);
+  p.bwd_data->execute(dnnl_stream_,
+                      {{DNNL_ARG_DIFF_DST, sdy}, {DNNL_ARG_WEIGHTS, sw}, {DNNL_ARG_DIFF_SRC, sdx}});
+  unstage(sdx, udx, dnnl_stream_);
+  dnnl_stream_.wait();
+}
+
+void CpuBackend::run_conv_backward_weights(ConvPlan& p, const float* x, const float* dy,
+                                           float* dw) {
+  if (!p.bwd_weights) p.bwd_weights.emplace(*p.bwd_weights_pd);
+  memory ux(p.x_md, engine_, const_cast<float*>(x));
+  memory udy(p.y_md, engine_, const_cast<float*>(dy));
+  memory udw(p.w_md, engine_, dw);
+  memory sx = stage(p, kBwX, ux, p.bwd_weights_pd->src_desc(), engine_, dnnl_stream_, true);
+  memory sdy = stage(p, kBwDy, udy, p.bwd_weights_pd->diff_dst_desc(), engine_, dnnl_stream_, true);
+  memory sdw =
+      stage(p, kBwDw, udw, p.bwd_weights_pd->diff_weights_desc(), engine_, dnnl_stream_, false);
+  p.bwd_weights->execute(dnnl_stream_,
+                         {{DNNL_ARG_SRC, sx}, {DNNL_ARG_DIFF_DST, sdy}, {DNNL_ARG_DIFF_WEIGHTS, sdw}});
+  unstage(sdw, udw, dnnl_stream_);
+  dnnl_stream_.wait();
+}
+
+// ---- convolution ------------------------------------------------------------
+
+namespace {
+void check_conv(const Shape4& x, const Shape4& y, const ConvGeometry& g, const char* op) {
+  TRAINER_ASSERT(x.c == g.in_channels && y.c == g.out_channels && x.n == y.n &&
+                     y.h == g.conv_out(x.h) && y.w == g.conv_out(x.w),
+                 op << ": x " << x.str() << " y " << y.str() << " do not match the geometry");
+}
+void check_deconv(const Shape4& x, const Shape4& y, const ConvGeometry& g, const char* op) {
+  TRAINER_ASSERT(x.c == g.in_channels && y.c == g.out_channels && x.n == y.n &&
+                     y.h == g.deconv_out(x.h) && y.w == g.deconv_out(x.w) &&
+                     g.output_padding < g.stride,
+                 op << ": x " << x.str() << " y " << y.str() << " do not match the geometry");
+}
+}  // namespace
+
+void CpuBackend::conv2d_forward(ConstTensorView x, const float* w, TensorView y,
+                                const ConvGeometry& g, Stream&) {
+  check_conv(x.shape, y.shape, g, "conv2d_forward");
+  enter();
+  ConvPlan& p = conv_plan(x.shape.n, x.shape.c, x.shape.h, x.shape.w, y.shape.c, y.shape.h,
+                          y.shape.w, g.kernel, g.stride, g.pad);
+  run_conv_forward(p, x.data, w, y.data);
+}
+
+void CpuBackend::conv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,
+                                      const ConvGeometry& g, Stream&) {
+  check_conv(dx.shape, dy.shape, g, "conv2d_backward_data");
+  enter();
+  ConvPlan& p = conv_plan(dx.shape.n, dx.shape.c, dx.shape.h, dx.shape.w, dy.shape.c, dy.shape.h,
+                          dy.shape.w, g.kernel, g.stride, g.pad);
+  run_conv_backward_data(p, dy.data, w, dx.data);
+}
+
+void CpuBackend::conv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
+                                         const ConvGeometry& g, Stream&) {
+  check_conv(x.shape, dy.shape, g, "conv2d_backward_weights");
+  enter();
+  ConvPlan& p = conv_plan(x.shape.n, x.shape.c, x.shape.h, x.shape.w, dy.shape.c, dy.shape.h,
+                          dy.shape.w, g.kernel, g.stride, g.pad);
+  run_conv_backward_weights(p, x.data, dy.data, dw);
+}
+
+// ---- transposed convolution --------------------------------------------------
+// The equivalent convolution maps deconv y [N, Cout, OH, OW] to deconv x [N, Cin, H, W]
+// with Cin output channels: its OIHW weights are the deconv's IOHW weights.
+
+void CpuBackend::deconv2d_forward(ConstTensorView x, const float* w, const float* bias,
+                                  TensorView y, const ConvGeometry& g, Stream&) {
+  check_deconv(x.shape, y.shape, g, "deconv2d_forward");
+  enter();
+  ConvPlan& p = conv_plan(y.shape.n, y.shape.c, y.shape.h, y.shape.w, x.shape.c, x.shape.h,
+                          x.shape.w, g.kernel, g.stride, g.pad);
+  run_conv_backward_data(p, x.data, w, y.data);
+  if (bias) {
+    const long planes = long(y.shape.n) * y.shape.c;
+    const long hw = long(y.shape.plane());
+    const int c = y.shape.c;
+    float* out = y.data;
+#pragma omp parallel for schedule(static)
+    for (long pl = 0; pl < planes; ++pl) {
+      const float b = bias[pl % c];
+      float* o = out + pl * hw;
+      for (long i = 0; i < hw; ++i) o[i] += b;
+    }
+  }
+}
+
+void CpuBackend::deconv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,
+                                        const ConvGeometry& g, Stream&) {
+  check_deconv(dx.shape, dy.shape, g, "deconv2d_backward_data");
+  enter();
+  ConvPlan& p = conv_plan(dy.shape.n, dy.shape.c, dy.shape.h, dy.shape.w, dx.shape.c, dx.shape.h,
+                          dx.shape.w, g.kernel, g.stride, g.pad);
+  run_conv_forward(p, dy.data, w, dx.data);
+}
+
+void CpuBackend::deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
+                                           float* dbias, const ConvGeometry& g, Stream&) {
+  check_deconv(x.shape, dy.shape, g, "deconv2d_backward_weights");
+  enter();
+  ConvPlan& p = conv_plan(dy.shape.n, dy.shape.c, dy.shape.h, dy.shape.w, x.shape.c, x.shape.h,
+                          x.shape.w, g.kernel, g.stride, g.pad);
+  run_conv_backward_weights(p, dy.data, x.data, dw);
+  if (dbias) {
+    const int n = dy.shape.n, c = dy.shape.c;
+    const long hw = long(dy.shape.plane());
+#pragma omp parallel for schedule(static)
+    for (int ch = 0; ch < c; ++ch) {
+      double acc = 0;
+      for (int b = 0; b < n; ++b) {
+        const float* d = dy.data + (long(b) * c + ch) * hw;
+        float part = 0;
+        for (long i = 0; i < hw; ++i) part += d[i];
+        acc += part;
+      }
+      dbias[ch] = float(acc);
+    }
+  }
+}
+
+}  // namespace trainer::compute::cpu

@@ -1,0 +1,286 @@
+// Input normalization and the heatmap ops (targets, spatial softmax, the masked
+// heatmap losses, soft-argmax). These are the CPU twins of the CUDA kernels in
+// kernels/; semantics follow lightning-pose and are written out in docs/COMPUTE.md.
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "compute/cpu/cpu_backend.hpp"
+#include "util/error.hpp"
+
+namespace trainer::compute::cpu {
+
+void CpuBackend::normalize_images(const std::uint8_t* src, int in_channels, TensorView dst,
+                                  const float mean[3], const float std[3], Stream&) {
+  TRAINER_ASSERT((in_channels == 1 || in_channels == 3) && dst.shape.c == 3,
+                 "normalize_images: " << in_channels << " input channels into " << dst.shape.str());
+  enter();
+  const int n = dst.shape.n, h = dst.shape.h, w = dst.shape.w;
+  const long hw = long(h) * w;
+#pragma omp parallel for schedule(static) collapse(2)
+  for (int b = 0; b < n; ++b)
+    for (int c = 0; c < 3; ++c) {
+      const int sc = in_channels == 1 ? 0 : c;
+      const std::uint8_t* in = src + long(b) * hw * in_channels + sc;
+      float* out = dst.data + (long(b) * 3 + c) * hw;
+      const float m = mean[c], inv = 1.f / std[c];
+      for (long i = 0; i < hw; ++i) out[i] = (float(in[i * in_channels]) / 255.f - m) * inv;
+    }
+}
+
+// lightning-pose generate_heatmaps: a keypoint counts unless NaN or outside
+// [-1, W+1] x [-1, H+1] (heatmap pixels); its target is exp(-d^2 / (2 sigma^2))
+// over the pixel grid (pixel i at coordinate i), normalized to sum 1.
+void CpuBackend::heatmap_targets(const float* keypoints, TensorView targets, float sigma,
+                                 float* mask, Stream&) {
+  enter();
+  const int nk = targets.shape.n * targets.shape.c;
+  const int h = targets.shape.h, w = targets.shape.w;
+  const long hw = long(h) * w;
+  const double inv2s2 = 1.0 / (2.0 * double(sigma) * double(sigma));
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < nk; ++i) {
+    const float x = keypoints[2 * i], y = keypoints[2 * i + 1];
+    float* out = targets.data + long(i) * hw;
+    const bool valid = !std::isnan(x) && !std::isnan(y) && x >= -1.f && x <= float(w + 1) &&
+                       y >= -1.f && y <= float(h + 1);
+    if (mask) mask[i] = valid ? 1.f : 0.f;
+    if (!valid) {
+      std::fill(out, out + hw, 0.f);
+      continue;
+    }
+    double total = 0;
+    for (int r = 0; r < h; ++r)
+      for (int c = 0; c < w; ++c) {
+        const double dx = c - double(x), dy = r - double(y);
+        const double v = std::exp(-(dx * dx + dy * dy) * inv2s2);
+        out[long(r) * w + c] = float(v);
+        total += v;
+      }
+    const float inv = float(1.0 / total);
+    for (long j = 0; j < hw; ++j) out[j] *= inv;
+  }
+}
+
+namespace {
+// softmax(t * x) over one plane (kornia spatial_softmax2d: the temperature multiplies).
+void softmax_plane(const float* x, float t, float* y, long hw) {
+  float mx = -INFINITY;
+  for (long i = 0; i < hw; ++i) mx = std::max(mx, t * x[i]);
+  double total = 0;
+  for (long i = 0; i < hw; ++i) {
+    y[i] = std::exp(t * x[i] - mx);
+    total += y[i];
+  }
+  const float inv = float(1.0 / total);
+  for (long i = 0; i < hw; ++i) y[i] *= inv;
+}
+}  // namespace
+
+void CpuBackend::spatial_softmax_forward(ConstTensorView x, float temperature, TensorView y,
+                                         Stream&) {
+  TRAINER_ASSERT(x.shape == y.shape, "spatial_softmax_forward shapes");
+  enter();
+  const long planes = long(x.shape.n) * x.shape.c, hw = long(x.shape.plane());
+#pragma omp parallel for schedule(static)
+  for (long p = 0; p < planes; ++p) softmax_plane(x.data + p * hw, temperature, y.data + p * hw, hw);
+}
+
+// dx = t * y * (dy - sum(y * dy)) per plane.
+void CpuBackend::spatial_softmax_backward(ConstTensorView y, ConstTensorView dy, float temperature,
+                                          TensorView dx, Stream&) {
+  TRAINER_ASSERT(y.shape == dy.shape && y.shape == dx.shape, "spatial_softmax_backward shapes");
+  enter();
+  const long planes = long(y.shape.n) * y.shape.c, hw = long(y.shape.plane());
+#pragma omp parallel for schedule(static)
+  for (long p = 0; p < planes; ++p) {
+    const float* yp = y.data + p * hw;
+    const float* dp = dy.data + p * hw;
+    float* o = dx.data + p * hw;
+    double dot = 0;
+    for (long i = 0; i < hw; ++i) dot += double(yp[i]) * dp[i];
+    const float d = float(dot);
+    for (long i = 0; i < hw; ++i) o[i] = temperature * yp[i] * (dp[i] - d);
+  }
+}
+
+// lightning-pose HeatmapMSELoss / HeatmapKLLoss / HeatmapJSLoss with weight 0.5
+// (1 / (2 exp(log_weight)), log_weight 0), mean over the counted keypoints of:
+//   mse: sum over pixels of (p - t)^2        (= mean squared error * H*W)
+//   kl:  sum t' (log t' - log p')             (kornia kl_div_loss_2d(p', t'))
+//   js:  0.5 KL(t' || m) + 0.5 KL(p' || m), m = (t' + p') / 2
+// with p' = p + 1e-10, t' = t + 1e-10. No counted keypoint: loss 0, gradient 0.
+void CpuBackend::heatmap_loss(ConstTensorView pred, ConstTensorView target, const float* mask,
+                              HeatmapLoss type, float* loss, float* dpred, float loss_scale,
+                              Stream&) {
+  TRAINER_ASSERT(pred.shape == target.shape, "heatmap_loss shapes " << pred.shape.str() << " "
+                                                                    << target.shape.str());
+  enter();
+  const int nk = pred.shape.n * pred.shape.c;
+  const long hw = long(pred.shape.plane());
+  std::vector<char> counted(nk);
+  int nvalid = 0;
+  for (int i = 0; i < nk; ++i) {
+    bool c;
+    if (mask) {
+      c = mask[i] != 0.f;
+    } else {  // lightning-pose's own rule: an all-zero target is excluded
+      const float* t = target.data + long(i) * hw;
+      c = std::any_of(t, t + hw, [](float v) { return v != 0.f; });
+    }
+    counted[i] = c;
+    nvalid += c;
+  }
+  const double weight = 0.5;
+  const double per_kp = nvalid ? weight / nvalid : 0.0;
+  double total = 0;
+  constexpr double kEps = 1e-10;
+#pragma omp parallel for schedule(static) reduction(+ : total)
+  for (int i = 0; i < nk; ++i) {
+    const float* p = pred.data + long(i) * hw;
+    const float* t = target.data + long(i) * hw;
+    float* g = dpred ? dpred + long(i) * hw : nullptr;
+    if (!counted[i]) {
+      if (g) std::fill(g, g + hw, 0.f);
+      continue;
+    }
+    const double gs = per_kp * loss_scale;
+    double acc = 0;
+    for (long j = 0; j < hw; ++j) {
+      const double pv = p[j], tv = t[j];
+      switch (type) {
+        case HeatmapLoss::mse: {
+          const double d = pv - tv;
+          acc += d * d;
+          if (g) g[j] = float(gs * 2.0 * d);
+          break;
+        }
+        case HeatmapLoss::kl: {
+          const double pe = pv + kEps, te = tv + kEps;
+          acc += te * (std::log(te) - std::log(pe));
+          if (g) g[j] = float(-gs * te / pe);
+          break;
+        }
+        case HeatmapLoss::js: {
+          const double pe = pv + kEps, te = tv + kEps, m = 0.5 * (pe + te);
+          const double lm = std::log(m);
+          acc += 0.5 * te * (std::log(te) - lm) + 0.5 * pe * (std::log(pe) - lm);
+          if (g) g[j] = float(gs * 0.5 * (std::log(pe) - lm));
+          break;
+        }
+      }
+    }
+    total += acc;
+  }
+  loss[0] = float(total * per_kp);
+}
+
+namespace {
+
+// PyTorch bicubic (A = -0.75) weights for fractional offset t.
+inline void cubic_weights(double t, double w[4]) {
+  constexpr double A = -0.75;
+  auto c1 = [](double x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };
+  auto c2 = [](double x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };
+  w[0] = c2(t + 1);
+  w[1] = c1(t);
+  w[2] = c1(1 - t);
+  w[3] = c2(2 - t);
+}
+
+// 1-D pass of torch interpolate(scale 2, bicubic, align_corners=False): source
+// coordinate (o + 0.5) / 2 - 0.5, taps clamped to the border.
+void bicubic_up2_rows(const std::vector<double>& in, int h, int w, std::vector<double>& out) {
+  // upsample along x: [h, w] -> [h, 2w]
+  const int ow = 2 * w;
+  out.assign(std::size_t(h) * ow, 0.0);
+  for (int o = 0; o < ow; ++o) {
+    const double real = 0.5 * (o + 0.5) - 0.5;
+    const int i0 = int(std::floor(real));
+    double wt[4];
+    cubic_weights(real - i0, wt);
+    int idx[4];
+    for (int k = 0; k < 4; ++k) idx[k] = std::min(std::max(i0 - 1 + k, 0), w - 1);
+    for (int r = 0; r < h; ++r) {
+      const double* row = in.data() + std::size_t(r) * w;
+      out[std::size_t(r) * ow + o] =
+          wt[0] * row[idx[0]] + wt[1] * row[idx[1]] + wt[2] * row[idx[2]] + wt[3] * row[idx[3]];
+    }
+  }
+}
+
+void transpose(const std::vector<double>& in, int h, int w, std::vector<double>& out) {
+  out.resize(std::size_t(h) * w);
+  for (int r = 0; r < h; ++r)
+    for (int c = 0; c < w; ++c) out[std::size_t(c) * h + r] = in[std::size_t(r) * w + c];
+}
+
+// kornia filter2d with the 5x5 pyramid kernel [1 4 6 4 1]^T [1 4 6 4 1] / 256 and
+// zero ("constant") borders, applied along x on a [h, w] plane.
+void pyramid_blur_rows(const std::vector<double>& in, int h, int w, std::vector<double>& out) {
+  static constexpr double k[5] = {1 / 16.0, 4 / 16.0, 6 / 16.0, 4 / 16.0, 1 / 16.0};
+  out.assign(std::size_t(h) * w, 0.0);
+  for (int r = 0; r < h; ++r)
+    for (int c = 0; c < w; ++c) {
+      double acc = 0;
+      for (int j = -2; j <= 2; ++j) {
+        const int cc = c + j;
+        if (cc >= 0 && cc < w) acc += k[j + 2] * in[std::size_t(r) * w + cc];
+      }
+      out[std::size_t(r) * w + c] = acc;
+    }
+}
+
+// lightning-pose upsample(): bicubic x2 then the pyramid blur, on one plane.
+void upsample_plane(std::vector<double>& plane, int& h, int& w) {
+  std::vector<double> a, b;
+  bicubic_up2_rows(plane, h, w, a);  // [h, 2w]
+  transpose(a, h, 2 * w, b);         // [2w, h]
+  bicubic_up2_rows(b, 2 * w, h, a);  // [2w, 2h]
+  pyramid_blur_rows(a, 2 * w, 2 * h, b);
+  transpose(b, 2 * w, 2 * h, a);  // [2h, 2w]
+  pyramid_blur_rows(a, 2 * h, 2 * w, plane);
+  h *= 2;
+  w *= 2;
+}
+
+}  // namespace
+
+// lightning-pose run_subpixelmaxima: upsample 2^d, softmax(temperature * x),
+// expectation of (x, y), confidence = softmax mass in the 5x5 window around the
+// truncated expectation, then the grid offset (2^d - 1) / 2 is subtracted.
+void CpuBackend::soft_argmax(ConstTensorView heatmaps, int downsample_factor, float temperature,
+                             float* coords, float* confidence, Stream&) {
+  TRAINER_ASSERT(downsample_factor >= 0 && downsample_factor <= 5,
+                 "soft_argmax: downsample_factor " << downsample_factor);
+  enter();
+  const int nk = heatmaps.shape.n * heatmaps.shape.c;
+  const long hw = long(heatmaps.shape.plane());
+  const double offset = ((1 << downsample_factor) - 1) / 2.0;
+#pragma omp parallel for schedule(dynamic)
+  for (int i = 0; i < nk; ++i) {
+    int h = heatmaps.shape.h, w = heatmaps.shape.w;
+    std::vector<double> plane(heatmaps.data + long(i) * hw, heatmaps.data + long(i + 1) * hw);
+    for (int d = 0; d < downsample_factor; ++d) upsample_plane(plane, h, w);
+    // softmax in float, as the reference computes it
+    std::vector<float> xf(plane.begin(), plane.end()), sm(plane.size());
+    softmax_plane(xf.data(), temperature, sm.data(), long(sm.size()));
+    double ex = 0, ey = 0;
+    for (int r = 0; r < h; ++r)
+      for (int c = 0; c < w; ++c) {
+        const double p = sm[std::size_t(r) * w + c];
+        ex += p * c;
+        ey += p * r;
+      }
+    const int cx = int(ex), cy = int(ey);  // truncation, as .type(torch.int64)
+    double conf = 0;
+    for (int r = cy - 2; r <= cy + 2; ++r)
+      for (int c = cx - 2; c <= cx + 2; ++c)
+        if (r >= 0 && r < h && c >= 0 && c < w) conf += sm[std::size_t(r) * w + c];
+    coords[2 * i] = float(ex - offset);
+    coords[2 * i + 1] = float(ey - offset);
+    if (confidence) confidence[i] = float(conf);
+  }
+}
+
+}  // namespace trainer::compute::cpu

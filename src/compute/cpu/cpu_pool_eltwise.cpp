@@ -1,0 +1,155 @@
+// Max pooling (PyTorch semantics: padding never wins, the first maximum in
+// row-major window order wins, NaN propagates), ReLU, the residual add+ReLU,
+// accumulation and pixel shuffle. Plain loops, parallel over planes or elements.
+#include <cmath>
+#include <limits>
+
+#include "compute/cpu/cpu_backend.hpp"
+#include "util/error.hpp"
+
+namespace trainer::compute::cpu {
+
+namespace {
+constexpr long kParallelMin = 32768;  // below this, a thread team costs more than it saves
+
+void check_pool(const Shape4& x, const Shape4& y, const PoolGeometry& g) {
+  TRAINER_ASSERT(x.n == y.n && x.c == y.c && y.h == g.out(x.h) && y.w == g.out(x.w),
+                 "maxpool: x " << x.str() << " y " << y.str() << " do not match the geometry");
+}
+
+// Index (within the input plane) of the window's first maximum, or -1 if the window
+// lies entirely in the padding (cannot happen for PyTorch-valid geometries).
+inline long window_argmax(const float* in, int h, int w, int oy, int ox, const PoolGeometry& g) {
+  const int y0 = oy * g.stride - g.pad, x0 = ox * g.stride - g.pad;
+  long best = -1;
+  float bestv = -std::numeric_limits<float>::infinity();
+  for (int ky = 0; ky < g.kernel; ++ky) {
+    const int iy = y0 + ky;
+    if (iy < 0 || iy >= h) continue;
+    for (int kx = 0; kx < g.kernel; ++kx) {
+      const int ix = x0 + kx;
+      if (ix < 0 || ix >= w) continue;
+      const float v = in[long(iy) * w + ix];
+      if (best < 0 || v > bestv || std::isnan(v)) {
+        best = long(iy) * w + ix;
+        bestv = v;
+        if (std::isnan(v)) return best;
+      }
+    }
+  }
+  return best;
+}
+}  // namespace
+
+void CpuBackend::maxpool2d_forward(ConstTensorView x, TensorView y, const PoolGeometry& g,
+                                   Stream&) {
+  check_pool(x.shape, y.shape, g);
+  enter();
+  const long planes = long(x.shape.n) * x.shape.c;
+  const int h = x.shape.h, w = x.shape.w, oh = y.shape.h, ow = y.shape.w;
+#pragma omp parallel for schedule(static)
+  for (long pl = 0; pl < planes; ++pl) {
+    const float* in = x.data + pl * h * w;
+    float* out = y.data + pl * oh * ow;
+    for (int oy = 0; oy < oh; ++oy)
+      for (int ox = 0; ox < ow; ++ox) {
+        const long a = window_argmax(in, h, w, oy, ox, g);
+        out[oy * ow + ox] = a >= 0 ? in[a] : -std::numeric_limits<float>::infinity();
+      }
+  }
+}
+
+void CpuBackend::maxpool2d_backward(ConstTensorView x, ConstTensorView dy, TensorView dx,
+                                    const PoolGeometry& g, Stream&) {
+  check_pool(x.shape, dy.shape, g);
+  TRAINER_ASSERT(dx.shape == x.shape, "maxpool2d_backward dx shape");
+  enter();
+  const long planes = long(x.shape.n) * x.shape.c;
+  const int h = x.shape.h, w = x.shape.w, oh = dy.shape.h, ow = dy.shape.w;
+#pragma omp parallel for schedule(static)
+  for (long pl = 0; pl < planes; ++pl) {
+    const float* in = x.data + pl * h * w;
+    const float* d = dy.data + pl * oh * ow;
+    float* o = dx.data + pl * h * w;
+    for (long i = 0; i < long(h) * w; ++i) o[i] = 0.f;
+    for (int oy = 0; oy < oh; ++oy)
+      for (int ox = 0; ox < ow; ++ox) {
+        const long a = window_argmax(in, h, w, oy, ox, g);
+        if (a >= 0) o[a] += d[oy * ow + ox];
+      }
+  }
+}
+
+void CpuBackend::relu_forward(const float* x, float* y, std::size_t count, Stream&) {
+  enter();
+  const long n = long(count);
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (long i = 0; i < n; ++i) y[i] = x[i] > 0.f ? x[i] : (std::isnan(x[i]) ? x[i] : 0.f);
+}
+
+void CpuBackend::relu_backward(const float* y, const float* dy, float* dx, std::size_t count,
+                               Stream&) {
+  enter();
+  const long n = long(count);
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (long i = 0; i < n; ++i) dx[i] = y[i] > 0.f ? dy[i] : 0.f;
+}
+
+void CpuBackend::add_relu_forward(const float* a, const float* b, float* y, std::size_t count,
+                                  Stream&) {
+  enter();
+  const long n = long(count);
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (long i = 0; i < n; ++i) {
+    const float v = a[i] + b[i];
+    y[i] = v > 0.f ? v : (std::isnan(v) ? v : 0.f);
+  }
+}
+
+void CpuBackend::accumulate(const float* x, float* out, std::size_t count, Stream&) {
+  enter();
+  const long n = long(count);
+#pragma omp parallel for schedule(static) if (n > kParallelMin)
+  for (long i = 0; i < n; ++i) out[i] += x[i];
+}
+
+// PyTorch PixelShuffle(r): y[n, c, h*r + i, w*r + j] = x[n, c*r*r + i*r + j, h, w].
+void CpuBackend::pixel_shuffle_forward(ConstTensorView x, TensorView y, int r, Stream&) {
+  TRAINER_ASSERT(x.shape.c == y.shape.c * r * r && y.shape.h == x.shape.h * r &&
+                     y.shape.w == x.shape.w * r && x.shape.n == y.shape.n,
+                 "pixel_shuffle_forward x " << x.shape.str() << " y " << y.shape.str());
+  enter();
+  const long planes = long(y.shape.n) * y.shape.c;
+  const int h = x.shape.h, w = x.shape.w, oh = y.shape.h, ow = y.shape.w;
+#pragma omp parallel for schedule(static)
+  for (long pl = 0; pl < planes; ++pl) {
+    float* out = y.data + pl * oh * ow;
+    for (int i = 0; i < r; ++i)
+      for (int j = 0; j < r; ++j) {
+        const float* in = x.data + (pl * r * r + i * r + j) * long(h) * w;
+        for (int yy = 0; yy < h; ++yy)
+          for (int xx = 0; xx < w; ++xx) out[(yy * r + i) * ow + xx * r + j] = in[yy * w + xx];
+      }
+  }
+}
+
+void CpuBackend::pixel_shuffle_backward(ConstTensorView dy, TensorView dx, int r, Stream&) {
+  TRAINER_ASSERT(dx.shape.c == dy.shape.c * r * r && dy.shape.h == dx.shape.h * r &&
+                     dy.shape.w == dx.shape.w * r && dx.shape.n == dy.shape.n,
+                 "pixel_shuffle_backward dy " << dy.shape.str() << " dx " << dx.shape.str());
+  enter();
+  const long planes = long(dy.shape.n) * dy.shape.c;
+  const int h = dx.shape.h, w = dx.shape.w, oh = dy.shape.h, ow = dy.shape.w;
+#pragma omp parallel for schedule(static)
+  for (long pl = 0; pl < planes; ++pl) {
+    const float* in = dy.data + pl * oh * ow;
+    for (int i = 0; i < r; ++i)
+      for (int j = 0; j < r; ++j) {
+        float* out = dx.data + (pl * r * r + i * r + j) * long(h) * w;
+        for (int yy = 0; yy < h; ++yy)
+          for (int xx = 0; xx < w; ++xx) out[yy * w + xx] = in[(yy * r + i) * ow + xx * r + j];
+      }
+  }
+}
+
+}  // namespace trainer::compute::cpu

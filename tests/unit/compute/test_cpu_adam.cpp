@@ -1,0 +1,51 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "compute/backend.hpp"
+#include "test_util.hpp"
+
+using namespace trainer::compute;
+using namespace trainer::compute::test;
+
+namespace {
+// torch.optim.Adam / AdamW step, written out in double.
+void ref_adam(std::vector<double>& p, const std::vector<float>& g, std::vector<double>& m,
+              std::vector<double>& v, const AdamParams& a) {
+  const double bc1 = 1 - std::pow(double(a.beta1), double(a.step));
+  const double bc2 = 1 - std::pow(double(a.beta2), double(a.step));
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    double gi = g[i];
+    if (a.decoupled_weight_decay) p[i] *= 1 - double(a.lr) * a.weight_decay;
+    else gi += a.weight_decay * p[i];
+    m[i] = a.beta1 * m[i] + (1 - a.beta1) * gi;
+    v[i] = a.beta2 * v[i] + (1 - a.beta2) * gi * gi;
+    p[i] -= a.lr / bc1 * m[i] / (std::sqrt(v[i]) / std::sqrt(bc2) + a.eps);
+  }
+}
+}  // namespace
+
+TEST_CASE("adam and adamw steps follow torch.optim", "[compute]") {
+  auto be = make_cpu_backend(2);
+  for (bool decoupled : {false, true}) {
+    for (float wd : {0.f, 0.05f}) {
+      INFO("decoupled " << decoupled << " wd " << wd);
+      const std::size_t n = 1000;
+      auto p = random_vector(n, 41);
+      std::vector<float> m(n, 0.f), v(n, 0.f);
+      std::vector<double> pr(p.begin(), p.end()), mr(n, 0.0), vr(n, 0.0);
+      AdamParams a;
+      a.lr = 1e-2f;
+      a.weight_decay = wd;
+      a.decoupled_weight_decay = decoupled;
+      for (long step = 1; step <= 5; ++step) {
+        a.step = step;
+        auto g = random_vector(n, unsigned(50 + step));
+        be->adam_update(p.data(), g.data(), m.data(), v.data(), n, a, be->default_stream());
+        ref_adam(pr, g, mr, vr, a);
+      }
+      std::vector<float> prf(pr.begin(), pr.end());
+      CHECK(rel_error(p, prf) < 1e-5);
+    }
+  }
+}

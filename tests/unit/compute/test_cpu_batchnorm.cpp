@@ -1,0 +1,104 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "compute/backend.hpp"
+#include "test_util.hpp"
+
+using namespace trainer::compute;
+using namespace trainer::compute::test;
+
+namespace {
+// Training-mode batch norm forward through the split API, as the model runs it.
+std::vector<float> bn_train(Backend& be, const std::vector<float>& x, Shape4 s,
+                            const std::vector<float>& gamma, const std::vector<float>& beta,
+                            std::vector<float>& mean, std::vector<float>& invstd,
+                            std::vector<float>* rm = nullptr, std::vector<float>* rv = nullptr) {
+  Stream& st = be.default_stream();
+  std::vector<float> stats(2 * s.c), y(x.size());
+  mean.assign(s.c, 0.f);
+  invstd.assign(s.c, 0.f);
+  be.batchnorm_stats({x.data(), s}, stats.data(), st);
+  be.batchnorm_finalize(stats.data(), s.c, double(s.n) * s.h * s.w, 1e-5f, 0.1f, mean.data(),
+                        invstd.data(), rm ? rm->data() : nullptr, rv ? rv->data() : nullptr, st);
+  be.batchnorm_apply({x.data(), s}, mean.data(), invstd.data(), gamma.data(), beta.data(),
+                     {y.data(), s}, st);
+  return y;
+}
+}  // namespace
+
+TEST_CASE("batch norm forward (train) matches PyTorch's formulas, running stats included",
+          "[compute]") {
+  auto be = make_cpu_backend(2);
+  const Shape4 s{3, 4, 5, 6};
+  auto x = random_vector(s.numel(), 7, -2.f, 3.f);
+  auto gamma = random_vector(s.c, 8, 0.5f, 1.5f), beta = random_vector(s.c, 9);
+  std::vector<float> rm(s.c, 0.f), rv(s.c, 1.f), mean, invstd;
+  auto y = bn_train(*be, x, s, gamma, beta, mean, invstd, &rm, &rv);
+  const double cnt = double(s.n) * s.h * s.w;
+  for (int c = 0; c < s.c; ++c) {
+    double mu = 0, var = 0;
+    for (int n = 0; n < s.n; ++n)
+      for (std::size_t i = 0; i < s.plane(); ++i) mu += x[(std::size_t(n) * s.c + c) * s.plane() + i];
+    mu /= cnt;
+    for (int n = 0; n < s.n; ++n)
+      for (std::size_t i = 0; i < s.plane(); ++i) {
+        const double d = x[(std::size_t(n) * s.c + c) * s.plane() + i] - mu;
+        var += d * d;
+      }
+    var /= cnt;  // biased
+    CHECK(mean[c] == Approx(mu).epsilon(1e-5));
+    CHECK(invstd[c] == Approx(1 / std::sqrt(var + 1e-5)).epsilon(1e-5));
+    CHECK(rm[c] == Approx(0.1 * mu).epsilon(1e-5));
+    CHECK(rv[c] == Approx(0.9 + 0.1 * var * cnt / (cnt - 1)).epsilon(1e-5));  // unbiased
+    for (int n = 0; n < s.n; ++n)
+      for (std::size_t i = 0; i < s.plane(); ++i) {
+        const std::size_t j = (std::size_t(n) * s.c + c) * s.plane() + i;
+        REQUIRE(y[j] == Approx((x[j] - mu) / std::sqrt(var + 1e-5) * gamma[c] + beta[c]).margin(1e-5));
+      }
+  }
+  // inference stats from the running statistics
+  std::vector<float> m2(s.c), is2(s.c);
+  be->batchnorm_inference_stats(rm.data(), rv.data(), s.c, 1e-5f, m2.data(), is2.data(),
+                                be->default_stream());
+  CHECK(m2[1] == rm[1]);
+  CHECK(is2[1] == Approx(1 / std::sqrt(rv[1] + 1e-5)).epsilon(1e-6));
+}
+
+TEST_CASE("batch norm backward (train) matches finite differences", "[compute]") {
+  auto be = make_cpu_backend(2);
+  Stream& st = be->default_stream();
+  const Shape4 s{2, 3, 4, 3};
+  auto x = random_vector(s.numel(), 11, -1.f, 2.f);
+  auto gamma = random_vector(s.c, 12, 0.5f, 1.5f), beta = random_vector(s.c, 13);
+  auto r = random_vector(s.numel(), 14);  // loss = sum(y * r), so dy = r
+  std::vector<float> mean, invstd;
+  bn_train(*be, x, s, gamma, beta, mean, invstd);
+  std::vector<float> reduce(2 * s.c), dgamma(s.c), dbeta(s.c), dx(s.numel());
+  be->batchnorm_backward_reduce({r.data(), s}, {x.data(), s}, mean.data(), reduce.data(), st);
+  be->batchnorm_param_grads(reduce.data(), invstd.data(), s.c, dgamma.data(), dbeta.data(), st);
+  be->batchnorm_backward_apply({r.data(), s}, {x.data(), s}, mean.data(), invstd.data(),
+                               gamma.data(), reduce.data(), double(s.n) * s.h * s.w,
+                               {dx.data(), s}, st);
+  auto loss = [&](const std::vector<float>& xx, const std::vector<float>& g,
+                  const std::vector<float>& b) {
+    std::vector<float> m, is;
+    return dot(bn_train(*be, xx, s, g, b, m, is), r);
+  };
+  const float h = 1e-2f;
+  for (std::size_t i = 0; i < x.size(); i += 5) {
+    auto xp = x, xm = x;
+    xp[i] += h;
+    xm[i] -= h;
+    CHECK(dx[i] == Approx((loss(xp, gamma, beta) - loss(xm, gamma, beta)) / (2 * h)).margin(2e-3));
+  }
+  for (int c = 0; c < s.c; ++c) {
+    auto gp = gamma, gm = gamma, bp = beta, bm = beta;
+    gp[c] += h;
+    gm[c] -= h;
+    bp[c] += h;
+    bm[c] -= h;
+    CHECK(dgamma[c] == Approx((loss(x, gp, beta) - loss(x, gm, beta)) / (2 * h)).margin(2e-3));
+    CHECK(dbeta[c] == Approx((loss(x, gamma, bp) - loss(x, gamma, bm)) / (2 * h)).margin(2e-3));
+  }
+}
