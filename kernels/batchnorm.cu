@@ -101,13 +101,17 @@ __global__ void inference_stats_kernel(const float* running_mean, const float* r
   invstd[ch] = static_cast<float>(1.0 / sqrt(double(running_var[ch]) + double(eps)));
 }
 
+// y = x * a + b with a = invstd * gamma, b = beta - mean * a (the CPU twin's
+// arithmetic); gamma / beta may be null (1 and 0).
 __global__ void apply_kernel(const float* x, const float* mean, const float* invstd,
                              const float* gamma, const float* beta, float* y, int c, int plane,
                              std::size_t total) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
        i += std::size_t(blockDim.x) * gridDim.x) {
     const int ch = static_cast<int>((i / plane) % c);
-    y[i] = (x[i] - mean[ch]) * invstd[ch] * gamma[ch] + beta[ch];
+    const float a = invstd[ch] * (gamma ? gamma[ch] : 1.f);
+    const float b = (beta ? beta[ch] : 0.f) - mean[ch] * a;
+    y[i] = x[i] * a + b;
   }
 }
 
@@ -115,22 +119,23 @@ __global__ void param_grads_kernel(const float* reduce, const float* invstd, int
                                    float* dbeta) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c) return;
-  dgamma[ch] = reduce[c + ch] * invstd[ch];
-  dbeta[ch] = reduce[ch];
+  if (dgamma) dgamma[ch] = reduce[c + ch] * invstd[ch];
+  if (dbeta) dbeta[ch] = reduce[ch];
 }
 
-// dx = gamma * invstd * (dy - sum_dy / count - (x - mean) * invstd^2 * sum_dy_xmu / count)
+// dx = (dy - sum_dy / count - (x - mean) * invstd^2 * sum_dy_xmu / count) * invstd * gamma
 __global__ void backward_apply_kernel(const float* dy, const float* x, const float* mean,
                                       const float* invstd, const float* gamma, const float* reduce,
-                                      float inv_count, float* dx, int c, int plane,
+                                      double count, float* dx, int c, int plane,
                                       std::size_t total) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
        i += std::size_t(blockDim.x) * gridDim.x) {
     const int ch = static_cast<int>((i / plane) % c);
     const float is = invstd[ch];
-    const float mean_dy = reduce[ch] * inv_count;
-    const float mean_dy_xmu = reduce[c + ch] * inv_count;
-    dx[i] = gamma[ch] * is * (dy[i] - mean_dy - (x[i] - mean[ch]) * is * is * mean_dy_xmu);
+    const float g = gamma ? gamma[ch] : 1.f;
+    const float mean_dy = static_cast<float>(reduce[ch] / count);
+    const float proj = static_cast<float>(reduce[c + ch] / count) * is * is;
+    dx[i] = (dy[i] - mean_dy - (x[i] - mean[ch]) * proj) * (is * g);
   }
 }
 
@@ -184,7 +189,7 @@ void batchnorm_backward_apply(const float* dy, const float* x, const float* mean
   const std::size_t total = std::size_t(n) * c * plane;
   if (total)
     backward_apply_kernel<<<blocks_for(total), kThreads, 0, s>>>(
-        dy, x, mean, invstd, gamma, reduce, static_cast<float>(1.0 / count), dx, c, plane, total);
+        dy, x, mean, invstd, gamma, reduce, count, dx, c, plane, total);
 }
 
 }  // namespace trainer::kernels

@@ -2,7 +2,8 @@
 // Batch-norm kernels for the split API of compute::Backend (statistics, finalize,
 // apply, backward reduce, backward apply), so synchronized BN can all-reduce the
 // per-channel sums between the halves. CPU twins: the batchnorm_* ops in
-// src/compute/cpu/. Per-channel sums accumulate in double.
+// src/compute/cpu/. Per-channel sums accumulate in double. gamma, beta, dgamma and
+// dbeta may be null (gamma 1, beta 0, gradient not wanted).
 #include <cuda_runtime_api.h>  // cudaStream_t
 #include <cstddef>             // std::size_t
 

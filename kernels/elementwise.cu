@@ -24,7 +24,7 @@ __global__ void accumulate_kernel(const float* x, float* out, std::size_t n) {
 __global__ void relu_forward_kernel(const float* x, float* y, std::size_t n) {
   GRID_STRIDE(i, n) {
     const float v = x[i];
-    y[i] = v > 0.f ? v : 0.f;
+    y[i] = v > 0.f ? v : (isnan(v) ? v : 0.f);  // NaN propagates, as on the CPU
   }
 }
 __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx, std::size_t n) {
@@ -33,7 +33,7 @@ __global__ void relu_backward_kernel(const float* y, const float* dy, float* dx,
 __global__ void add_relu_kernel(const float* a, const float* b, float* y, std::size_t n) {
   GRID_STRIDE(i, n) {
     const float v = a[i] + b[i];
-    y[i] = v > 0.f ? v : 0.f;
+    y[i] = v > 0.f ? v : (isnan(v) ? v : 0.f);
   }
 }
 __global__ void add_channel_bias_kernel(float* y, const float* bias, int c, int plane, std::size_t n) {

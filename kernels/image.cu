@@ -21,7 +21,7 @@ __global__ void normalize_kernel(const std::uint8_t* src, int in_channels, float
     const std::size_t n = i / (std::size_t(h) * w * 3);
     const int src_c = in_channels == 1 ? 0 : c;
     const float v = static_cast<float>(src[(n * h * w + pixel) * in_channels + src_c]);
-    dst[i] = (v / 255.0f - norm.mean[c]) / norm.std[c];
+    dst[i] = (v / 255.f - norm.mean[c]) * (1.f / norm.std[c]);  // as the CPU twin
   }
 }
 

@@ -11,9 +11,9 @@ namespace {
 using detail::blocks_for;
 using detail::kThreads;
 
-// Index (within the plane) of the window's maximum with PyTorch's rule: start at
-// the first valid element with -inf, take any strictly larger value or any NaN.
-// Returns -1 for a window that lies entirely in the padding.
+// Index (within the plane) of the window's maximum, as the CPU twin: the first
+// maximum in row-major window order wins, the first NaN wins outright, padding
+// never wins. Returns -1 for a window that lies entirely in the padding.
 __device__ inline int window_argmax(const float* plane, const PoolShape& p, int oy, int ox) {
   const int y0 = oy * p.stride - p.pad, x0 = ox * p.stride - p.pad;
   int best = -1;
@@ -25,10 +25,10 @@ __device__ inline int window_argmax(const float* plane, const PoolShape& p, int 
       const int x = x0 + kx;
       if (x < 0 || x >= p.w) continue;
       const float v = plane[y * p.w + x];
-      if (best < 0) best = y * p.w + x;
-      if (v > best_v || isnan(v)) {
+      if (best < 0 || v > best_v || isnan(v)) {
         best = y * p.w + x;
         best_v = v;
+        if (isnan(v)) return best;
       }
     }
   }

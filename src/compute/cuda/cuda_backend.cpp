@@ -206,6 +206,7 @@ class CudaBackend final : public Backend {
   void batchnorm_finalize(const float* stats, int channels, double count, float eps, float momentum,
                           float* mean, float* invstd, float* running_mean, float* running_var,
                           Stream& s) override {
+    TRAINER_ASSERT(count > 0, "batchnorm_finalize over zero values");
     kernels::batchnorm_finalize(stats, channels, count, eps, momentum, mean, invstd, running_mean,
                                 running_var, as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
@@ -326,14 +327,14 @@ class CudaBackend final : public Backend {
                                Stream& s) override {
     SHAPE_CHECK(x.shape == y.shape, "spatial_softmax_forward shapes");
     kernels::spatial_softmax_forward(x.data, x.shape.n * x.shape.c, int(x.shape.plane()),
-                                     1.f / temperature, y.data, as_cuda(s).get());
+                                     temperature, y.data, as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
   void spatial_softmax_backward(ConstTensorView y, ConstTensorView dy, float temperature,
                                 TensorView dx, Stream& s) override {
     SHAPE_CHECK(y.shape == dy.shape && y.shape == dx.shape, "spatial_softmax_backward shapes");
     kernels::spatial_softmax_backward(y.data, dy.data, y.shape.n * y.shape.c, int(y.shape.plane()),
-                                      1.f / temperature, dx.data, as_cuda(s).get());
+                                      temperature, dx.data, as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
 
@@ -355,13 +356,13 @@ class CudaBackend final : public Backend {
 
   void soft_argmax(ConstTensorView heatmaps, int downsample_factor, float temperature, float* coords,
                    float* confidence, Stream& s) override {
+    TRAINER_ASSERT(downsample_factor >= 0 && downsample_factor <= 5,
+                   "soft_argmax: downsample_factor " << downsample_factor);
     auto& cs = as_cuda(s);
     const int planes = heatmaps.shape.n * heatmaps.shape.c;
-    const std::size_t floats = kernels::soft_argmax_scratch_floats(
+    const std::size_t doubles = kernels::soft_argmax_scratch_doubles(
         planes, heatmaps.shape.h, heatmaps.shape.w, downsample_factor);
-    auto* scratch = floats ? static_cast<float*>(cs.scratch(floats * sizeof(float))) : nullptr;
-    // lightning-pose (kornia spatial_softmax2d) multiplies the logits by the
-    // temperature here (1000 by default): a larger temperature sharpens the peak.
+    auto* scratch = doubles ? static_cast<double*>(cs.scratch(doubles * sizeof(double))) : nullptr;
     kernels::soft_argmax(heatmaps.data, planes, heatmaps.shape.h, heatmaps.shape.w,
                          downsample_factor, temperature, coords, confidence, scratch, cs.get());
     CUDA_CHECK_LAUNCH();
