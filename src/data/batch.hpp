@@ -1,27 +1,46 @@
 #pragma once
-// One batch as the loader hands it to training: host memory (pinned when CUDA is
-// in use), ready to be copied to the compute device.
+// One batch as the loader hands it to training: host memory (from the allocator the
+// caller gave the loader: pinned when CUDA is in use), ready to be copied to the
+// compute device. A batch stays valid until the next Loader::next() or
+// Loader::start_epoch() call.
+#include <cstddef>  // std::size_t
 #include <cstdint>  // std::uint8_t, std::int64_t
 #include <vector>   // std::vector
 
 namespace trainer::data {
 
 struct Batch {
-  int size = 0;            // frames in this batch (rows below)
+  int size = 0;            // rows (frames) in this batch; the last batch of an epoch may be smaller
+  int context_frames = 1;  // 1, or 5 for heatmap_mhcrnn (frames t-2 .. t+2)
   int height = 0;          // network input height (image_resize_dims)
   int width = 0;           // network input width
   int num_keypoints = 0;
-  // Normalized network input, float NCHW [size, 3, height, width] (ImageNet mean/std).
+  int epoch = 0;
+  std::int64_t index = 0;  // batch number within the epoch
+
+  // Normalized network input, float [size, context_frames, 3, height, width]
+  // (with context_frames = 1 this is plain NCHW). Grayscale is replicated to 3
+  // channels; x = (v / 255 - mean[c]) / std[c] with ImageNet mean/std (augment.hpp).
   float* images = nullptr;
-  // Keypoints in network-input pixels [size, K, 2], NaN where unlabeled or pushed
-  // out of the frame by augmentation.
+  // Keypoints in network-input pixels [size, K, 2] (of the centre frame), NaN
+  // where unlabeled or pushed out of the frame by augmentation.
   std::vector<float> keypoints;
   // Global frame index of each row (across shards), for split/prediction output.
   std::vector<std::int64_t> frame_index;
-  // 1 for real rows, 0 for rows the distributed sampler padded (excluded from metrics).
+  // 1 for real rows, 0 for rows the distributed sampler padded (exclude them from metrics).
   std::vector<std::uint8_t> is_real;
-  // Scale from network-input pixels back to the stored frame: x_orig = x * scale_x.
+  // Scale from network-input pixels back to the stored frame: x_orig = x * scale_x
+  // (exact for un-augmented batches: val, test, predict).
   std::vector<float> scale_x, scale_y;
+
+  std::size_t image_floats() const {
+    return static_cast<std::size_t>(size) * context_frames * 3 * height * width;
+  }
+  int real_rows() const {
+    int n = 0;
+    for (int i = 0; i < size; ++i) n += is_real[static_cast<std::size_t>(i)] ? 1 : 0;
+    return n;
+  }
 };
 
 }  // namespace trainer::data

@@ -1,0 +1,116 @@
+#include "comm/host_communicator.hpp"
+
+#include <algorithm>  // std::min, std::max
+#include <chrono>     // std::chrono::duration
+#include <string>     // std::string
+#include <thread>     // std::this_thread::sleep_for
+#include <utility>    // std::move
+
+#include "util/error.hpp"  // SystemError, MPI_CHECK
+
+namespace trainer::comm {
+
+namespace {
+
+// The communication thread and the main thread both call MPI (the stall
+// inspector's side channel at least), which MPI allows only at this level.
+bool mpi_allows_comm_thread() {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_CHECK(MPI_Query_thread(&provided));
+  return provided == MPI_THREAD_MULTIPLE;
+}
+
+template <typename T>
+void scale(T* data, std::size_t count, T factor) {
+  for (std::size_t i = 0; i < count; ++i) data[i] *= factor;
+}
+
+class HostWork final : public Work {
+ public:
+  explicit HostWork(std::shared_ptr<Completion> completion) : completion_(std::move(completion)) {}
+  void wait(compute::Stream&) override { completion_->wait(); }
+
+ private:
+  std::shared_ptr<Completion> completion_;
+};
+
+}  // namespace
+
+HostCommunicator::HostCommunicator(std::unique_ptr<HostCollectives> backend, MPI_Comm world,
+                                   double timeout_s)
+    : backend_(std::move(backend)),
+      inspector_(world, backend_->name()),
+      timeout_s_(timeout_s),
+      skip_(skip_collective_from_env()),
+      thread_(std::make_unique<CommThread>(mpi_allows_comm_thread())) {}
+
+HostCommunicator::~HostCommunicator() { thread_.reset(); }
+
+template <typename Body>
+std::shared_ptr<Completion> HostCommunicator::submit(std::string what, Body body) {
+  return thread_->submit([this, what = std::move(what), body]() {
+    const long seq = ++seq_;
+    const long step = step_.load();
+    const auto timeout = std::chrono::duration<double>(timeout_s_);
+    if (skip_.matches(backend_->rank(), seq)) {
+      // Debug aid: never join, as a stuck rank would; the others abort the job.
+      std::this_thread::sleep_for(2 * timeout + std::chrono::seconds(30));
+      throw SystemError("TRAINER_DEBUG_SKIP_COLLECTIVE: rank " + std::to_string(backend_->rank()) +
+                        " skipped collective #" + std::to_string(seq) + " and nobody aborted");
+    }
+    inspector_.arrive(seq);
+    const Deadline deadline =
+        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(timeout);
+    if (!body(deadline)) {
+      // Give late arrival messages a moment, but never longer than the timeout itself.
+      const double grace_s = std::min(2.0, std::max(0.2, timeout_s_));
+      inspector_.report_and_abort(seq, what, step, timeout_s_, grace_s);
+    }
+  });
+}
+
+void HostCommunicator::all_reduce(float* data, std::size_t count, ReduceOp op, compute::Stream& stream,
+                                  const char* what) {
+  all_reduce_async(data, count, op, stream, what)->wait(stream);
+}
+
+void HostCommunicator::all_reduce(double* data, std::size_t count, ReduceOp op, compute::Stream&,
+                                  const char* what) {
+  const int n = size();
+  submit(what, [this, data, count, op, n](Deadline deadline) {
+    if (!backend_->sum(data, count, deadline)) return false;
+    if (op == ReduceOp::avg) scale(data, count, 1.0 / n);
+    return true;
+  })->wait();
+}
+
+std::unique_ptr<Work> HostCommunicator::all_reduce_async(float* data, std::size_t count, ReduceOp op,
+                                                         compute::Stream&, const char* what) {
+  const int n = size();
+  return std::make_unique<HostWork>(submit(what, [this, data, count, op, n](Deadline deadline) {
+    if (!backend_->sum(data, count, deadline)) return false;
+    if (op == ReduceOp::avg) scale(data, count, 1.0f / static_cast<float>(n));
+    return true;
+  }));
+}
+
+void HostCommunicator::broadcast(float* data, std::size_t count, int root, compute::Stream&,
+                                 const char* what) {
+  TRAINER_ASSERT(root >= 0 && root < size(), "broadcast root " << root << " out of range");
+  submit(what, [this, data, count, root](Deadline deadline) {
+    return backend_->broadcast(data, count, root, deadline);
+  })->wait();
+}
+
+void HostCommunicator::all_gather(const float* send, float* recv, std::size_t count_per_rank,
+                                  compute::Stream&, const char* what) {
+  submit(what, [this, send, recv, count_per_rank](Deadline deadline) {
+    return backend_->all_gather(send, recv, count_per_rank, deadline);
+  })->wait();
+}
+
+void HostCommunicator::barrier(const char* what) {
+  submit(what, [this](Deadline deadline) { return backend_->barrier(deadline); })->wait();
+}
+
+}  // namespace trainer::comm

@@ -1,0 +1,97 @@
+#include "comm/mpi_collectives.hpp"
+
+#include <algorithm>  // std::min
+#include <chrono>     // std::chrono::microseconds
+#include <climits>    // INT_MAX
+#include <cstring>    // std::memcpy
+#include <thread>     // std::this_thread::sleep_for, yield
+
+#include "util/error.hpp"  // MPI_CHECK
+
+namespace trainer::comm {
+
+namespace {
+// MPI counts are int: larger buffers go in chunks of at most this many elements.
+constexpr std::size_t kMaxChunk = static_cast<std::size_t>(INT_MAX) / 2;
+}  // namespace
+
+bool wait_until(MPI_Request& request, Deadline deadline) {
+  // Spin for the first few hundred tests (small messages finish in microseconds),
+  // then back off to sleeps of up to 1 ms so a waiting rank leaves the CPU to
+  // the ranks and threads still computing.
+  auto nap = std::chrono::microseconds(10);
+  for (long polls = 0;; ++polls) {
+    int done = 0;
+    MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (polls < 200) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(nap);
+      nap = std::min(nap * 2, std::chrono::microseconds(1000));
+    }
+  }
+}
+
+MpiCollectives::MpiCollectives(MPI_Comm world) : comm_(OwnedMpiComm::duplicate(world)) {
+  rank_ = comm_.rank();
+  size_ = comm_.size();
+}
+
+bool MpiCollectives::sum_chunks(void* data, std::size_t count, std::size_t elem_size,
+                                MPI_Datatype type, Deadline deadline) {
+  auto* bytes = static_cast<char*>(data);
+  for (std::size_t done = 0; done < count;) {
+    const std::size_t n = std::min(kMaxChunk, count - done);
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, bytes + done * elem_size, static_cast<int>(n), type,
+                             MPI_SUM, comm_.get(), &request));
+    if (!wait_until(request, deadline)) return false;
+    done += n;
+  }
+  return true;
+}
+
+bool MpiCollectives::sum(float* data, std::size_t count, Deadline deadline) {
+  return sum_chunks(data, count, sizeof(float), MPI_FLOAT, deadline);
+}
+
+bool MpiCollectives::sum(double* data, std::size_t count, Deadline deadline) {
+  return sum_chunks(data, count, sizeof(double), MPI_DOUBLE, deadline);
+}
+
+bool MpiCollectives::broadcast(float* data, std::size_t count, int root, Deadline deadline) {
+  for (std::size_t done = 0; done < count;) {
+    const std::size_t n = std::min(kMaxChunk, count - done);
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPI_CHECK(MPI_Ibcast(data + done, static_cast<int>(n), MPI_FLOAT, root, comm_.get(), &request));
+    if (!wait_until(request, deadline)) return false;
+    done += n;
+  }
+  return true;
+}
+
+bool MpiCollectives::all_gather(const float* send, float* recv, std::size_t count, Deadline deadline) {
+  if (count * static_cast<std::size_t>(size_) > kMaxChunk) {
+    // Rare (metrics and BN statistics are small): gather rank by rank.
+    for (int root = 0; root < size_; ++root) {
+      float* block = recv + static_cast<std::size_t>(root) * count;
+      if (root == rank_) std::memcpy(block, send, count * sizeof(float));
+      if (!broadcast(block, count, root, deadline)) return false;
+    }
+    return true;
+  }
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Iallgather(send, static_cast<int>(count), MPI_FLOAT, recv, static_cast<int>(count),
+                           MPI_FLOAT, comm_.get(), &request));
+  return wait_until(request, deadline);
+}
+
+bool MpiCollectives::barrier(Deadline deadline) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Ibarrier(comm_.get(), &request));
+  return wait_until(request, deadline);
+}
+
+}  // namespace trainer::comm

@@ -1,0 +1,39 @@
+#pragma once
+// HostCollectives on MPI: non-blocking collectives (MPI_Iallreduce, MPI_Ibcast,
+// MPI_Iallgather, MPI_Ibarrier) on a private duplicate of the world, polled with
+// MPI_Test until done or until the deadline. Polling, rather than a blocking
+// call, is what lets a stuck collective be noticed at all.
+#include <mpi.h>  // MPI_Comm, MPI_Datatype
+
+#include "comm/host_collectives.hpp"  // HostCollectives
+#include "comm/owned_mpi_comm.hpp"    // OwnedMpiComm
+
+namespace trainer::comm {
+
+class MpiCollectives final : public HostCollectives {
+ public:
+  explicit MpiCollectives(MPI_Comm world);
+  std::string name() const override { return "mpi"; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  bool sum(float* data, std::size_t count, Deadline deadline) override;
+  bool sum(double* data, std::size_t count, Deadline deadline) override;
+  bool broadcast(float* data, std::size_t count, int root, Deadline deadline) override;
+  bool all_gather(const float* send, float* recv, std::size_t count, Deadline deadline) override;
+  bool barrier(Deadline deadline) override;
+
+ private:
+  bool sum_chunks(void* data, std::size_t count, std::size_t elem_size, MPI_Datatype type,
+                  Deadline deadline);
+
+  OwnedMpiComm comm_;
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+// Waits for `request` with MPI_Test (spinning briefly, then sleeping a little
+// longer each time) until it completes or `deadline` passes. Returns completion.
+bool wait_until(MPI_Request& request, Deadline deadline);
+
+}  // namespace trainer::comm

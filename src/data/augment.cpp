@@ -1,0 +1,125 @@
+// Resize, augmentation and normalization of one frame (see augment.hpp).
+#include "data/augment.hpp"
+
+#include <opencv2/imgproc.hpp>  // cv::warpAffine
+
+#include <algorithm>  // std::clamp
+#include <cmath>      // std::cos, std::sin, std::isnan
+#include <limits>     // std::numeric_limits
+
+#include "data/rng.hpp"    // KeyedRng, RngPurpose
+#include "util/error.hpp"  // UserError
+
+namespace trainer::data {
+
+Augmentation parse_imgaug(const std::string& name) {
+  if (name == "default" || name == "none") return Augmentation::kNone;
+  if (name == "dlc") return Augmentation::kDlc;
+  throw UserError("training.imgaug = '" + name + "' is not supported", "use default (resize only) or dlc");
+}
+
+FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmentation aug, std::uint64_t seed,
+                              int epoch, std::int64_t frame) {
+  FrameTransform t;
+  const double sx = static_cast<double>(dst_w) / src_w;
+  const double sy = static_cast<double>(dst_h) / src_h;
+  // Start with the resize D = diag(sx, sy).
+  double a = sx, b = 0, c = 0, d = 0, e = sy, f = 0;
+  if (aug == Augmentation::kDlc) {
+    KeyedRng rng(seed, static_cast<std::uint64_t>(RngPurpose::kAugment), static_cast<std::uint64_t>(epoch),
+                 static_cast<std::uint64_t>(frame));
+    // Every draw is made whether or not it is used, so one choice never shifts the others.
+    const bool rotate = rng.chance(0.4);
+    const double angle = rng.uniform(-25.0, 25.0) * 3.141592653589793 / 180.0;
+    const bool scale = rng.chance(0.5);
+    const double s = rng.uniform(0.85, 1.15);
+    const bool shift = rng.chance(0.5);
+    const double tx = rng.uniform(-0.1, 0.1) * dst_w, ty = rng.uniform(-0.1, 0.1) * dst_h;
+    const bool photo = rng.chance(0.5);
+    const double contrast = rng.uniform(0.75, 1.25), brightness = rng.uniform(-25.0, 25.0);
+    const double theta = rotate ? angle : 0.0;
+    const double k = scale ? s : 1.0;
+    // G = T(centre + shift) * R(theta) * S(k) * T(-centre), applied after D.
+    const double cx = dst_w / 2.0, cy = dst_h / 2.0;
+    const double r00 = k * std::cos(theta), r01 = -k * std::sin(theta);
+    const double r10 = k * std::sin(theta), r11 = k * std::cos(theta);
+    const double gx = cx + (shift ? tx : 0.0) - (r00 * cx + r01 * cy);
+    const double gy = cy + (shift ? ty : 0.0) - (r10 * cx + r11 * cy);
+    // G * D
+    a = r00 * sx;
+    b = r01 * sy;
+    c = gx;
+    d = r10 * sx;
+    e = r11 * sy;
+    f = gy;
+    if (photo) {
+      t.contrast = static_cast<float>(contrast);
+      t.brightness = static_cast<float>(brightness);
+    }
+  }
+  t.m[0] = a; t.m[1] = b; t.m[2] = c;
+  t.m[3] = d; t.m[4] = e; t.m[5] = f;
+  return t;
+}
+
+void transform_keypoints(const FrameTransform& t, const float* in, float* out, int num_keypoints, int dst_h,
+                         int dst_w) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int k = 0; k < num_keypoints; ++k) {
+    const double x = in[2 * k], y = in[2 * k + 1];
+    if (std::isnan(x) || std::isnan(y)) {
+      out[2 * k] = out[2 * k + 1] = nan;
+      continue;
+    }
+    const double xo = t.m[0] * x + t.m[1] * y + t.m[2];
+    const double yo = t.m[3] * x + t.m[4] * y + t.m[5];
+    if (xo < 0.0 || yo < 0.0 || xo >= dst_w || yo >= dst_h) {
+      out[2 * k] = out[2 * k + 1] = nan;
+    } else {
+      out[2 * k] = static_cast<float>(xo);
+      out[2 * k + 1] = static_cast<float>(yo);
+    }
+  }
+}
+
+void warp_image(const FrameTransform& t, const std::uint8_t* src, int h, int w, int c, std::uint8_t* dst, int dst_h,
+                int dst_w) {
+  const int type = c == 1 ? CV_8UC1 : CV_8UC3;
+  const cv::Mat in(h, w, type, const_cast<std::uint8_t*>(src));
+  cv::Mat out(dst_h, dst_w, type, dst);
+  // Pixel-index form of the continuous map: idx' = M (idx + 0.5) - 0.5.
+  const double m[6] = {t.m[0], t.m[1], t.m[2] + 0.5 * (t.m[0] + t.m[1]) - 0.5,
+                       t.m[3], t.m[4], t.m[5] + 0.5 * (t.m[3] + t.m[4]) - 0.5};
+  const cv::Mat matrix(2, 3, CV_64F, const_cast<double*>(m));
+  cv::warpAffine(in, out, matrix, cv::Size(dst_w, dst_h), cv::INTER_LINEAR, cv::BORDER_CONSTANT, cv::Scalar::all(0));
+}
+
+void normalize_to_planes(const FrameTransform& t, const std::uint8_t* img, int h, int w, int c, float* out) {
+  float lut[3][256];
+  for (int ch = 0; ch < 3; ++ch) {
+    for (int v = 0; v < 256; ++v) {
+      const float adjusted = std::clamp(t.contrast * (static_cast<float>(v) - 128.0f) + 128.0f + t.brightness, 0.0f, 255.0f);
+      lut[ch][v] = (adjusted / 255.0f - kImageNetMean[ch]) / kImageNetStd[ch];
+    }
+  }
+  const size_t plane = static_cast<size_t>(h) * w;
+  float* p0 = out;
+  float* p1 = out + plane;
+  float* p2 = out + 2 * plane;
+  if (c == 1) {
+    for (size_t i = 0; i < plane; ++i) {
+      const std::uint8_t v = img[i];
+      p0[i] = lut[0][v];
+      p1[i] = lut[1][v];
+      p2[i] = lut[2][v];
+    }
+  } else {
+    for (size_t i = 0; i < plane; ++i) {
+      p0[i] = lut[0][img[3 * i]];
+      p1[i] = lut[1][img[3 * i + 1]];
+      p2[i] = lut[2][img[3 * i + 2]];
+    }
+  }
+}
+
+}  // namespace trainer::data

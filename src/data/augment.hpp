@@ -1,0 +1,52 @@
+#pragma once
+// Per-frame geometry and photometry: resize to the network input, optional
+// "dlc"-style augmentation (lightning-pose's training.imgaug = dlc), and the
+// conversion to normalized float planes.
+//
+// Coordinates are continuous pixel coordinates: pixel i covers [i, i + 1), so a
+// plain resize maps x to x * (W_out / W_in), exactly as lightning-pose scales
+// keypoints. The image is warped with the same affine map (half-pixel centres),
+// so a keypoint transformed here lands on the same image content.
+#include <cstdint>  // std::uint8_t, std::uint64_t, std::int64_t
+#include <string>   // std::string
+
+namespace trainer::data {
+
+enum class Augmentation { kNone, kDlc };
+
+// "default" (resize only) or "dlc"; anything else is a UserError.
+Augmentation parse_imgaug(const std::string& name);
+
+// ImageNet statistics used for the network input: x = (v / 255 - mean[c]) / std[c].
+inline constexpr float kImageNetMean[3] = {0.485f, 0.456f, 0.406f};
+inline constexpr float kImageNetStd[3] = {0.229f, 0.224f, 0.225f};
+
+struct FrameTransform {
+  // Source → network input: x' = m[0] x + m[1] y + m[2], y' = m[3] x + m[4] y + m[5].
+  double m[6] = {1, 0, 0, 0, 1, 0};
+  float contrast = 1.0f;    // v' = contrast * (v - 128) + 128 + brightness, clamped to [0, 255]
+  float brightness = 0.0f;
+};
+
+// The dlc draws (all from a stream keyed by seed, epoch and frame index):
+//   rotation   p = 0.4, uniform in [-25, 25] degrees about the image centre
+//   scale      p = 0.5, uniform in [0.85, 1.15]
+//   translation p = 0.5, uniform in [-10 %, 10 %] of width / height
+//   brightness / contrast p = 0.5, brightness in [-25, 25], contrast in [0.75, 1.25]
+FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmentation aug, std::uint64_t seed,
+                              int epoch, std::int64_t frame);
+
+// Applies the geometry to K (x, y) pairs; a keypoint outside [0, W) x [0, H) of the
+// output, or NaN on input, becomes NaN.
+void transform_keypoints(const FrameTransform& t, const float* in, float* out, int num_keypoints, int dst_h,
+                         int dst_w);
+
+// Warps a H*W*C uint8 image (C = 1 or 3) into dst (dst_h*dst_w*C), bilinear, black border.
+void warp_image(const FrameTransform& t, const std::uint8_t* src, int h, int w, int c, std::uint8_t* dst, int dst_h,
+                int dst_w);
+
+// Writes 3 float planes [3, h, w] (grayscale replicated), brightness/contrast then
+// ImageNet normalization, through a 256-entry table per channel.
+void normalize_to_planes(const FrameTransform& t, const std::uint8_t* img, int h, int w, int c, float* out);
+
+}  // namespace trainer::data

@@ -1,0 +1,313 @@
+// Dataset: opening, validating and reading the shard files (see dataset.hpp).
+#include "data/dataset.hpp"
+
+#include <glob.h>    // glob, globfree
+#include <unistd.h>  // access
+
+#include <algorithm>   // std::sort
+#include <filesystem>  // std::filesystem::exists
+#include <sstream>     // std::ostringstream
+
+#include "util/error.hpp"  // UserError, SystemError
+
+namespace trainer::data {
+
+struct Dataset::Shard {
+  std::string path;
+  std::int64_t num_frames = 0;
+  std::mutex open_mutex;  // guards the lazy open below
+  h5::Handle file;
+  h5::Handle images;
+};
+
+namespace {
+
+std::string join(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + v[i];
+  return s;
+}
+
+std::string shape_text(const std::vector<hsize_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+std::string type_text(hid_t type) {
+  const H5T_class_t cls = H5Tget_class(type);
+  const size_t size = H5Tget_size(type);
+  switch (cls) {
+    case H5T_INTEGER:
+      return std::string(H5Tget_sign(type) == H5T_SGN_NONE ? "uint" : "int") + std::to_string(size * 8);
+    case H5T_FLOAT: return "float" + std::to_string(size * 8);
+    case H5T_STRING: return "string";
+    default: return "a non-numeric type";
+  }
+}
+
+// Opens a file for reading with user-facing errors for the usual ways it fails.
+h5::Handle open_file(const std::string& path) {
+  h5::silence_errors_on_this_thread();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    throw UserError("cannot open data file " + path + ": no such file",
+                    "check data_files; create a dataset with `trainer import` or `trainer synth`");
+  if (std::filesystem::is_directory(path, ec)) throw UserError("cannot open data file " + path + ": is a directory");
+  if (::access(path.c_str(), R_OK) != 0) throw UserError("cannot open data file " + path + ": permission denied");
+  const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
+  if (is_hdf5 <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    throw UserError("data file " + path + " is not an HDF5 file",
+                    "convert labeled frames with `trainer import --csv CollectedData.csv --out data.h5`");
+  }
+  const hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (id < 0) {
+    throw UserError("cannot open data file " + path + " as HDF5 (truncated or damaged?): " + h5::last_error_message());
+  }
+  return h5::Handle(id, H5Fclose);
+}
+
+h5::Handle open_dataset(hid_t file, const std::string& path, const char* name, bool required = true) {
+  bool exists = false;
+  try {
+    exists = h5::link_exists(file, name);
+  } catch (const SystemError&) {
+    exists = false;
+  }
+  if (!exists) {
+    if (!required) return {};
+    throw UserError("data file " + path + " has no dataset " + name,
+                    "see docs/DATA.md for the schema; `trainer import` and `trainer synth` write it");
+  }
+  const hid_t id = H5Dopen2(file, name, H5P_DEFAULT);
+  if (id < 0) throw UserError("cannot open dataset " + std::string(name) + " in " + path + ": " + h5::last_error_message());
+  return h5::Handle(id, H5Dclose);
+}
+
+[[noreturn]] void bad(const std::string& path, const char* name, const std::string& what) {
+  throw UserError("data file " + path + ", dataset " + name + ": " + what);
+}
+
+struct ShardMeta {
+  DatasetShape shape;
+  std::vector<float> keypoints;
+  std::vector<std::string> frame_paths;
+  std::vector<std::int64_t> video_id, frame_number;
+};
+
+ShardMeta read_shard_meta(const std::string& path) {
+  h5::Handle file = open_file(path);
+  const hid_t f = file.get();
+  ShardMeta meta;
+  try {
+    std::int64_t version = 0;
+    if (h5::read_int_attribute(f, "format_version", &version) && version > kFormatVersion) {
+      throw UserError("data file " + path + " has format_version " + std::to_string(version) +
+                          ", this trainer reads up to " + std::to_string(kFormatVersion),
+                      "use a newer trainer");
+    }
+    // /images: uint8 [N, H, W, C]
+    h5::Handle images = open_dataset(f, path, kImages);
+    {
+      h5::Handle type = H5_OWN(datatype, H5Dget_type(images.get()));
+      if (H5Tget_class(type.get()) != H5T_INTEGER || H5Tget_size(type.get()) != 1 ||
+          H5Tget_sign(type.get()) != H5T_SGN_NONE)
+        bad(path, kImages, "wrong dtype " + type_text(type.get()) + ", expected uint8");
+    }
+    const auto idims = h5::dims_of(images.get());
+    if (idims.size() != 4) bad(path, kImages, "wrong rank: shape " + shape_text(idims) + ", expected [N, H, W, C]");
+    if (idims[3] != 1 && idims[3] != 3)
+      bad(path, kImages, "has " + std::to_string(idims[3]) + " channels, expected 1 (grayscale) or 3 (RGB)");
+    if (idims[0] == 0 || idims[1] == 0 || idims[2] == 0) bad(path, kImages, "is empty: shape " + shape_text(idims));
+    meta.shape.num_frames = static_cast<std::int64_t>(idims[0]);
+    meta.shape.height = static_cast<int>(idims[1]);
+    meta.shape.width = static_cast<int>(idims[2]);
+    meta.shape.channels = static_cast<int>(idims[3]);
+    const auto n = idims[0];
+
+    // /keypoints: float [N, K, 2]
+    h5::Handle kp = open_dataset(f, path, kKeypoints);
+    {
+      h5::Handle type = H5_OWN(datatype, H5Dget_type(kp.get()));
+      if (H5Tget_class(type.get()) != H5T_FLOAT)
+        bad(path, kKeypoints, "wrong dtype " + type_text(type.get()) + ", expected float32");
+    }
+    const auto kdims = h5::dims_of(kp.get());
+    if (kdims.size() != 3 || kdims[2] != 2)
+      bad(path, kKeypoints, "wrong rank: shape " + shape_text(kdims) + ", expected [N, K, 2]");
+    if (kdims[0] != n)
+      bad(path, kKeypoints, "N mismatch: " + std::to_string(kdims[0]) + " rows but " + kImages + " has " +
+                                std::to_string(n) + " frames");
+    meta.keypoints.resize(kdims[0] * kdims[1] * 2);
+    if (!meta.keypoints.empty())
+      H5_CHECK(H5Dread(kp.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, meta.keypoints.data()));
+
+    // /keypoint_names: K strings
+    h5::Handle names = open_dataset(f, path, kKeypointNames);
+    try {
+      meta.shape.keypoint_names = h5::read_strings(names.get());
+    } catch (const UserError& e) {
+      bad(path, kKeypointNames, e.what());
+    }
+    if (meta.shape.keypoint_names.size() != kdims[1])
+      bad(path, kKeypointNames, std::to_string(meta.shape.keypoint_names.size()) + " names but " + kKeypoints +
+                                    " has K = " + std::to_string(kdims[1]));
+
+    // /frame_paths: N strings
+    h5::Handle paths = open_dataset(f, path, kFramePaths);
+    try {
+      meta.frame_paths = h5::read_strings(paths.get());
+    } catch (const UserError& e) {
+      bad(path, kFramePaths, e.what());
+    }
+    if (meta.frame_paths.size() != n)
+      bad(path, kFramePaths, "N mismatch: " + std::to_string(meta.frame_paths.size()) + " paths but " + kImages +
+                                 " has " + std::to_string(n) + " frames");
+
+    // Optional /video_id + /frame_number.
+    h5::Handle vid = open_dataset(f, path, kVideoId, false);
+    h5::Handle fnum = open_dataset(f, path, kFrameNumber, false);
+    if (bool(vid) != bool(fnum))
+      bad(path, vid ? kFrameNumber : kVideoId, std::string("is missing; ") + (vid ? kVideoId : kFrameNumber) +
+                                                   " needs it (context frames use both)");
+    if (vid) {
+      for (auto [name, handle, out] : {std::tuple{kVideoId, &vid, &meta.video_id},
+                                       std::tuple{kFrameNumber, &fnum, &meta.frame_number}}) {
+        try {
+          *out = h5::read_int64(handle->get());
+        } catch (const UserError& e) {
+          bad(path, name, e.what());
+        }
+        if (out->size() != n)
+          bad(path, name, "N mismatch: " + std::to_string(out->size()) + " entries but " + kImages + " has " +
+                              std::to_string(n) + " frames");
+      }
+    }
+  } catch (const SystemError& e) {
+    throw UserError("cannot read data file " + path + " (truncated or damaged?): " + e.what());
+  }
+  return meta;
+}
+
+}  // namespace
+
+std::vector<std::string> expand_data_files(const std::vector<std::string>& patterns) {
+  std::vector<std::string> files;
+  for (const auto& pattern : patterns) {
+    if (pattern.find_first_of("*?[") == std::string::npos) {
+      files.push_back(pattern);
+      continue;
+    }
+    glob_t g{};
+    const int rc = ::glob(pattern.c_str(), 0, nullptr, &g);
+    std::vector<std::string> matched;
+    if (rc == 0)
+      for (size_t i = 0; i < g.gl_pathc; ++i) matched.emplace_back(g.gl_pathv[i]);
+    ::globfree(&g);
+    if (matched.empty()) throw UserError("data_files pattern '" + pattern + "' matches no file");
+    std::sort(matched.begin(), matched.end());
+    files.insert(files.end(), matched.begin(), matched.end());
+  }
+  return files;
+}
+
+Dataset::Dataset() = default;
+Dataset::Dataset(Dataset&&) noexcept = default;
+Dataset& Dataset::operator=(Dataset&&) noexcept = default;
+Dataset::~Dataset() = default;
+
+Dataset Dataset::open(const std::vector<std::string>& files, const DatasetExpectations& expect) {
+  if (files.empty()) throw UserError("no data files given");
+  Dataset ds;
+  ds.files_ = files;
+  bool video_info = true;
+  std::int64_t video_offset = 0;
+  for (const auto& path : files) {
+    ShardMeta meta = read_shard_meta(path);
+    const int k = meta.shape.num_keypoints();
+    if (expect.num_keypoints > 0 && k != expect.num_keypoints)
+      throw UserError("data file " + path + ", dataset " + kKeypoints + ": has " + std::to_string(k) +
+                          " keypoints but num_keypoints = " + std::to_string(expect.num_keypoints),
+                      "set data.num_keypoints to " + std::to_string(k) + " (or 0 to take it from the data)");
+    if (!expect.keypoint_names.empty() && meta.shape.keypoint_names != expect.keypoint_names)
+      throw UserError("data file " + path + ", dataset " + kKeypointNames + ": names (" +
+                          join(meta.shape.keypoint_names) + ") differ from keypoint_names in the config (" +
+                          join(expect.keypoint_names) + ")",
+                      "fix data.keypoint_names or leave it empty to take the names from the data");
+    if (ds.shards_.empty()) {
+      ds.shape_ = meta.shape;
+      ds.shape_.num_frames = 0;
+    } else {
+      const auto& s = ds.shape_;
+      if (meta.shape.height != s.height || meta.shape.width != s.width || meta.shape.channels != s.channels)
+        throw UserError("data file " + path + ", dataset " + kImages + ": frames are " +
+                        std::to_string(meta.shape.height) + "x" + std::to_string(meta.shape.width) + "x" +
+                        std::to_string(meta.shape.channels) + " but " + files.front() + " has " +
+                        std::to_string(s.height) + "x" + std::to_string(s.width) + "x" + std::to_string(s.channels));
+      if (meta.shape.keypoint_names != s.keypoint_names)
+        throw UserError("data file " + path + ", dataset " + kKeypointNames + ": names differ from " + files.front());
+    }
+    auto shard = std::make_unique<Shard>();
+    shard->path = path;
+    shard->num_frames = meta.shape.num_frames;
+    ds.shard_start_.push_back(ds.shape_.num_frames);
+    ds.shape_.num_frames += meta.shape.num_frames;
+    ds.shards_.push_back(std::move(shard));
+    ds.keypoints_.insert(ds.keypoints_.end(), meta.keypoints.begin(), meta.keypoints.end());
+    ds.frame_paths_.insert(ds.frame_paths_.end(), meta.frame_paths.begin(), meta.frame_paths.end());
+    if (meta.video_id.empty()) {
+      video_info = false;
+    } else if (video_info) {
+      std::int64_t max_id = 0;
+      for (auto v : meta.video_id) {
+        ds.video_id_.push_back(v + video_offset);
+        max_id = std::max(max_id, v);
+      }
+      video_offset += max_id + 1;
+      ds.frame_number_.insert(ds.frame_number_.end(), meta.frame_number.begin(), meta.frame_number.end());
+    }
+  }
+  if (!video_info) {
+    ds.video_id_.clear();
+    ds.frame_number_.clear();
+  }
+  return ds;
+}
+
+std::size_t Dataset::shard_of(std::int64_t i) const {
+  TRAINER_ASSERT(i >= 0 && i < size(), "frame index " << i << " out of range [0, " << size() << ")");
+  const auto it = std::upper_bound(shard_start_.begin(), shard_start_.end(), i);
+  return static_cast<std::size_t>(it - shard_start_.begin()) - 1;
+}
+
+const std::string& Dataset::file_of(std::int64_t i) const { return shards_[shard_of(i)]->path; }
+
+void Dataset::read_image(std::int64_t i, std::uint8_t* out) const {
+  Shard& shard = *shards_[shard_of(i)];
+  const std::int64_t local = i - shard_start_[shard_of(i)];
+  h5::silence_errors_on_this_thread();
+  try {
+    hid_t images = H5I_INVALID_HID;
+    {
+      std::lock_guard<std::mutex> lock(shard.open_mutex);
+      if (!shard.images) {
+        shard.file = open_file(shard.path);
+        shard.images = open_dataset(shard.file.get(), shard.path, kImages);
+      }
+      images = shard.images.get();
+    }
+    const hsize_t start[4] = {static_cast<hsize_t>(local), 0, 0, 0};
+    const hsize_t count[4] = {1, static_cast<hsize_t>(shape_.height), static_cast<hsize_t>(shape_.width),
+                              static_cast<hsize_t>(shape_.channels)};
+    h5::Handle file_space = H5_OWN(dataspace, H5Dget_space(images));
+    H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr));
+    h5::Handle mem_space = H5_OWN(dataspace, H5Screate_simple(4, count, nullptr));
+    H5_CHECK(H5Dread(images, H5T_NATIVE_UINT8, mem_space.get(), file_space.get(), H5P_DEFAULT, out));
+  } catch (const SystemError& e) {
+    throw UserError("cannot read frame " + std::to_string(local) + " of data file " + shard.path + ", dataset " +
+                    kImages + " (truncated or damaged?): " + e.what());
+  }
+}
+
+}  // namespace trainer::data

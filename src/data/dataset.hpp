@@ -1,0 +1,80 @@
+#pragma once
+// Read side of the dataset format: one or several shard files with the same schema
+// seen as one dataset. The global frame index runs across the shards in order.
+// Opening reads and validates every shard's metadata (shapes, keypoints, names,
+// paths: small); image data is read frame by frame, and a shard's images dataset is
+// opened only when one of its frames is first read, so a rank touches only the
+// files its frames live in.
+#include <cstdint>  // std::int64_t, std::uint8_t
+#include <memory>   // std::unique_ptr
+#include <mutex>    // std::mutex
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+#include "data/format.hpp"  // DatasetShape, dataset names
+#include "data/h5.hpp"      // h5::Handle
+
+namespace trainer::data {
+
+// What the configuration expects of the data; 0 / empty: take it from the data.
+struct DatasetExpectations {
+  int num_keypoints = 0;
+  std::vector<std::string> keypoint_names;
+};
+
+// Expands glob patterns (data_files = shards/part-*.h5) into a sorted file list;
+// a pattern that matches nothing is an error naming it.
+std::vector<std::string> expand_data_files(const std::vector<std::string>& patterns);
+
+class Dataset {
+ public:
+  // Throws UserError naming the file and dataset for every problem (see docs/DATA.md).
+  static Dataset open(const std::vector<std::string>& files, const DatasetExpectations& expect = {});
+
+  Dataset(Dataset&&) noexcept;
+  Dataset& operator=(Dataset&&) noexcept;
+  ~Dataset();
+
+  std::int64_t size() const { return shape_.num_frames; }
+  int height() const { return shape_.height; }
+  int width() const { return shape_.width; }
+  int channels() const { return shape_.channels; }
+  int num_keypoints() const { return shape_.num_keypoints(); }
+  const std::vector<std::string>& keypoint_names() const { return shape_.keypoint_names; }
+  const DatasetShape& shape() const { return shape_; }
+  std::size_t frame_bytes() const { return static_cast<std::size_t>(shape_.height) * shape_.width * shape_.channels; }
+
+  const std::string& frame_path(std::int64_t i) const { return frame_paths_[static_cast<std::size_t>(i)]; }
+  const std::vector<std::string>& frame_paths() const { return frame_paths_; }
+  // K*2 floats (x, y in stored pixels, NaN = unlabeled).
+  const float* keypoints(std::int64_t i) const { return keypoints_.data() + i * 2 * num_keypoints(); }
+
+  // Video membership for context frames: present only when every shard has both
+  // /video_id and /frame_number. Video ids are made unique across shards.
+  bool has_video_info() const { return !video_id_.empty(); }
+  std::int64_t video_id(std::int64_t i) const { return video_id_[static_cast<std::size_t>(i)]; }
+  std::int64_t frame_number(std::int64_t i) const { return frame_number_[static_cast<std::size_t>(i)]; }
+
+  // Reads frame i (H*W*C bytes, RGB or gray) into out. Safe to call from several
+  // threads: HDF5 serialises the read itself. A failure is a UserError naming the
+  // file, dataset and frame.
+  void read_image(std::int64_t i, std::uint8_t* out) const;
+
+  const std::vector<std::string>& files() const { return files_; }
+  // Which file frame i lives in, for messages.
+  const std::string& file_of(std::int64_t i) const;
+
+ private:
+  struct Shard;
+  Dataset();
+  std::vector<std::string> files_;
+  DatasetShape shape_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::vector<std::int64_t> shard_start_;  // global index of each shard's first frame
+  std::vector<float> keypoints_;
+  std::vector<std::string> frame_paths_;
+  std::vector<std::int64_t> video_id_, frame_number_;
+  std::size_t shard_of(std::int64_t i) const;
+};
+
+}  // namespace trainer::data

@@ -1,0 +1,70 @@
+#pragma once
+// The trainer's HDF5 dataset format, version 1 (docs/DATA.md is the full spec).
+//   /images          uint8   [N, H, W, C]  C = 1 or 3 (RGB), one frame per chunk
+//   /keypoints       float32 [N, K, 2]     x, y in stored-image pixels, NaN = unlabeled
+//   /keypoint_names  string  [K]
+//   /frame_paths     string  [N]           source path of each frame
+//   /video_id        int     [N]           optional, with /frame_number: context frames
+//   /frame_number    int     [N]
+//   root attributes: format_version (int), creator (string), source (string)
+#include <cstdint>  // std::int64_t, std::uint8_t
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+#include "data/h5.hpp"  // h5::Handle
+
+namespace trainer::data {
+
+inline constexpr int kFormatVersion = 1;
+inline constexpr const char* kImages = "/images";
+inline constexpr const char* kKeypoints = "/keypoints";
+inline constexpr const char* kKeypointNames = "/keypoint_names";
+inline constexpr const char* kFramePaths = "/frame_paths";
+inline constexpr const char* kVideoId = "/video_id";
+inline constexpr const char* kFrameNumber = "/frame_number";
+
+struct DatasetShape {
+  std::int64_t num_frames = 0;
+  int height = 0;
+  int width = 0;
+  int channels = 0;  // 1 (grayscale) or 3 (RGB)
+  std::vector<std::string> keypoint_names;
+  int num_keypoints() const { return static_cast<int>(keypoint_names.size()); }
+};
+
+struct WriterOptions {
+  int deflate_level = 0;        // 0: no compression; 1..9: gzip level per frame chunk
+  bool with_video_info = false; // write /video_id and /frame_number
+  std::string source;           // root attribute "source" (e.g. the imported CSV)
+};
+
+// Writes one dataset file. Frames are written as they come (any order, each once);
+// everything is created under `path.tmp-<pid>` and renamed to `path` by finish(),
+// so a crash or error never leaves a half-written file under the final name.
+class DatasetWriter {
+ public:
+  DatasetWriter(std::string path, DatasetShape shape, WriterOptions options);
+  ~DatasetWriter();  // removes the temporary file if finish() was not reached
+  DatasetWriter(const DatasetWriter&) = delete;
+  DatasetWriter& operator=(const DatasetWriter&) = delete;
+
+  // image: H*W*C bytes (row-major, channels last, RGB); keypoints: K*2 floats.
+  void write_frame(std::int64_t index, const std::uint8_t* image, const float* keypoints,
+                   const std::string& frame_path, int video_id = 0, int frame_number = 0);
+  void finish();
+
+ private:
+  std::string path_;
+  std::string temp_path_;
+  DatasetShape shape_;
+  WriterOptions options_;
+  h5::Handle file_;
+  h5::Handle images_;
+  std::vector<float> keypoints_;
+  std::vector<std::string> frame_paths_;
+  std::vector<std::int64_t> video_id_, frame_number_;
+  std::vector<bool> written_;
+  bool finished_ = false;
+};
+
+}  // namespace trainer::data

@@ -1,0 +1,241 @@
+// Loader: augmentation geometry, determinism across worker counts, context frames.
+#include <catch2/catch.hpp>
+
+#include <cmath>    // std::exp, std::isnan
+#include <cstring>  // std::memcmp
+
+#include "data/augment.hpp"
+#include "data/context.hpp"
+#include "data/dataset.hpp"
+#include "data/loader.hpp"
+#include "data/sampler.hpp"
+#include "data/synth.hpp"
+#include "scratch_dir.hpp"
+
+using namespace trainer::data;
+
+TEST_CASE("plain resize scales keypoints like lightning-pose", "[data]") {
+  const FrameTransform t = make_transform(100, 200, 50, 64, Augmentation::kNone, 0, 0, 0);
+  const float in[4] = {10.0f, 20.0f, 199.5f, 99.5f};
+  float out[4];
+  transform_keypoints(t, in, out, 2, 50, 64);
+  CHECK(out[0] == Approx(10.0 * 64 / 200));
+  CHECK(out[1] == Approx(20.0 * 50 / 100));
+  CHECK(out[2] == Approx(199.5 * 64 / 200));
+  CHECK(out[3] == Approx(99.5 * 50 / 100));
+}
+
+TEST_CASE("a keypoint transformed with the image lands on the same image content", "[data]") {
+  const int h = 90, w = 120, oh = 64, ow = 96;
+  int checked = 0;
+  for (int frame = 0; frame < 60; ++frame) {
+    // A bright Gaussian spot at a keypoint, on black.
+    const double px = 20.0 + (frame * 37) % 80 + 0.3, py = 15.0 + (frame * 23) % 60 + 0.7;
+    std::vector<std::uint8_t> img(static_cast<size_t>(h) * w);
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        const double dx = x + 0.5 - px, dy = y + 0.5 - py;
+        img[static_cast<size_t>(y) * w + x] = static_cast<std::uint8_t>(255.0 * std::exp(-(dx * dx + dy * dy) / 18.0));
+      }
+    const FrameTransform t = make_transform(h, w, oh, ow, Augmentation::kDlc, 5, 1, frame);
+    std::vector<std::uint8_t> out(static_cast<size_t>(oh) * ow);
+    warp_image(t, img.data(), h, w, 1, out.data(), oh, ow);
+    const float kp[2] = {static_cast<float>(px), static_cast<float>(py)};
+    float moved[2];
+    transform_keypoints(t, kp, moved, 1, oh, ow);
+    if (std::isnan(moved[0])) continue;  // pushed out of the frame
+    if (moved[0] < 8 || moved[1] < 8 || moved[0] > ow - 8 || moved[1] > oh - 8) continue;  // spot cut by the border
+    // Intensity-weighted centroid near the moved keypoint, in continuous coordinates.
+    double sum = 0, sx = 0, sy = 0;
+    for (int y = 0; y < oh; ++y)
+      for (int x = 0; x < ow; ++x) {
+        const double v = out[static_cast<size_t>(y) * ow + x];
+        sum += v;
+        sx += v * (x + 0.5);
+        sy += v * (y + 0.5);
+      }
+    REQUIRE(sum > 0);
+    INFO("frame " << frame);
+    CHECK(sx / sum == Approx(moved[0]).margin(0.25));
+    CHECK(sy / sum == Approx(moved[1]).margin(0.25));
+    ++checked;
+  }
+  CHECK(checked > 30);
+}
+
+TEST_CASE("keypoints pushed out of the frame become NaN", "[data]") {
+  FrameTransform t;
+  t.m[2] = -50;  // shift left by 50 pixels
+  const float in[6] = {10, 10, 70, 10, std::nanf(""), 3};
+  float out[6];
+  transform_keypoints(t, in, out, 3, 100, 100);
+  CHECK(std::isnan(out[0]));
+  CHECK(std::isnan(out[1]));
+  CHECK(out[2] == 20.0f);
+  CHECK(std::isnan(out[4]));
+}
+
+TEST_CASE("imgaug names", "[data]") {
+  CHECK(parse_imgaug("default") == Augmentation::kNone);
+  CHECK(parse_imgaug("dlc") == Augmentation::kDlc);
+  CHECK_THROWS_AS(parse_imgaug("heavy"), trainer::UserError);
+}
+
+namespace {
+// All batches of one epoch, flattened, for comparison.
+struct EpochDump {
+  std::vector<float> images, keypoints;
+  std::vector<std::int64_t> frames;
+  std::vector<int> sizes;
+};
+
+EpochDump run_epoch(Loader& loader, const std::vector<std::int64_t>& frames, int epoch, int rank, int ranks) {
+  SamplerOptions s;
+  s.num_replicas = ranks;
+  s.rank = rank;
+  s.seed = 3;
+  loader.start_epoch(epoch, distributed_rows(frames, s, epoch));
+  EpochDump d;
+  while (const Batch* b = loader.next()) {
+    d.images.insert(d.images.end(), b->images, b->images + b->image_floats());
+    d.keypoints.insert(d.keypoints.end(), b->keypoints.begin(), b->keypoints.end());
+    d.frames.insert(d.frames.end(), b->frame_index.begin(), b->frame_index.end());
+    d.sizes.push_back(b->size);
+  }
+  return d;
+}
+
+bool same_floats(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return false;
+  return std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;  // NaN-safe, bitwise
+}
+}  // namespace
+
+TEST_CASE("loader batches are identical for any worker count", "[data]") {
+  testing::ScratchDir dir("loader");
+  SynthOptions so;
+  so.frames = 23;
+  so.size = 64;
+  write_synthetic_dataset(dir.file("s.h5"), so);
+  const Dataset ds = Dataset::open({dir.file("s.h5")});
+  std::vector<std::int64_t> frames;
+  for (std::int64_t i = 0; i < ds.size(); ++i) frames.push_back(i);
+
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.height = 32;
+  o.width = 64;
+  o.augmentation = Augmentation::kDlc;
+  o.seed = 11;
+  int allocations = 0;
+  o.allocator.allocate = [&](std::size_t n) { ++allocations; return ::operator new(n); };
+  o.allocator.release = [&](void* p) { --allocations; ::operator delete(p); };
+  {
+    o.num_workers = 0;
+    Loader serial(ds, o);
+    CHECK(allocations == o.prefetch_batches + 1);  // memory comes from the caller's allocator
+    const EpochDump ref0 = run_epoch(serial, frames, 0, 1, 2);
+    const EpochDump ref1 = run_epoch(serial, frames, 1, 1, 2);
+    CHECK(ref0.sizes == std::vector<int>{4, 4, 4});  // 12 rows on rank 1 of 2 (23 padded to 24)
+    CHECK_FALSE(same_floats(ref0.images, ref1.images));  // a new epoch draws new augmentation
+    for (int workers : {1, 2, 5}) {
+      o.num_workers = workers;
+      Loader parallel(ds, o);
+      for (int epoch : {0, 1}) {
+        const EpochDump got = run_epoch(parallel, frames, epoch, 1, 2);
+        const EpochDump& ref = epoch == 0 ? ref0 : ref1;
+        INFO("workers " << workers << " epoch " << epoch);
+        CHECK(got.frames == ref.frames);
+        CHECK(same_floats(got.images, ref.images));
+        CHECK(same_floats(got.keypoints, ref.keypoints));
+      }
+    }
+  }
+  CHECK(allocations == 0);
+}
+
+TEST_CASE("loader handles drop_last, early epoch restarts and padded rows", "[data]") {
+  testing::ScratchDir dir("loader2");
+  SynthOptions so;
+  so.frames = 10;
+  so.size = 48;
+  so.channels = 1;
+  write_synthetic_dataset(dir.file("s.h5"), so);
+  const Dataset ds = Dataset::open({dir.file("s.h5")});
+  std::vector<std::int64_t> frames = {0, 1, 2, 3, 4, 5, 6};
+  LoaderOptions o;
+  o.batch_size = 3;
+  o.height = o.width = 32;
+  o.num_workers = 2;
+  o.drop_last = true;
+  Loader loader(ds, o);
+  SamplerOptions s;
+  s.shuffle = false;
+  s.num_replicas = 3;
+  s.rank = 2;  // 7 frames on 3 ranks: 3 rows each, rank 2 gets 2, 5 and the padding 0 (position 8)
+  auto rows = distributed_rows(frames, s, 0);
+  loader.start_epoch(0, rows);
+  const Batch* b = loader.next();
+  REQUIRE(b);
+  CHECK(b->size == 3);
+  CHECK(b->frame_index == std::vector<std::int64_t>{2, 5, 1});
+  CHECK(b->is_real == std::vector<std::uint8_t>{1, 1, 0});
+  CHECK(b->real_rows() == 2);
+  CHECK(b->scale_x[0] == Approx(48.0 / 32.0));
+  // Grayscale is replicated to three channels with ImageNet normalization per channel.
+  const size_t plane = 32 * 32;
+  const float v0 = b->images[100] * kImageNetStd[0] + kImageNetMean[0];
+  const float v2 = b->images[2 * plane + 100] * kImageNetStd[2] + kImageNetMean[2];
+  CHECK(v0 == Approx(v2).margin(1e-5));
+  CHECK(loader.next() == nullptr);
+  // Restart in the middle of an epoch.
+  loader.start_epoch(1, std::vector<SampleRow>(rows.begin(), rows.end()));
+  loader.start_epoch(2, {{0, true}, {1, true}, {2, true}, {3, true}, {4, true}, {5, true}, {6, true}});
+  CHECK(loader.num_batches() == 2);  // 7 rows, drop_last: 2 full batches
+  int n = 0;
+  while (loader.next()) ++n;
+  CHECK(n == 2);
+}
+
+TEST_CASE("context frames repeat the nearest existing frame at video ends", "[data]") {
+  testing::ScratchDir dir("context");
+  SynthOptions so;
+  so.frames = 10;
+  so.size = 48;
+  so.videos = 2;  // frames 0..4 are video 0, 5..9 video 1
+  write_synthetic_dataset(dir.file("v.h5"), so);
+  const Dataset ds = Dataset::open({dir.file("v.h5")});
+  REQUIRE(ds.has_video_info());
+  const ContextIndex ctx(ds);
+  using A = std::array<std::int64_t, 5>;
+  CHECK(ctx.around(0) == A{0, 0, 0, 1, 2});
+  CHECK(ctx.around(1) == A{0, 0, 1, 2, 3});
+  CHECK(ctx.around(4) == A{2, 3, 4, 4, 4});
+  CHECK(ctx.around(6) == A{5, 5, 6, 7, 8});
+  CHECK(ctx.around(9) == A{7, 8, 9, 9, 9});
+
+  // A context batch holds the same pixels as single frames, in order t-2 .. t+2.
+  LoaderOptions o;
+  o.batch_size = 1;
+  o.height = o.width = 32;
+  Loader single(ds, o);
+  o.context = true;
+  Loader context(ds, o);
+  context.start_epoch(0, {{6, true}});
+  const Batch* cb = context.next();
+  REQUIRE(cb);
+  REQUIRE(cb->context_frames == 5);
+  const size_t frame_floats = 3 * 32 * 32;
+  const A want = ctx.around(6);
+  for (int j = 0; j < 5; ++j) {
+    single.start_epoch(0, {{want[static_cast<size_t>(j)], true}});
+    const Batch* sb = single.next();
+    REQUIRE(sb);
+    CHECK(std::memcmp(sb->images, cb->images + j * frame_floats, frame_floats * sizeof(float)) == 0);
+  }
+  CHECK(cb->frame_index[0] == 6);
+
+  write_synthetic_dataset(dir.file("novideo.h5"), SynthOptions{});
+  const Dataset plain = Dataset::open({dir.file("novideo.h5")});
+  CHECK_THROWS_AS(ContextIndex(plain), trainer::UserError);
+}
