@@ -1,5 +1,6 @@
 #include "comm/comm_thread.hpp"
 
+#include <chrono>   // std::chrono::steady_clock
 #include <utility>  // std::move
 
 namespace trainer::comm {
@@ -15,11 +16,17 @@ bool Completion::done() {
   return done_;
 }
 
-void Completion::finish(std::exception_ptr error) {
+double Completion::run_seconds() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return run_seconds_;
+}
+
+void Completion::finish(std::exception_ptr error, double run_seconds) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     done_ = true;
     error_ = std::move(error);
+    run_seconds_ = run_seconds;
   }
   cv_.notify_all();
 }
@@ -41,13 +48,7 @@ CommThread::~CommThread() {
 std::shared_ptr<Completion> CommThread::submit(std::function<void()> task) {
   auto completion = std::make_shared<Completion>();
   if (!threaded_) {
-    std::exception_ptr error;
-    try {
-      task();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    completion->finish(error);
+    run(task, *completion);
     return completion;
   }
   {
@@ -68,14 +69,19 @@ void CommThread::loop() {
       task = std::move(queue_.front());
       queue_.pop_front();
     }
-    std::exception_ptr error;
-    try {
-      task.run();
-    } catch (...) {
-      error = std::current_exception();
-    }
-    task.completion->finish(error);
+    run(task.run, *task.completion);
   }
+}
+
+void CommThread::run(const std::function<void()>& task, Completion& completion) {
+  const auto start = std::chrono::steady_clock::now();
+  std::exception_ptr error;
+  try {
+    task();
+  } catch (...) {
+    error = std::current_exception();
+  }
+  completion.finish(error, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
 }
 
 }  // namespace trainer::comm

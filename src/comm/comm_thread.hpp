@@ -20,13 +20,16 @@ class Completion {
  public:
   void wait();
   bool done();
-  void finish(std::exception_ptr error);
+  void finish(std::exception_ptr error, double run_seconds = -1.0);
+  // How long the task ran on the communication thread (-1 before it finished).
+  double run_seconds();
 
  private:
   std::mutex mutex_;
   std::condition_variable cv_;
   bool done_ = false;
   std::exception_ptr error_;
+  double run_seconds_ = -1.0;
 };
 
 class CommThread {
@@ -45,6 +48,7 @@ class CommThread {
     std::shared_ptr<Completion> completion;
   };
   void loop();
+  static void run(const std::function<void()>& task, Completion& completion);
 
   bool threaded_;
   std::mutex mutex_;

@@ -21,6 +21,10 @@ class Work {
   virtual ~Work() = default;
   // Host backends: block until done. NCCL: make `stream` wait for completion.
   virtual void wait(compute::Stream& stream) = 0;
+  // After wait(): how long the collective itself ran, in seconds (for the overlap
+  // measurement: run time not spent in wait() was hidden behind computation);
+  // -1 when the backend cannot tell.
+  virtual double seconds() const { return -1.0; }
 };
 
 class Communicator {

@@ -29,6 +29,7 @@ class HostWork final : public Work {
  public:
   explicit HostWork(std::shared_ptr<Completion> completion) : completion_(std::move(completion)) {}
   void wait(compute::Stream&) override { completion_->wait(); }
+  double seconds() const override { return completion_->run_seconds(); }
 
  private:
   std::shared_ptr<Completion> completion_;

@@ -1,0 +1,68 @@
+// BatchNorm2d over the split backend ops, with the sync hook between halves.
+#include "model/batch_norm.hpp"
+
+
+namespace trainer::model {
+
+BatchNorm2d::BatchNorm2d(ParameterStore& store, const std::string& name, int channels,
+                         ParamGroup group)
+    : store_(&store), channels_(channels) {
+  InitRule ones;
+  ones.kind = InitRule::ones;
+  InitRule zeros;
+  weight_ = store.add_parameter(name + ".weight", {channels}, group, ones);
+  bias_ = store.add_parameter(name + ".bias", {channels}, group, zeros);
+  running_mean_ = store.add_buffer(name + ".running_mean", {channels}, group, zeros);
+  running_var_ = store.add_buffer(name + ".running_var", {channels}, group, ones);
+  tracked_ = store.add_counter(name + ".num_batches_tracked");
+}
+
+void BatchNorm2d::ensure_scratch(compute::Backend& backend) {
+  if (mean_.size() == 0) {
+    mean_ = compute::DeviceBuffer(backend, channels_);
+    invstd_ = compute::DeviceBuffer(backend, channels_);
+    sums_ = compute::DeviceBuffer(backend, 2 * std::size_t(channels_));
+  }
+}
+
+compute::TensorView BatchNorm2d::forward(const Context& ctx, compute::ConstTensorView x) {
+  ensure_scratch(ctx.backend);
+  x_ = x;
+  auto& b = ctx.backend;
+  if (ctx.training) {
+    b.batchnorm_stats(x, sums_.data(), ctx.stream);
+    count_ = double(x.shape.n) * x.shape.h * x.shape.w;
+    if (ctx.bn_sync != nullptr) {
+      ctx.bn_sync->all_reduce_sum(sums_.data(), 2 * std::size_t(channels_), ctx.stream);
+      count_ = ctx.bn_sync->global_count(count_, x.shape.n);
+    }
+    b.batchnorm_finalize(sums_.data(), channels_, count_, kEps, kMomentum, mean_.data(),
+                         invstd_.data(), store_->buffer(running_mean_),
+                         store_->buffer(running_var_), ctx.stream);
+    store_->counter(tracked_) += 1;
+  } else {
+    b.batchnorm_inference_stats(store_->buffer(running_mean_), store_->buffer(running_var_),
+                                channels_, kEps, mean_.data(), invstd_.data(), ctx.stream);
+  }
+  auto y = y_.ensure(b, x.shape);
+  b.batchnorm_apply(x, mean_.data(), invstd_.data(), store_->param(weight_), store_->param(bias_), y,
+                    ctx.stream);
+  return y;
+}
+
+compute::TensorView BatchNorm2d::backward(const Context& ctx, compute::ConstTensorView dy) {
+  auto& b = ctx.backend;
+  b.batchnorm_backward_reduce(dy, x_, mean_.data(), sums_.data(), ctx.stream);
+  // Parameter gradients come from the local sums (DDP averages them afterwards).
+  b.batchnorm_param_grads(sums_.data(), invstd_.data(), channels_, store_->grad(weight_),
+                          store_->grad(bias_), ctx.stream);
+  announce_gradient(ctx, *store_, bias_);
+  announce_gradient(ctx, *store_, weight_);
+  if (ctx.bn_sync != nullptr) ctx.bn_sync->all_reduce_sum(sums_.data(), 2 * std::size_t(channels_), ctx.stream);
+  auto dx = dx_.ensure(b, x_.shape);
+  b.batchnorm_backward_apply(dy, x_, mean_.data(), invstd_.data(), store_->param(weight_),
+                             sums_.data(), count_, dx, ctx.stream);
+  return dx;
+}
+
+}  // namespace trainer::model

@@ -1,0 +1,43 @@
+// Conv2d layer over the compute backend (see conv2d.hpp).
+#include "model/conv2d.hpp"
+
+namespace trainer::model {
+
+Conv2d::Conv2d(ParameterStore& store, const std::string& name, int in_channels, int out_channels,
+               int kernel, int stride, int pad, ParamGroup group)
+    : store_(&store) {
+  geometry_.in_channels = in_channels;
+  geometry_.out_channels = out_channels;
+  geometry_.kernel = kernel;
+  geometry_.stride = stride;
+  geometry_.pad = pad;
+  InitRule init;
+  init.kind = InitRule::kaiming_normal_fan_out;
+  init.gain = 1.4142135623730951;  // calculate_gain("relu") = sqrt(2)
+  init.fan_in = double(in_channels) * kernel * kernel;
+  init.fan_out = double(out_channels) * kernel * kernel;
+  weight_ = store.add_parameter(name + ".weight", {out_channels, in_channels, kernel, kernel}, group,
+                                init);
+}
+
+compute::Shape4 Conv2d::output_shape(compute::Shape4 in) const {
+  return {in.n, geometry_.out_channels, geometry_.conv_out(in.h), geometry_.conv_out(in.w)};
+}
+
+compute::TensorView Conv2d::forward(const Context& ctx, compute::ConstTensorView x) {
+  x_ = x;
+  auto y = y_.ensure(ctx.backend, output_shape(x.shape));
+  ctx.backend.conv2d_forward(x, store_->param(weight_), y, geometry_, ctx.stream);
+  return y;
+}
+
+compute::TensorView Conv2d::backward(const Context& ctx, compute::ConstTensorView dy, bool need_dx) {
+  ctx.backend.conv2d_backward_weights(x_, dy, store_->grad(weight_), geometry_, ctx.stream);
+  announce_gradient(ctx, *store_, weight_);
+  if (!need_dx) return {};
+  auto dx = dx_.ensure(ctx.backend, x_.shape);
+  ctx.backend.conv2d_backward_data(dy, store_->param(weight_), dx, geometry_, ctx.stream);
+  return dx;
+}
+
+}  // namespace trainer::model

@@ -1,0 +1,47 @@
+#pragma once
+// The two places where a model layer talks to the world outside one process, as
+// small interfaces the distributed layer implements (null = single process):
+// - BatchNormSync: all-reduce of per-channel sums, so batch statistics (forward)
+//   and their gradient sums (backward) cover the global batch (synchronized BN).
+// - GradientReadyListener: told as soon as a parameter's gradient is final, in
+//   reverse registration order, so gradient buckets can start their all-reduce
+//   while backward continues (PyTorch DDP's reducer).
+// And the Context every forward/backward call receives.
+#include <cstddef>  // std::size_t
+
+#include "compute/backend.hpp"  // compute::Backend
+#include "compute/stream.hpp"   // compute::Stream
+
+namespace trainer::model {
+
+class BatchNormSync {
+ public:
+  virtual ~BatchNormSync() = default;
+  // Sums `count` floats (per-channel sums) element-wise over all ranks, in
+  // place, on `stream`.
+  virtual void all_reduce_sum(float* data, std::size_t count, compute::Stream& stream) = 0;
+  // The number of values per channel over the global batch, given this rank's
+  // (local_batch * H * W). Ranks may differ in batch size: an implementation
+  // knows the global batch of the current step (one all-reduce per step, cached)
+  // and returns local_values / local_batch * global_batch.
+  virtual double global_count(double local_values, int local_batch) = 0;
+};
+
+class GradientReadyListener {
+ public:
+  virtual ~GradientReadyListener() = default;
+  // Gradients [offset, offset + count) of the flat gradient buffer are final.
+  // Offsets arrive in strictly decreasing order within one backward pass.
+  virtual void on_ready(std::size_t offset, std::size_t count, compute::Stream& stream) = 0;
+};
+
+// What a layer needs to run: where, on which stream, train or eval mode, hooks.
+struct Context {
+  compute::Backend& backend;
+  compute::Stream& stream;
+  bool training = true;
+  BatchNormSync* bn_sync = nullptr;              // null: local batch statistics
+  GradientReadyListener* gradients = nullptr;    // null: nobody listens
+};
+
+}  // namespace trainer::model

@@ -1,0 +1,73 @@
+// ResNet backbone (see resnet.hpp).
+#include "model/resnet.hpp"
+
+#include "util/error.hpp"  // UserError
+
+namespace trainer::model {
+
+ResNetSpec resnet_spec(const std::string& name) {
+  ResNetSpec s;
+  s.name = name;
+  if (name == "resnet18") {
+    s.bottleneck = false;
+    s.blocks[0] = 2, s.blocks[1] = 2, s.blocks[2] = 2, s.blocks[3] = 2;
+  } else if (name == "resnet34") {
+    s.bottleneck = false;
+    s.blocks[0] = 3, s.blocks[1] = 4, s.blocks[2] = 6, s.blocks[3] = 3;
+  } else if (name == "resnet50") {
+    s.bottleneck = true;
+    s.blocks[0] = 3, s.blocks[1] = 4, s.blocks[2] = 6, s.blocks[3] = 3;
+  } else {
+    throw UserError("unknown backbone '" + name + "'", "model.backbone is one of: resnet18, resnet34, resnet50");
+  }
+  return s;
+}
+
+ResNet::ResNet(ParameterStore& store, const ResNetSpec& spec, const std::string& prefix)
+    : spec_(spec),
+      conv1_(store, prefix + "conv1", 3, 64, 7, 2, 3, ParamGroup::backbone),
+      bn1_(store, prefix + "bn1", 64, ParamGroup::backbone) {
+  pool_.kernel = 3;
+  pool_.stride = 2;
+  pool_.pad = 1;
+  const int expansion = spec.bottleneck ? 4 : 1;
+  int inplanes = 64;
+  for (int layer = 0; layer < 4; ++layer) {
+    const int planes = 64 << layer;
+    for (int b = 0; b < spec.blocks[layer]; ++b) {
+      const int stride = (layer > 0 && b == 0) ? 2 : 1;
+      const std::string name = prefix + "layer" + std::to_string(layer + 1) + "." + std::to_string(b);
+      if (spec.bottleneck)
+        blocks_.push_back(std::make_unique<Bottleneck>(store, name, inplanes, planes, stride, ParamGroup::backbone));
+      else
+        blocks_.push_back(std::make_unique<BasicBlock>(store, name, inplanes, planes, stride, ParamGroup::backbone));
+      inplanes = planes * expansion;
+    }
+  }
+}
+
+compute::TensorView ResNet::forward(const Context& ctx, compute::ConstTensorView x) {
+  if (x.shape.h % kStride != 0 || x.shape.w % kStride != 0 || x.shape.c != 3)
+    throw UserError("network input " + x.shape.str() + " is not [N,3,H,W] with H and W multiples of 32",
+                    "set data.image_resize_height/width to multiples of 32");
+  stem_ = bn1_.forward(ctx, conv1_.forward(ctx, x));
+  ctx.backend.relu_forward(stem_.data, stem_.data, stem_.shape.numel(), ctx.stream);
+  const auto s = stem_.shape;
+  auto pooled = pooled_.ensure(ctx.backend, {s.n, s.c, pool_.out(s.h), pool_.out(s.w)});
+  ctx.backend.maxpool2d_forward(stem_, pooled, pool_, ctx.stream);
+  compute::TensorView h = pooled;
+  for (auto& block : blocks_) h = block->forward(ctx, h);
+  return h;
+}
+
+void ResNet::backward(const Context& ctx, compute::TensorView dy) {
+  compute::TensorView d = dy;
+  for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) d = (*it)->backward(ctx, d, true);
+  auto dstem = dpool_.ensure(ctx.backend, stem_.shape);
+  ctx.backend.maxpool2d_backward(stem_, d, dstem, pool_, ctx.stream);
+  ctx.backend.relu_backward(stem_.data, dstem.data, dstem.data, dstem.shape.numel(), ctx.stream);
+  auto dconv = bn1_.backward(ctx, dstem);
+  conv1_.backward(ctx, dconv, false);
+}
+
+}  // namespace trainer::model

@@ -1,0 +1,48 @@
+#pragma once
+// torchvision's ResNet-18/34/50 cut before avgpool/fc: conv1 7x7/2, bn1, relu,
+// maxpool 3x3/2, layer1..layer4; total stride 32. Parameters are registered as
+// torchvision's state_dict keys under a prefix (the model uses "backbone.").
+#include <memory>  // std::unique_ptr
+#include <string>  // std::string
+#include <vector>  // std::vector
+
+#include "model/activation.hpp"       // Activation
+#include "model/batch_norm.hpp"       // BatchNorm2d
+#include "model/conv2d.hpp"           // Conv2d
+#include "model/hooks.hpp"            // Context
+#include "model/parameter_store.hpp"  // ParameterStore
+#include "model/residual_blocks.hpp"  // ResidualBlock
+
+namespace trainer::model {
+
+struct ResNetSpec {
+  std::string name;          // resnet18 | resnet34 | resnet50
+  bool bottleneck = false;
+  int blocks[4] = {2, 2, 2, 2};
+  int out_channels() const { return 512 * (bottleneck ? 4 : 1); }
+};
+// Throws UserError for an unknown name.
+ResNetSpec resnet_spec(const std::string& name);
+
+class ResNet {
+ public:
+  ResNet(ParameterStore& store, const ResNetSpec& spec, const std::string& prefix);
+
+  int out_channels() const { return spec_.out_channels(); }
+  static constexpr int kStride = 32;
+  // x: [N, 3, H, W] normalized images; returns [N, C, H/32, W/32].
+  compute::TensorView forward(const Context& ctx, compute::ConstTensorView x);
+  // dy may be overwritten. The input gradient is never needed (images).
+  void backward(const Context& ctx, compute::TensorView dy);
+
+ private:
+  ResNetSpec spec_;
+  Conv2d conv1_;
+  BatchNorm2d bn1_;
+  compute::PoolGeometry pool_;
+  std::vector<std::unique_ptr<ResidualBlock>> blocks_;
+  compute::TensorView stem_;  // relu(bn1(conv1(x)))
+  Activation pooled_, dpool_;
+};
+
+}  // namespace trainer::model

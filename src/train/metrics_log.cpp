@@ -1,0 +1,54 @@
+// metrics.csv writer (see metrics_log.hpp).
+#include "train/metrics_log.hpp"
+
+#include <unistd.h>  // getpid
+
+#include <cstdio>   // std::rename, std::snprintf
+#include <fstream>  // std::ifstream, std::ofstream
+
+#include "util/error.hpp"  // SystemError
+
+namespace trainer::train {
+
+const char* MetricsLog::header() {
+  return "epoch,step,train_loss,val_loss,val_rmse_px,lr_head,lr_backbone,images_per_s,elapsed_s";
+}
+
+MetricsLog::MetricsLog(std::string path, int keep_before) : path_(std::move(path)) {
+  std::ifstream in(path_);
+  std::string line;
+  bool first = true;
+  while (std::getline(in, line)) {
+    if (first) {
+      first = false;
+      continue;  // header
+    }
+    if (line.empty()) continue;
+    if (std::stoi(line.substr(0, line.find(','))) < keep_before) rows_.push_back(line);
+  }
+}
+
+void MetricsLog::append(const EpochMetrics& m) {
+  char val_loss[32] = "", val_rmse[32] = "";
+  if (m.val_loss >= 0) std::snprintf(val_loss, sizeof val_loss, "%.8g", m.val_loss);
+  if (m.val_rmse >= 0) std::snprintf(val_rmse, sizeof val_rmse, "%.6g", m.val_rmse);
+  char row[512];
+  std::snprintf(row, sizeof row, "%d,%ld,%.8g,%s,%s,%.6g,%.6g,%.2f,%.2f", m.epoch, m.step, m.train_loss,
+                val_loss, val_rmse, m.lr_head, m.lr_backbone, m.images_per_s, m.elapsed_s);
+  rows_.push_back(row);
+  write();
+}
+
+void MetricsLog::write() const {
+  const std::string temp = path_ + ".tmp-" + std::to_string(getpid());
+  {
+    std::ofstream out(temp);
+    out << header() << "\n";
+    for (const auto& r : rows_) out << r << "\n";
+    out.flush();
+    if (!out) throw SystemError("cannot write '" + temp + "'");
+  }
+  if (std::rename(temp.c_str(), path_.c_str()) != 0) throw SystemError("cannot rename '" + temp + "' to '" + path_ + "'");
+}
+
+}  // namespace trainer::train

@@ -1,0 +1,53 @@
+#pragma once
+// Adam / AdamW over the flat parameter buffer, one call per parameter group
+// (backbone, head). State (first/second moments) lives in flat buffers parallel
+// to the parameters; each group counts its own steps, because PyTorch keeps the
+// step per parameter and the backbone joins the optimizer only when unfrozen.
+#include <cstddef>  // std::size_t
+#include <string>   // std::string
+
+#include "compute/backend.hpp"        // compute::Backend, DeviceBuffer, AdamParams
+#include "model/parameter_store.hpp"  // model::ParameterStore, ParamGroup
+
+namespace trainer::train {
+
+struct OptimizerConfig {
+  std::string type = "Adam";  // Adam | AdamW
+  double weight_decay = 0.0;  // AdamW only (torch's AdamW default 1e-2 is not used)
+};
+
+class Optimizer {
+ public:
+  Optimizer(model::ParameterStore& store, const OptimizerConfig& config);
+
+  struct Group {
+    model::ParamGroup id;
+    std::size_t offset = 0, count = 0;
+    double lr = 0;
+    bool active = false;  // in the optimizer (backbone: from the unfreezing epoch)
+    long step = 0;        // optimizer steps taken by this group
+  };
+
+  // Sets a group's lr and whether it trains (first activation starts its state).
+  void set_group(model::ParamGroup id, double lr, bool active);
+  // One Adam step for every active group with the current gradients.
+  void step(compute::Stream& stream);
+
+  Group& group(model::ParamGroup id) { return id == model::ParamGroup::backbone ? groups_[0] : groups_[1]; }
+  const Group& group(model::ParamGroup id) const {
+    return id == model::ParamGroup::backbone ? groups_[0] : groups_[1];
+  }
+  float* exp_avg() { return m_.data(); }
+  float* exp_avg_sq() { return v_.data(); }
+  std::size_t size() const { return m_.size(); }
+  const OptimizerConfig& config() const { return config_; }
+  model::ParameterStore& store() { return *store_; }
+
+ private:
+  model::ParameterStore* store_;
+  OptimizerConfig config_;
+  Group groups_[2];
+  compute::DeviceBuffer m_, v_;
+};
+
+}  // namespace trainer::train

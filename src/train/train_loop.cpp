@@ -1,0 +1,163 @@
+// The epoch loop (see train_loop.hpp).
+#include "train/train_loop.hpp"
+
+#include <sys/stat.h>  // mkdir
+
+#include <chrono>   // std::chrono::steady_clock
+#include <cmath>    // std::isfinite
+#include <cstdio>   // std::snprintf
+#include <string>   // std::string
+
+#include "train/metrics_log.hpp"  // MetricsLog
+
+namespace trainer::train {
+
+namespace {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string format_duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "?";
+  const long t = long(s + 0.5);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, (t / 60) % 60, t % 60);
+  return buf;
+}
+}  // namespace
+
+TrainLoop::TrainLoop(StepRunner& runner, model::HeatmapModel& model, Optimizer& optimizer, BatchSource& train,
+                     BatchSource* val, LoopConfig config, DistributedHooks hooks, Log log, compute::Stream& stream)
+    : runner_(runner),
+      model_(model),
+      optimizer_(optimizer),
+      train_(train),
+      val_(val),
+      config_(std::move(config)),
+      hooks_(hooks),
+      log_(log),
+      stream_(stream) {
+  if (hooks_.gradients == nullptr) hooks_.gradients = &local_sync_;
+  if (hooks_.metrics == nullptr) hooks_.metrics = &local_metrics_;
+}
+
+std::string TrainLoop::checkpoint_path(const std::string& which) const {
+  return config_.out_dir + "/checkpoints/" + which + ".h5";
+}
+
+void TrainLoop::save(const std::string& which, const TrainingState& state) {
+  if (!log_.is_root()) return;
+  ::mkdir((config_.out_dir + "/checkpoints").c_str(), 0775);
+  save_checkpoint(checkpoint_path(which), model_.store(), &optimizer_, state, stream_);
+}
+
+EvalSums TrainLoop::validate() {
+  EvalSums sums;
+  if (val_ != nullptr) {
+    val_->start_epoch(0);  // validation order never changes
+    while (const data::Batch* batch = val_->next()) sums.add(runner_.evaluate(*batch));
+  }
+  double v[4] = {sums.loss_weighted, sums.loss_count, sums.rmse_sum, sums.rmse_count};
+  hooks_.metrics->sum(v, 4);  // every rank, every time
+  return {v[0], v[1], v[2], v[3]};
+}
+
+TrainingState TrainLoop::run(TrainingState state) {
+  MetricsLog metrics(config_.out_dir + "/metrics.csv", state.epochs_completed);
+  if (config_.save_initial && state.global_step == 0) {
+    save("initial", state);
+    log_.info("saved " + checkpoint_path("initial"));
+  }
+  const long per_epoch = train_.batches_per_epoch();
+  const auto start = Clock::now();
+  long steps_this_run = 0;
+  bool stop = config_.max_steps >= 0 && state.global_step >= config_.max_steps;
+
+  for (int epoch = state.epochs_completed; epoch < config_.max_epochs && !stop; ++epoch) {
+    const EpochLr lr = lr_for_epoch(config_.lr, epoch);
+    optimizer_.set_group(model::ParamGroup::head, lr.head, true);
+    optimizer_.set_group(model::ParamGroup::backbone, lr.backbone, lr.backbone_trainable);
+    if (epoch == config_.lr.unfreezing_epoch && epoch > 0)
+      log_.info("epoch " + std::to_string(epoch) + ": unfreezing the backbone");
+
+    train_.start_epoch(epoch);
+    const auto epoch_start = Clock::now();
+    double loss_sum = 0;
+    long steps = 0, images = 0;
+    long batch_index = 0;
+    while (const data::Batch* batch = train_.next()) {
+      const double loss = runner_.train_step(*batch, optimizer_, *hooks_.gradients, lr.backbone_trainable,
+                                             hooks_.bn_sync);
+      ++state.global_step;
+      ++steps;
+      ++steps_this_run;
+      ++batch_index;
+      loss_sum += loss;
+      images += batch->size;
+      if (config_.log_every_n_steps > 0 && state.global_step % config_.log_every_n_steps == 0) {
+        const double elapsed = seconds_since(start);
+        long total = long(config_.max_epochs) * per_epoch;
+        if (config_.max_steps >= 0 && config_.max_steps < total) total = config_.max_steps;
+        const double eta = elapsed / double(steps_this_run) * double(total - state.global_step);
+        const double ips = double(images) * config_.world_size / seconds_since(epoch_start);
+        char line[256];
+        std::snprintf(line, sizeof line, "epoch %d/%d  step %ld (%ld/%ld)  loss %.6g  lr %.3g/%.3g  %.1f img/s  ETA %s",
+                      epoch, config_.max_epochs, state.global_step, batch_index, per_epoch, loss, lr.head,
+                      lr.backbone, ips, format_duration(eta).c_str());
+        log_.info(line);
+      }
+      if (config_.max_steps >= 0 && state.global_step >= config_.max_steps) {
+        stop = true;
+        break;
+      }
+    }
+    const double epoch_seconds = seconds_since(epoch_start);
+    const bool epoch_done = !stop || batch_index == per_epoch;
+    state.epochs_completed = epoch_done ? epoch + 1 : epoch;
+
+    // Average the epoch's training loss over ranks (sum of losses and of steps).
+    double train_sums[2] = {loss_sum, double(steps)};
+    hooks_.metrics->sum(train_sums, 2);
+
+    EpochMetrics row;
+    row.epoch = epoch;
+    row.step = state.global_step;
+    row.train_loss = train_sums[1] > 0 ? train_sums[0] / train_sums[1] : 0;
+    row.lr_head = lr.head;
+    row.lr_backbone = lr.backbone;
+    row.images_per_s = epoch_seconds > 0 ? double(images) * config_.world_size / epoch_seconds : 0;
+    row.elapsed_s = seconds_since(start);
+
+    const bool validate_now = config_.check_val_every_n_epoch > 0 &&
+                              (epoch + 1) % config_.check_val_every_n_epoch == 0 && val_ != nullptr;
+    bool improved = false;
+    if (validate_now) {
+      const EvalSums v = validate();
+      row.val_loss = v.loss_count > 0 ? v.loss_weighted / v.loss_count : 0;
+      row.val_rmse = v.rmse_count > 0 ? v.rmse_sum / v.rmse_count : 0;
+      // EarlyStopping(monitor=val loss, mode=min, min_delta=0).
+      if (row.val_loss < state.best_val_loss) {
+        state.best_val_loss = row.val_loss;
+        state.bad_checks = 0;
+        improved = true;
+      } else {
+        ++state.bad_checks;
+      }
+      char line[256];
+      std::snprintf(line, sizeof line, "epoch %d  validation: loss %.6g  RMSE %.3f px%s", epoch, row.val_loss,
+                    row.val_rmse, improved ? "  (best)" : "");
+      log_.info(line);
+      if (state.bad_checks >= config_.early_stop_patience && epoch + 1 >= config_.min_epochs) {
+        log_.info("early stopping: no improvement of the validation loss in " +
+                  std::to_string(state.bad_checks) + " checks");
+        stop = true;
+      }
+    }
+    if (log_.is_root()) metrics.append(row);
+    save("last", state);
+    if (improved || (val_ == nullptr && log_.is_root())) save("best", state);
+  }
+  if (steps_this_run == 0 && log_.is_root() && !config_.save_initial) save("last", state);
+  return state;
+}
+
+}  // namespace trainer::train
