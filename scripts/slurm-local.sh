@@ -52,7 +52,7 @@ write_config() {
   cat >"$CONF" <<EOF
 # Written by scripts/slurm-local.sh: a one-node test cluster.
 ClusterName=trainer-local
-SlurmctldHost=$NODE
+SlurmctldHost=$NODE(127.0.0.1)
 SlurmctldPort=$CTLD_PORT
 SlurmdPort=$SLURMD_PORT
 SlurmUser=root
@@ -85,7 +85,7 @@ MinJobAge=300
 KillWait=5
 Waittime=0
 GresTypes=gpu
-NodeName=$NODE CPUs=$CPUS Gres=gpu:2 State=UNKNOWN
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS Gres=gpu:2 State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 EOF
   # Slurm drops GPUs without device files ("Removing file-less GPU"), so give it two
