@@ -1,7 +1,53 @@
-// Placeholder until the owning issue lands; replaced by the real subcommand.
-#include "app/commands.hpp"
-#include "util/error.hpp"
+// `trainer import`: convert a DeepLabCut / lightning-pose project to HDF5 (see data/import.hpp).
+#include <boost/program_options.hpp>  // options_description, command_line_parser
+
+#include <iostream>  // std::cout
+
+#include "app/commands.hpp"  // run_import, Args
+#include "data/import.hpp"   // ImportOptions, import_project, parse_resize
+#include "util/error.hpp"    // UserError
 
 namespace trainer::app {
-int run_import(const Args&) { throw UserError("'import' is not implemented yet"); }
+
+int run_import(const Args& args) {
+  namespace po = boost::program_options;
+  data::ImportOptions o;
+  std::string resize;
+  po::options_description desc(
+      "usage: trainer import --csv PROJECT/CollectedData.csv --out data.h5 [options]\n"
+      "Convert a labeled DeepLabCut / lightning-pose project (3-row header scorer/bodyparts/coords,\n"
+      "PNG or JPEG frames) into the trainer's HDF5 dataset format (docs/DATA.md).\n"
+      "options");
+  desc.add_options()
+      ("help,h", "show this help")
+      ("csv", po::value(&o.csv), "label file, e.g. PROJECT/CollectedData.csv (required)")
+      ("out", po::value(&o.out), "output HDF5 file (required)")
+      ("root", po::value(&o.root)->default_value(""), "folder the image paths are relative to (default: the CSV's folder)")
+      ("resize", po::value(&resize)->default_value(""),
+       "HxW: resize every frame (keypoints scaled with it); needed when frames differ in size")
+      ("deflate", po::value(&o.deflate_level)->default_value(0), "gzip level of the frames, 0..9 (0: none)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UserError(std::string("import: ") + e.what(), "run `trainer import --help`");
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return 0;
+  }
+  if (!resize.empty()) data::parse_resize(resize, &o.resize_height, &o.resize_width);
+  if (o.deflate_level < 0 || o.deflate_level > 9) throw UserError("import: --deflate must be between 0 and 9");
+  const data::ImportSummary s = data::import_project(o);
+  std::cout << "imported " << s.frames << " frames (" << s.height << "x" << s.width << "x" << s.channels << ", "
+            << s.keypoints << " keypoints) from " << o.csv << " to " << o.out << "\n";
+  if (!s.skipped_coords.empty()) {
+    std::cout << "skipped coordinate columns:";
+    for (const auto& c : s.skipped_coords) std::cout << " " << c;
+    std::cout << "\n";
+  }
+  return 0;
+}
+
 }  // namespace trainer::app

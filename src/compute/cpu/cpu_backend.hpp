@@ -114,6 +114,9 @@ class CpuBackend final : public Backend {
   void run_conv_backward_weights(ConvPlan& p, const float* x, const float* dy, float* dw);
 
   int threads_;
+  // Convolution layouts: oneDNN's choice (blocked, with reorders at the op's
+  // boundary) or plain NCHW/OIHW throughout (no reorders). TRAINER_CPU_CONV_LAYOUT.
+  bool blocked_layouts_;
   dnnl::engine engine_;
   dnnl::stream dnnl_stream_;
   std::unique_ptr<Stream> default_stream_;

@@ -67,9 +67,9 @@ ConvPlan& CpuBackend::conv_plan(int n, int cin, int h, int w, int cout, int oh, 
   plan->x_md = memory::desc({n, cin, h, w}, dt::f32, tag::nchw);
   plan->w_md = memory::desc({cout, cin, kernel, kernel}, dt::f32, tag::oihw);
   plan->y_md = memory::desc({n, cout, oh, ow}, dt::f32, tag::nchw);
-  const memory::desc x_any({n, cin, h, w}, dt::f32, tag::any);
-  const memory::desc w_any({cout, cin, kernel, kernel}, dt::f32, tag::any);
-  const memory::desc y_any({n, cout, oh, ow}, dt::f32, tag::any);
+  const memory::desc x_any = blocked_layouts_ ? memory::desc({n, cin, h, w}, dt::f32, tag::any) : plan->x_md;
+  const memory::desc w_any = blocked_layouts_ ? memory::desc({cout, cin, kernel, kernel}, dt::f32, tag::any) : plan->w_md;
+  const memory::desc y_any = blocked_layouts_ ? memory::desc({n, cout, oh, ow}, dt::f32, tag::any) : plan->y_md;
   try {
     plan->fwd_pd = dnnl::convolution_forward::primitive_desc(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,

@@ -1,0 +1,130 @@
+// Import of a labeled project into the HDF5 format (see import.hpp).
+#include "data/import.hpp"
+
+#include <opencv2/imgcodecs.hpp>  // cv::imread
+#include <opencv2/imgproc.hpp>    // cv::cvtColor, cv::resize
+
+#include <cstdio>      // std::sscanf
+#include <filesystem>  // std::filesystem
+
+#include "data/format.hpp"     // DatasetWriter
+#include "data/label_csv.hpp"  // parse_label_csv
+#include "util/error.hpp"      // UserError
+
+namespace trainer::data {
+
+namespace fs = std::filesystem;
+
+void parse_resize(const std::string& text, int* height, int* width) {
+  int h = 0, w = 0;
+  char x = 0, extra = 0;
+  if (std::sscanf(text.c_str(), "%d%c%d%c", &h, &x, &w, &extra) != 3 || (x != 'x' && x != 'X') || h < 1 || w < 1 ||
+      h > 16384 || w > 16384)
+    throw UserError("--resize '" + text + "' is not HxW", "e.g. --resize 256x256 (height x width)");
+  *height = h;
+  *width = w;
+}
+
+namespace {
+
+// Reads one frame as 8-bit gray or RGB; user errors name the CSV line.
+cv::Mat read_frame(const LabelTable& table, size_t row, const fs::path& root) {
+  const std::string& rel = table.frame_paths[row];
+  const fs::path path = root / rel;
+  const std::string where = table.source + ":" + std::to_string(table.lines[row]);
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    throw UserError(where + ": image file " + path.string() + " not found",
+                    "image paths are relative to --root (default: the CSV's folder)");
+  cv::Mat img = cv::imread(path.string(), cv::IMREAD_UNCHANGED);
+  if (img.empty()) throw UserError(where + ": cannot decode image " + path.string() + " (PNG and JPEG are supported)");
+  if (img.depth() != CV_8U)
+    throw UserError(where + ": image " + path.string() + " is not 8-bit per channel", "convert the frames to 8-bit PNG");
+  cv::Mat out;
+  switch (img.channels()) {
+    case 1: out = img; break;
+    case 3: cv::cvtColor(img, out, cv::COLOR_BGR2RGB); break;
+    case 4: cv::cvtColor(img, out, cv::COLOR_BGRA2RGB); break;
+    default:
+      throw UserError(where + ": image " + path.string() + " has " + std::to_string(img.channels()) + " channels");
+  }
+  return out;
+}
+
+}  // namespace
+
+ImportSummary import_project(const ImportOptions& o) {
+  if (o.csv.empty()) throw UserError("import: --csv is required", "run `trainer import --help`");
+  if (o.out.empty()) throw UserError("import: --out is required", "run `trainer import --help`");
+  const LabelTable table = parse_label_csv(o.csv);
+  const fs::path root = o.root.empty() ? fs::path(o.csv).parent_path() : fs::path(o.root);
+  const size_t n = table.num_frames();
+
+  // Pass 1: sizes and channels of every frame (errors before anything is written).
+  int channels = 1;
+  int h0 = 0, w0 = 0;
+  size_t first_mismatch = n;
+  for (size_t i = 0; i < n; ++i) {
+    const cv::Mat img = read_frame(table, i, root);
+    if (img.channels() == 3) channels = 3;
+    if (i == 0) {
+      h0 = img.rows;
+      w0 = img.cols;
+    } else if ((img.rows != h0 || img.cols != w0) && first_mismatch == n) {
+      first_mismatch = i;
+      if (o.resize_height == 0) {
+        throw UserError("frames differ in size: " + table.frame_paths[0] + " is " + std::to_string(h0) + "x" +
+                            std::to_string(w0) + " but " + table.frame_paths[i] + " (" + table.source + ":" +
+                            std::to_string(table.lines[i]) + ") is " + std::to_string(img.rows) + "x" +
+                            std::to_string(img.cols) + " (HxW)",
+                        "pass --resize HxW to bring every frame (and its keypoints) to one size");
+      }
+    }
+  }
+  const bool resize = o.resize_height > 0 && o.resize_width > 0;
+  DatasetShape shape;
+  shape.num_frames = static_cast<std::int64_t>(n);
+  shape.height = resize ? o.resize_height : h0;
+  shape.width = resize ? o.resize_width : w0;
+  shape.channels = channels;
+  shape.keypoint_names = table.keypoint_names;
+  WriterOptions wo;
+  wo.deflate_level = o.deflate_level;
+  wo.source = fs::absolute(o.csv).string();
+  DatasetWriter writer(o.out, shape, wo);
+
+  // Pass 2: convert and write.
+  const size_t K = table.num_keypoints();
+  std::vector<float> kp(K * 2);
+  for (size_t i = 0; i < n; ++i) {
+    cv::Mat img = read_frame(table, i, root);
+    if (channels == 3 && img.channels() == 1) cv::cvtColor(img, img, cv::COLOR_GRAY2RGB);
+    const float* src = table.keypoints.data() + i * K * 2;
+    const double sx = static_cast<double>(shape.width) / img.cols, sy = static_cast<double>(shape.height) / img.rows;
+    if (img.rows != shape.height || img.cols != shape.width) {
+      cv::Mat resized;
+      const bool shrink = shape.height < img.rows && shape.width < img.cols;
+      cv::resize(img, resized, cv::Size(shape.width, shape.height), 0, 0, shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
+      img = resized;
+    }
+    for (size_t k = 0; k < K; ++k) {
+      kp[2 * k] = static_cast<float>(src[2 * k] * sx);  // NaN stays NaN
+      kp[2 * k + 1] = static_cast<float>(src[2 * k + 1] * sy);
+    }
+    if (!img.isContinuous()) img = img.clone();
+    writer.write_frame(static_cast<std::int64_t>(i), img.ptr<std::uint8_t>(), kp.data(), table.frame_paths[i]);
+  }
+  writer.finish();
+
+  ImportSummary s;
+  s.frames = shape.num_frames;
+  s.height = shape.height;
+  s.width = shape.width;
+  s.channels = channels;
+  s.keypoints = static_cast<int>(K);
+  s.skipped_coords = table.skipped_coords;
+  s.resized = resize;
+  return s;
+}
+
+}  // namespace trainer::data
