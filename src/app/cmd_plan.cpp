@@ -1,7 +1,97 @@
-// Placeholder until the owning issue lands; replaced by the real subcommand.
-#include "app/commands.hpp"
-#include "util/error.hpp"
+// `trainer plan`: what a run would do on every rank (node, device, per-rank batch
+// sizes, workers, learning rate, warnings), without touching data or a GPU.
+//   mpirun -np 4 ./trainer plan --config run.cfg        the launched world
+//   ./trainer plan --nprocs 2                           self-spawned ranks
+//   ./trainer plan --nodes 2 --gpus-per-node 4          a cluster that is not launched
+#include <exception>  // std::exception_ptr
+#include <iostream>   // std::cout
+
+#include <boost/program_options.hpp>  // options_description
+
+#include "app/commands.hpp"          // Args, run_plan
+#include "app/config_parse.hpp"      // parse_command_line
+#include "runtime/env.hpp"           // capture_environment
+#include "runtime/mpi_session.hpp"   // MpiSession, all_ranks_ok
+#include "runtime/plan_report.hpp"   // plan_text, plan_json, gather_strings
+#include "runtime/run_plan.hpp"      // plan_run, plan_hypothetical
+#include "runtime/visible_gpus.hpp"  // visible_gpu_count
+#include "util/error.hpp"            // UserError
+
+namespace po = boost::program_options;
 
 namespace trainer::app {
-int run_plan(const Args&) { throw UserError("'plan' is not implemented yet"); }
+namespace {
+
+po::options_description plan_options() {
+  po::options_description own("plan options", 110, 55);
+  own.add_options()
+      ("json", "print the plan as JSON (fields: docs/LAUNCH.md)")
+      ("nprocs", po::value<int>()->default_value(1)->value_name("N"),
+       "without a launcher: spawn N-1 more ranks of this process (MPI_Comm_spawn)")
+      ("nodes", po::value<int>()->value_name("N"),
+       "plan a cluster that is not launched: N nodes (no MPI is started)")
+      ("gpus-per-node", po::value<int>()->default_value(0)->value_name("N"),
+       "with --nodes: GPUs per node (one rank each)")
+      ("ranks-per-node", po::value<int>()->default_value(0)->value_name("N"),
+       "with --nodes: ranks per node (default: one per GPU, or 1 without GPUs)")
+      ("cores-per-node", po::value<int>()->default_value(0)->value_name("N"),
+       "with --nodes: CPU cores per node (default: this machine's)")
+      ("cpus-per-task", po::value<int>()->default_value(0)->value_name("N"),
+       "with --nodes: plan as under #SBATCH --cpus-per-task=N");
+  return own;
+}
+
+int plan_hypothetical_cluster(const CommandLine& cl, bool json) {
+  runtime::ClusterShape shape;
+  shape.nodes = cl.own["nodes"].as<int>();
+  shape.gpus_per_node = cl.own["gpus-per-node"].as<int>();
+  shape.ranks_per_node = cl.own["ranks-per-node"].as<int>();
+  shape.cores_per_node = cl.own["cores-per-node"].as<int>();
+  shape.cpus_per_task = cl.own["cpus-per-task"].as<int>();
+  const auto plans = runtime::plan_hypothetical(cl.config, shape);
+  std::vector<std::string> parts;
+  for (const auto& plan : plans) {
+    parts.push_back(json ? runtime::rank_object_json(plan.rank) : runtime::rank_row_text(plan.rank));
+  }
+  std::cout << (json ? runtime::plan_json(plans.front(), parts, true) : runtime::plan_text(plans.front(), parts));
+  return 0;
+}
+
+}  // namespace
+
+int run_plan(const Args& args) {
+  const CommandLine cl = parse_command_line("plan", args, plan_options());
+  if (cl.help) return 0;
+  const bool json = cl.own.count("json") > 0;
+  if (cl.own.count("nodes")) return plan_hypothetical_cluster(cl, json);
+
+  const runtime::Env env = runtime::capture_environment();
+  Args child_args{"plan"};
+  child_args.insert(child_args.end(), args.begin(), args.end());
+  runtime::MpiSession session(child_args, cl.own["nprocs"].as<int>(), env);
+  const runtime::World& world = session.world();
+
+  // A rank-local error (e.g. too few GPUs on one node) must stop every rank.
+  runtime::RunPlan plan;
+  std::exception_ptr error;
+  try {
+    plan = runtime::plan_run(cl.config, world, runtime::visible_gpu_count(), env);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  const std::vector<int> failed = runtime::all_ranks_ok(world, error == nullptr);
+  if (!failed.empty()) {
+    session.failure_is_collective();
+    if (error) std::rethrow_exception(error);
+    throw UserError("the plan failed on rank " + std::to_string(failed.front()) + " (see its error)");
+  }
+
+  const auto parts = runtime::gather_strings(
+      world, json ? runtime::rank_object_json(plan.rank) : runtime::rank_row_text(plan.rank));
+  if (world.rank == 0) {
+    std::cout << (json ? runtime::plan_json(plan, parts, false) : runtime::plan_text(plan, parts)) << std::flush;
+  }
+  return 0;
+}
+
 }  // namespace trainer::app

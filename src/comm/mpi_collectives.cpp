@@ -13,23 +13,30 @@ namespace trainer::comm {
 namespace {
 // MPI counts are int: larger buffers go in chunks of at most this many elements.
 constexpr std::size_t kMaxChunk = static_cast<std::size_t>(INT_MAX) / 2;
+// Polling: yield between tests for this long, then nap up to kMaxNap between them.
+constexpr auto kSpin = std::chrono::milliseconds(2);
+constexpr auto kMaxNap = std::chrono::microseconds(200);
 }  // namespace
 
 bool wait_until(MPI_Request& request, Deadline deadline) {
-  // Spin for the first few hundred tests (small messages finish in microseconds),
-  // then back off to sleeps of up to 1 ms so a waiting rank leaves the CPU to
-  // the ranks and threads still computing.
-  auto nap = std::chrono::microseconds(10);
-  for (long polls = 0;; ++polls) {
+  // Open MPI's non-blocking collectives progress only inside MPI calls, so the
+  // waiting thread keeps testing: yielding between tests for the first
+  // milliseconds (a large all-reduce needs many rounds, each one test away), then
+  // napping at most 200 us so a long wait for a late rank leaves the CPU to the
+  // threads still computing.
+  const auto spin_until = std::chrono::steady_clock::now() + kSpin;
+  auto nap = std::chrono::microseconds(5);
+  for (;;) {
     int done = 0;
     MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
     if (done) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    if (polls < 200) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return false;
+    if (now < spin_until) {
       std::this_thread::yield();
     } else {
       std::this_thread::sleep_for(nap);
-      nap = std::min(nap * 2, std::chrono::microseconds(1000));
+      nap = std::min(nap * 2, kMaxNap);
     }
   }
 }

@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 
 #include "compute/cpu/cpu_conv_plan.hpp"
@@ -37,6 +38,15 @@ int resolve_threads(int requested) {
   return hw > 0 ? int(hw) : 1;
 }
 
+// TRAINER_CPU_CONV_LAYOUT=plain|blocked (default: blocked); see docs/PERFORMANCE.md.
+bool blocked_layouts_from_env() {
+  const char* env = std::getenv("TRAINER_CPU_CONV_LAYOUT");
+  if (!env || !*env || std::string(env) == "blocked") return true;
+  if (std::string(env) == "plain") return false;
+  throw UserError("TRAINER_CPU_CONV_LAYOUT must be 'plain' or 'blocked', not '" + std::string(env) + "'",
+                  "unset it to let oneDNN choose its layouts");
+}
+
 constexpr std::size_t kAlignment = 64;  // one cache line; what oneDNN prefers
 
 }  // namespace
@@ -49,6 +59,7 @@ namespace cpu {
 
 CpuBackend::CpuBackend(int threads)
     : threads_(resolve_threads(threads)),
+      blocked_layouts_(blocked_layouts_from_env()),
       engine_(dnnl::engine::kind::cpu, 0),
       dnnl_stream_(engine_),
       default_stream_(std::make_unique<CpuStream>()) {}
@@ -60,7 +71,8 @@ void CpuBackend::enter() const { omp_set_num_threads(threads_); }
 std::string CpuBackend::description() const {
   const dnnl_version_t* v = dnnl_version();
   return "cpu (oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
-         std::to_string(v->patch) + ", " + std::to_string(threads_) + (threads_ == 1 ? " thread)" : " threads)");
+         std::to_string(v->patch) + ", " + std::to_string(threads_) + (threads_ == 1 ? " thread" : " threads") +
+         (blocked_layouts_ ? ")" : ", plain layouts)");
 }
 
 Stream& CpuBackend::default_stream() { return *default_stream_; }

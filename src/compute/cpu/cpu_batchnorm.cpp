@@ -20,6 +20,7 @@ void CpuBackend::batchnorm_stats(ConstTensorView x, float* stats, Stream&) {
     for (int b = 0; b < n; ++b) {
       const float* p = x.data + (long(b) * c + ch) * hw;
       float s1 = 0, s2 = 0;
+#pragma omp simd reduction(+ : s1, s2)
       for (long i = 0; i < hw; ++i) {
         s1 += p[i];
         s2 += p[i] * p[i];
@@ -93,6 +94,7 @@ void CpuBackend::batchnorm_backward_reduce(ConstTensorView dy, ConstTensorView x
       const float* g = dy.data + off;
       const float* p = x.data + off;
       float s1 = 0, s2 = 0;
+#pragma omp simd reduction(+ : s1, s2)
       for (long i = 0; i < hw; ++i) {
         s1 += g[i];
         s2 += g[i] * (p[i] - mu);

@@ -1,6 +1,7 @@
 // Max pooling (PyTorch semantics: padding never wins, the first maximum in
 // row-major window order wins, NaN propagates), ReLU, the residual add+ReLU,
 // accumulation and pixel shuffle. Plain loops, parallel over planes or elements.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -17,27 +18,41 @@ void check_pool(const Shape4& x, const Shape4& y, const PoolGeometry& g) {
                  "maxpool: x " << x.str() << " y " << y.str() << " do not match the geometry");
 }
 
-// Index (within the input plane) of the window's first maximum, or -1 if the window
-// lies entirely in the padding (cannot happen for PyTorch-valid geometries).
-inline long window_argmax(const float* in, int h, int w, int oy, int ox, const PoolGeometry& g) {
+// Window bounds clipped to the plane (padding never wins, so it is skipped).
+struct Window {
+  int ylo, yhi, xlo, xhi;
+};
+inline Window window(int h, int w, int oy, int ox, const PoolGeometry& g) {
   const int y0 = oy * g.stride - g.pad, x0 = ox * g.stride - g.pad;
-  long best = -1;
-  float bestv = -std::numeric_limits<float>::infinity();
-  for (int ky = 0; ky < g.kernel; ++ky) {
-    const int iy = y0 + ky;
-    if (iy < 0 || iy >= h) continue;
-    for (int kx = 0; kx < g.kernel; ++kx) {
-      const int ix = x0 + kx;
-      if (ix < 0 || ix >= w) continue;
-      const float v = in[long(iy) * w + ix];
-      if (best < 0 || v > bestv || std::isnan(v)) {
-        best = long(iy) * w + ix;
-        bestv = v;
-        if (std::isnan(v)) return best;
-      }
+  return {std::max(y0, 0), std::min(y0 + g.kernel, h), std::max(x0, 0), std::min(x0 + g.kernel, w)};
+}
+
+// Index (within the plane) of the window's first maximum in row-major order; with
+// `nan_aware`, the first NaN wins instead (PyTorch). -1 for an empty window (not
+// possible for PyTorch-valid geometries). Selects rather than branches: the
+// comparisons are data dependent and would mispredict half the time.
+template <bool nan_aware>
+inline long window_argmax(const float* in, int w, const Window& win) {
+  if (win.ylo >= win.yhi || win.xlo >= win.xhi) return -1;
+  long best = long(win.ylo) * w + win.xlo;
+  float bestv = in[best];
+  for (int iy = win.ylo; iy < win.yhi; ++iy) {
+    const float* row = in + long(iy) * w;
+    for (int ix = win.xlo; ix < win.xhi; ++ix) {
+      const float v = row[ix];
+      const bool take = nan_aware ? (v > bestv) | ((v != v) & (bestv == bestv)) : v > bestv;
+      best = take ? long(iy) * w + ix : best;
+      bestv = take ? v : bestv;
     }
   }
   return best;
+}
+
+inline bool has_nan(const float* p, long n) {
+  bool any = false;
+#pragma omp simd reduction(| : any)
+  for (long i = 0; i < n; ++i) any |= p[i] != p[i];
+  return any;
 }
 }  // namespace
 
@@ -51,10 +66,19 @@ void CpuBackend::maxpool2d_forward(ConstTensorView x, TensorView y, const PoolGe
   for (long pl = 0; pl < planes; ++pl) {
     const float* in = x.data + pl * h * w;
     float* out = y.data + pl * oh * ow;
+    const bool nan = has_nan(in, long(h) * w);
     for (int oy = 0; oy < oh; ++oy)
       for (int ox = 0; ox < ow; ++ox) {
-        const long a = window_argmax(in, h, w, oy, ox, g);
-        out[oy * ow + ox] = a >= 0 ? in[a] : -std::numeric_limits<float>::infinity();
+        const Window win = window(h, w, oy, ox, g);
+        float m = -std::numeric_limits<float>::infinity();
+        if (nan) {
+          const long a = window_argmax<true>(in, w, win);
+          if (a >= 0) m = in[a];
+        } else {
+          for (int iy = win.ylo; iy < win.yhi; ++iy)
+            for (int ix = win.xlo; ix < win.xhi; ++ix) m = std::max(m, in[long(iy) * w + ix]);
+        }
+        out[oy * ow + ox] = m;
       }
   }
 }
@@ -72,9 +96,11 @@ void CpuBackend::maxpool2d_backward(ConstTensorView x, ConstTensorView dy, Tenso
     const float* d = dy.data + pl * oh * ow;
     float* o = dx.data + pl * h * w;
     for (long i = 0; i < long(h) * w; ++i) o[i] = 0.f;
+    const bool nan = has_nan(in, long(h) * w);
     for (int oy = 0; oy < oh; ++oy)
       for (int ox = 0; ox < ow; ++ox) {
-        const long a = window_argmax(in, h, w, oy, ox, g);
+        const Window win = window(h, w, oy, ox, g);
+        const long a = nan ? window_argmax<true>(in, w, win) : window_argmax<false>(in, w, win);
         if (a >= 0) o[a] += d[oy * ow + ox];
       }
   }
@@ -92,7 +118,10 @@ void CpuBackend::relu_backward(const float* y, const float* dy, float* dx, std::
   enter();
   const long n = long(count);
 #pragma omp parallel for schedule(static) if (n > kParallelMin)
-  for (long i = 0; i < n; ++i) dx[i] = y[i] > 0.f ? dy[i] : 0.f;
+  for (long i = 0; i < n; ++i) {
+    const float g = dy[i];  // loaded unconditionally: a select, not a branch
+    dx[i] = y[i] > 0.f ? g : 0.f;
+  }
 }
 
 void CpuBackend::add_relu_forward(const float* a, const float* b, float* y, std::size_t count,

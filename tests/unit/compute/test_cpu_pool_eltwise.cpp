@@ -48,6 +48,18 @@ TEST_CASE("max pool 3x3/2 pad 1: PyTorch values, first maximum wins, gradient ro
   CHECK(tdx[1] == 10.f);
   CHECK(tdx[4] == 100.f);
   CHECK(tdx[5] == 1000.f);
+
+  // NaN propagates and takes the gradient (PyTorch)
+  std::vector<float> nx(16, 1.f), ny(4), ndx(16);
+  nx[5] = std::numeric_limits<float>::quiet_NaN();
+  nx[6] = 2.f;
+  be->maxpool2d_forward({nx.data(), ts}, {ny.data(), tys}, g, st);
+  CHECK(std::isnan(ny[0]));
+  CHECK(std::isnan(ny[1]));
+  CHECK(std::isnan(ny[3]));
+  be->maxpool2d_backward({nx.data(), ts}, {tdy.data(), tys}, {ndx.data(), ts}, g, st);
+  CHECK(ndx[5] == 1.f + 10.f + 100.f + 1000.f);  // every window contains (1,1)
+  CHECK(ndx[6] == 0.f);
 }
 
 TEST_CASE("relu, relu backward, residual add+relu, accumulate", "[compute]") {

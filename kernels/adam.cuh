@@ -1,0 +1,22 @@
+#pragma once
+// Fused Adam / AdamW update over a flat parameter buffer (PyTorch semantics):
+//   Adam:  g += wd * p                       (L2 penalty folded into the gradient)
+//   AdamW: p *= 1 - lr * wd                  (decoupled weight decay)
+//   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
+//   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
+// CPU twin: adam_update in src/compute/cpu/.
+#include <cuda_runtime_api.h>  // cudaStream_t
+#include <cstddef>             // std::size_t
+
+namespace trainer::kernels {
+
+struct AdamStep {
+  float lr, beta1, beta2, eps, weight_decay;
+  bool decoupled;
+  long step;  // 1-based
+};
+
+void adam_update(float* params, const float* grads, float* m, float* v, std::size_t n,
+                 const AdamStep& p, cudaStream_t stream);
+
+}  // namespace trainer::kernels

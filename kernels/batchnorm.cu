@@ -1,0 +1,195 @@
+// Batch-norm kernels; see batchnorm.cuh.
+#include "batchnorm.cuh"
+
+#include <cmath>  // sqrt
+
+#include "launch.cuh"  // blocks_for, kThreads, block_sum
+
+namespace trainer::kernels {
+namespace {
+
+using detail::blocks_for;
+using detail::kThreads;
+
+// Each channel's N*H*W values are split over kSplits blocks: enough blocks to fill
+// a GPU for the 64-channel layers, each writing two double partial sums.
+constexpr int kSplits = 32;
+
+struct StatsTerms {
+  const float* x;
+  __device__ void operator()(std::size_t idx, int /*c*/, double& a, double& b) const {
+    const double v = x[idx];
+    a += v;
+    b += v * v;
+  }
+};
+
+struct BackwardTerms {
+  const float* dy;
+  const float* x;
+  const float* mean;
+  __device__ void operator()(std::size_t idx, int c, double& a, double& b) const {
+    const double g = dy[idx];
+    a += g;
+    b += g * (double(x[idx]) - double(mean[c]));
+  }
+};
+
+// grid (C, kSplits): partial[(split * C + c) * 2 + {0,1}].
+template <typename Terms>
+__global__ void channel_partials_kernel(Terms terms, int n, int c, int plane, double* partial) {
+  __shared__ double shared[32];
+  const int ch = blockIdx.x, split = blockIdx.y;
+  const std::size_t per_channel = std::size_t(n) * plane;
+  const std::size_t chunk = (per_channel + kSplits - 1) / kSplits;
+  const std::size_t begin = split * chunk;
+  const std::size_t end = begin + chunk < per_channel ? begin + chunk : per_channel;
+  double a = 0.0, b = 0.0;
+  for (std::size_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
+    const std::size_t b_idx = j / plane, i = j % plane;
+    terms((b_idx * c + ch) * plane + i, ch, a, b);
+  }
+  a = detail::block_sum(a, shared);
+  b = detail::block_sum(b, shared);
+  if (threadIdx.x == 0) {
+    partial[(std::size_t(split) * c + ch) * 2 + 0] = a;
+    partial[(std::size_t(split) * c + ch) * 2 + 1] = b;
+  }
+}
+
+// Sums the kSplits partials of each channel in a fixed order (deterministic).
+__global__ void channel_partials_sum_kernel(const double* partial, int c, float* out) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= c) return;
+  double a = 0.0, b = 0.0;
+  for (int s = 0; s < kSplits; ++s) {
+    a += partial[(std::size_t(s) * c + ch) * 2 + 0];
+    b += partial[(std::size_t(s) * c + ch) * 2 + 1];
+  }
+  out[ch] = static_cast<float>(a);
+  out[c + ch] = static_cast<float>(b);
+}
+
+template <typename Terms>
+void channel_sums(Terms terms, int n, int c, int plane, float* out, double* scratch, cudaStream_t s) {
+  if (c <= 0) return;
+  channel_partials_kernel<<<dim3(c, kSplits), kThreads, 0, s>>>(terms, n, c, plane, scratch);
+  channel_partials_sum_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(scratch, c, out);
+}
+
+__global__ void finalize_kernel(const float* stats, int c, double count, float eps, float momentum,
+                                float* mean, float* invstd, float* running_mean, float* running_var) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= c) return;
+  const double m = double(stats[ch]) / count;
+  double var = double(stats[c + ch]) / count - m * m;  // biased variance
+  if (var < 0.0) var = 0.0;
+  mean[ch] = static_cast<float>(m);
+  invstd[ch] = static_cast<float>(1.0 / sqrt(var + double(eps)));
+  if (running_mean) {
+    const double unbiased = count > 1.0 ? var * count / (count - 1.0) : var;
+    running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * m);
+    running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * unbiased);
+  }
+}
+
+__global__ void inference_stats_kernel(const float* running_mean, const float* running_var, int c,
+                                       float eps, float* mean, float* invstd) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= c) return;
+  mean[ch] = running_mean[ch];
+  invstd[ch] = static_cast<float>(1.0 / sqrt(double(running_var[ch]) + double(eps)));
+}
+
+// y = x * a + b with a = invstd * gamma, b = beta - mean * a (the CPU twin's
+// arithmetic); gamma / beta may be null (1 and 0).
+__global__ void apply_kernel(const float* x, const float* mean, const float* invstd,
+                             const float* gamma, const float* beta, float* y, int c, int plane,
+                             std::size_t total) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(blockDim.x) * gridDim.x) {
+    const int ch = static_cast<int>((i / plane) % c);
+    const float a = invstd[ch] * (gamma ? gamma[ch] : 1.f);
+    const float b = (beta ? beta[ch] : 0.f) - mean[ch] * a;
+    y[i] = x[i] * a + b;
+  }
+}
+
+__global__ void param_grads_kernel(const float* reduce, const float* invstd, int c, float* dgamma,
+                                   float* dbeta) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= c) return;
+  if (dgamma) dgamma[ch] = reduce[c + ch] * invstd[ch];
+  if (dbeta) dbeta[ch] = reduce[ch];
+}
+
+// dx = (dy - sum_dy / count - (x - mean) * invstd^2 * sum_dy_xmu / count) * invstd * gamma
+__global__ void backward_apply_kernel(const float* dy, const float* x, const float* mean,
+                                      const float* invstd, const float* gamma, const float* reduce,
+                                      double count, float* dx, int c, int plane,
+                                      std::size_t total) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(blockDim.x) * gridDim.x) {
+    const int ch = static_cast<int>((i / plane) % c);
+    const float is = invstd[ch];
+    const float g = gamma ? gamma[ch] : 1.f;
+    const float mean_dy = static_cast<float>(reduce[ch] / count);
+    const float proj = static_cast<float>(reduce[c + ch] / count) * is * is;
+    dx[i] = (dy[i] - mean_dy - (x[i] - mean[ch]) * proj) * (is * g);
+  }
+}
+
+}  // namespace
+
+std::size_t batchnorm_scratch_doubles(int channels) { return std::size_t(channels) * 2 * kSplits; }
+
+void batchnorm_stats(const float* x, int n, int c, int plane, float* out, double* scratch,
+                     cudaStream_t s) {
+  channel_sums(StatsTerms{x}, n, c, plane, out, scratch, s);
+}
+
+void batchnorm_backward_reduce(const float* dy, const float* x, const float* mean, int n, int c,
+                               int plane, float* out, double* scratch, cudaStream_t s) {
+  channel_sums(BackwardTerms{dy, x, mean}, n, c, plane, out, scratch, s);
+}
+
+void batchnorm_finalize(const float* stats, int c, double count, float eps, float momentum,
+                        float* mean, float* invstd, float* running_mean, float* running_var,
+                        cudaStream_t s) {
+  if (c > 0)
+    finalize_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(
+        stats, c, count, eps, momentum, mean, invstd, running_mean, running_var);
+}
+
+void batchnorm_inference_stats(const float* running_mean, const float* running_var, int c,
+                               float eps, float* mean, float* invstd, cudaStream_t s) {
+  if (c > 0)
+    inference_stats_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(
+        running_mean, running_var, c, eps, mean, invstd);
+}
+
+void batchnorm_apply(const float* x, const float* mean, const float* invstd, const float* gamma,
+                     const float* beta, float* y, int n, int c, int plane, cudaStream_t s) {
+  const std::size_t total = std::size_t(n) * c * plane;
+  if (total)
+    apply_kernel<<<blocks_for(total), kThreads, 0, s>>>(x, mean, invstd, gamma, beta, y, c, plane,
+                                                         total);
+}
+
+void batchnorm_param_grads(const float* reduce, const float* invstd, int c, float* dgamma,
+                           float* dbeta, cudaStream_t s) {
+  if (c > 0)
+    param_grads_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(reduce, invstd, c,
+                                                                           dgamma, dbeta);
+}
+
+void batchnorm_backward_apply(const float* dy, const float* x, const float* mean,
+                              const float* invstd, const float* gamma, const float* reduce,
+                              double count, float* dx, int n, int c, int plane, cudaStream_t s) {
+  const std::size_t total = std::size_t(n) * c * plane;
+  if (total)
+    backward_apply_kernel<<<blocks_for(total), kThreads, 0, s>>>(
+        dy, x, mean, invstd, gamma, reduce, count, dx, c, plane, total);
+}
+
+}  // namespace trainer::kernels

@@ -1,0 +1,35 @@
+#pragma once
+// Batch-norm kernels for the split API of compute::Backend (statistics, finalize,
+// apply, backward reduce, backward apply), so synchronized BN can all-reduce the
+// per-channel sums between the halves. CPU twins: the batchnorm_* ops in
+// src/compute/cpu/. Per-channel sums accumulate in double. gamma, beta, dgamma and
+// dbeta may be null (gamma 1, beta 0, gradient not wanted).
+#include <cuda_runtime_api.h>  // cudaStream_t
+#include <cstddef>             // std::size_t
+
+namespace trainer::kernels {
+
+// Scratch (in doubles) that batchnorm_stats / batchnorm_backward_reduce need.
+std::size_t batchnorm_scratch_doubles(int channels);
+
+// out[0..C) = sum x; out[C..2C) = sum x^2 over N, H, W.
+void batchnorm_stats(const float* x, int n, int c, int plane, float* out, double* scratch,
+                     cudaStream_t stream);
+// out[0..C) = sum dy; out[C..2C) = sum dy * (x - mean[c]).
+void batchnorm_backward_reduce(const float* dy, const float* x, const float* mean, int n, int c,
+                               int plane, float* out, double* scratch, cudaStream_t stream);
+void batchnorm_finalize(const float* stats, int c, double count, float eps, float momentum,
+                        float* mean, float* invstd, float* running_mean, float* running_var,
+                        cudaStream_t stream);
+void batchnorm_inference_stats(const float* running_mean, const float* running_var, int c,
+                               float eps, float* mean, float* invstd, cudaStream_t stream);
+void batchnorm_apply(const float* x, const float* mean, const float* invstd, const float* gamma,
+                     const float* beta, float* y, int n, int c, int plane, cudaStream_t stream);
+void batchnorm_param_grads(const float* reduce, const float* invstd, int c, float* dgamma,
+                           float* dbeta, cudaStream_t stream);
+void batchnorm_backward_apply(const float* dy, const float* x, const float* mean,
+                              const float* invstd, const float* gamma, const float* reduce,
+                              double count, float* dx, int n, int c, int plane,
+                              cudaStream_t stream);
+
+}  // namespace trainer::kernels

@@ -1,0 +1,347 @@
+// Heatmap kernels; see heatmap.cuh. Each plane (n, k) is one block: planes are
+// small (64x64 for 256x256 frames) and every op needs a per-plane reduction.
+#include "heatmap.cuh"
+
+#include <cfloat>  // FLT_MAX
+
+#include "launch.cuh"  // blocks_for, kThreads, block_sum, block_max
+
+namespace trainer::kernels {
+namespace {
+
+using detail::blocks_for;
+using detail::block_max;
+using detail::block_sum;
+using detail::kThreads;
+
+// lightning-pose's rule: a keypoint counts unless a coordinate is NaN or it lies
+// outside [-1, W+1] x [-1, H+1] (heatmap pixels).
+__device__ inline bool keypoint_counts(float x, float y, int h, int w) {
+  return !isnan(x) && !isnan(y) && x >= -1.f && x <= float(w + 1) && y >= -1.f &&
+         y <= float(h + 1);
+}
+
+// Values in double as the CPU twin computes them, stored as float.
+__global__ void targets_kernel(const float* keypoints, int h, int w, float sigma, float* targets,
+                               float* mask) {
+  __shared__ double shared[32];
+  const int plane = blockIdx.x;
+  const int size = h * w;
+  float* out = targets + std::size_t(plane) * size;
+  const float kx = keypoints[2 * plane], ky = keypoints[2 * plane + 1];
+  const bool valid = keypoint_counts(kx, ky, h, w);
+  if (mask && threadIdx.x == 0) mask[plane] = valid ? 1.f : 0.f;
+  if (!valid) {
+    for (int i = threadIdx.x; i < size; i += blockDim.x) out[i] = 0.f;
+    return;
+  }
+  const double inv2s2 = 1.0 / (2.0 * double(sigma) * double(sigma));
+  double sum = 0.0;
+  for (int i = threadIdx.x; i < size; i += blockDim.x) {
+    const double dx = double(i % w) - double(kx), dy = double(i / w) - double(ky);
+    const double v = exp(-(dx * dx + dy * dy) * inv2s2);
+    out[i] = static_cast<float>(v);
+    sum += v;
+  }
+  sum = block_sum(sum, shared);
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int i = threadIdx.x; i < size; i += blockDim.x) out[i] *= inv;
+}
+
+__global__ void softmax_forward_kernel(const float* x, int size, float scale, float* y) {
+  __shared__ float fshared[32];
+  __shared__ double dshared[32];
+  const float* in = x + std::size_t(blockIdx.x) * size;
+  float* out = y + std::size_t(blockIdx.x) * size;
+  float m = -FLT_MAX;
+  for (int i = threadIdx.x; i < size; i += blockDim.x) m = fmaxf(m, in[i] * scale);
+  m = block_max(m, fshared, -FLT_MAX);
+  double sum = 0.0;
+  for (int i = threadIdx.x; i < size; i += blockDim.x) {
+    const float e = expf(in[i] * scale - m);
+    out[i] = e;
+    sum += e;
+  }
+  sum = block_sum(sum, dshared);
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int i = threadIdx.x; i < size; i += blockDim.x) out[i] *= inv;
+}
+
+__global__ void softmax_backward_kernel(const float* y, const float* dy, int size, float scale,
+                                        float* dx) {
+  __shared__ double shared[32];
+  const std::size_t base = std::size_t(blockIdx.x) * size;
+  double dot = 0.0;
+  for (int i = threadIdx.x; i < size; i += blockDim.x) dot += double(y[base + i]) * dy[base + i];
+  const float d = static_cast<float>(block_sum(dot, shared));
+  for (int i = threadIdx.x; i < size; i += blockDim.x)
+    dx[base + i] = scale * y[base + i] * (dy[base + i] - d);
+}
+
+// lightning-pose adds 1e-10 to both heatmaps before the KL / JS divergences.
+constexpr double kDivergenceEps = 1e-10;
+// lightning-pose's loss weight 1 / (2 exp(log_weight)) with log_weight 0.
+constexpr double kLossWeight = 0.5;
+
+// Whether plane i counts: mask != 0, or without a mask a target that is not all
+// zero (lightning-pose's own rule).
+__device__ inline bool plane_counts(const float* mask, const float* target, int plane, int size) {
+  if (mask) return mask[plane] != 0.f;
+  const float* t = target + std::size_t(plane) * size;
+  for (int i = 0; i < size; ++i)
+    if (t[i] != 0.f) return true;
+  return false;
+}
+
+// flags[plane] = 1 when the plane counts; one thread per plane.
+__global__ void count_planes_kernel(const float* mask, const float* target, int planes, int size,
+                                    double* flags) {
+  const int plane = blockIdx.x * blockDim.x + threadIdx.x;
+  if (plane < planes) flags[plane] = plane_counts(mask, target, plane, size) ? 1.0 : 0.0;
+}
+
+__device__ inline double sum_flags(const double* flags, int planes, double* shared) {
+  double c = 0.0;
+  for (int i = threadIdx.x; i < planes; i += blockDim.x) c += flags[i];
+  return block_sum(c, shared);
+}
+
+// Per plane: sums[plane] = the plane's loss (MSE: sum of squared errors, i.e. the
+// mean * H*W as lightning-pose scales it; KL(t' || p'); JS), and dpred. Arithmetic
+// in double, as the CPU twin.
+__global__ void loss_planes_kernel(const float* pred, const float* target, const double* flags,
+                                   int planes, int size, LossKind kind, float* dpred,
+                                   float loss_scale, double* sums) {
+  __shared__ double shared[32];
+  const int plane = blockIdx.x;
+  const double valid = sum_flags(flags, planes, shared);
+  const std::size_t base = std::size_t(plane) * size;
+  if (flags[plane] == 0.0) {
+    if (dpred)
+      for (int i = threadIdx.x; i < size; i += blockDim.x) dpred[base + i] = 0.f;
+    if (threadIdx.x == 0) sums[plane] = 0.0;
+    return;
+  }
+  const double gs = (valid > 0.0 ? kLossWeight / valid : 0.0) * double(loss_scale);
+  double acc = 0.0;
+  for (int i = threadIdx.x; i < size; i += blockDim.x) {
+    const double p = pred[base + i], t = target[base + i];
+    double grad = 0.0;
+    switch (kind) {
+      case LossKind::mse: {
+        const double d = p - t;
+        acc += d * d;
+        grad = 2.0 * d;
+        break;
+      }
+      case LossKind::kl: {
+        const double pe = p + kDivergenceEps, te = t + kDivergenceEps;
+        acc += te * (log(te) - log(pe));
+        grad = -te / pe;
+        break;
+      }
+      case LossKind::js: {
+        const double pe = p + kDivergenceEps, te = t + kDivergenceEps;
+        const double lm = log(0.5 * (pe + te)), lp = log(pe);
+        acc += 0.5 * te * (log(te) - lm) + 0.5 * pe * (lp - lm);
+        grad = 0.5 * (lp - lm);
+        break;
+      }
+    }
+    if (dpred) dpred[base + i] = static_cast<float>(gs * grad);
+  }
+  acc = block_sum(acc, shared);
+  if (threadIdx.x == 0) sums[plane] = acc;
+}
+
+// loss[0] = weight * (sum of plane losses) / (counted planes), 0 when none count.
+__global__ void loss_total_kernel(const double* sums, const double* flags, int planes, float* loss) {
+  __shared__ double shared[32];
+  double total = 0.0;
+  for (int i = threadIdx.x; i < planes; i += blockDim.x) total += sums[i];
+  total = block_sum(total, shared);
+  const double valid = sum_flags(flags, planes, shared);
+  if (threadIdx.x == 0) loss[0] = valid > 0.0 ? static_cast<float>(total * (kLossWeight / valid)) : 0.f;
+}
+
+// ---- soft-argmax ---------------------------------------------------------------
+
+// PyTorch's bicubic convolution coefficients (A = -0.75).
+__device__ inline void cubic_coefficients(double t, double c[4]) {
+  const double A = -0.75;
+  auto near = [A](double x) { return ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0; };
+  auto far = [A](double x) { return ((A * x - 5.0 * A) * x + 8.0 * A) * x - 4.0 * A; };
+  c[0] = far(t + 1.0);
+  c[1] = near(t);
+  c[2] = near(1.0 - t);
+  c[3] = far(2.0 - t);
+}
+
+// F.interpolate(scale 2, mode="bicubic", align_corners=False): source index
+// 0.5 * (dst + 0.5) - 0.5, neighbours clamped to the border.
+template <typename In>
+__global__ void bicubic_up2_kernel(const In* in, int h, int w, double* out, std::size_t total) {
+  const int H = 2 * h, W = 2 * w;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(blockDim.x) * gridDim.x) {
+    const int X = static_cast<int>(i % W);
+    const int Y = static_cast<int>((i / W) % H);
+    const std::size_t plane = i / (std::size_t(W) * H);
+    const In* src = in + plane * h * w;
+    const double ry = 0.5 * (Y + 0.5) - 0.5, rx = 0.5 * (X + 0.5) - 0.5;
+    const int iy = static_cast<int>(floor(ry)), ix = static_cast<int>(floor(rx));
+    double cy[4], cx[4];
+    cubic_coefficients(ry - iy, cy);
+    cubic_coefficients(rx - ix, cx);
+    double acc = 0.0;
+    for (int a = 0; a < 4; ++a) {
+      const int yy = min(max(iy - 1 + a, 0), h - 1);
+      double row = 0.0;
+      for (int b = 0; b < 4; ++b) {
+        const int xx = min(max(ix - 1 + b, 0), w - 1);
+        row += double(src[yy * w + xx]) * cx[b];
+      }
+      acc += row * cy[a];
+    }
+    out[i] = acc;
+  }
+}
+
+// kornia filter2d with the 5x5 pyramid Gaussian ([1 4 6 4 1]^T [1 4 6 4 1] / 256),
+// zero ("constant") border, same size.
+__global__ void pyramid_blur_kernel(const double* in, int h, int w, double* out, std::size_t total) {
+  const double k1[5] = {1.0 / 16, 4.0 / 16, 6.0 / 16, 4.0 / 16, 1.0 / 16};
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(blockDim.x) * gridDim.x) {
+    const int x = static_cast<int>(i % w);
+    const int y = static_cast<int>((i / w) % h);
+    const double* src = in + (i / (std::size_t(w) * h)) * h * w;
+    double acc = 0.0;
+    for (int a = 0; a < 5; ++a) {
+      const int yy = y + a - 2;
+      if (yy < 0 || yy >= h) continue;
+      for (int b = 0; b < 5; ++b) {
+        const int xx = x + b - 2;
+        if (xx < 0 || xx >= w) continue;
+        acc += src[yy * w + xx] * (k1[a] * k1[b]);
+      }
+    }
+    out[i] = acc;
+  }
+}
+
+// The expectation in upsampled pixels is shifted by the grid offset (2^d - 1) / 2
+// so that a one-hot at heatmap pixel p maps to image pixel p * 2^d (lightning-pose
+// uses 2.5 instead of 3.5 for d = 3, a slip the CPU twin fixes too).
+inline double upsampling_offset(int upsamplings) { return ((1 << upsamplings) - 1) / 2.0; }
+
+// Softmax of (temperature * value) in float as the reference computes it, the
+// expectation of (column, row) and the 5x5 confidence, one block per plane.
+template <typename In>
+__global__ void expectation_kernel(const In* maps, int h, int w, float temperature, double offset,
+                                   float* coords, float* confidence) {
+  __shared__ float fshared[32];
+  __shared__ double dshared[32];
+  const int size = h * w;
+  const In* in = maps + std::size_t(blockIdx.x) * size;
+  float m = -FLT_MAX;
+  for (int i = threadIdx.x; i < size; i += blockDim.x) m = fmaxf(m, temperature * float(in[i]));
+  m = block_max(m, fshared, -FLT_MAX);
+  double sum = 0.0;
+  for (int i = threadIdx.x; i < size; i += blockDim.x) sum += expf(temperature * float(in[i]) - m);
+  sum = block_sum(sum, dshared);
+  const float inv = static_cast<float>(1.0 / sum);
+  double sx = 0.0, sy = 0.0;
+  for (int i = threadIdx.x; i < size; i += blockDim.x) {
+    const double p = expf(temperature * float(in[i]) - m) * inv;
+    sx += p * (i % w);
+    sy += p * (i / w);
+  }
+  sx = block_sum(sx, dshared);
+  sy = block_sum(sy, dshared);
+  if (threadIdx.x != 0) return;
+  // Confidence: softmax mass within 2 pixels (2 sigma of 1.25, floored) of the
+  // expectation truncated to integers, zero outside the map.
+  const int cx = static_cast<int>(sx), cy = static_cast<int>(sy);
+  double conf = 0.0;
+  for (int r = cy - 2; r <= cy + 2; ++r)
+    for (int c = cx - 2; c <= cx + 2; ++c)
+      if (r >= 0 && r < h && c >= 0 && c < w) conf += expf(temperature * float(in[r * w + c]) - m) * inv;
+  coords[2 * blockIdx.x] = static_cast<float>(sx - offset);
+  coords[2 * blockIdx.x + 1] = static_cast<float>(sy - offset);
+  if (confidence) confidence[blockIdx.x] = static_cast<float>(conf);
+}
+
+}  // namespace
+
+void heatmap_targets(const float* keypoints, int planes, int h, int w, float sigma, float* targets,
+                     float* mask, cudaStream_t s) {
+  if (planes > 0) targets_kernel<<<planes, kThreads, 0, s>>>(keypoints, h, w, sigma, targets, mask);
+}
+
+void spatial_softmax_forward(const float* x, int planes, int plane_size, float temperature,
+                             float* y, cudaStream_t s) {
+  if (planes > 0) softmax_forward_kernel<<<planes, kThreads, 0, s>>>(x, plane_size, temperature, y);
+}
+
+void spatial_softmax_backward(const float* y, const float* dy, int planes, int plane_size,
+                              float temperature, float* dx, cudaStream_t s) {
+  if (planes > 0)
+    softmax_backward_kernel<<<planes, kThreads, 0, s>>>(y, dy, plane_size, temperature, dx);
+}
+
+std::size_t heatmap_loss_scratch_doubles(int planes) {
+  return 2 * std::size_t(planes > 0 ? planes : 1);  // flags and per-plane sums
+}
+
+void heatmap_loss(const float* pred, const float* target, const float* mask, int planes,
+                  int plane_size, LossKind kind, float* loss, float* dpred, float loss_scale,
+                  double* scratch, cudaStream_t s) {
+  double* flags = scratch;
+  double* sums = scratch + (planes > 0 ? planes : 1);
+  if (planes > 0) {
+    count_planes_kernel<<<(planes + kThreads - 1) / kThreads, kThreads, 0, s>>>(
+        mask, target, planes, plane_size, flags);
+    loss_planes_kernel<<<planes, kThreads, 0, s>>>(pred, target, flags, planes, plane_size, kind,
+                                                   dpred, loss_scale, sums);
+  }
+  loss_total_kernel<<<1, kThreads, 0, s>>>(sums, flags, planes, loss);
+}
+
+std::size_t soft_argmax_scratch_doubles(int planes, int h, int w, int upsamplings) {
+  if (upsamplings <= 0) return 0;
+  const std::size_t final_size = std::size_t(planes) * (std::size_t(h) << upsamplings) *
+                                 (std::size_t(w) << upsamplings);
+  return 2 * final_size;  // ping-pong: bicubic output and blur output
+}
+
+void soft_argmax(const float* heatmaps, int planes, int h, int w, int upsamplings,
+                 float temperature, float* coords, float* confidence, double* scratch,
+                 cudaStream_t s) {
+  if (planes <= 0) return;
+  const double offset = upsampling_offset(upsamplings);
+  if (upsamplings <= 0) {
+    expectation_kernel<<<planes, kThreads, 0, s>>>(heatmaps, h, w, temperature, offset, coords,
+                                                   confidence);
+    return;
+  }
+  const std::size_t half = soft_argmax_scratch_doubles(planes, h, w, upsamplings) / 2;
+  double* up = scratch;
+  double* blurred = scratch + half;
+  int ch = h, cw = w;
+  for (int step = 0; step < upsamplings; ++step) {
+    const std::size_t total = std::size_t(planes) * (2 * ch) * (2 * cw);
+    if (step == 0)
+      bicubic_up2_kernel<<<blocks_for(total), kThreads, 0, s>>>(heatmaps, ch, cw, up, total);
+    else
+      bicubic_up2_kernel<<<blocks_for(total), kThreads, 0, s>>>(
+          static_cast<const double*>(blurred), ch, cw, up, total);
+    ch *= 2;
+    cw *= 2;
+    pyramid_blur_kernel<<<blocks_for(total), kThreads, 0, s>>>(up, ch, cw, blurred, total);
+  }
+  expectation_kernel<<<planes, kThreads, 0, s>>>(static_cast<const double*>(blurred), ch, cw,
+                                                 temperature, offset, coords, confidence);
+}
+
+}  // namespace trainer::kernels

@@ -1,0 +1,122 @@
+#include "compute/cuda/conv_plans.hpp"
+
+#include <sstream>  // std::ostringstream for error messages
+#include <vector>   // std::vector of perf results
+
+#include "compute/cuda/cuda_check.hpp"  // CUDNN_CHECK
+#include "util/error.hpp"               // SystemError
+
+namespace trainer::compute::cuda {
+namespace {
+
+std::string describe(const ConvProblem& p) {
+  std::ostringstream os;
+  os << "x [" << p.n << "," << p.c << "," << p.h << "," << p.w << "] * w [" << p.k << "," << p.c
+     << "," << p.r << "," << p.r << "] stride " << p.stride << " pad " << p.pad << " -> y ["
+     << p.n << "," << p.k << "," << p.oh << "," << p.ow << "]";
+  return os.str();
+}
+
+// The first (fastest, or best by heuristic) usable result: it succeeded, fits the
+// workspace limit, and uses FMA math unless TF32 is allowed.
+template <typename Perf>
+const Perf* pick(const std::vector<Perf>& results, int returned, const ConvSettings& s) {
+  for (int i = 0; i < returned; ++i) {
+    const Perf& r = results[i];
+    if (r.status != CUDNN_STATUS_SUCCESS) continue;
+    if (r.memory > s.workspace_limit) continue;
+    if (!s.allow_tf32 && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH) continue;
+    return &r;
+  }
+  return nullptr;
+}
+
+[[noreturn]] void no_algorithm(const char* what, const ConvProblem& p) {
+  throw SystemError(std::string("cuDNN offers no usable ") + what + " algorithm for " + describe(p) +
+                    " (check the workspace limit and the math mode)");
+}
+
+}  // namespace
+
+ConvPlan& ConvPlanCache::plan(const ConvProblem& p) {
+  auto it = plans_.find(p);
+  if (it != plans_.end()) return *it->second;
+  auto plan = std::make_unique<ConvPlan>();
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, p.n, p.c, p.h, p.w));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, p.n, p.k, p.oh, p.ow));
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, p.k, p.c, p.r, p.r));
+  CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, p.pad, p.pad, p.stride, p.stride, 1, 1,
+                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  // FMA math excludes TF32 tensor-core kernels, which would break fp32 parity with
+  // the CPU backend on Ampere and Hopper. Mixed precision would use TENSOR_OP math.
+  CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv, settings_.allow_tf32 ? CUDNN_DEFAULT_MATH
+                                                                          : CUDNN_FMA_MATH));
+  // cuDNN must agree on the output shape we were given.
+  int n = 0, k = 0, oh = 0, ow = 0;
+  CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(plan->conv, plan->x, plan->w, &n, &k, &oh, &ow));
+  TRAINER_ASSERT(n == p.n && k == p.k && oh == p.oh && ow == p.ow,
+                 "convolution output shape disagrees with cuDNN for " << describe(p));
+  auto& slot = plans_[p];
+  slot = std::move(plan);
+  return *slot;
+}
+
+void ConvPlanCache::select_forward(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p) {
+  if (plan.fwd) return;
+  int max_count = 0;
+  CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max_count));
+  std::vector<cudnnConvolutionFwdAlgoPerf_t> results(max_count > 0 ? max_count : 1);
+  int returned = 0;
+  if (settings_.benchmark)
+    CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(handle, plan.x, plan.w, plan.conv, plan.y,
+                                                     max_count, &returned, results.data()));
+  else
+    CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, plan.x, plan.w, plan.conv, plan.y,
+                                                       max_count, &returned, results.data()));
+  const auto* best = pick(results, returned, settings_);
+  if (!best) no_algorithm("forward", p);
+  plan.fwd = best->algo;
+  CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, plan.x, plan.w, plan.conv, plan.y,
+                                                      best->algo, &plan.fwd_bytes));
+}
+
+void ConvPlanCache::select_backward_data(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p) {
+  if (plan.bwd_data) return;
+  int max_count = 0;
+  CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &max_count));
+  std::vector<cudnnConvolutionBwdDataAlgoPerf_t> results(max_count > 0 ? max_count : 1);
+  int returned = 0;
+  if (settings_.benchmark)
+    CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(handle, plan.w, plan.y, plan.conv, plan.x,
+                                                          max_count, &returned, results.data()));
+  else
+    CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, plan.w, plan.y, plan.conv, plan.x,
+                                                            max_count, &returned, results.data()));
+  const auto* best = pick(results, returned, settings_);
+  if (!best) no_algorithm("backward-data", p);
+  plan.bwd_data = best->algo;
+  CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, plan.w, plan.y, plan.conv, plan.x,
+                                                           best->algo, &plan.bwd_data_bytes));
+}
+
+void ConvPlanCache::select_backward_filter(cudnnHandle_t handle, ConvPlan& plan,
+                                           const ConvProblem& p) {
+  if (plan.bwd_filter) return;
+  int max_count = 0;
+  CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &max_count));
+  std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> results(max_count > 0 ? max_count : 1);
+  int returned = 0;
+  if (settings_.benchmark)
+    CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(handle, plan.x, plan.y, plan.conv, plan.w,
+                                                            max_count, &returned, results.data()));
+  else
+    CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+        handle, plan.x, plan.y, plan.conv, plan.w, max_count, &returned, results.data()));
+  const auto* best = pick(results, returned, settings_);
+  if (!best) no_algorithm("backward-filter", p);
+  plan.bwd_filter = best->algo;
+  CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, plan.x, plan.y, plan.conv, plan.w,
+                                                             best->algo, &plan.bwd_filter_bytes));
+}
+
+}  // namespace trainer::compute::cuda

@@ -1,0 +1,62 @@
+#pragma once
+// cuDNN convolution plans: descriptors plus the forward, backward-data and
+// backward-filter algorithms for one problem shape, chosen once (benchmarked with
+// cudnnFind* or taken from the cudnnGet*_v7 heuristics) and cached for the life of
+// the backend. Transposed convolutions are expressed as the same problems with the
+// roles of input and output swapped (see cuda_backend.cpp).
+#include <cudnn.h>   // descriptors, algorithm enums
+#include <cstddef>   // std::size_t
+#include <map>       // std::map
+#include <memory>    // std::unique_ptr
+#include <optional>  // std::optional
+#include <tuple>     // std::tie for ordering
+
+#include "compute/cuda/cudnn_raii.hpp"  // TensorDesc, FilterDesc, ConvDesc
+
+namespace trainer::compute::cuda {
+
+// A cross-correlation of x [n, c, h, w] with a filter [k, c, r, r] giving
+// y [n, k, oh, ow] (square stride and padding, no dilation).
+struct ConvProblem {
+  int n = 0, c = 0, h = 0, w = 0;
+  int k = 0, r = 1, stride = 1, pad = 0;
+  int oh = 0, ow = 0;
+  bool operator<(const ConvProblem& o) const {
+    return std::tie(n, c, h, w, k, r, stride, pad, oh, ow) <
+           std::tie(o.n, o.c, o.h, o.w, o.k, o.r, o.stride, o.pad, o.oh, o.ow);
+  }
+};
+
+struct ConvSettings {
+  bool allow_tf32 = false;     // false: FMA-only kernels, bit-for-bit fp32 parity in spirit
+  bool benchmark = true;       // cudnnFind* (runs each algorithm once) vs heuristics
+  std::size_t workspace_limit = std::size_t(1) << 30;  // bytes per convolution call
+};
+
+struct ConvPlan {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+  std::optional<cudnnConvolutionFwdAlgo_t> fwd;
+  std::optional<cudnnConvolutionBwdDataAlgo_t> bwd_data;
+  std::optional<cudnnConvolutionBwdFilterAlgo_t> bwd_filter;
+  std::size_t fwd_bytes = 0, bwd_data_bytes = 0, bwd_filter_bytes = 0;
+};
+
+class ConvPlanCache {
+ public:
+  explicit ConvPlanCache(ConvSettings settings) : settings_(settings) {}
+  // The plan for `p` with descriptors set; algorithms are chosen on first use by
+  // the select_* calls (they may synchronize the device: once per shape).
+  ConvPlan& plan(const ConvProblem& p);
+  void select_forward(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p);
+  void select_backward_data(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p);
+  void select_backward_filter(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p);
+  std::size_t size() const { return plans_.size(); }
+
+ private:
+  ConvSettings settings_;
+  std::map<ConvProblem, std::unique_ptr<ConvPlan>> plans_;
+};
+
+}  // namespace trainer::compute::cuda

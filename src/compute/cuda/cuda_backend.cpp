@@ -1,0 +1,465 @@
+// The CUDA implementation of compute::Backend: cuDNN for convolutions, cuBLAS for
+// BLAS-1 updates, and our kernels (kernels/*.cu) for everything else. Every op
+// only enqueues work on the given stream; nothing here synchronizes the device
+// except the one-time cuDNN algorithm search per convolution shape.
+#include "compute/cuda/cuda_backend.hpp"
+
+#include <cublas_v2.h>         // cublasSaxpy_64
+#include <cuda_runtime_api.h>  // cudaMalloc, cudaMemcpyAsync, ...
+#include <cudnn.h>             // cudnnConvolution*
+#include <sstream>             // std::ostringstream for description()
+
+#include "adam.cuh"                       // kernels::adam_update
+#include "batchnorm.cuh"                  // kernels::batchnorm_*
+#include "compute/cuda/conv_plans.hpp"    // ConvPlanCache, ConvProblem
+#include "compute/cuda/cuda_check.hpp"    // CUDA_CHECK, CUDNN_CHECK, CUBLAS_CHECK
+#include "compute/cuda/cuda_stream.hpp"   // CudaStream, as_cuda
+#include "compute/cuda/cudnn_raii.hpp"    // CudnnHandle, CublasHandle
+#include "elementwise.cuh"                // kernels::fill, relu, ...
+#include "heatmap.cuh"                    // kernels::heatmap_*, soft_argmax
+#include "image.cuh"                      // kernels::normalize_images, pixel_shuffle_*
+#include "pool.cuh"                       // kernels::maxpool2d_*
+
+namespace trainer::compute {
+namespace {
+
+using cuda::as_cuda;
+using cuda::ConvPlan;
+using cuda::ConvProblem;
+
+#define SHAPE_CHECK(cond, msg) TRAINER_ASSERT(cond, msg)
+
+// True when device code can dereference `p` (device, managed or pinned-mapped memory).
+bool device_accessible(const void* p) {
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p) != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky-free error of an unknown pointer
+    return false;
+  }
+  return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(int device, const CudaBackendOptions& options)
+      : device_(device),
+        options_(options),
+        plans_(cuda::ConvSettings{options.allow_tf32, options.benchmark_algorithms,
+                                  options.conv_workspace_limit}) {
+    int count = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&count));
+    TRAINER_ASSERT(device >= 0 && device < count,
+                   "CUDA device ordinal " << device << " out of range (" << count << " visible)");
+    CUDA_CHECK(cudaSetDevice(device));
+    CUDA_CHECK(cudaGetDeviceProperties(&props_, device));
+    default_stream_ = std::make_unique<cuda::CudaStream>();
+    cudnn_ = std::make_unique<cuda::CudnnHandle>();
+    cublas_ = std::make_unique<cuda::CublasHandle>();
+    // Default math: no TF32 in cuBLAS unless asked for (fp32 parity).
+    CUBLAS_CHECK(cublasSetMathMode(*cublas_, options.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                                : CUBLAS_DEFAULT_MATH));
+    CUBLAS_CHECK(cublasSetPointerMode(*cublas_, CUBLAS_POINTER_MODE_HOST));
+  }
+
+  ~CudaBackend() override {
+    // Let queued work finish before handles and streams go away.
+    if (default_stream_) cudaStreamSynchronize(default_stream_->get());
+  }
+
+  DeviceKind kind() const override { return DeviceKind::cuda; }
+
+  std::string description() const override {
+    std::ostringstream os;
+    const auto cudnn = cudnnGetVersion();
+    int cublas = 0;
+    cublasGetVersion(*cublas_, &cublas);
+    os << "cuda (device " << device_ << ": " << props_.name << ", sm_" << props_.major
+       << props_.minor << ", " << (props_.totalGlobalMem >> 20) << " MiB; cuDNN " << cudnn / 10000
+       << "." << (cudnn / 100) % 100 << "; cuBLAS " << cublas << "; TF32 "
+       << (options_.allow_tf32 ? "on" : "off") << ")";
+    return os.str();
+  }
+
+  // ---- streams and memory -------------------------------------------------
+  Stream& default_stream() override { return *default_stream_; }
+  std::unique_ptr<Stream> create_stream() override { return std::make_unique<cuda::CudaStream>(); }
+
+  float* allocate(std::size_t count) override {
+    if (count == 0) return nullptr;
+    void* p = nullptr;
+    CUDA_CHECK(cudaMalloc(&p, count * sizeof(float)));
+    // Zero on the default stream and wait: allocation happens at setup, and the
+    // memory may be used next on any stream.
+    CUDA_CHECK(cudaMemsetAsync(p, 0, count * sizeof(float), default_stream_->get()));
+    CUDA_CHECK(cudaStreamSynchronize(default_stream_->get()));
+    return static_cast<float*>(p);
+  }
+  void release(float* ptr) noexcept override {
+    if (ptr) cudaFree(ptr);
+  }
+  void* allocate_host(std::size_t bytes) override {
+    void* p = nullptr;
+    if (bytes) CUDA_CHECK(cudaMallocHost(&p, bytes));
+    return p;
+  }
+  void release_host(void* ptr) noexcept override {
+    if (ptr) cudaFreeHost(ptr);
+  }
+  void upload(float* dst, const float* host_src, std::size_t count, Stream& s) override {
+    if (count)
+      CUDA_CHECK(cudaMemcpyAsync(dst, host_src, count * sizeof(float), cudaMemcpyHostToDevice,
+                                 as_cuda(s).get()));
+  }
+  void download(float* host_dst, const float* src, std::size_t count, Stream& s) override {
+    if (count)
+      CUDA_CHECK(cudaMemcpyAsync(host_dst, src, count * sizeof(float), cudaMemcpyDeviceToHost,
+                                 as_cuda(s).get()));
+  }
+  void copy(float* dst, const float* src, std::size_t count, Stream& s) override {
+    if (count && dst != src)
+      CUDA_CHECK(cudaMemcpyAsync(dst, src, count * sizeof(float), cudaMemcpyDeviceToDevice,
+                                 as_cuda(s).get()));
+  }
+  void fill(float* dst, float value, std::size_t count, Stream& s) override {
+    kernels::fill(dst, value, count, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void scale(float* x, float alpha, std::size_t count, Stream& s) override {
+    kernels::scale(x, alpha, count, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+
+  // ---- convolution ----------------------------------------------------------
+  void conv2d_forward(ConstTensorView x, const float* w, TensorView y, const ConvGeometry& g,
+                      Stream& s) override {
+    const ConvProblem p = conv_problem(x.shape, y.shape, g);
+    ConvPlan& plan = plans_.plan(p);
+    cudnnHandle_t h = cudnn_on(s);
+    plans_.select_forward(h, plan, p);
+    void* ws = workspace(s, plan.fwd_bytes);
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x, x.data, plan.w, w, plan.conv, *plan.fwd, ws,
+                                        plan.fwd_bytes, &zero, plan.y, y.data));
+  }
+
+  void conv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx, const ConvGeometry& g,
+                            Stream& s) override {
+    const ConvProblem p = conv_problem(dx.shape, dy.shape, g);
+    run_backward_data(p, w, dy.data, dx.data, s);
+  }
+
+  void conv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
+                               const ConvGeometry& g, Stream& s) override {
+    const ConvProblem p = conv_problem(x.shape, dy.shape, g);
+    run_backward_filter(p, x.data, dy.data, dw, s);
+  }
+
+  // ---- transposed convolution -------------------------------------------------
+  // ConvTranspose2d(x) with IOHW weights [Cin, Cout, r, r] is the backward-data of
+  // the convolution that maps y-shaped [N, Cout, Ho, Wo] to x-shaped [N, Cin, H, W]
+  // with filter [K=Cin, C=Cout, r, r]: exactly the IOHW layout.
+  void deconv2d_forward(ConstTensorView x, const float* w, const float* bias, TensorView y,
+                        const ConvGeometry& g, Stream& s) override {
+    const ConvProblem p = deconv_problem(x.shape, y.shape, g);
+    run_backward_data(p, w, x.data, y.data, s);
+    if (bias) {
+      kernels::add_channel_bias(y.data, bias, y.shape.n, y.shape.c, int(y.shape.plane()),
+                                as_cuda(s).get());
+      CUDA_CHECK_LAUNCH();
+    }
+  }
+
+  void deconv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,
+                              const ConvGeometry& g, Stream& s) override {
+    // The forward convolution of dy (y-shaped) with the same filter gives x-shaped dx.
+    const ConvProblem p = deconv_problem(dx.shape, dy.shape, g);
+    ConvPlan& plan = plans_.plan(p);
+    cudnnHandle_t h = cudnn_on(s);
+    plans_.select_forward(h, plan, p);
+    void* ws = workspace(s, plan.fwd_bytes);
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x, dy.data, plan.w, w, plan.conv, *plan.fwd,
+                                        ws, plan.fwd_bytes, &zero, plan.y, dx.data));
+  }
+
+  void deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw, float* dbias,
+                                 const ConvGeometry& g, Stream& s) override {
+    // Filter gradient of that convolution: its input is dy, its output gradient is x.
+    const ConvProblem p = deconv_problem(x.shape, dy.shape, g);
+    run_backward_filter(p, dy.data, x.data, dw, s);
+    if (dbias) {
+      kernels::channel_sum(dy.data, dbias, dy.shape.n, dy.shape.c, int(dy.shape.plane()),
+                           as_cuda(s).get());
+      CUDA_CHECK_LAUNCH();
+    }
+  }
+
+  // ---- batch norm ---------------------------------------------------------------
+  void batchnorm_stats(ConstTensorView x, float* stats, Stream& s) override {
+    auto& cs = as_cuda(s);
+    auto* scratch = static_cast<double*>(
+        cs.scratch(kernels::batchnorm_scratch_doubles(x.shape.c) * sizeof(double)));
+    kernels::batchnorm_stats(x.data, x.shape.n, x.shape.c, int(x.shape.plane()), stats, scratch,
+                             cs.get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void batchnorm_finalize(const float* stats, int channels, double count, float eps, float momentum,
+                          float* mean, float* invstd, float* running_mean, float* running_var,
+                          Stream& s) override {
+    TRAINER_ASSERT(count > 0, "batchnorm_finalize over zero values");
+    kernels::batchnorm_finalize(stats, channels, count, eps, momentum, mean, invstd, running_mean,
+                                running_var, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void batchnorm_inference_stats(const float* running_mean, const float* running_var, int channels,
+                                 float eps, float* mean, float* invstd, Stream& s) override {
+    kernels::batchnorm_inference_stats(running_mean, running_var, channels, eps, mean, invstd,
+                                       as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void batchnorm_apply(ConstTensorView x, const float* mean, const float* invstd, const float* gamma,
+                       const float* beta, TensorView y, Stream& s) override {
+    SHAPE_CHECK(x.shape == y.shape, "batchnorm_apply shapes " << x.shape.str() << " vs " << y.shape.str());
+    kernels::batchnorm_apply(x.data, mean, invstd, gamma, beta, y.data, x.shape.n, x.shape.c,
+                             int(x.shape.plane()), as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void batchnorm_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                 float* reduce, Stream& s) override {
+    SHAPE_CHECK(x.shape == dy.shape, "batchnorm_backward_reduce shapes");
+    auto& cs = as_cuda(s);
+    auto* scratch = static_cast<double*>(
+        cs.scratch(kernels::batchnorm_scratch_doubles(x.shape.c) * sizeof(double)));
+    kernels::batchnorm_backward_reduce(dy.data, x.data, mean, x.shape.n, x.shape.c,
+                                       int(x.shape.plane()), reduce, scratch, cs.get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void batchnorm_param_grads(const float* reduce, const float* invstd, int channels, float* dgamma,
+                             float* dbeta, Stream& s) override {
+    kernels::batchnorm_param_grads(reduce, invstd, channels, dgamma, dbeta, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void batchnorm_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                const float* invstd, const float* gamma, const float* reduce,
+                                double count, TensorView dx, Stream& s) override {
+    SHAPE_CHECK(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_backward_apply shapes");
+    kernels::batchnorm_backward_apply(dy.data, x.data, mean, invstd, gamma, reduce, count, dx.data,
+                                      x.shape.n, x.shape.c, int(x.shape.plane()), as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+
+  // ---- pooling and elementwise ----------------------------------------------------
+  void maxpool2d_forward(ConstTensorView x, TensorView y, const PoolGeometry& g, Stream& s) override {
+    kernels::maxpool2d_forward(x.data, y.data, pool_shape(x.shape, y.shape, g), as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void maxpool2d_backward(ConstTensorView x, ConstTensorView dy, TensorView dx, const PoolGeometry& g,
+                          Stream& s) override {
+    SHAPE_CHECK(x.shape == dx.shape, "maxpool2d_backward shapes");
+    kernels::maxpool2d_backward(x.data, dy.data, dx.data, pool_shape(x.shape, dy.shape, g),
+                                as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void relu_forward(const float* x, float* y, std::size_t count, Stream& s) override {
+    kernels::relu_forward(x, y, count, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void relu_backward(const float* y, const float* dy, float* dx, std::size_t count,
+                     Stream& s) override {
+    kernels::relu_backward(y, dy, dx, count, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void add_relu_forward(const float* a, const float* b, float* y, std::size_t count,
+                        Stream& s) override {
+    kernels::add_relu_forward(a, b, y, count, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void accumulate(const float* x, float* out, std::size_t count, Stream& s) override {
+    // cuBLAS saxpy (out = 1 * x + out) with 64-bit counts.
+    if (!count) return;
+    cublasHandle_t h = cublas_on(s);
+    const float one = 1.f;
+    CUBLAS_CHECK(cublasSaxpy_64(h, static_cast<int64_t>(count), &one, x, 1, out, 1));
+  }
+  void pixel_shuffle_forward(ConstTensorView x, TensorView y, int factor, Stream& s) override {
+    SHAPE_CHECK(x.shape.c == y.shape.c * factor * factor && y.shape.h == x.shape.h * factor &&
+                    y.shape.w == x.shape.w * factor && x.shape.n == y.shape.n,
+                "pixel_shuffle_forward shapes " << x.shape.str() << " -> " << y.shape.str());
+    kernels::pixel_shuffle_forward(x.data, y.data, x.shape.n, y.shape.c, x.shape.h, x.shape.w,
+                                   factor, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void pixel_shuffle_backward(ConstTensorView dy, TensorView dx, int factor, Stream& s) override {
+    SHAPE_CHECK(dx.shape.c == dy.shape.c * factor * factor && dy.shape.h == dx.shape.h * factor &&
+                    dy.shape.w == dx.shape.w * factor && dx.shape.n == dy.shape.n,
+                "pixel_shuffle_backward shapes " << dy.shape.str() << " -> " << dx.shape.str());
+    kernels::pixel_shuffle_backward(dy.data, dx.data, dx.shape.n, dy.shape.c, dx.shape.h,
+                                    dx.shape.w, factor, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+
+  // ---- input and heatmap ops ------------------------------------------------------
+  void normalize_images(const std::uint8_t* src, int in_channels, TensorView dst,
+                        const float mean[3], const float std[3], Stream& s) override {
+    SHAPE_CHECK((in_channels == 1 || in_channels == 3) && dst.shape.c == 3,
+                "normalize_images: in_channels " << in_channels << ", dst " << dst.shape.str());
+    auto& cs = as_cuda(s);
+    const std::size_t bytes = std::size_t(dst.shape.n) * dst.shape.plane() * in_channels;
+    const auto* dev_src = static_cast<const std::uint8_t*>(on_device(src, bytes, cs));
+    kernels::Normalization norm{{mean[0], mean[1], mean[2]}, {std[0], std[1], std[2]}};
+    kernels::normalize_images(dev_src, in_channels, dst.data, dst.shape.n, dst.shape.h,
+                              dst.shape.w, norm, cs.get());
+    CUDA_CHECK_LAUNCH();
+  }
+
+  void heatmap_targets(const float* keypoints, TensorView targets, float sigma, float* mask,
+                       Stream& s) override {
+    auto& cs = as_cuda(s);
+    const int planes = targets.shape.n * targets.shape.c;
+    const auto* dev_kp =
+        static_cast<const float*>(on_device(keypoints, std::size_t(planes) * 2 * sizeof(float), cs));
+    kernels::heatmap_targets(dev_kp, planes, targets.shape.h, targets.shape.w, sigma, targets.data,
+                             mask, cs.get());
+    CUDA_CHECK_LAUNCH();
+  }
+
+  void spatial_softmax_forward(ConstTensorView x, float temperature, TensorView y,
+                               Stream& s) override {
+    SHAPE_CHECK(x.shape == y.shape, "spatial_softmax_forward shapes");
+    kernels::spatial_softmax_forward(x.data, x.shape.n * x.shape.c, int(x.shape.plane()),
+                                     temperature, y.data, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void spatial_softmax_backward(ConstTensorView y, ConstTensorView dy, float temperature,
+                                TensorView dx, Stream& s) override {
+    SHAPE_CHECK(y.shape == dy.shape && y.shape == dx.shape, "spatial_softmax_backward shapes");
+    kernels::spatial_softmax_backward(y.data, dy.data, y.shape.n * y.shape.c, int(y.shape.plane()),
+                                      temperature, dx.data, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+
+  void heatmap_loss(ConstTensorView pred, ConstTensorView target, const float* mask,
+                    HeatmapLoss type, float* loss, float* dpred, float loss_scale,
+                    Stream& s) override {
+    SHAPE_CHECK(pred.shape == target.shape, "heatmap_loss shapes");
+    auto& cs = as_cuda(s);
+    const int planes = pred.shape.n * pred.shape.c;
+    auto* scratch =
+        static_cast<double*>(cs.scratch(kernels::heatmap_loss_scratch_doubles(planes) * sizeof(double)));
+    const kernels::LossKind kind = type == HeatmapLoss::mse  ? kernels::LossKind::mse
+                                   : type == HeatmapLoss::kl ? kernels::LossKind::kl
+                                                             : kernels::LossKind::js;
+    kernels::heatmap_loss(pred.data, target.data, mask, planes, int(pred.shape.plane()), kind, loss,
+                          dpred, loss_scale, scratch, cs.get());
+    CUDA_CHECK_LAUNCH();
+  }
+
+  void soft_argmax(ConstTensorView heatmaps, int downsample_factor, float temperature, float* coords,
+                   float* confidence, Stream& s) override {
+    TRAINER_ASSERT(downsample_factor >= 0 && downsample_factor <= 5,
+                   "soft_argmax: downsample_factor " << downsample_factor);
+    auto& cs = as_cuda(s);
+    const int planes = heatmaps.shape.n * heatmaps.shape.c;
+    const std::size_t doubles = kernels::soft_argmax_scratch_doubles(
+        planes, heatmaps.shape.h, heatmaps.shape.w, downsample_factor);
+    auto* scratch = doubles ? static_cast<double*>(cs.scratch(doubles * sizeof(double))) : nullptr;
+    kernels::soft_argmax(heatmaps.data, planes, heatmaps.shape.h, heatmaps.shape.w,
+                         downsample_factor, temperature, coords, confidence, scratch, cs.get());
+    CUDA_CHECK_LAUNCH();
+  }
+
+  // ---- optimizer -----------------------------------------------------------------
+  void adam_update(float* params, const float* grads, float* m, float* v, std::size_t count,
+                   const AdamParams& p, Stream& s) override {
+    kernels::AdamStep step{p.lr, p.beta1, p.beta2, p.eps, p.weight_decay, p.decoupled_weight_decay,
+                           p.step};
+    kernels::adam_update(params, grads, m, v, count, step, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+
+ private:
+  static ConvProblem conv_problem(const Shape4& x, const Shape4& y, const ConvGeometry& g) {
+    SHAPE_CHECK(x.c == g.in_channels && y.c == g.out_channels && x.n == y.n &&
+                    y.h == g.conv_out(x.h) && y.w == g.conv_out(x.w),
+                "conv2d shapes " << x.str() << " -> " << y.str() << " disagree with the geometry");
+    return ConvProblem{x.n, x.c, x.h, x.w, y.c, g.kernel, g.stride, g.pad, y.h, y.w};
+  }
+  // The convolution whose backward-data is the transposed convolution x -> y.
+  static ConvProblem deconv_problem(const Shape4& x, const Shape4& y, const ConvGeometry& g) {
+    SHAPE_CHECK(x.c == g.in_channels && y.c == g.out_channels && x.n == y.n &&
+                    y.h == g.deconv_out(x.h) && y.w == g.deconv_out(x.w),
+                "deconv2d shapes " << x.str() << " -> " << y.str() << " disagree with the geometry");
+    return ConvProblem{y.n, y.c, y.h, y.w, x.c, g.kernel, g.stride, g.pad, x.h, x.w};
+  }
+  static kernels::PoolShape pool_shape(const Shape4& x, const Shape4& y, const PoolGeometry& g) {
+    SHAPE_CHECK(x.n == y.n && x.c == y.c && y.h == g.out(x.h) && y.w == g.out(x.w),
+                "maxpool shapes " << x.str() << " -> " << y.str() << " disagree with the geometry");
+    return kernels::PoolShape{x.n, x.c, x.h, x.w, y.h, y.w, g.kernel, g.stride, g.pad};
+  }
+
+  // dx = backward-data(w, dy) of problem p (x-shaped output, y-shaped input).
+  void run_backward_data(const ConvProblem& p, const float* w, const float* dy, float* dx, Stream& s) {
+    ConvPlan& plan = plans_.plan(p);
+    cudnnHandle_t h = cudnn_on(s);
+    plans_.select_backward_data(h, plan, p);
+    void* ws = workspace(s, plan.bwd_data_bytes);
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w, w, plan.y, dy, plan.conv,
+                                             *plan.bwd_data, ws, plan.bwd_data_bytes, &zero, plan.x,
+                                             dx));
+  }
+  // dw = backward-filter(x, dy) of problem p.
+  void run_backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw,
+                           Stream& s) {
+    ConvPlan& plan = plans_.plan(p);
+    cudnnHandle_t h = cudnn_on(s);
+    plans_.select_backward_filter(h, plan, p);
+    void* ws = workspace(s, plan.bwd_filter_bytes);
+    const float one = 1.f, zero = 0.f;
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x, x, plan.y, dy, plan.conv,
+                                               *plan.bwd_filter, ws, plan.bwd_filter_bytes, &zero,
+                                               plan.w, dw));
+  }
+
+  cudnnHandle_t cudnn_on(Stream& s) {
+    CUDNN_CHECK(cudnnSetStream(*cudnn_, as_cuda(s).get()));
+    return *cudnn_;
+  }
+  cublasHandle_t cublas_on(Stream& s) {
+    CUBLAS_CHECK(cublasSetStream(*cublas_, as_cuda(s).get()));
+    return *cublas_;
+  }
+  static void* workspace(Stream& s, std::size_t bytes) {
+    return bytes ? as_cuda(s).scratch(bytes) : nullptr;
+  }
+
+  // `p` itself when kernels can read it, else a copy in the stream's scratch.
+  // The copy is enqueued on the stream, so the host buffer must stay unchanged
+  // until the stream has passed this op (as for upload()).
+  static const void* on_device(const void* p, std::size_t bytes, cuda::CudaStream& s) {
+    if (bytes == 0 || device_accessible(p)) return p;
+    void* staged = s.scratch(bytes);
+    CUDA_CHECK(cudaMemcpyAsync(staged, p, bytes, cudaMemcpyHostToDevice, s.get()));
+    return staged;
+  }
+
+  int device_;
+  CudaBackendOptions options_;
+  cudaDeviceProp props_{};
+  std::unique_ptr<cuda::CudaStream> default_stream_;
+  std::unique_ptr<cuda::CudnnHandle> cudnn_;
+  std::unique_ptr<cuda::CublasHandle> cublas_;
+  cuda::ConvPlanCache plans_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(int device_ordinal, const CudaBackendOptions& options) {
+  return std::make_unique<CudaBackend>(device_ordinal, options);
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device_ordinal) {
+  return make_cuda_backend(device_ordinal, CudaBackendOptions{});
+}
+
+}  // namespace trainer::compute

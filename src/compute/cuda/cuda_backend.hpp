@@ -1,0 +1,24 @@
+#pragma once
+// Options of the CUDA backend beyond compute::make_cuda_backend(ordinal), which
+// uses the defaults below (fp32 with TF32 off, benchmarked cuDNN algorithms).
+#include <cstddef>  // std::size_t
+#include <memory>   // std::unique_ptr
+
+#include "compute/backend.hpp"  // compute::Backend
+
+namespace trainer::compute {
+
+struct CudaBackendOptions {
+  // TF32 tensor cores for fp32 convolutions and GEMMs: faster on Ampere/Hopper,
+  // but results differ from the CPU backend by ~1e-3 relative. Off for parity.
+  bool allow_tf32 = false;
+  // Choose cuDNN algorithms by running them (cudnnFind*, once per shape, which
+  // synchronizes the device during the first step) instead of by heuristics.
+  bool benchmark_algorithms = true;
+  // Largest cuDNN workspace one convolution may use.
+  std::size_t conv_workspace_limit = std::size_t(1) << 30;
+};
+
+std::unique_ptr<Backend> make_cuda_backend(int device_ordinal, const CudaBackendOptions& options);
+
+}  // namespace trainer::compute

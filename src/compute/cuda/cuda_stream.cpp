@@ -1,0 +1,43 @@
+#include "compute/cuda/cuda_stream.hpp"
+
+#include "compute/cuda/cuda_check.hpp"  // CUDA_CHECK
+
+namespace trainer::compute::cuda {
+
+CudaEvent::CudaEvent() { CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+
+CudaEvent::~CudaEvent() {
+  if (event_) cudaEventDestroy(event_);  // no throw from a destructor
+}
+
+CudaStream::CudaStream(int priority) {
+  CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
+  scratch_ = std::make_unique<StreamScratch>(stream_);
+}
+
+CudaStream::~CudaStream() {
+  scratch_.reset();                         // stream-ordered free needs the stream alive
+  if (stream_) cudaStreamDestroy(stream_);  // returns at once; pending work still completes
+}
+
+std::unique_ptr<Event> CudaStream::record() {
+  auto event = std::make_unique<CudaEvent>();
+  CUDA_CHECK(cudaEventRecord(event->get(), stream_));
+  return event;
+}
+
+void CudaStream::wait(const Event& event) {
+  const auto* cuda_event = dynamic_cast<const CudaEvent*>(&event);
+  TRAINER_ASSERT(cuda_event != nullptr, "CudaStream::wait needs an event recorded on a CUDA stream");
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, cuda_event->get(), 0));
+}
+
+void CudaStream::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+CudaStream& as_cuda(Stream& s) {
+  auto* cs = dynamic_cast<CudaStream*>(&s);
+  TRAINER_ASSERT(cs != nullptr, "a CUDA op was given a stream that is not a CUDA stream");
+  return *cs;
+}
+
+}  // namespace trainer::compute::cuda

@@ -1,0 +1,49 @@
+#pragma once
+// CUDA implementations of compute::Stream and compute::Event: RAII owners of a
+// cudaStream_t and a cudaEvent_t. Streams are created non-blocking so they never
+// serialize against the legacy default stream that libraries may use.
+#include <cuda_runtime_api.h>  // cudaStream_t, cudaEvent_t
+#include <memory>              // std::unique_ptr
+
+#include "compute/cuda/device_memory.hpp"  // StreamScratch
+#include "compute/stream.hpp"              // compute::Stream, compute::Event
+
+namespace trainer::compute::cuda {
+
+class CudaEvent final : public Event {
+ public:
+  CudaEvent();  // timing disabled: cheapest event for ordering
+  ~CudaEvent() override;
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class CudaStream final : public Stream {
+ public:
+  // priority: 0 is the default; lower numbers are higher priority (cudaDeviceGetStreamPriorityRange).
+  explicit CudaStream(int priority = 0);
+  ~CudaStream() override;
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+
+  std::unique_ptr<Event> record() override;
+  void wait(const Event& event) override;
+  void synchronize() override;
+  void* native() const override { return stream_; }
+  cudaStream_t get() const { return stream_; }
+  // This stream's reusable device workspace (see StreamScratch): at least `bytes`.
+  void* scratch(std::size_t bytes) { return scratch_->get(bytes); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  std::unique_ptr<StreamScratch> scratch_;  // freed before the stream is destroyed
+};
+
+// The CudaStream behind a Stream; throws when the stream is not a CUDA stream.
+CudaStream& as_cuda(Stream& s);
+
+}  // namespace trainer::compute::cuda

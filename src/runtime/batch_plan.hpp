@@ -1,0 +1,31 @@
+#pragma once
+// lightning-pose's batch arithmetic, worker threads per rank and learning-rate
+// scaling: pure functions, tested against lightning-pose's own test vectors.
+#include <string>  // std::string
+#include <vector>  // std::vector
+
+#include "runtime/env.hpp"  // Env
+
+namespace trainer::runtime {
+
+// Per-GPU train/val batch: ceil(global / num_gpus). `num_gpus` < 1 is treated as 1
+// and a warning is appended. Throws UserError when `global` < 1 (`key` names it).
+int per_gpu_batch(int global, int num_gpus, const std::string& key, std::vector<std::string>* warnings = nullptr);
+
+// heatmap_mhcrnn context frames per GPU: ceil((B - 4) / num_gpus) + 4; below 5 is an
+// error whose message shows the value.
+int per_gpu_context_batch(int global, int num_gpus);
+
+// Loader worker threads per rank: an explicit `num_workers` (>= 0) wins; under SLURM
+// SLURM_CPUS_PER_TASK - 1; otherwise cores_per_node / ranks_per_node - 1; both at
+// least 0 and at most 8. Appends a warning when workers of all ranks on the node
+// exceed its cores (SLURM_CPUS_ON_NODE when set, else `cores_per_node`).
+int workers_per_rank(int num_workers, const Env& env, int cores_per_node, int ranks_per_node,
+                     std::vector<std::string>* warnings);
+inline constexpr int kMaxWorkersPerRank = 8;
+
+// lr_scaling none | linear | sqrt of `base_lr`, tuned for `reference_batch`, to
+// `effective_batch`. Throws UserError on an unknown mode or reference_batch < 1.
+double scaled_learning_rate(double base_lr, const std::string& mode, int effective_batch, int reference_batch);
+
+}  // namespace trainer::runtime

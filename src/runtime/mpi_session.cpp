@@ -1,0 +1,155 @@
+#include "runtime/mpi_session.hpp"
+
+#include <unistd.h>  // readlink
+
+#include <algorithm>  // std::max
+#include <climits>    // PATH_MAX
+#include <cstdlib>    // setenv
+#include <exception>  // std::uncaught_exceptions
+
+#include "runtime/launcher_check.hpp"  // check_launcher, detect_launcher
+#include "util/error.hpp"              // UserError, MPI_CHECK
+
+namespace trainer::runtime {
+
+const char* launch_kind_name(LaunchKind kind) {
+  switch (kind) {
+    case LaunchKind::singleton: return "singleton";
+    case LaunchKind::mpirun: return "mpirun";
+    case LaunchKind::srun: return "srun";
+    case LaunchKind::spawned_parent: return "self-spawn";
+    case LaunchKind::spawned_child: return "self-spawn";
+  }
+  return "unknown";
+}
+
+namespace {
+
+std::string this_executable() {
+  char path[PATH_MAX] = {};
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) throw SystemError("cannot resolve /proc/self/exe to spawn ranks");
+  return std::string(path, static_cast<std::size_t>(n));
+}
+
+}  // namespace
+
+MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int nprocs, const Env& env)
+    : uncaught_at_start_(std::uncaught_exceptions()) {
+  check_pmi_before_init(env);
+  const Launcher launcher = detect_launcher(env);
+  const bool may_spawn = nprocs > 1 && launcher == Launcher::none;
+  if (may_spawn && !env_get(env, "OMPI_MCA_rmaps_base_oversubscribe")) {
+    // The singleton's runtime counts this machine's cores as slots; CPU runs may want
+    // more ranks than cores. Must be set before MPI_Init, which starts that runtime.
+    setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
+  }
+
+  int initialized = 0;
+  MPI_CHECK(MPI_Initialized(&initialized));
+  if (initialized) {
+    MPI_CHECK(MPI_Query_thread(&thread_level_));
+  } else {
+    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &thread_level_));
+    owns_mpi_ = true;
+  }
+  // Errors come back as codes (turned into exceptions by MPI_CHECK) instead of aborting.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+
+  try {
+    MPI_Comm parent = MPI_COMM_NULL;
+    MPI_CHECK(MPI_Comm_get_parent(&parent));
+    if (parent != MPI_COMM_NULL) {
+      // A copy spawned by a `--nprocs` parent: join it, after the parent's ranks.
+      kind_ = LaunchKind::spawned_child;
+      intercomm_ = parent;
+      MPI_CHECK(MPI_Intercomm_merge(intercomm_, 1, &owned_world_));
+    } else {
+      int world_size = 1;
+      MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
+      check_launcher(env, world_size);  // warnings are reported again by plan_run
+      if (nprocs > 1 && launcher != Launcher::none && nprocs != world_size) {
+        throw UserError("--nprocs " + std::to_string(nprocs) + " but " + launcher_name(launcher) + " started " +
+                            std::to_string(world_size) + " rank(s)",
+                        "--nprocs is for starting without a launcher; with mpirun or srun drop it and set "
+                        "the rank count there (mpirun -np N, srun --ntasks-per-node=N)");
+      }
+      if (nprocs > 1 && launcher == Launcher::none && world_size == 1) {
+        spawn_and_merge(subcommand_args, nprocs);
+        kind_ = LaunchKind::spawned_parent;
+      } else {
+        MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &owned_world_));
+        kind_ = launcher == Launcher::mpirun ? LaunchKind::mpirun
+                : launcher == Launcher::srun ? LaunchKind::srun
+                                             : LaunchKind::singleton;
+      }
+    }
+    MPI_Comm_set_errhandler(owned_world_, MPI_ERRORS_RETURN);
+    world_ = describe_world(owned_world_);
+    world_.launched_by = launch_kind_name(kind_);
+  } catch (...) {
+    // The destructor will not run: give MPI back before the error reaches main.
+    finalize();
+    throw;
+  }
+}
+
+void MpiSession::spawn_and_merge(const std::vector<std::string>& subcommand_args, int nprocs) {
+  const std::string command = this_executable();
+  std::vector<char*> argv;
+  for (const auto& arg : subcommand_args) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
+  std::vector<int> errcodes(static_cast<std::size_t>(nprocs - 1), MPI_SUCCESS);
+  const int rc = MPI_Comm_spawn(command.c_str(), argv.data(), nprocs - 1, MPI_INFO_NULL, 0, MPI_COMM_SELF,
+                                &intercomm_, errcodes.data());
+  if (rc != MPI_SUCCESS) {
+    char message[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(rc, message, &length);
+    throw UserError("--nprocs " + std::to_string(nprocs) + ": MPI_Comm_spawn could not start " +
+                        std::to_string(nprocs - 1) + " more rank(s): " + std::string(message, length),
+                    "start the ranks with `mpirun -np " + std::to_string(nprocs) +
+                        " ./trainer ...` instead (as root, Open MPI also needs OMPI_ALLOW_RUN_AS_ROOT=1 "
+                        "and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)");
+  }
+  // The parent is the low group: it becomes rank 0 of the merged communicator.
+  MPI_CHECK(MPI_Intercomm_merge(intercomm_, 0, &owned_world_));
+}
+
+void MpiSession::finalize() {
+  if (owned_world_ != MPI_COMM_NULL) MPI_Comm_free(&owned_world_);
+  if (intercomm_ != MPI_COMM_NULL) MPI_Comm_free(&intercomm_);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owns_mpi_ && !finalized) MPI_Finalize();
+  owns_mpi_ = false;
+}
+
+MpiSession::~MpiSession() {
+  const bool unwinding = std::uncaught_exceptions() > uncaught_at_start_;
+  if (unwinding && world_.size > 1 && !failure_collective_) {
+    // Other ranks may be waiting in a collective this rank will never join; MPI_Finalize
+    // would wait for them forever. Leave without it: main prints the error, and the
+    // launcher ends the job when this process exits.
+    return;
+  }
+  finalize();
+}
+
+std::vector<int> all_ranks_ok(const World& world, bool ok) {
+  std::vector<int> flags(static_cast<std::size_t>(std::max(world.size, 1)), 0);
+  int mine = ok ? 0 : 1;
+  if (world.comm == MPI_COMM_NULL) {
+    flags[0] = mine;
+  } else {
+    MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, flags.data(), 1, MPI_INT, world.comm));
+  }
+  std::vector<int> failed;
+  for (int r = 0; r < static_cast<int>(flags.size()); ++r) {
+    if (flags[static_cast<std::size_t>(r)] != 0) failed.push_back(r);
+  }
+  return failed;
+}
+
+}  // namespace trainer::runtime

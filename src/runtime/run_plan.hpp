@@ -1,0 +1,78 @@
+#pragma once
+// The batch plan: everything a run decides before touching data or a GPU, for one
+// rank of a launched world (plan_run) or every rank of a made-up cluster
+// (plan_hypothetical). `trainer plan` prints it; `trainer train` follows it.
+#include <string>  // std::string
+#include <vector>  // std::vector
+
+#include "app/config.hpp"     // trainer::Config
+#include "runtime/env.hpp"    // Env
+#include "runtime/world.hpp"  // World
+
+namespace trainer::runtime {
+
+// What this rank does.
+struct RankPlan {
+  int rank = 0;
+  int local_rank = 0;
+  int local_size = 1;
+  int node_rank = 0;
+  std::string hostname;
+  int device = -1;            // GPU ordinal relative to CUDA_VISIBLE_DEVICES; -1 on CPU
+  int train_batch_size = 0;   // per rank: ceil(B / G)
+  int val_batch_size = 0;     // per rank: ceil(B / G)
+  int test_batch_size = 0;    // not divided
+  int context_batch_size = -1;  // heatmap_mhcrnn: ceil((B - 4) / G) + 4; -1 for other models
+  int num_workers = 0;        // loader threads of this rank
+  std::vector<std::string> warnings;  // about this rank only
+};
+
+// The whole run as seen from one rank: the shared decisions plus this rank's part.
+struct RunPlan {
+  std::string accelerator;       // "cpu" or "gpu"
+  std::string accelerator_note;  // why (e.g. "auto: no GPU visible, chose cpu")
+  std::string backend;           // "nccl", "mpi" or "gloo"
+  std::string launched_by;       // World::launched_by
+  int world_size = 1;
+  int num_nodes = 1;
+  int data_parallel_ranks = 1;   // G: GPUs, or CPU ranks on the CPU path
+  int train_batch_size = 0;      // global, as configured
+  int val_batch_size = 0;        // global, as configured
+  int context_batch_size = 0;    // global, as configured
+  int effective_train_batch = 0; // per-rank x G
+  int effective_val_batch = 0;
+  std::string lr_scaling;        // none | linear | sqrt
+  int reference_batch_size = 0;
+  double base_learning_rate = 0;
+  double learning_rate = 0;      // after lr_scaling
+  std::vector<std::string> warnings;  // about the whole run; printed once, by rank 0
+  RankPlan rank;
+};
+
+// This rank's plan. `visible_gpus` from visible_gpu_count(); `cores_per_node` 0
+// means this machine's hardware threads. Throws UserError for anything the user
+// must fix (accelerator gpu without GPU, nccl on CPU, bad devices, too many ranks
+// for the GPUs, a context batch below 5, launcher mismatches).
+RunPlan plan_run(const Config& config, const World& world, int visible_gpus, const Env& env,
+                 int cores_per_node = 0);
+
+// A cluster that is not launched: `nodes` x `ranks_per_node` ranks, each node with
+// `gpus_per_node` GPUs and `cores_per_node` cores; `cpus_per_task` > 0 plans as
+// under `#SBATCH --cpus-per-task`.
+struct ClusterShape {
+  int nodes = 1;
+  int gpus_per_node = 0;
+  int ranks_per_node = 0;   // 0: one per GPU (or 1 without GPUs)
+  int cores_per_node = 0;   // 0: this machine's
+  int cpus_per_task = 0;
+};
+std::vector<RunPlan> plan_hypothetical(const Config& config, const ClusterShape& shape);
+
+// Resolution steps, exposed for tests.
+// accelerator cpu|gpu|auto -> "cpu"/"gpu"; `note` explains an auto choice.
+std::string resolve_accelerator(const std::string& requested, int visible_gpus, bool devices_ask_for_none,
+                                std::string* note);
+// backend nccl|mpi|gloo|auto for the resolved accelerator.
+std::string resolve_backend(const std::string& requested, const std::string& accelerator);
+
+}  // namespace trainer::runtime

@@ -1,0 +1,48 @@
+# The SLURM job scripts on a real (one-node, local) SLURM: start munged, slurmctld and
+# slurmd (scripts/slurm-local.sh), submit slurm/multi_gpu.sh unchanged (--gres=gpu:2
+# is accepted: the node advertises two stand-in GPUs) with TRAINER_ARGS running the
+# plan on CPU, wait for it, and check both ranks ran with the SLURM-derived plan.
+# The daemons are stopped at the end, whatever happens.
+source "$(dirname "$0")/lib/common.sh"
+
+for b in sbatch srun sinfo slurmctld slurmd munged; do
+  command -v "$b" >/dev/null 2>&1 || [[ -x /usr/sbin/$b ]] || skip "SLURM binaries missing ($b); apt-get install slurm-wlm munge"
+done
+[[ $(id -u) == 0 ]] || skip "the local SLURM cluster needs root (slurmd), running as $(id -un)"
+
+bash -n "$REPO/slurm/multi_gpu.sh" || fail "slurm/multi_gpu.sh has a syntax error"
+bash -n "$REPO/slurm/multi_node.sh" || fail "slurm/multi_node.sh has a syntax error"
+
+# A short state path: slurmd and PMIx put unix sockets there (108-byte limit).
+export SLURM_LOCAL_DIR=$(mktemp -d /tmp/trainer-slurm-test.XXXXXX) SLURM_LOCAL_CPUS=16
+export SLURM_LOCAL_CTLD_PORT=${SLURM_LOCAL_CTLD_PORT:-16917} SLURM_LOCAL_SLURMD_PORT=${SLURM_LOCAL_SLURMD_PORT:-16918}
+trap 'bash "$REPO/scripts/slurm-local.sh" stop || true; cp -r "$SLURM_LOCAL_DIR/log" "$SCRATCH/slurm-logs" 2>/dev/null; rm -rf "$SLURM_LOCAL_DIR"' EXIT
+bash "$REPO/scripts/slurm-local.sh" start || fail "could not start the local SLURM cluster"
+export SLURM_CONF=$SLURM_LOCAL_DIR/slurm.conf
+
+# The job script as shipped; only what it runs is overridden (sbatch exports our env).
+# --cpus-per-task=8 from the script -> workers 7 per rank.
+export TRAINER TRAINER_ARGS="plan --json"
+timeout 300 sbatch --wait --chdir="$SCRATCH" --output="$SCRATCH/job.out" "$REPO/slurm/multi_gpu.sh" \
+  >"$SCRATCH/sbatch.txt" 2>&1 || { cat "$SCRATCH/sbatch.txt" "$SCRATCH/job.out" >&2; fail "sbatch --wait failed"; }
+cat "$SCRATCH/job.out"
+sed -n '/^{/,/^}/p' "$SCRATCH/job.out" >"$SCRATCH/plan.json"
+/usr/bin/python3 - "$SCRATCH/plan.json" <<'PY' || fail "plan from the SLURM job"
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["launched_by"] == "srun", p["launched_by"]
+assert p["world_size"] == 2 and p["num_nodes"] == 1, p
+assert [r["rank"] for r in p["ranks"]] == [0, 1], p["ranks"]
+assert [r["local_rank"] for r in p["ranks"]] == [0, 1], p["ranks"]
+for r in p["ranks"]:
+    assert r["num_workers"] == 7, r          # SLURM_CPUS_PER_TASK (8) - 1
+    assert r["train_batch_size"] == 8, r     # 16 over 2 ranks
+print("sbatch slurm/multi_gpu.sh: both ranks, SLURM-derived plan: ok")
+PY
+
+# srun without PMI: the trainer refuses instead of running 2 lone "rank 0 of 1"s.
+rc=0
+timeout 120 srun --mpi=none --nodes=1 --ntasks-per-node=2 "$TRAINER" plan >"$SCRATCH/nopmi.out" 2>&1 || rc=$?
+[[ $rc == 2 ]] || { cat "$SCRATCH/nopmi.out" >&2; fail "srun --mpi=none: expected exit 2, got $rc"; }
+grep -q "srun --mpi=pmix" "$SCRATCH/nopmi.out" || { cat "$SCRATCH/nopmi.out" >&2; fail "no srun --mpi=pmix hint"; }
+echo "PASS"
