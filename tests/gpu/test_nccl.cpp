@@ -6,7 +6,8 @@
 #include <cuda_runtime_api.h>  // cudaMemcpy for the double buffer
 #include <mpi.h>               // MPI_COMM_WORLD
 
-#include "comm/cuda/nccl_communicator.hpp"  // make_nccl_communicator
+#include "comm/cuda/device_allreduce_bench.hpp"  // time_device_all_reduce
+#include "comm/cuda/nccl_communicator.hpp"       // make_nccl_communicator
 #include "gpu_test_util.hpp"
 
 using namespace trainer;
@@ -54,7 +55,6 @@ TEST_CASE("nccl communicator with one rank", "[gpu][nccl]") {
   comm->barrier("end of test");
 }
 
-#include "comm/cuda/device_allreduce_bench.hpp"  // time_device_all_reduce
 
 TEST_CASE("device all-reduce timing for bench allreduce --backend nccl", "[gpu][nccl]") {
   auto comm = comm::make_nccl_communicator(MPI_COMM_WORLD, 0, 60.0);
