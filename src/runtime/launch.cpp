@@ -24,6 +24,10 @@ Launch::Launch(const std::vector<std::string>& subcommand_args, int nprocs, cons
     if (error) std::rethrow_exception(error);
     throw UserError("the run's plan failed on rank " + std::to_string(failed.front()) + " (see its error)");
   }
+  if (session_.thread_level() < MPI_THREAD_SERIALIZED) {
+    plan_.warnings.push_back("the MPI library offers neither MPI_THREAD_MULTIPLE nor MPI_THREAD_SERIALIZED; "
+                             "collectives from a communication thread are not safe with it");
+  }
 }
 
 std::string Launch::report(bool json) const {
