@@ -1,9 +1,7 @@
 // `trainer bench allreduce`: all-reduce time, algbw and busbw per message size,
 // as nccl-tests prints them, so users can check a cluster's interconnect before
-// training. Run under mpirun/srun. `--check` (for tests) instead verifies every
+// training. Run under mpirun/srun (or with --nprocs N on one machine). `--check` (for tests) instead verifies every
 // collective of the communicator against known answers.
-#include <mpi.h>  // MPI_Init_thread, MPI_COMM_WORLD
-
 #include <algorithm>  // std::max, std::min
 #include <chrono>     // std::chrono::steady_clock
 #include <cstdio>     // std::snprintf
@@ -18,34 +16,15 @@
 #include "comm/host_stream.hpp"        // HostStream
 #include "comm/make_communicator.hpp"  // make_communicator
 #include "comm/self_check.hpp"         // run_self_check
-#include "util/error.hpp"              // UserError, MPI_CHECK
+#include "runtime/env.hpp"             // runtime::capture_environment
+#include "runtime/mpi_session.hpp"     // runtime::MpiSession
+#include "util/error.hpp"              // UserError
 
 namespace po = boost::program_options;
 
 namespace trainer::app {
 
 namespace {
-
-// Starts MPI for this command when nobody has (finalizes only what it started).
-class MpiForBench {
- public:
-  MpiForBench() {
-    int initialized = 0;
-    MPI_CHECK(MPI_Initialized(&initialized));
-    if (initialized) return;
-    int provided = 0;
-    MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided));
-    owned_ = true;
-  }
-  ~MpiForBench() {
-    if (owned_) MPI_Finalize();
-  }
-  MpiForBench(const MpiForBench&) = delete;
-  MpiForBench& operator=(const MpiForBench&) = delete;
-
- private:
-  bool owned_ = false;
-};
 
 std::size_t parse_bytes(const std::string& text) {
   std::size_t used = 0;
@@ -82,6 +61,7 @@ int bench_allreduce(const Args& args) {
   int iters = 20;
   int warmup = 5;
   double timeout_s = 600.0;
+  int nprocs = 1;
   po::options_description visible(
       "usage: [mpirun -np N] trainer bench allreduce [options]\n"
       "All-reduce (sum, float32, in place) time per message size, doubling from\n"
@@ -95,7 +75,8 @@ int bench_allreduce(const Args& args) {
       ("max-bytes", po::value(&max_bytes)->default_value(max_bytes), "largest message (e.g. 256M)")
       ("iters", po::value(&iters)->default_value(iters), "timed iterations per size (fewer above 4 MB)")
       ("warmup", po::value(&warmup)->default_value(warmup), "untimed iterations per size")
-      ("timeout", po::value(&timeout_s)->default_value(timeout_s), "collective timeout in seconds");
+      ("timeout", po::value(&timeout_s)->default_value(timeout_s), "collective timeout in seconds")
+      ("nprocs", po::value(&nprocs)->default_value(nprocs), "start N ranks on this machine without mpirun");
   po::options_description hidden;
   hidden.add_options()("check", "verify the communicator's collectives instead of timing them");
   po::options_description all;
@@ -115,8 +96,10 @@ int bench_allreduce(const Args& args) {
   const std::size_t lo = parse_bytes(min_bytes), hi = parse_bytes(max_bytes);
   if (lo > hi) throw UserError("bench allreduce: --min-bytes is larger than --max-bytes");
 
-  MpiForBench mpi;
-  auto comm = comm::make_communicator(backend, MPI_COMM_WORLD, timeout_s);
+  Args spawn_args{"bench", "allreduce"};
+  spawn_args.insert(spawn_args.end(), args.begin(), args.end());
+  runtime::MpiSession session(spawn_args, nprocs, runtime::capture_environment());
+  auto comm = comm::make_communicator(backend, session.comm(), timeout_s);
   comm::HostStream stream;
   const bool root = comm->rank() == 0;
 

@@ -13,29 +13,36 @@ namespace trainer::train {
 // The GradientSync the loop sees: buckets, then the per-step BN bookkeeping.
 class DistributedTraining::StepSync final : public GradientSync {
  public:
-  StepSync(BucketReducer& reducer, SyncBatchNorm* bn_sync, comm::Communicator* buffers_comm,
-           model::ParameterStore& store)
-      : reducer_(reducer), bn_sync_(bn_sync), buffers_comm_(buffers_comm), store_(store) {}
+  StepSync(DistributedTraining& owner, comm::Communicator& scalars, comm::Communicator* buffers_comm)
+      : owner_(owner), scalars_(scalars), buffers_comm_(buffers_comm) {}
+  bool weighs_loss() const override { return true; }
+  float loss_scale(double local_count) override {
+    double global = local_count;
+    comm::HostStream host;
+    scalars_.all_reduce(&global, 1, comm::ReduceOp::sum, host, "loss term count");
+    return global > 0 ? static_cast<float>(scalars_.size() * local_count / global) : 1.f;
+  }
   void begin(std::size_t offset, std::size_t count, compute::Stream& stream) override {
-    reducer_.begin(offset, count, stream);
+    owner_.reducer_->begin(offset, count, stream);
   }
   void on_ready(std::size_t offset, std::size_t count, compute::Stream& stream) override {
-    reducer_.on_ready(offset, count, stream);
+    owner_.reducer_->on_ready(offset, count, stream);
   }
   void finish(compute::Stream& stream) override {
-    reducer_.finish(stream);
-    if (bn_sync_) bn_sync_->new_step();
-    if (buffers_comm_ && store_.buffer_count() > 0) {
-      buffers_comm_->broadcast(store_.buffers_data(), store_.buffer_count(), 0, stream,
+    owner_.reducer_->finish(stream);
+    if (owner_.bn_sync_) owner_.bn_sync_->new_step();
+    auto& store = owner_.model_.store();
+    if (buffers_comm_ && store.buffer_count() > 0) {
+      buffers_comm_->broadcast(store.buffers_data(), store.buffer_count(), 0, stream,
                                "broadcast BN running statistics");
     }
+    owner_.set_step(owner_.step_ + 1);
   }
 
  private:
-  BucketReducer& reducer_;
-  SyncBatchNorm* bn_sync_;
+  DistributedTraining& owner_;
+  comm::Communicator& scalars_;
   comm::Communicator* buffers_comm_;  // set when buffers are broadcast every step
-  model::ParameterStore& store_;
 };
 
 class DistributedTraining::Metrics final : public MetricReducer {
@@ -71,8 +78,7 @@ DistributedTraining::DistributedTraining(MPI_Comm world, const std::string& back
   reducer_ = std::make_unique<BucketReducer>(*comm_, store.grads_data(), buckets);
   if (config.sync_batchnorm) bn_sync_ = std::make_unique<SyncBatchNorm>(*comm_, *scalars);
   const bool broadcast_each_step = !config.sync_batchnorm && config.broadcast_buffers;
-  step_sync_ = std::make_unique<StepSync>(*reducer_, bn_sync_.get(), broadcast_each_step ? comm_.get() : nullptr,
-                                          store);
+  step_sync_ = std::make_unique<StepSync>(*this, *scalars, broadcast_each_step ? comm_.get() : nullptr);
   metrics_ = std::make_unique<Metrics>(*scalars);
 }
 
@@ -112,6 +118,7 @@ DistributedHooks DistributedTraining::hooks() {
 }
 
 void DistributedTraining::set_step(long step) {
+  step_ = step;
   if (comm_) comm_->set_step(step);
   if (host_comm_) host_comm_->set_step(step);
 }

@@ -6,7 +6,8 @@
 // - at the start, rank 0's parameters, buffers, BN counters and optimizer state
 //   broadcast to every rank (so a checkpoint or --init-weights read by rank 0 only
 //   is enough, and all ranks start identical whatever happened before);
-// - per step: gradient averaging in buckets (BucketReducer), synchronized batch
+// - per step: each rank's loss weighed by its share of the counted keypoints,
+//   gradient averaging in buckets (BucketReducer), synchronized batch
 //   norm (SyncBatchNorm), or with sync_batchnorm off and broadcast_buffers on,
 //   rank 0's BN running statistics broadcast after each step (VISSL);
 // - metric sums over ranks (Lightning's sync_dist), every rank taking part.
@@ -43,7 +44,7 @@ class DistributedTraining {
   void broadcast_initial_state(Optimizer& optimizer, compute::Stream& stream);
   // For the epoch loop; all null (local) with one rank.
   DistributedHooks hooks();
-  // Collective timeouts report this step.
+  // Collective timeouts report this step (counted on by itself after each step).
   void set_step(long step);
   // One line on the gradient all-reduce: time per step, exposed, hidden share.
   std::string overlap_report() const;
@@ -54,6 +55,7 @@ class DistributedTraining {
 
   int rank_ = 0;
   int size_ = 1;
+  long step_ = 0;
   DistributedConfig config_;
   model::HeatmapModel& model_;
   std::unique_ptr<comm::Communicator> comm_;

@@ -19,6 +19,17 @@ class GradientSync : public model::GradientReadyListener {
   virtual void begin(std::size_t offset, std::size_t count, compute::Stream& stream) = 0;
   // After backward: every gradient in the range is final and averaged.
   virtual void finish(compute::Stream& stream) = 0;
+  // Whether loss_scale() wants this rank's count of loss terms each step.
+  virtual bool weighs_loss() const { return false; }
+  // Before backward, on every rank (collective): the factor for this rank's loss
+  // gradient so that averaging gradients over ranks gives the gradient of the
+  // mean over all ranks' counted keypoints, as one process with the global batch
+  // would (ranks count different numbers when augmentation pushes keypoints out of
+  // the frame): ranks * local_count / global_count.
+  virtual float loss_scale(double local_count) {
+    (void)local_count;
+    return 1.f;
+  }
 };
 
 class LocalGradientSync final : public GradientSync {

@@ -61,8 +61,18 @@ double StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Gr
   model::Context ctx{backend_, stream_, true, bn_sync, &sync};
   auto heatmaps = model_.forward(ctx, {images_.data(), image_shape_});
   ensure(backend_, dpred_, heatmap_shape_.numel());
+  float loss_scale = 1.f;
+  if (sync.weighs_loss()) {
+    // Data-parallel: weigh this rank's mean loss by its share of counted keypoints.
+    host_mask_.resize(std::size_t(batch.size) * batch.num_keypoints);
+    backend_.download(host_mask_.data(), mask_.data(), host_mask_.size(), stream_);
+    stream_.synchronize();
+    double counted = 0;
+    for (float m : host_mask_) counted += m != 0.f ? 1.0 : 0.0;
+    loss_scale = sync.loss_scale(counted);
+  }
   backend_.heatmap_loss(heatmaps, {targets_.data(), heatmap_shape_}, mask_.data(), loss_type_, loss_.data(),
-                        dpred_.data(), 1.f, stream_);
+                        dpred_.data(), loss_scale, stream_);
   const auto& store = model_.store();
   const auto range = train_backbone ? model::ParameterStore::Range{0, store.parameter_count()}
                                     : store.group_range(model::ParamGroup::head);

@@ -13,6 +13,11 @@ for backend in mpi gloo; do
   done
 done
 
+# Self-spawned ranks (no mpirun) work the same.
+out=$(timeout 300 "$TRAINER" bench allreduce --nprocs 3 --backend gloo --check --timeout 60) ||
+  fail "communicator check failed: gloo with --nprocs 3"
+grep -q "communicator check (gloo, 3 ranks): passed" <<<"$out" || fail "no verdict: --nprocs 3"
+
 for backend in mpi gloo; do
   out=$(timeout 300 $MPIRUN -np 2 "$TRAINER" bench allreduce --backend $backend --min-bytes 4K \
           --max-bytes 64K --iters 5 --warmup 1) || fail "bench allreduce failed: $backend"
