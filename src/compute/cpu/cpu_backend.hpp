@@ -5,6 +5,7 @@
 // Threads: every op runs on the calling thread's OpenMP team of `threads_`
 // threads (oneDNN's OpenMP runtime reads the same setting). All caches live in the
 // object: two backends never share state, one backend is not thread-safe.
+#include <array>      // std::array of staging buffers
 #include <map>        // std::map for the primitive cache
 #include <memory>     // std::unique_ptr
 #include <string>     // std::string cache keys
@@ -20,6 +21,23 @@ namespace trainer::compute::cpu {
 // x[N, Cin, H, W] (*) w[Cout, Cin, k, k] -> y[N, Cout, OH, OW]; transposed
 // convolutions reuse it with the roles of x and y swapped (see cpu_conv.cpp).
 struct ConvPlan;
+
+// A growable, 64-byte aligned scratch buffer. The convolutions stage their operands
+// in oneDNN's preferred layouts here; one buffer per operand role (first input,
+// second input, output) shared by all shapes, so memory grows with the largest
+// tensor, not with the number of layers.
+class StagingBuffer {
+ public:
+  StagingBuffer() = default;
+  StagingBuffer(const StagingBuffer&) = delete;
+  StagingBuffer& operator=(const StagingBuffer&) = delete;
+  ~StagingBuffer();
+  void* reserve(std::size_t bytes);  // contents are not preserved when it grows
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
 
 class CpuBackend final : public Backend {
  public:
@@ -121,6 +139,7 @@ class CpuBackend final : public Backend {
   dnnl::stream dnnl_stream_;
   std::unique_ptr<Stream> default_stream_;
   std::map<std::string, std::unique_ptr<ConvPlan>> conv_plans_;
+  std::array<StagingBuffer, 3> staging_;  // first input, second input, output
 };
 
 }  // namespace trainer::compute::cpu

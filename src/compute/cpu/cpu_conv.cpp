@@ -14,8 +14,11 @@
 //
 // Layouts: primitives are created with format_tag::any so oneDNN picks its fastest
 // (blocked) layouts; user tensors stay plain NCHW/OIHW and are reordered into and
-// out of staging buffers only when the chosen layout differs.
+// out of the backend's staging buffers only when the chosen layout differs
+// (TRAINER_CPU_CONV_LAYOUT=plain keeps everything plain; slower, see
+// docs/PERFORMANCE.md).
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "compute/cpu/cpu_backend.hpp"
@@ -30,22 +33,18 @@ using dnnl::memory;
 using tag = dnnl::memory::format_tag;
 using dt = dnnl::memory::data_type;
 
-// Staging slot ids (direction * 16 + argument).
-enum Slot { kFwdX = 0, kFwdW, kFwdY, kBdDy = 16, kBdW, kBdDx, kBwX = 32, kBwDy, kBwDw };
-
 // Makes `user` (plain) available in layout `want`: either the user memory itself or
-// a staging buffer, reordered from the user data when `input` is true.
-memory stage(ConvPlan& p, int slot, memory user, const memory::desc& want,
-             const dnnl::engine& eng, dnnl::stream& strm, bool input) {
+// the staging buffer, reordered from the user data when `input` is true.
+memory stage(StagingBuffer& buf, memory user, const memory::desc& want, const dnnl::engine& eng,
+             dnnl::stream& strm, bool input) {
   if (user.get_desc() == want) return user;
-  auto it = p.staging.find(slot);
-  if (it == p.staging.end()) it = p.staging.emplace(slot, memory(want, eng)).first;
-  if (input) dnnl::reorder(user, it->second).execute(strm, user, it->second);
-  return it->second;
+  memory staged(want, eng, buf.reserve(want.get_size()));
+  if (input) dnnl::reorder(user, staged).execute(strm, user, staged);
+  return staged;
 }
 
 void unstage(memory staged, memory user, dnnl::stream& strm) {
-  if (staged.get(true) != user.get(true)) dnnl::reorder(staged, user).execute(strm, staged, user);
+  if (staged.get() != user.get()) dnnl::reorder(staged, user).execute(strm, staged, user);
 }
 
 }  // namespace
@@ -96,9 +95,9 @@ void CpuBackend::run_conv_forward(ConvPlan& p, const float* x, const float* w, f
   memory ux(p.x_md, engine_, const_cast<float*>(x));
   memory uw(p.w_md, engine_, const_cast<float*>(w));
   memory uy(p.y_md, engine_, y);
-  memory sx = stage(p, kFwdX, ux, p.fwd_pd.src_desc(), engine_, dnnl_stream_, true);
-  memory sw = stage(p, kFwdW, uw, p.fwd_pd.weights_desc(), engine_, dnnl_stream_, true);
-  memory sy = stage(p, kFwdY, uy, p.fwd_pd.dst_desc(), engine_, dnnl_stream_, false);
+  memory sx = stage(staging_[0], ux, p.fwd_pd.src_desc(), engine_, dnnl_stream_, true);
+  memory sw = stage(staging_[1], uw, p.fwd_pd.weights_desc(), engine_, dnnl_stream_, true);
+  memory sy = stage(staging_[2], uy, p.fwd_pd.dst_desc(), engine_, dnnl_stream_, false);
   p.fwd->execute(dnnl_stream_, {{DNNL_ARG_SRC, sx}, {DNNL_ARG_WEIGHTS, sw}, {DNNL_ARG_DST, sy}});
   unstage(sy, uy, dnnl_stream_);
   dnnl_stream_.wait();
@@ -109,9 +108,9 @@ void CpuBackend::run_conv_backward_data(ConvPlan& p, const float* dy, const floa
   memory udy(p.y_md, engine_, const_cast<float*>(dy));
   memory uw(p.w_md, engine_, const_cast<float*>(w));
   memory udx(p.x_md, engine_, dx);
-  memory sdy = stage(p, kBdDy, udy, p.bwd_data_pd->diff_dst_desc(), engine_, dnnl_stream_, true);
-  memory sw = stage(p, kBdW, uw, p.bwd_data_pd->weights_desc(), engine_, dnnl_stream_, true);
-  memory sdx = stage(p, kBdDx, udx, p.bwd_data_pd->diff_src_desc(), engine_, dnnl_stream_, false);
+  memory sdy = stage(staging_[0], udy, p.bwd_data_pd->diff_dst_desc(), engine_, dnnl_stream_, true);
+  memory sw = stage(staging_[1], uw, p.bwd_data_pd->weights_desc(), engine_, dnnl_stream_, true);
+  memory sdx = stage(staging_[2], udx, p.bwd_data_pd->diff_src_desc(), engine_, dnnl_stream_, false);
   p.bwd_data->execute(dnnl_stream_,
                       {{DNNL_ARG_DIFF_DST, sdy}, {DNNL_ARG_WEIGHTS, sw}, {DNNL_ARG_DIFF_SRC, sdx}});
   unstage(sdx, udx, dnnl_stream_);
@@ -124,10 +123,10 @@ void CpuBackend::run_conv_backward_weights(ConvPlan& p, const float* x, const fl
   memory ux(p.x_md, engine_, const_cast<float*>(x));
   memory udy(p.y_md, engine_, const_cast<float*>(dy));
   memory udw(p.w_md, engine_, dw);
-  memory sx = stage(p, kBwX, ux, p.bwd_weights_pd->src_desc(), engine_, dnnl_stream_, true);
-  memory sdy = stage(p, kBwDy, udy, p.bwd_weights_pd->diff_dst_desc(), engine_, dnnl_stream_, true);
+  memory sx = stage(staging_[0], ux, p.bwd_weights_pd->src_desc(), engine_, dnnl_stream_, true);
+  memory sdy = stage(staging_[1], udy, p.bwd_weights_pd->diff_dst_desc(), engine_, dnnl_stream_, true);
   memory sdw =
-      stage(p, kBwDw, udw, p.bwd_weights_pd->diff_weights_desc(), engine_, dnnl_stream_, false);
+      stage(staging_[2], udw, p.bwd_weights_pd->diff_weights_desc(), engine_, dnnl_stream_, false);
   p.bwd_weights->execute(dnnl_stream_,
                          {{DNNL_ARG_SRC, sx}, {DNNL_ARG_DIFF_DST, sdy}, {DNNL_ARG_DIFF_WEIGHTS, sdw}});
   unstage(sdw, udw, dnnl_stream_);
@@ -233,6 +232,21 @@ void CpuBackend::deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy
       dbias[ch] = float(acc);
     }
   }
+}
+
+StagingBuffer::~StagingBuffer() { std::free(data_); }
+
+void* StagingBuffer::reserve(std::size_t bytes) {
+  if (bytes > bytes_) {
+    std::free(data_);
+    data_ = nullptr;
+    bytes_ = 0;
+    const std::size_t rounded = (bytes + 63) / 64 * 64;
+    data_ = std::aligned_alloc(64, rounded);
+    if (!data_) throw SystemError("out of host memory staging " + std::to_string(bytes) + " bytes");
+    bytes_ = rounded;
+  }
+  return data_;
 }
 
 }  // namespace trainer::compute::cpu

@@ -2,7 +2,6 @@
 // One convolution shape's oneDNN primitives, created lazily and kept for the life
 // of the backend (creating a primitive costs far more than running a small one).
 #include <optional>  // std::optional for the lazily created primitives
-#include <unordered_map>  // per-argument staging memory
 
 #include <oneapi/dnnl/dnnl.hpp>  // primitive descriptors, primitives, memory
 
@@ -17,9 +16,6 @@ struct ConvPlan {
   std::optional<dnnl::convolution_backward_data> bwd_data;
   std::optional<dnnl::convolution_backward_weights::primitive_desc> bwd_weights_pd;
   std::optional<dnnl::convolution_backward_weights> bwd_weights;
-  // Staging buffers in a primitive's preferred layout, keyed by a small id
-  // (direction * 16 + DNNL_ARG index bucket), used only when that layout is not plain.
-  std::unordered_map<int, dnnl::memory> staging;
 };
 
 }  // namespace trainer::compute::cpu

@@ -66,13 +66,18 @@ namespace {
 // softmax(t * x) over one plane (kornia spatial_softmax2d: the temperature multiplies).
 void softmax_plane(const float* x, float t, float* y, long hw) {
   float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
   for (long i = 0; i < hw; ++i) mx = std::max(mx, t * x[i]);
-  double total = 0;
   for (long i = 0; i < hw; ++i) {
-    y[i] = std::exp(t * x[i] - mx);
-    total += y[i];
+    // below -104, float exp is exactly 0; skipping it matters at temperature 1000
+    const float z = t * x[i] - mx;
+    y[i] = z < -104.f ? 0.f : std::exp(z);
   }
-  const float inv = float(1.0 / total);
+  float total = 0;
+#pragma omp simd reduction(+ : total)
+  for (long i = 0; i < hw; ++i) total += y[i];
+  const float inv = 1.f / total;
+#pragma omp simd
   for (long i = 0; i < hw; ++i) y[i] *= inv;
 }
 }  // namespace
@@ -178,70 +183,103 @@ void CpuBackend::heatmap_loss(ConstTensorView pred, ConstTensorView target, cons
 namespace {
 
 // PyTorch bicubic (A = -0.75) weights for fractional offset t.
-inline void cubic_weights(double t, double w[4]) {
-  constexpr double A = -0.75;
-  auto c1 = [](double x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };
-  auto c2 = [](double x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };
+inline void cubic_weights(float t, float w[4]) {
+  constexpr float A = -0.75f;
+  auto c1 = [](float x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };
+  auto c2 = [](float x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };
   w[0] = c2(t + 1);
   w[1] = c1(t);
   w[2] = c1(1 - t);
   w[3] = c2(2 - t);
 }
 
-// 1-D pass of torch interpolate(scale 2, bicubic, align_corners=False): source
-// coordinate (o + 0.5) / 2 - 0.5, taps clamped to the border.
-void bicubic_up2_rows(const std::vector<double>& in, int h, int w, std::vector<double>& out) {
-  // upsample along x: [h, w] -> [h, 2w]
-  const int ow = 2 * w;
-  out.assign(std::size_t(h) * ow, 0.0);
-  for (int o = 0; o < ow; ++o) {
-    const double real = 0.5 * (o + 0.5) - 0.5;
-    const int i0 = int(std::floor(real));
-    double wt[4];
-    cubic_weights(real - i0, wt);
-    int idx[4];
-    for (int k = 0; k < 4; ++k) idx[k] = std::min(std::max(i0 - 1 + k, 0), w - 1);
-    for (int r = 0; r < h; ++r) {
-      const double* row = in.data() + std::size_t(r) * w;
-      out[std::size_t(r) * ow + o] =
-          wt[0] * row[idx[0]] + wt[1] * row[idx[1]] + wt[2] * row[idx[2]] + wt[3] * row[idx[3]];
+// torch interpolate(scale 2, bicubic, align_corners=False) in one direction: output
+// o reads source coordinate (o + 0.5) / 2 - 0.5, i.e. i - 0.25 for o = 2i (taps
+// i-2..i+1, t = 0.75) and i + 0.25 for o = 2i + 1 (taps i-1..i+2, t = 0.25), taps
+// clamped to [0, n-1]. Returns the tap index of output o's first weight.
+inline int first_tap(int o) { return o / 2 - 2 + (o & 1); }
+
+// Upsamples `rows` rows (stride `in_stride`) of length n to length 2n in place of
+// `out` (stride `out_stride`): the horizontal pass.
+void bicubic_up2_x(const float* in, int rows, int n, float* out) {
+  float we[4], wo[4];
+  cubic_weights(0.75f, we);
+  cubic_weights(0.25f, wo);
+  for (int r = 0; r < rows; ++r) {
+    const float* a = in + std::size_t(r) * n;
+    float* b = out + std::size_t(r) * 2 * n;
+    for (int o = 0; o < 2 * n; ++o) {
+      const float* w = (o & 1) ? wo : we;
+      const int i0 = first_tap(o);
+      float acc = 0;
+      if (i0 >= 0 && i0 + 3 < n) {
+        acc = w[0] * a[i0] + w[1] * a[i0 + 1] + w[2] * a[i0 + 2] + w[3] * a[i0 + 3];
+      } else {
+        for (int k = 0; k < 4; ++k) acc += w[k] * a[std::min(std::max(i0 + k, 0), n - 1)];
+      }
+      b[o] = acc;
     }
   }
 }
 
-void transpose(const std::vector<double>& in, int h, int w, std::vector<double>& out) {
-  out.resize(std::size_t(h) * w);
-  for (int r = 0; r < h; ++r)
-    for (int c = 0; c < w; ++c) out[std::size_t(c) * h + r] = in[std::size_t(r) * w + c];
+// The vertical pass: [n, width] -> [2n, width], whole rows at a time (vectorizable).
+void bicubic_up2_y(const float* in, int n, int width, float* out) {
+  float we[4], wo[4];
+  cubic_weights(0.75f, we);
+  cubic_weights(0.25f, wo);
+  for (int o = 0; o < 2 * n; ++o) {
+    const float* w = (o & 1) ? wo : we;
+    const int i0 = first_tap(o);
+    const float* r[4];
+    for (int k = 0; k < 4; ++k) r[k] = in + std::size_t(std::min(std::max(i0 + k, 0), n - 1)) * width;
+    float* b = out + std::size_t(o) * width;
+#pragma omp simd
+    for (int c = 0; c < width; ++c) b[c] = w[0] * r[0][c] + w[1] * r[1][c] + w[2] * r[2][c] + w[3] * r[3][c];
+  }
 }
 
 // kornia filter2d with the 5x5 pyramid kernel [1 4 6 4 1]^T [1 4 6 4 1] / 256 and
-// zero ("constant") borders, applied along x on a [h, w] plane.
-void pyramid_blur_rows(const std::vector<double>& in, int h, int w, std::vector<double>& out) {
-  static constexpr double k[5] = {1 / 16.0, 4 / 16.0, 6 / 16.0, 4 / 16.0, 1 / 16.0};
-  out.assign(std::size_t(h) * w, 0.0);
-  for (int r = 0; r < h; ++r)
-    for (int c = 0; c < w; ++c) {
-      double acc = 0;
-      for (int j = -2; j <= 2; ++j) {
-        const int cc = c + j;
-        if (cc >= 0 && cc < w) acc += k[j + 2] * in[std::size_t(r) * w + cc];
-      }
-      out[std::size_t(r) * w + c] = acc;
+// zero ("constant") borders, separably: `tmp` receives the vertical pass.
+void pyramid_blur(float* plane, int h, int w, float* tmp) {
+  static constexpr float k[5] = {1 / 16.f, 4 / 16.f, 6 / 16.f, 4 / 16.f, 1 / 16.f};
+  for (int r = 0; r < h; ++r) {
+    float* t = tmp + std::size_t(r) * w;
+    for (int c = 0; c < w; ++c) t[c] = 0.f;
+    for (int j = -2; j <= 2; ++j) {
+      const int rr = r + j;
+      if (rr < 0 || rr >= h) continue;
+      const float* src = plane + std::size_t(rr) * w;
+      const float kj = k[j + 2];
+#pragma omp simd
+      for (int c = 0; c < w; ++c) t[c] += kj * src[c];
     }
+  }
+  for (int r = 0; r < h; ++r) {
+    const float* t = tmp + std::size_t(r) * w;
+    float* o = plane + std::size_t(r) * w;
+    for (int c = 0; c < w; ++c) {
+      float acc = 0;
+      if (c >= 2 && c + 2 < w) {
+        acc = k[0] * t[c - 2] + k[1] * t[c - 1] + k[2] * t[c] + k[3] * t[c + 1] + k[4] * t[c + 2];
+      } else {
+        for (int j = -2; j <= 2; ++j)
+          if (c + j >= 0 && c + j < w) acc += k[j + 2] * t[c + j];
+      }
+      o[c] = acc;
+    }
+  }
 }
 
-// lightning-pose upsample(): bicubic x2 then the pyramid blur, on one plane.
-void upsample_plane(std::vector<double>& plane, int& h, int& w) {
-  std::vector<double> a, b;
-  bicubic_up2_rows(plane, h, w, a);  // [h, 2w]
-  transpose(a, h, 2 * w, b);         // [2w, h]
-  bicubic_up2_rows(b, 2 * w, h, a);  // [2w, 2h]
-  pyramid_blur_rows(a, 2 * w, 2 * h, b);
-  transpose(b, 2 * w, 2 * h, a);  // [2h, 2w]
-  pyramid_blur_rows(a, 2 * h, 2 * w, plane);
+// lightning-pose upsample(): bicubic x2 then the pyramid blur. `plane` holds h x w
+// on entry and 2h x 2w on return; `tmp` is scratch of at least 4 h w floats.
+void upsample_plane(std::vector<float>& plane, int& h, int& w, std::vector<float>& tmp) {
+  tmp.resize(std::size_t(4) * h * w);
+  bicubic_up2_x(plane.data(), h, w, tmp.data());  // [h, 2w]
+  plane.resize(std::size_t(4) * h * w);
+  bicubic_up2_y(tmp.data(), h, 2 * w, plane.data());  // [2h, 2w]
   h *= 2;
   w *= 2;
+  pyramid_blur(plane.data(), h, w, tmp.data());
 }
 
 }  // namespace
@@ -257,29 +295,37 @@ void CpuBackend::soft_argmax(ConstTensorView heatmaps, int downsample_factor, fl
   const int nk = heatmaps.shape.n * heatmaps.shape.c;
   const long hw = long(heatmaps.shape.plane());
   const double offset = ((1 << downsample_factor) - 1) / 2.0;
-#pragma omp parallel for schedule(dynamic)
-  for (int i = 0; i < nk; ++i) {
-    int h = heatmaps.shape.h, w = heatmaps.shape.w;
-    std::vector<double> plane(heatmaps.data + long(i) * hw, heatmaps.data + long(i + 1) * hw);
-    for (int d = 0; d < downsample_factor; ++d) upsample_plane(plane, h, w);
-    // softmax in float, as the reference computes it
-    std::vector<float> xf(plane.begin(), plane.end()), sm(plane.size());
-    softmax_plane(xf.data(), temperature, sm.data(), long(sm.size()));
-    double ex = 0, ey = 0;
-    for (int r = 0; r < h; ++r)
-      for (int c = 0; c < w; ++c) {
-        const double p = sm[std::size_t(r) * w + c];
-        ex += p * c;
-        ey += p * r;
+#pragma omp parallel
+  {
+    std::vector<float> plane, tmp, sm;  // per thread, reused across planes
+#pragma omp for schedule(dynamic)
+    for (int i = 0; i < nk; ++i) {
+      int h = heatmaps.shape.h, w = heatmaps.shape.w;
+      plane.assign(heatmaps.data + long(i) * hw, heatmaps.data + long(i + 1) * hw);
+      for (int d = 0; d < downsample_factor; ++d) upsample_plane(plane, h, w, tmp);
+      sm.resize(plane.size());
+      softmax_plane(plane.data(), temperature, sm.data(), long(sm.size()));
+      double ex = 0, ey = 0;
+      for (int r = 0; r < h; ++r) {
+        const float* row = sm.data() + std::size_t(r) * w;
+        float rs = 0, rx = 0;
+#pragma omp simd reduction(+ : rs, rx)
+        for (int c = 0; c < w; ++c) {
+          rs += row[c];
+          rx += row[c] * float(c);
+        }
+        ex += rx;
+        ey += rs * r;
       }
-    const int cx = int(ex), cy = int(ey);  // truncation, as .type(torch.int64)
-    double conf = 0;
-    for (int r = cy - 2; r <= cy + 2; ++r)
-      for (int c = cx - 2; c <= cx + 2; ++c)
-        if (r >= 0 && r < h && c >= 0 && c < w) conf += sm[std::size_t(r) * w + c];
-    coords[2 * i] = float(ex - offset);
-    coords[2 * i + 1] = float(ey - offset);
-    if (confidence) confidence[i] = float(conf);
+      const int cx = int(ex), cy = int(ey);  // truncation, as .type(torch.int64)
+      double conf = 0;
+      for (int r = cy - 2; r <= cy + 2; ++r)
+        for (int c = cx - 2; c <= cx + 2; ++c)
+          if (r >= 0 && r < h && c >= 0 && c < w) conf += sm[std::size_t(r) * w + c];
+      coords[2 * i] = float(ex - offset);
+      coords[2 * i + 1] = float(ey - offset);
+      if (confidence) confidence[i] = float(conf);
+    }
   }
 }
 

@@ -149,3 +149,23 @@ TEST_CASE("benchmark: ResNet-18 non-convolution ops, 128x128, batch 16", "[.benc
               bn_f, bn_b, relu_f, relu_b, mf, mb, bn_f + bn_b + relu_f + relu_b + mf + mb);
   CHECK(bn_f > 0);
 }
+
+TEST_CASE("benchmark: heatmap ops for 17 keypoints, 128x128 input (32x32 heatmaps), batch 16",
+          "[.bench]") {
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  auto be = make_cpu_backend(env ? 0 : 2);
+  Stream& s = be->default_stream();
+  const Shape4 hs{16, 17, 32, 32};
+  auto raw = random_vector(hs.numel(), 5, -3.f, 3.f);
+  std::vector<float> hm(hs.numel()), dx(hs.numel()), t(hs.numel()), mask(16 * 17), coords(16 * 17 * 2),
+      conf(16 * 17), kp = random_vector(16 * 17 * 2, 6, 0.f, 31.f);
+  float loss = 0;
+  const double sf = time_ms([&] { be->spatial_softmax_forward({raw.data(), hs}, 1.f, {hm.data(), hs}, s); }, 5);
+  const double sb = time_ms([&] { be->spatial_softmax_backward({hm.data(), hs}, {raw.data(), hs}, 1.f, {dx.data(), hs}, s); }, 5);
+  const double tg = time_ms([&] { be->heatmap_targets(kp.data(), {t.data(), hs}, 1.25f, mask.data(), s); }, 5);
+  const double ls = time_ms([&] { be->heatmap_loss({hm.data(), hs}, {t.data(), hs}, mask.data(), HeatmapLoss::mse, &loss, dx.data(), 1.f, s); }, 5);
+  const double sa = time_ms([&] { be->soft_argmax({hm.data(), hs}, 2, 1000.f, coords.data(), conf.data(), s); }, 5);
+  std::printf("%s: softmax fwd %.2f bwd %.2f, targets %.2f, mse loss+grad %.2f, soft-argmax (d=2) %.2f ms\n",
+              hs.str().c_str(), sf, sb, tg, ls, sa);
+  CHECK(sa > 0);
+}
