@@ -29,7 +29,7 @@ while [[ $# -gt 0 ]]; do
     --build-dir) build_dir="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --no-mpi) with_mpi=0; shift ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "error: unknown option $1" >&2; echo "hint: scripts/bundle.sh --help" >&2; exit 2 ;;
   esac
 done
@@ -70,7 +70,12 @@ copy_deps() {  # copy_deps ELF: copies its non-node dependencies into OUT/lib
   done < <(deps_of "$1")
 }
 
-rm -rf "$out"
+# Only ever replace an earlier bundle, never an unrelated folder.
+if [[ -e "$out" ]]; then
+  [[ -f "$out/bin/trainer-env.sh" ]] ||
+    die "$out exists and is not a bundle" "choose a new --out folder or remove it yourself"
+  rm -rf "$out"
+fi
 mkdir -p "$out/bin" "$out/lib" "$out/share" "$out/etc"
 
 # ---- the program with its RPATH ------------------------------------------------
