@@ -12,6 +12,7 @@
 #include "runtime/launch.hpp"       // Launch: MPI session + agreed plan
 #include "runtime/plan_report.hpp"  // plan_text, plan_json for hypothetical plans
 #include "runtime/run_plan.hpp"     // plan_hypothetical
+#include "util/error.hpp"           // UserError
 
 namespace po = boost::program_options;
 
@@ -59,7 +60,19 @@ int run_plan(const Args& args) {
   const CommandLine cl = parse_command_line("plan", args, plan_options());
   if (cl.help) return 0;
   const bool json = cl.own.count("json") > 0;
-  if (cl.own.count("nodes")) return plan_hypothetical_cluster(cl, json);
+  const bool hypothetical = cl.own.count("nodes") > 0;
+  // Options of the hypothetical planner mean nothing for a launched world, and the other way round.
+  for (const char* option : {"gpus-per-node", "ranks-per-node", "cores-per-node", "cpus-per-task"}) {
+    if (!hypothetical && !cl.own[option].defaulted()) {
+      throw UserError(std::string("--") + option + " describes a cluster that is not launched and needs --nodes",
+                      "e.g. `trainer plan --nodes 2 --gpus-per-node 4`; a launched world reports its own sizes");
+    }
+  }
+  if (hypothetical && !cl.own["nprocs"].defaulted()) {
+    throw UserError("--nprocs starts ranks; --nodes plans a cluster without starting any",
+                    "use one of them: --nodes N --ranks-per-node M plans N x M ranks");
+  }
+  if (hypothetical) return plan_hypothetical_cluster(cl, json);
 
   Args child_args{"plan"};
   child_args.insert(child_args.end(), args.begin(), args.end());

@@ -23,6 +23,7 @@
 #include "runtime/run_plan.hpp"     // runtime::plan_run
 #include "runtime/visible_gpus.hpp" // runtime::visible_gpu_count
 #include "train/checkpoint.hpp"     // save/load checkpoints
+#include "train/distributed_training.hpp"  // train::DistributedTraining
 #include "train/optimizer.hpp"      // train::Optimizer
 #include "train/step.hpp"           // train::StepRunner
 #include "train/train_loop.hpp"     // train::TrainLoop
@@ -83,9 +84,6 @@ int run_train(const Args& args) {
   const runtime::RunPlan plan = runtime::plan_run(config, world, runtime::visible_gpu_count(), env);
   for (const auto& w : plan.warnings) log.warn(w);
   for (const auto& w : plan.rank.warnings) log.warn_this_rank(w);
-  if (world.size > 1)
-    throw UserError("training with " + std::to_string(world.size) + " ranks needs the distributed layer",
-                    "not wired in yet: run one rank for now");
   if (config.model.model_type != "heatmap")
     throw UserError("model.model_type '" + config.model.model_type + "' is not supported yet", "use heatmap");
 
@@ -194,10 +192,16 @@ int run_train(const Args& args) {
            " parameters; " + backend->description() + "; batch " + std::to_string(plan.rank.train_batch_size) +
            " per rank, lr " + std::to_string(plan.learning_rate));
   train::StepRunner runner(*backend, stream, net, train::parse_heatmap_loss(config.model.heatmap_loss_type));
-  train::DistributedHooks hooks;  // single process: local no-ops (the comm layer fills these for ranks > 1)
+  // Data-parallel: rank 0's weights and optimizer state everywhere, then the
+  // loop's gradient buckets, synchronized batch norm and metric sums (all no-ops
+  // with one rank).
+  train::DistributedTraining ddp(world.comm, plan.backend, config.distributed, net, plan.rank.device);
+  ddp.broadcast_initial_state(optimizer, stream);
+  ddp.set_step(state.global_step);
   train::TrainLoop trainer(runner, net, optimizer, train_source, val_source.empty() ? nullptr : &val_source, loop,
-                           hooks, log, stream);
+                           ddp.hooks(), log, stream);
   state = trainer.run(state);
+  if (ddp.active()) log.info(ddp.overlap_report());
   log.info("done: " + std::to_string(state.epochs_completed) + " epochs, " + std::to_string(state.global_step) +
            " steps; checkpoints in " + out_dir + "/checkpoints, metrics in " + out_dir + "/metrics.csv");
   return 0;
