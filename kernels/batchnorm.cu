@@ -3,17 +3,26 @@
 
 #include <cmath>  // sqrt
 
-#include "launch.cuh"  // blocks_for, kThreads, block_sum
+#include "launch.cuh"  // kThreads, block_sum
 
 namespace trainer::kernels {
 namespace {
 
-using detail::blocks_for;
 using detail::kThreads;
 
-// Each channel's N*H*W values are split over kSplits blocks: enough blocks to fill
-// a GPU for the 64-channel layers, each writing two double partial sums.
+// Each channel's sum is split over up to kSplits blocks along the batch (grid
+// (C, splits)): enough blocks to fill a GPU for the 64-channel layers, and no
+// per-element index division. Each block writes two double partial sums.
 constexpr int kSplits = 32;
+
+inline int splits_for(int n) { return n < kSplits ? (n > 0 ? n : 1) : kSplits; }
+
+// Planes (n, c) of an NCHW tensor as grid.x, chunks of one plane as grid.y.
+inline dim3 plane_grid(int n, int c, int plane) {
+  int chunks = (plane + kThreads - 1) / kThreads;
+  if (chunks > 64) chunks = 64;
+  return dim3(static_cast<unsigned int>(n) * c, chunks < 1 ? 1 : chunks);
+}
 
 struct StatsTerms {
   const float* x;
@@ -35,19 +44,16 @@ struct BackwardTerms {
   }
 };
 
-// grid (C, kSplits): partial[(split * C + c) * 2 + {0,1}].
+// grid (C, splits): partial[(split * C + c) * 2 + {0,1}]; block `split` takes the
+// images split, split + splits, ...
 template <typename Terms>
 __global__ void channel_partials_kernel(Terms terms, int n, int c, int plane, double* partial) {
   __shared__ double shared[32];
-  const int ch = blockIdx.x, split = blockIdx.y;
-  const std::size_t per_channel = std::size_t(n) * plane;
-  const std::size_t chunk = (per_channel + kSplits - 1) / kSplits;
-  const std::size_t begin = split * chunk;
-  const std::size_t end = begin + chunk < per_channel ? begin + chunk : per_channel;
+  const int ch = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
   double a = 0.0, b = 0.0;
-  for (std::size_t j = begin + threadIdx.x; j < end; j += blockDim.x) {
-    const std::size_t b_idx = j / plane, i = j % plane;
-    terms((b_idx * c + ch) * plane + i, ch, a, b);
+  for (int img = split; img < n; img += splits) {
+    const std::size_t base = (std::size_t(img) * c + ch) * plane;
+    for (int i = threadIdx.x; i < plane; i += blockDim.x) terms(base + i, ch, a, b);
   }
   a = detail::block_sum(a, shared);
   b = detail::block_sum(b, shared);
@@ -57,12 +63,12 @@ __global__ void channel_partials_kernel(Terms terms, int n, int c, int plane, do
   }
 }
 
-// Sums the kSplits partials of each channel in a fixed order (deterministic).
-__global__ void channel_partials_sum_kernel(const double* partial, int c, float* out) {
+// Sums the partials of each channel in a fixed order (deterministic).
+__global__ void channel_partials_sum_kernel(const double* partial, int c, int splits, float* out) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c) return;
   double a = 0.0, b = 0.0;
-  for (int s = 0; s < kSplits; ++s) {
+  for (int s = 0; s < splits; ++s) {
     a += partial[(std::size_t(s) * c + ch) * 2 + 0];
     b += partial[(std::size_t(s) * c + ch) * 2 + 1];
   }
@@ -73,8 +79,10 @@ __global__ void channel_partials_sum_kernel(const double* partial, int c, float*
 template <typename Terms>
 void channel_sums(Terms terms, int n, int c, int plane, float* out, double* scratch, cudaStream_t s) {
   if (c <= 0) return;
-  channel_partials_kernel<<<dim3(c, kSplits), kThreads, 0, s>>>(terms, n, c, plane, scratch);
-  channel_partials_sum_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(scratch, c, out);
+  const int splits = splits_for(n);
+  channel_partials_kernel<<<dim3(c, splits), kThreads, 0, s>>>(terms, n, c, plane, scratch);
+  channel_partials_sum_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(scratch, c, splits,
+                                                                                 out);
 }
 
 __global__ void finalize_kernel(const float* stats, int c, double count, float eps, float momentum,
@@ -104,15 +112,13 @@ __global__ void inference_stats_kernel(const float* running_mean, const float* r
 // y = x * a + b with a = invstd * gamma, b = beta - mean * a (the CPU twin's
 // arithmetic); gamma / beta may be null (1 and 0).
 __global__ void apply_kernel(const float* x, const float* mean, const float* invstd,
-                             const float* gamma, const float* beta, float* y, int c, int plane,
-                             std::size_t total) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
-       i += std::size_t(blockDim.x) * gridDim.x) {
-    const int ch = static_cast<int>((i / plane) % c);
-    const float a = invstd[ch] * (gamma ? gamma[ch] : 1.f);
-    const float b = (beta ? beta[ch] : 0.f) - mean[ch] * a;
-    y[i] = x[i] * a + b;
-  }
+                             const float* gamma, const float* beta, float* y, int c, int plane) {
+  const int ch = blockIdx.x % c;
+  const float a = invstd[ch] * (gamma ? gamma[ch] : 1.f);
+  const float b = (beta ? beta[ch] : 0.f) - mean[ch] * a;
+  const std::size_t base = std::size_t(blockIdx.x) * plane;
+  for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < plane; i += gridDim.y * blockDim.x)
+    y[base + i] = x[base + i] * a + b;
 }
 
 __global__ void param_grads_kernel(const float* reduce, const float* invstd, int c, float* dgamma,
@@ -126,17 +132,17 @@ __global__ void param_grads_kernel(const float* reduce, const float* invstd, int
 // dx = (dy - sum_dy / count - (x - mean) * invstd^2 * sum_dy_xmu / count) * invstd * gamma
 __global__ void backward_apply_kernel(const float* dy, const float* x, const float* mean,
                                       const float* invstd, const float* gamma, const float* reduce,
-                                      double count, float* dx, int c, int plane,
-                                      std::size_t total) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
-       i += std::size_t(blockDim.x) * gridDim.x) {
-    const int ch = static_cast<int>((i / plane) % c);
-    const float is = invstd[ch];
-    const float g = gamma ? gamma[ch] : 1.f;
-    const float mean_dy = static_cast<float>(reduce[ch] / count);
-    const float proj = static_cast<float>(reduce[c + ch] / count) * is * is;
-    dx[i] = (dy[i] - mean_dy - (x[i] - mean[ch]) * proj) * (is * g);
-  }
+                                      double count, float* dx, int c, int plane) {
+  const int ch = blockIdx.x % c;
+  const float is = invstd[ch];
+  const float g = gamma ? gamma[ch] : 1.f;
+  const float mean_dy = static_cast<float>(reduce[ch] / count);
+  const float proj = static_cast<float>(reduce[c + ch] / count) * is * is;
+  const float mu = mean[ch];
+  const float k = is * g;
+  const std::size_t base = std::size_t(blockIdx.x) * plane;
+  for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < plane; i += gridDim.y * blockDim.x)
+    dx[base + i] = (dy[base + i] - mean_dy - (x[base + i] - mu) * proj) * k;
 }
 
 }  // namespace
@@ -170,10 +176,8 @@ void batchnorm_inference_stats(const float* running_mean, const float* running_v
 
 void batchnorm_apply(const float* x, const float* mean, const float* invstd, const float* gamma,
                      const float* beta, float* y, int n, int c, int plane, cudaStream_t s) {
-  const std::size_t total = std::size_t(n) * c * plane;
-  if (total)
-    apply_kernel<<<blocks_for(total), kThreads, 0, s>>>(x, mean, invstd, gamma, beta, y, c, plane,
-                                                         total);
+  if (std::size_t(n) * c * plane)
+    apply_kernel<<<plane_grid(n, c, plane), kThreads, 0, s>>>(x, mean, invstd, gamma, beta, y, c, plane);
 }
 
 void batchnorm_param_grads(const float* reduce, const float* invstd, int c, float* dgamma,
@@ -186,10 +190,9 @@ void batchnorm_param_grads(const float* reduce, const float* invstd, int c, floa
 void batchnorm_backward_apply(const float* dy, const float* x, const float* mean,
                               const float* invstd, const float* gamma, const float* reduce,
                               double count, float* dx, int n, int c, int plane, cudaStream_t s) {
-  const std::size_t total = std::size_t(n) * c * plane;
-  if (total)
-    backward_apply_kernel<<<blocks_for(total), kThreads, 0, s>>>(
-        dy, x, mean, invstd, gamma, reduce, count, dx, c, plane, total);
+  if (std::size_t(n) * c * plane)
+    backward_apply_kernel<<<plane_grid(n, c, plane), kThreads, 0, s>>>(dy, x, mean, invstd, gamma,
+                                                                       reduce, count, dx, c, plane);
 }
 
 }  // namespace trainer::kernels

@@ -84,17 +84,11 @@ mpi_env() {
 
 run_demo() {
   mpi_env
-  # The demo trains; while a revision has no `train` yet it shows the batch plan instead.
-  if build/trainer train --help >/dev/null 2>&1; then
-    say "demo: mpirun -np 2 build/trainer train --config inputs/demo.cfg"
-    mpirun -np 2 build/trainer train --config inputs/demo.cfg
-  elif build/trainer plan --help >/dev/null 2>&1; then
-    say "demo: mpirun -np 2 build/trainer plan --config inputs/demo.cfg (train is not in this revision yet)"
-    mpirun -np 2 build/trainer plan --config inputs/demo.cfg
-  else
-    say "demo: neither train nor plan is in this revision yet; the build works:"
-    mpirun -np 2 build/trainer --version
-  fi
+  say "demo: mpirun -np 2 build/trainer plan --config inputs/demo.cfg (what each rank will do)"
+  mpirun -np 2 build/trainer plan --config inputs/demo.cfg
+  say "demo: mpirun -np 2 build/trainer train --config inputs/demo.cfg"
+  mpirun -np 2 build/trainer train --config inputs/demo.cfg
+  echo "the run folder (config.ini, split.csv, metrics.csv, checkpoints/) is the newest one under outputs/"
 }
 
 # ---- test stages -------------------------------------------------------------

@@ -1,7 +1,132 @@
-// Placeholder until the owning issue lands; replaced by the real benchmark.
-#include "app/commands.hpp"
-#include "util/error.hpp"
+// `trainer bench step`: training images/s of one rank on random input (forward,
+// loss, backward, Adam), the number to compare with scripts/bench_step_torch.py.
+// With --export DIR it also writes what the PyTorch parity test needs: the initial
+// weights, the batch, the targets, the loss, the gradients and the weights after
+// one Adam step (tests/parity/model_parity.py).
+#include <chrono>    // std::chrono::steady_clock
+#include <cstdio>    // std::printf
+#include <iostream>  // std::cout
+#include <random>    // std::mt19937 (benchmark input only)
+#include <string>    // std::string
+#include <vector>    // std::vector
+
+#include <boost/program_options.hpp>  // options_description
+
+#include "app/commands.hpp"         // bench_step, Args
+#include "app/run_setup.hpp"        // make_directories
+#include "compute/backend.hpp"      // compute::make_cpu_backend
+#include "data/batch.hpp"           // data::Batch
+#include "model/heatmap_model.hpp"  // model::HeatmapModel
+#include "train/checkpoint.hpp"     // save_checkpoint, save_named_tensors
+#include "train/gradient_sync.hpp"  // train::LocalGradientSync
+#include "train/optimizer.hpp"      // train::Optimizer
+#include "train/step.hpp"           // train::StepRunner
+#include "util/error.hpp"           // UserError
+
+namespace po = boost::program_options;
 
 namespace trainer::app {
-int bench_step(const Args&) { throw UserError("'bench step' is not implemented yet"); }
+
+int bench_step(const Args& args) {
+  std::string backbone = "resnet18", export_dir;
+  int size = 128, batch = 16, keypoints = 17, steps = 10, warmup = 2, threads = 0, downsample = 2;
+  unsigned seed = 0;
+  po::options_description desc("trainer bench step [options]");
+  desc.add_options()("help,h", "show this help")
+      ("backbone", po::value(&backbone)->default_value(backbone), "resnet18 | resnet34 | resnet50")
+      ("size", po::value(&size)->default_value(size), "square input size in pixels (multiple of 32)")
+      ("batch", po::value(&batch)->default_value(batch), "images per step")
+      ("keypoints", po::value(&keypoints)->default_value(keypoints), "keypoints (heatmap channels)")
+      ("downsample", po::value(&downsample)->default_value(downsample), "downsample factor d (heatmap = size / 2^d)")
+      ("steps", po::value(&steps)->default_value(steps), "timed steps")
+      ("warmup", po::value(&warmup)->default_value(warmup), "untimed steps first")
+      ("threads", po::value(&threads)->default_value(threads), "CPU threads (0: OMP_NUM_THREADS or all cores)")
+      ("seed", po::value(&seed)->default_value(seed), "model and input seed")
+      ("export", po::value(&export_dir), "write initial.h5, batch.h5 and after.h5 for the PyTorch parity test "
+                                         "(runs exactly one step, no warm-up)");
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(desc).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UserError(std::string("bench step: ") + e.what(), "see `trainer bench step --help`");
+  }
+  if (vm.count("help")) {
+    std::cout << desc;
+    return 0;
+  }
+  if (size < 32 || size % 32 != 0) throw UserError("bench step: --size must be a positive multiple of 32");
+  if (batch < 1 || steps < 1 || keypoints < 1) throw UserError("bench step: --batch, --steps and --keypoints must be >= 1");
+  const bool exporting = !export_dir.empty();
+  if (exporting) steps = 1, warmup = 0;
+
+  auto backend = compute::make_cpu_backend(threads);
+  auto& stream = backend->default_stream();
+  model::HeatmapModel net(*backend, model::ModelSpec{backbone, keypoints, downsample});
+  net.initialize(seed, stream);
+  train::Optimizer optimizer(net.store(), train::OptimizerConfig{});
+  optimizer.set_group(model::ParamGroup::backbone, 1e-3, true);
+  optimizer.set_group(model::ParamGroup::head, 1e-3, true);
+  train::StepRunner runner(*backend, stream, net, compute::HeatmapLoss::mse);
+  train::LocalGradientSync sync;
+
+  // Random normalized images and keypoints inside the frame.
+  std::mt19937 gen(seed + 1);
+  std::normal_distribution<float> pixel(0.f, 1.f);
+  std::uniform_real_distribution<float> where(0.f, float(size - 1));
+  std::vector<float> images(std::size_t(batch) * 3 * size * size);
+  for (auto& v : images) v = pixel(gen);
+  data::Batch b;
+  b.size = batch;
+  b.height = b.width = size;
+  b.num_keypoints = keypoints;
+  b.images = images.data();
+  for (int i = 0; i < batch * keypoints * 2; ++i) b.keypoints.push_back(where(gen));
+  b.is_real.assign(batch, 1);
+  b.scale_x.assign(batch, 1.f);
+  b.scale_y.assign(batch, 1.f);
+  for (int i = 0; i < batch; ++i) b.frame_index.push_back(i);
+
+  if (exporting) {
+    make_directories(export_dir);
+    train::TrainingState st;
+    st.backbone = backbone;
+    st.num_keypoints = keypoints;
+    st.downsample_factor = downsample;
+    train::save_checkpoint(export_dir + "/initial.h5", net.store(), nullptr, st, stream);
+  }
+  for (int i = 0; i < warmup; ++i) runner.train_step(b, optimizer, sync, true, nullptr);
+  const auto t0 = std::chrono::steady_clock::now();
+  double loss = 0;
+  for (int i = 0; i < steps; ++i) loss = runner.train_step(b, optimizer, sync, true, nullptr);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  if (exporting) {
+    train::TrainingState st;
+    st.global_step = 1;
+    st.backbone = backbone;
+    st.num_keypoints = keypoints;
+    st.downsample_factor = downsample;
+    train::save_checkpoint(export_dir + "/after.h5", net.store(), &optimizer, st, stream);
+    std::vector<float> grads(net.store().parameter_count());
+    backend->download(grads.data(), net.store().grads_data(), grads.size(), stream);
+    stream.synchronize();
+    std::vector<train::NamedTensor> tensors;
+    tensors.push_back({"images", {batch, 3, size, size}, images});
+    tensors.push_back({"keypoints", {batch, keypoints, 2}, b.keypoints});
+    tensors.push_back({"loss", {1}, {float(loss)}});
+    for (const auto& e : net.store().parameters())
+      tensors.push_back({"grad/" + e.name, e.shape,
+                         std::vector<float>(grads.begin() + long(e.offset), grads.begin() + long(e.offset + e.count))});
+    train::save_named_tensors(export_dir + "/batch.h5", tensors);
+    std::printf("exported initial.h5, batch.h5, after.h5 to %s (loss %.8g)\n", export_dir.c_str(), loss);
+    return 0;
+  }
+  std::printf("bench step: %s %dx%d batch %d, %d keypoints, %s\n", backbone.c_str(), size, size, batch, keypoints,
+              backend->description().c_str());
+  std::printf("trainer: %.2f images/s (%.3f s/step over %d steps, last loss %.6g)\n", batch * steps / seconds,
+              seconds / steps, steps, loss);
+  return 0;
+}
+
 }  // namespace trainer::app

@@ -3,19 +3,16 @@
 //   mpirun -np 4 ./trainer plan --config run.cfg        the launched world
 //   ./trainer plan --nprocs 2                           self-spawned ranks
 //   ./trainer plan --nodes 2 --gpus-per-node 4          a cluster that is not launched
-#include <exception>  // std::exception_ptr
-#include <iostream>   // std::cout
+#include <iostream>  // std::cout
 
 #include <boost/program_options.hpp>  // options_description
 
 #include "app/commands.hpp"          // Args, run_plan
 #include "app/config_parse.hpp"      // parse_command_line
-#include "runtime/env.hpp"           // capture_environment
-#include "runtime/mpi_session.hpp"   // MpiSession, all_ranks_ok
-#include "runtime/plan_report.hpp"   // plan_text, plan_json, gather_strings
-#include "runtime/run_plan.hpp"      // plan_run, plan_hypothetical
-#include "runtime/visible_gpus.hpp"  // visible_gpu_count
-#include "util/error.hpp"            // UserError
+#include "runtime/launch.hpp"       // Launch: MPI session + agreed plan
+#include "runtime/plan_report.hpp"  // plan_text, plan_json for hypothetical plans
+#include "runtime/run_plan.hpp"     // plan_hypothetical
+#include "util/error.hpp"           // UserError
 
 namespace po = boost::program_options;
 
@@ -63,34 +60,25 @@ int run_plan(const Args& args) {
   const CommandLine cl = parse_command_line("plan", args, plan_options());
   if (cl.help) return 0;
   const bool json = cl.own.count("json") > 0;
-  if (cl.own.count("nodes")) return plan_hypothetical_cluster(cl, json);
+  const bool hypothetical = cl.own.count("nodes") > 0;
+  // Options of the hypothetical planner mean nothing for a launched world, and the other way round.
+  for (const char* option : {"gpus-per-node", "ranks-per-node", "cores-per-node", "cpus-per-task"}) {
+    if (!hypothetical && !cl.own[option].defaulted()) {
+      throw UserError(std::string("--") + option + " describes a cluster that is not launched and needs --nodes",
+                      "e.g. `trainer plan --nodes 2 --gpus-per-node 4`; a launched world reports its own sizes");
+    }
+  }
+  if (hypothetical && !cl.own["nprocs"].defaulted()) {
+    throw UserError("--nprocs starts ranks; --nodes plans a cluster without starting any",
+                    "use one of them: --nodes N --ranks-per-node M plans N x M ranks");
+  }
+  if (hypothetical) return plan_hypothetical_cluster(cl, json);
 
-  const runtime::Env env = runtime::capture_environment();
   Args child_args{"plan"};
   child_args.insert(child_args.end(), args.begin(), args.end());
-  runtime::MpiSession session(child_args, cl.own["nprocs"].as<int>(), env);
-  const runtime::World& world = session.world();
-
-  // A rank-local error (e.g. too few GPUs on one node) must stop every rank.
-  runtime::RunPlan plan;
-  std::exception_ptr error;
-  try {
-    plan = runtime::plan_run(cl.config, world, runtime::visible_gpu_count(), env);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  const std::vector<int> failed = runtime::all_ranks_ok(world, error == nullptr);
-  if (!failed.empty()) {
-    session.failure_is_collective();
-    if (error) std::rethrow_exception(error);
-    throw UserError("the plan failed on rank " + std::to_string(failed.front()) + " (see its error)");
-  }
-
-  const auto parts = runtime::gather_strings(
-      world, json ? runtime::rank_object_json(plan.rank) : runtime::rank_row_text(plan.rank));
-  if (world.rank == 0) {
-    std::cout << (json ? runtime::plan_json(plan, parts, false) : runtime::plan_text(plan, parts)) << std::flush;
-  }
+  const runtime::Launch launch(child_args, cl.own["nprocs"].as<int>(), cl.config);
+  const std::string report = launch.report(json);  // collective
+  if (launch.world().rank == 0) std::cout << report << std::flush;
   return 0;
 }
 

@@ -1,7 +1,135 @@
-// Placeholder until the owning issue lands; replaced by the real subcommand.
-#include "app/commands.hpp"
-#include "util/error.hpp"
+// `trainer predict`: keypoints for every frame of the data set with a checkpoint,
+// written as a lightning-pose / DeepLabCut predictions CSV:
+//   scorer,    trainer, trainer, trainer,    ..., set
+//   bodyparts, nose,    nose,    nose,       ...,
+//   coords,    x,       y,       likelihood, ...,
+//   <frame path>, x, y, likelihood, ...,          train | val | test
+// Coordinates are pixels of the stored frame; likelihood is the soft-argmax
+// confidence; the last column says which split set the frame belongs to (the
+// run's split, recomputed from its configuration and seed).
+#include <cstdio>    // std::snprintf
+#include <fstream>   // std::ifstream
+#include <sstream>   // std::ostringstream
+#include <string>    // std::string
+#include <vector>    // std::vector
+
+#include <boost/program_options.hpp>  // options_description
+
+#include "app/commands.hpp"         // run_predict, Args
+#include "app/config_parse.hpp"     // parse_command_line
+#include "app/run_setup.hpp"        // open_run_data, write_text_atomically
+#include "compute/backend.hpp"      // compute::make_cpu_backend
+#include "data/loader.hpp"          // data::Loader
+#include "data/split.hpp"           // data::set_names
+#include "model/heatmap_model.hpp"  // model::HeatmapModel
+#include "runtime/world.hpp"        // runtime::World
+#include "train/checkpoint.hpp"     // load_training_state, load_model
+#include "train/step.hpp"           // train::StepRunner
+#include "util/error.hpp"           // UserError
+#include "util/log.hpp"             // Log
+
+namespace po = boost::program_options;
 
 namespace trainer::app {
-int run_predict(const Args&) { throw UserError("'predict' is not implemented yet"); }
+
+namespace {
+std::string run_dir_of(const std::string& checkpoint) {
+  const auto slash = checkpoint.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : checkpoint.substr(0, slash);
+  const auto parent = dir.rfind('/');
+  if (dir.size() >= 11 && dir.compare(dir.size() - 11, 11, "checkpoints") == 0)
+    dir = parent == std::string::npos ? "." : dir.substr(0, parent);
+  return dir;
+}
+bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+}  // namespace
+
+int run_predict(const Args& args_in) {
+  po::options_description own("predict options");
+  own.add_options()
+      ("checkpoint", po::value<std::string>()->value_name("FILE.h5"), "checkpoint to predict with (required)")
+      ("out", po::value<std::string>()->value_name("FILE.csv"), "predictions CSV (default: <run>/predictions.csv)");
+  // Without --config, use the run's own configuration next to the checkpoint.
+  Args args = args_in;
+  std::string checkpoint;
+  bool has_config = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config" || args[i].rfind("--config=", 0) == 0) has_config = true;
+    if (args[i] == "--checkpoint" && i + 1 < args.size()) checkpoint = args[i + 1];
+    if (args[i].rfind("--checkpoint=", 0) == 0) checkpoint = args[i].substr(13);
+  }
+  if (!has_config && !checkpoint.empty() && file_exists(run_dir_of(checkpoint) + "/config.ini"))
+    args.insert(args.begin(), {"--config", run_dir_of(checkpoint) + "/config.ini"});
+  const CommandLine cl = parse_command_line("predict", args, own);
+  if (cl.help) return 0;
+  if (!cl.own.count("checkpoint"))
+    throw UserError("predict needs --checkpoint FILE.h5", "e.g. --checkpoint outputs/<run>/checkpoints/best.h5");
+  checkpoint = cl.own["checkpoint"].as<std::string>();
+  const std::string out = cl.own.count("out") ? cl.own["out"].as<std::string>() : run_dir_of(checkpoint) + "/predictions.csv";
+  const Config& config = cl.config;
+  const Log log(0);
+
+  const train::TrainingState state = train::load_training_state(checkpoint);
+  runtime::World world;  // one process: predictions need no ranks
+  RunData run = open_run_data(config, world, log);
+  const data::Dataset& dataset = *run.dataset;
+  if (state.num_keypoints != dataset.num_keypoints())
+    throw UserError("checkpoint '" + checkpoint + "' predicts " + std::to_string(state.num_keypoints) +
+                        " keypoints but the data has " + std::to_string(dataset.num_keypoints()),
+                    "use the configuration the model was trained with (--config <run>/config.ini)");
+
+  auto backend = compute::make_cpu_backend(0);
+  auto& stream = backend->default_stream();
+  model::HeatmapModel net(*backend, model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
+  train::load_model(checkpoint, net.store(), stream);
+  train::StepRunner runner(*backend, stream, net, compute::HeatmapLoss::mse);
+
+  data::LoaderOptions opts;
+  opts.batch_size = config.training.test_batch_size;
+  opts.height = config.data.image_resize_height;
+  opts.width = config.data.image_resize_width;
+  opts.num_workers = config.training.num_workers > 0 ? config.training.num_workers : 1;
+  data::Loader loader(dataset, opts);
+  std::vector<data::SampleRow> rows(static_cast<std::size_t>(dataset.size()));
+  for (std::int64_t i = 0; i < dataset.size(); ++i) rows[std::size_t(i)].frame = i;
+  loader.start_epoch(0, rows);
+  const auto sets = data::set_names(run.split, dataset.size());
+
+  const int k = dataset.num_keypoints();
+  std::ostringstream csv;
+  csv << "scorer";
+  for (int j = 0; j < 3 * k; ++j) csv << ",trainer";
+  csv << ",set\nbodyparts";
+  for (const auto& name : dataset.keypoint_names()) csv << "," << csv_field(name) << "," << csv_field(name) << "," << csv_field(name);
+  csv << ",\ncoords";
+  for (int j = 0; j < k; ++j) csv << ",x,y,likelihood";
+  csv << ",\n";
+  train::Predictions p;
+  std::int64_t done = 0;
+  while (const data::Batch* batch = loader.next()) {
+    runner.predict(*batch, p);
+    for (int i = 0; i < batch->size; ++i) {
+      const std::int64_t frame = batch->frame_index[std::size_t(i)];
+      csv << csv_field(dataset.frame_path(frame));
+      char cell[96];
+      for (int j = 0; j < k; ++j) {
+        const std::size_t at = std::size_t(i) * k + j;
+        std::snprintf(cell, sizeof cell, ",%.4f,%.4f,%.6f", p.coords[2 * at], p.coords[2 * at + 1], p.confidence[at]);
+        csv << cell;
+      }
+      csv << "," << sets[std::size_t(frame)] << "\n";
+      ++done;
+    }
+  }
+  write_text_atomically(out, csv.str());
+  log.info("predicted " + std::to_string(done) + " frames with " + checkpoint + " -> " + out);
+  return 0;
+}
+
 }  // namespace trainer::app

@@ -129,7 +129,7 @@ KeyBuilder choice(const char* section, const char* name, Field<S, std::string> f
     if (option.empty()) option = "(empty)";
   }
   b.key.value_name = join(shown, "|");
-  b.key.set = [f, choices](Config& c, const std::string& text) {
+  b.key.set = [f, choices, shown](Config& c, const std::string& text) {
     const std::string v = unquote(trim(text));
     for (const auto& option : choices) {
       if (lower(option) == lower(v)) {
@@ -137,7 +137,7 @@ KeyBuilder choice(const char* section, const char* name, Field<S, std::string> f
         return;
       }
     }
-    std::string expected = "one of " + join(choices, ", ") + "; got '" + v + "'";
+    std::string expected = "one of " + join(shown, ", ") + "; got '" + v + "'";
     const std::string near = closest(lower(v), choices);
     if (!near.empty()) expected += " (did you mean '" + near + "'?)";
     throw BadValue(expected);

@@ -3,6 +3,7 @@
 #include "app/config_parse.hpp"
 
 #include <algorithm>  // std::find
+#include <cstdlib>    // std::getenv
 #include <iostream>   // std::cout
 #include <map>       // std::map
 #include <sstream>   // std::ostringstream
@@ -31,6 +32,16 @@ const std::map<std::string, std::string>& shortcuts() {
       {"devices", "distributed.devices"},
   };
   return map;
+}
+
+// Under mpirun/srun every rank parses the same command line; only the first prints
+// help and --print-config, so the text appears once. The launcher's environment is
+// read directly because MPI may not be initialized yet when arguments are parsed.
+bool prints_for_the_job() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(name)) return std::string(value) == "0";
+  }
+  return true;
 }
 
 const ConfigKey* key_by_full_name(const std::string& full_name) {
@@ -229,7 +240,7 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
   }
 
   if (result.own.count("help")) {
-    print_help(subcommand, own_options, layout);
+    if (prints_for_the_job()) print_help(subcommand, own_options, layout);
     result.help = true;
     return result;
   }
@@ -271,7 +282,7 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
   });
 
   if (result.own.count("print-config")) {
-    std::cout << config_to_ini(result.config);
+    if (prints_for_the_job()) std::cout << config_to_ini(result.config);
     result.help = true;
     result.print_config = true;
   }

@@ -15,7 +15,8 @@ namespace trainer::app {
 struct CommandLine {
   Config config;                               // defaults <- --config file <- command line, validated
   boost::program_options::variables_map own;   // values of the subcommand's own options (notified)
-  bool help = false;          // --help or --print-config given: the text was already printed to stdout; caller returns 0
+  bool help = false;          // --help or --print-config given: the text was already printed to stdout
+                              // (by the job's first rank only); the caller returns 0
   bool print_config = false;  // it was --print-config (help is also true)
 };
 

@@ -10,6 +10,11 @@
 // - Backward ops overwrite their outputs (no accumulation): each tensor is used
 //   once per step in this network, so no gradient needs summing.
 // - Weights use PyTorch layouts: conv OIHW, transposed conv IOHW.
+// - A Backend is driven from one host thread at a time (the CPU backend's
+//   primitive cache is unsynchronized); other threads get their own backend.
+// - Ops check that shapes agree with their geometry and throw SystemError
+//   ("internal error") otherwise; library failures throw SystemError too.
+// - Semantics of every op (PyTorch / lightning-pose) in docs/COMPUTE.md.
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::uint8_t
 #include <memory>   // std::unique_ptr

@@ -64,7 +64,10 @@ void write_dataset(hid_t parent, const std::string& name, hid_t type, const std:
   H5 space(CKPT_H5(dims.empty() ? H5Screate(H5S_SCALAR)
                                 : H5Screate_simple(int(dims.size()), dims.data(), nullptr)),
            H5Sclose);
-  H5 set(CKPT_H5(H5Dcreate2(parent, name.c_str(), type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT)),
+  // Names with '/' (e.g. grad/backbone.conv1.weight) create their groups.
+  H5 lcpl(CKPT_H5(H5Pcreate(H5P_LINK_CREATE)), H5Pclose);
+  CKPT_H5(H5Pset_create_intermediate_group(lcpl.get(), 1));
+  H5 set(CKPT_H5(H5Dcreate2(parent, name.c_str(), type, space.get(), lcpl.get(), H5P_DEFAULT, H5P_DEFAULT)),
          H5Dclose);
   CKPT_H5(H5Dwrite(set.get(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
 }
@@ -238,6 +241,24 @@ void save_checkpoint(const std::string& path, model::ParameterStore& store, Opti
       write_attr_string(st.get(), "format", "trainer-checkpoint-1");
     }
     CKPT_H5(H5Fflush(file.get(), H5F_SCOPE_GLOBAL));
+    file.close();
+  } catch (...) {
+    std::remove(temp.c_str());
+    throw;
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    throw SystemError("cannot rename '" + temp + "' to '" + path + "'");
+  }
+}
+
+void save_named_tensors(const std::string& path, const std::vector<NamedTensor>& tensors) {
+  quiet_hdf5();
+  const std::string temp = path + ".tmp-" + std::to_string(getpid());
+  try {
+    H5 file(H5Fcreate(temp.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+    if (file.get() < 0) throw UserError("cannot create '" + temp + "'", "is the folder writable?");
+    for (const auto& t : tensors) write_dataset(file.get(), t.name, H5T_NATIVE_FLOAT, dims_of(t.shape), t.values.data());
     file.close();
   } catch (...) {
     std::remove(temp.c_str());

@@ -11,6 +11,7 @@
 #include <cstdint>  // std::uint64_t
 #include <limits>   // std::numeric_limits
 #include <string>   // std::string
+#include <vector>   // std::vector
 
 #include "compute/stream.hpp"         // compute::Stream
 #include "model/parameter_store.hpp"  // model::ParameterStore
@@ -35,6 +36,15 @@ struct TrainingState {
 // Writes everything atomically; optimizer may be null (e.g. an exported model).
 void save_checkpoint(const std::string& path, model::ParameterStore& store, Optimizer* optimizer,
                      const TrainingState& state, compute::Stream& stream);
+
+// A loose float tensor for exchange files (e.g. inputs exported for parity tests).
+struct NamedTensor {
+  std::string name;
+  std::vector<int> shape;
+  std::vector<float> values;
+};
+// Writes the tensors as float32 datasets at the root of a new HDF5 file (atomically).
+void save_named_tensors(const std::string& path, const std::vector<NamedTensor>& tensors);
 
 // Reads /state (throws UserError when the file is not a trainer checkpoint).
 TrainingState load_training_state(const std::string& path);

@@ -6,7 +6,8 @@
 #include <cuda_runtime_api.h>  // cudaMemcpy for the double buffer
 #include <mpi.h>               // MPI_COMM_WORLD
 
-#include "comm/cuda/nccl_communicator.hpp"  // make_nccl_communicator
+#include "comm/cuda/device_allreduce_bench.hpp"  // time_device_all_reduce
+#include "comm/cuda/nccl_communicator.hpp"       // make_nccl_communicator
 #include "gpu_test_util.hpp"
 
 using namespace trainer;
@@ -52,4 +53,15 @@ TEST_CASE("nccl communicator with one rank", "[gpu][nccl]") {
   comm->all_gather(buf.data(), gathered.data(), n, t.gs(), "gather");
   CHECK(t.host(gathered) == t.host(buf));
   comm->barrier("end of test");
+}
+
+
+TEST_CASE("device all-reduce timing for bench allreduce --backend nccl", "[gpu][nccl]") {
+  auto comm = comm::make_nccl_communicator(MPI_COMM_WORLD, 0, 60.0);
+  for (std::size_t count : {std::size_t(1), std::size_t(1) << 20}) {
+    const double s = comm::time_device_all_reduce(*comm, count, 2, 5);
+    INFO("count " << count << ": " << s * 1e6 << " us");
+    CHECK(s > 0.0);
+    CHECK(s < 1.0);
+  }
 }

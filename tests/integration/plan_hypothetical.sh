@@ -29,4 +29,7 @@ expect_fail 2 "gives 4 context frames" "$TRAINER" plan --nodes 1 --gpus-per-node
 expect_fail 2 "requested GPUs \[0, 5\]" "$TRAINER" plan --nodes 1 --gpus-per-node 4 --devices "0,5"
 expect_fail 2 "listed twice" "$TRAINER" plan --nodes 1 --gpus-per-node 4 --devices "[1, 1]"
 expect_fail 2 "ranks share a GPU|share a GPU" "$TRAINER" plan --nodes 1 --gpus-per-node 4 --ranks-per-node 4 --devices 2
+# Hypothetical-only options without --nodes, and --nprocs with --nodes, are errors.
+expect_fail 2 "needs --nodes" "$TRAINER" plan --gpus-per-node 4
+expect_fail 2 "nprocs" "$TRAINER" plan --nodes 2 --nprocs 2
 echo "PASS"

@@ -40,6 +40,20 @@ for r in p["ranks"]:
 print("sbatch slurm/multi_gpu.sh: both ranks, SLURM-derived plan: ok")
 PY
 
+# slurm/multi_node.sh needs 2 nodes; on this one-node cluster run its body with the
+# node count and sizes overridden on the command line (they take precedence over #SBATCH).
+timeout 300 sbatch --wait --nodes=1 --ntasks-per-node=2 --gres=gpu:2 --cpus-per-task=3 --chdir="$SCRATCH" \
+  --output="$SCRATCH/job2.out" "$REPO/slurm/multi_node.sh" >"$SCRATCH/sbatch2.txt" 2>&1 ||
+  { cat "$SCRATCH/sbatch2.txt" "$SCRATCH/job2.out" >&2; fail "sbatch --wait slurm/multi_node.sh failed"; }
+sed -n '/^{/,/^}/p' "$SCRATCH/job2.out" >"$SCRATCH/plan2.json"
+/usr/bin/python3 - "$SCRATCH/plan2.json" <<'PY' || { cat "$SCRATCH/job2.out" >&2; fail "plan from multi_node.sh"; }
+import json, sys
+p = json.load(open(sys.argv[1]))
+assert p["launched_by"] == "srun" and p["world_size"] == 2, p
+assert all(r["num_workers"] == 2 for r in p["ranks"]), p["ranks"]   # --cpus-per-task=3 - 1
+print("sbatch slurm/multi_node.sh (1 node): ok")
+PY
+
 # srun without PMI: the trainer refuses instead of running 2 lone "rank 0 of 1"s.
 rc=0
 timeout 120 srun --mpi=none --nodes=1 --ntasks-per-node=2 "$TRAINER" plan >"$SCRATCH/nopmi.out" 2>&1 || rc=$?

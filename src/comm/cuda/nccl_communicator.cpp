@@ -66,8 +66,8 @@ class NcclCommunicator final : public Communicator {
   }
 
   ~NcclCommunicator() override {
+    if (watchdog_) watchdog_->stop();  // first: no abort from the thread while we tear down
     const bool aborted = watchdog_ && watchdog_->aborted();
-    if (watchdog_) watchdog_->stop();  // no abort from the thread while we tear down
     if (comm_ && !aborted) {
       if (std::uncaught_exceptions() > 0) {
         // Unwinding after a failure: other ranks may never join again, so do not

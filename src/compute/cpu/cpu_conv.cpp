@@ -23,6 +23,7 @@
 
 #include "compute/cpu/cpu_backend.hpp"
 #include "compute/cpu/cpu_conv_plan.hpp"
+#include "compute/cpu/dnnl_check.hpp"
 #include "util/error.hpp"
 
 namespace trainer::compute::cpu {
@@ -155,7 +156,7 @@ void CpuBackend::conv2d_forward(ConstTensorView x, const float* w, TensorView y,
   enter();
   ConvPlan& p = conv_plan(x.shape.n, x.shape.c, x.shape.h, x.shape.w, y.shape.c, y.shape.h,
                           y.shape.w, g.kernel, g.stride, g.pad);
-  run_conv_forward(p, x.data, w, y.data);
+  DNNL_CHECK(run_conv_forward(p, x.data, w, y.data));
 }
 
 void CpuBackend::conv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,
@@ -164,7 +165,7 @@ void CpuBackend::conv2d_backward_data(ConstTensorView dy, const float* w, Tensor
   enter();
   ConvPlan& p = conv_plan(dx.shape.n, dx.shape.c, dx.shape.h, dx.shape.w, dy.shape.c, dy.shape.h,
                           dy.shape.w, g.kernel, g.stride, g.pad);
-  run_conv_backward_data(p, dy.data, w, dx.data);
+  DNNL_CHECK(run_conv_backward_data(p, dy.data, w, dx.data));
 }
 
 void CpuBackend::conv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
@@ -173,7 +174,7 @@ void CpuBackend::conv2d_backward_weights(ConstTensorView x, ConstTensorView dy, 
   enter();
   ConvPlan& p = conv_plan(x.shape.n, x.shape.c, x.shape.h, x.shape.w, dy.shape.c, dy.shape.h,
                           dy.shape.w, g.kernel, g.stride, g.pad);
-  run_conv_backward_weights(p, x.data, dy.data, dw);
+  DNNL_CHECK(run_conv_backward_weights(p, x.data, dy.data, dw));
 }
 
 // ---- transposed convolution --------------------------------------------------
@@ -186,7 +187,7 @@ void CpuBackend::deconv2d_forward(ConstTensorView x, const float* w, const float
   enter();
   ConvPlan& p = conv_plan(y.shape.n, y.shape.c, y.shape.h, y.shape.w, x.shape.c, x.shape.h,
                           x.shape.w, g.kernel, g.stride, g.pad);
-  run_conv_backward_data(p, x.data, w, y.data);
+  DNNL_CHECK(run_conv_backward_data(p, x.data, w, y.data));
   if (bias) {
     const long planes = long(y.shape.n) * y.shape.c;
     const long hw = long(y.shape.plane());
@@ -207,7 +208,7 @@ void CpuBackend::deconv2d_backward_data(ConstTensorView dy, const float* w, Tens
   enter();
   ConvPlan& p = conv_plan(dy.shape.n, dy.shape.c, dy.shape.h, dy.shape.w, dx.shape.c, dx.shape.h,
                           dx.shape.w, g.kernel, g.stride, g.pad);
-  run_conv_forward(p, dy.data, w, dx.data);
+  DNNL_CHECK(run_conv_forward(p, dy.data, w, dx.data));
 }
 
 void CpuBackend::deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
@@ -216,7 +217,7 @@ void CpuBackend::deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy
   enter();
   ConvPlan& p = conv_plan(dy.shape.n, dy.shape.c, dy.shape.h, dy.shape.w, x.shape.c, x.shape.h,
                           x.shape.w, g.kernel, g.stride, g.pad);
-  run_conv_backward_weights(p, dy.data, x.data, dw);
+  DNNL_CHECK(run_conv_backward_weights(p, dy.data, x.data, dw));
   if (dbias) {
     const int n = dy.shape.n, c = dy.shape.c;
     const long hw = long(dy.shape.plane());

@@ -138,9 +138,11 @@ void CpuBackend::heatmap_loss(ConstTensorView pred, ConstTensorView target, cons
   }
   const double weight = 0.5;
   const double per_kp = nvalid ? weight / nvalid : 0.0;
-  double total = 0;
+  // Per-keypoint sums, added up serially afterwards: an OpenMP reduction would add
+  // the threads' partial sums in arrival order, and --resume must be bit-exact.
+  std::vector<double> per(nk, 0.0);
   constexpr double kEps = 1e-10;
-#pragma omp parallel for schedule(static) reduction(+ : total)
+#pragma omp parallel for schedule(static)
   for (int i = 0; i < nk; ++i) {
     const float* p = pred.data + long(i) * hw;
     const float* t = target.data + long(i) * hw;
@@ -175,8 +177,10 @@ void CpuBackend::heatmap_loss(ConstTensorView pred, ConstTensorView target, cons
         }
       }
     }
-    total += acc;
+    per[i] = acc;
   }
+  double total = 0;
+  for (double v : per) total += v;
   loss[0] = float(total * per_kp);
 }
 

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>  // cudaMalloc, cudaMemcpyAsync, ...
 #include <cudnn.h>             // cudnnConvolution*
 #include <sstream>             // std::ostringstream for description()
+#include <string>              // std::to_string
 
 #include "adam.cuh"                       // kernels::adam_update
 #include "batchnorm.cuh"                  // kernels::batchnorm_*
@@ -19,6 +20,7 @@
 #include "heatmap.cuh"                    // kernels::heatmap_*, soft_argmax
 #include "image.cuh"                      // kernels::normalize_images, pixel_shuffle_*
 #include "pool.cuh"                       // kernels::maxpool2d_*
+#include "util/error.hpp"                 // UserError, TRAINER_ASSERT
 
 namespace trainer::compute {
 namespace {
@@ -47,7 +49,13 @@ class CudaBackend final : public Backend {
         plans_(cuda::ConvSettings{options.allow_tf32, options.benchmark_algorithms,
                                   options.conv_workspace_limit}) {
     int count = 0;
-    CUDA_CHECK(cudaGetDeviceCount(&count));
+    const cudaError_t rc = cudaGetDeviceCount(&count);
+    if (rc == cudaErrorInsufficientDriver || rc == cudaErrorNoDevice || (rc == cudaSuccess && count == 0))
+      throw UserError(std::string("no usable GPU for the CUDA backend: ") +
+                          (rc == cudaSuccess ? "no device visible" : cudaGetErrorString(rc)),
+                      "check the NVIDIA driver (it must support CUDA " + std::to_string(CUDART_VERSION / 1000) +
+                          "), CUDA_VISIBLE_DEVICES and the job's GPU request, or use accelerator=cpu");
+    CUDA_CHECK(rc);
     TRAINER_ASSERT(device >= 0 && device < count,
                    "CUDA device ordinal " << device << " out of range (" << count << " visible)");
     CUDA_CHECK(cudaSetDevice(device));

@@ -146,7 +146,7 @@ TEST_CASE("malformed values name the key, the location and what was expected", "
       {"distributed", "manual_gradient_reduction = t", "distributed.manual_gradient_reduction", "true or false"},
       {"distributed", "bucket_cap_mb = 0", "distributed.bucket_cap_mb", "> 0"},
       {"distributed", "first_bucket_mb = -1", "distributed.first_bucket_mb", "> 0"},
-      {"distributed", "nccl_debug = LOUD", "distributed.nccl_debug", "one of , VERSION, WARN, INFO, TRACE"},
+      {"distributed", "nccl_debug = LOUD", "distributed.nccl_debug", "one of (empty), VERSION, WARN, INFO, TRACE"},
       {"distributed", "nccl_socket_nthreads = 17", "distributed.nccl_socket_nthreads", "from 0 to 16, got 17"},
       {"distributed", "collective_timeout = 0", "distributed.collective_timeout", "> 0"},
   };

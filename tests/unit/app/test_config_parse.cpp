@@ -1,6 +1,8 @@
 // Config file + command line: precedence, value syntax, help and --print-config.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>  // setenv, unsetenv
+
 #include "app/config_parse.hpp"
 #include "config_test_util.hpp"
 
@@ -198,5 +200,25 @@ TEST_CASE("every key has a meaning and reads back its own default", "[app][confi
                           "collective_timeout", "bucket_cap_mb"}) {
     INFO(key);
     CHECK(ini.find("\n" + std::string(key) + " =") != std::string::npos);
+  }
+}
+
+TEST_CASE("under a launcher only the first rank prints help and --print-config", "[app][config]") {
+  struct RankEnv {  // sets OMPI_COMM_WORLD_RANK for the test's duration
+    explicit RankEnv(const char* rank) { setenv("OMPI_COMM_WORLD_RANK", rank, 1); }
+    ~RankEnv() { unsetenv("OMPI_COMM_WORLD_RANK"); }
+  };
+  {
+    RankEnv rank("1");
+    CaptureStdout out;
+    CHECK(parse({"--print-config"}).help);
+    CHECK(parse({"--help"}).help);
+    CHECK(out.text().empty());
+  }
+  {
+    RankEnv rank("0");
+    CaptureStdout out;
+    CHECK(parse({"--print-config"}).print_config);
+    CHECK(out.text().find("[training]") != std::string::npos);
   }
 }

@@ -1,0 +1,237 @@
+#!/usr/bin/env python3
+"""PyTorch reference timings for the GPU comparison (issue: the GPU path).
+
+Trains the lightning-pose heatmap model (ResNet-50 backbone, PixelShuffle +
+2 ConvTranspose2d head, spatial softmax, heatmap MSE loss, Adam) on random
+256x256 frames and prints training images/s for
+
+  eager-fp32         PyTorch defaults (cuDNN may use TF32 for convolutions)
+  eager-fp32-notf32  TF32 off everywhere (the trainer's fp32 parity setting)
+  amp-bf16-cl        torch.autocast(bfloat16) with channels_last
+  compiled-bf16-cl   torch.compile of the former (PyTorch >= 2, --compile)
+
+at batch 16 (lightning-pose's default) and 64, plus the measured bf16 matrix-
+product rate and each run's model FLOP utilization (MFU) against it.
+
+With --trainer-cmd it also runs our trainer for each (batch, precision) and
+prints the ratios. The command is a template with {batch} and {precision}
+(32 or bf16-mixed); the last number before "images/s" in its output is used:
+
+  /usr/bin/python3 scripts/bench_gpu_torch.py \\
+      --trainer-cmd 'build/trainer bench step --batch-size {batch} --precision {precision}'
+
+Without a GPU it prints "SKIPPED: no GPU visible" and exits 77, unless
+--device cpu is given (a smoke test of the script itself with tiny sizes).
+"""
+import argparse
+import json
+import re
+import shlex
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+try:
+    import torchvision
+except ImportError:  # pragma: no cover
+    torchvision = None
+
+
+class HeatmapModel(nn.Module):
+    """lightning-pose HeatmapTracker with a ResNet-50 backbone, downsample_factor 2."""
+
+    def __init__(self, num_keypoints=17):
+        super().__init__()
+        resnet = torchvision.models.resnet50(weights=None) if hasattr(
+            torchvision.models, "ResNet50_Weights") else torchvision.models.resnet50(pretrained=False)
+        self.backbone = nn.Sequential(*list(resnet.children())[:-2])  # drop avgpool and fc
+        in_channels = 2048 // 4  # after PixelShuffle(2)
+        self.head = nn.Sequential(
+            nn.PixelShuffle(2),
+            nn.ConvTranspose2d(in_channels, num_keypoints, 3, stride=2, padding=1, output_padding=1),
+            nn.ConvTranspose2d(num_keypoints, num_keypoints, 3, stride=2, padding=1, output_padding=1),
+        )
+
+    def forward(self, x):
+        h = self.head(self.backbone(x))
+        n, k, hh, ww = h.shape
+        return F.softmax(h.reshape(n, k, hh * ww), dim=-1).reshape(n, k, hh, ww)
+
+
+def heatmap_mse(pred, target):
+    # lightning-pose: MSE * H*W, mean over keypoints, weight 0.5
+    h, w = target.shape[-2:]
+    return 0.5 * F.mse_loss(pred.float(), target, reduction="mean") * h * w
+
+
+def count_flops(model, x):
+    """Forward FLOPs (2 per multiply-add) of convolutions and transposed convolutions."""
+    flops = [0]
+
+    def conv_hook(m, inp, out):
+        k = m.kernel_size[0] * m.kernel_size[1]
+        if isinstance(m, nn.ConvTranspose2d):
+            n, c, h, w = inp[0].shape
+            flops[0] += 2 * n * c * h * w * k * m.out_channels // m.groups
+        else:
+            n, c, h, w = out.shape
+            flops[0] += 2 * n * c * h * w * k * m.in_channels // m.groups
+
+    hooks = [m.register_forward_hook(conv_hook) for m in model.modules()
+             if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d))]
+    with torch.no_grad():
+        model(x)
+    for h in hooks:
+        h.remove()
+    return flops[0]
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def time_training(mode, batch, args, device):
+    torch.manual_seed(0)
+    model = HeatmapModel(args.keypoints).to(device)
+    size = args.image_size
+    x = torch.randn(batch, 3, size, size, device=device)
+    target = torch.rand(batch, args.keypoints, size // 4, size // 4, device=device)
+    target = target / target.sum(dim=(2, 3), keepdim=True)
+    channels_last = mode in ("amp-bf16-cl", "compiled-bf16-cl")
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    tf32 = mode != "eager-fp32-notf32"
+    if device.type == "cuda":
+        torch.backends.cudnn.allow_tf32 = tf32 if mode.startswith("eager-fp32") else True
+        torch.backends.cuda.matmul.allow_tf32 = tf32 if mode.startswith("eager-fp32") else False
+        torch.backends.cudnn.benchmark = True
+    fwd_flops = count_flops(model, x)
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    step_model = model
+    if mode == "compiled-bf16-cl":
+        step_model = torch.compile(model)
+    use_amp = mode in ("amp-bf16-cl", "compiled-bf16-cl")
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=use_amp):
+            pred = step_model(x)
+        loss = heatmap_mse(pred, target)
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(args.warmup):
+        step()
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(args.iters):
+        step()
+    sync(device)
+    seconds = (time.perf_counter() - start) / args.iters
+    return {"mode": mode, "batch": batch, "images_per_s": batch / seconds,
+            "step_ms": seconds * 1e3, "train_flops_per_step": 3 * fwd_flops}
+
+
+def bf16_matmul_rate(device, n, reps):
+    """Measured dense bf16 GEMM rate in FLOP/s (the MFU denominator)."""
+    dtype = torch.bfloat16
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    for _ in range(2):
+        a @ b
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    sync(device)
+    return 2 * n ** 3 * reps / (time.perf_counter() - start)
+
+
+def run_trainer(template, batch, precision):
+    cmd = template.format(batch=batch, precision=precision)
+    proc = subprocess.run(shlex.split(cmd), capture_output=True, text=True)
+    if proc.returncode != 0:
+        print(f"trainer command failed ({proc.returncode}): {cmd}\n{proc.stderr}", file=sys.stderr)
+        return None
+    numbers = re.findall(r"([0-9]+(?:\.[0-9]+)?)\s*images/s", proc.stdout + proc.stderr)
+    return float(numbers[-1]) if numbers else None
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--batches", default="16,64")
+    p.add_argument("--image-size", type=int, default=256)
+    p.add_argument("--keypoints", type=int, default=17)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--compile", action="store_true", help="also time torch.compile (PyTorch >= 2)")
+    p.add_argument("--matmul-size", type=int, default=8192)
+    p.add_argument("--trainer-cmd", default=None, help="template with {batch} and {precision}")
+    p.add_argument("--json", default=None, help="write the results as JSON lines here")
+    args = p.parse_args()
+
+    if torchvision is None:
+        print("SKIPPED: torchvision is not installed")
+        return 77
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("SKIPPED: no GPU visible (torch.cuda.is_available() is False)")
+        return 77
+    device = torch.device(args.device)
+    if args.device == "cuda":
+        gpu = torch.cuda.get_device_name(0)
+    else:
+        gpu = "cpu (smoke test)"
+    print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  device: {gpu}  "
+          f"torch {torch.__version__}  image {args.image_size}x{args.image_size}")
+
+    modes = ["eager-fp32", "eager-fp32-notf32", "amp-bf16-cl"]
+    if args.compile:
+        if hasattr(torch, "compile"):
+            modes.append("compiled-bf16-cl")
+        else:
+            print("# torch.compile unavailable in this PyTorch; skipping compiled-bf16-cl")
+    peak = bf16_matmul_rate(device, args.matmul_size, 10 if args.device == "cuda" else 1)
+    print(f"# measured bf16 matmul rate ({args.matmul_size}^3): {peak / 1e12:.1f} TFLOP/s")
+
+    results = []
+    for batch in [int(b) for b in args.batches.split(",")]:
+        for mode in modes:
+            r = time_training(mode, batch, args, device)
+            r["mfu"] = r["train_flops_per_step"] / (r["step_ms"] / 1e3) / peak
+            r["device"] = gpu
+            results.append(r)
+            print(f"torch {mode:18s} batch {batch:3d}: {r['images_per_s']:9.1f} images/s "
+                  f"({r['step_ms']:.1f} ms/step, MFU {100 * r['mfu']:.1f}%)", flush=True)
+
+    if args.trainer_cmd:
+        print("# trainer vs PyTorch")
+        for batch in sorted({r["batch"] for r in results}):
+            by_mode = {r["mode"]: r["images_per_s"] for r in results if r["batch"] == batch}
+            best_bf16 = max(v for k, v in by_mode.items() if "bf16" in k)
+            for precision, ref_name, ref in (("32", "eager-fp32", by_mode["eager-fp32"]),
+                                             ("bf16-mixed", "best bf16", best_bf16)):
+                ours = run_trainer(args.trainer_cmd, batch, precision)
+                if ours is None:
+                    print(f"trainer {precision:10s} batch {batch:3d}: no images/s in its output")
+                    continue
+                results.append({"mode": f"trainer-{precision}", "batch": batch, "images_per_s": ours,
+                                "device": gpu, f"ratio_vs_{ref_name.replace(' ', '_')}": ours / ref})
+                print(f"trainer {precision:10s} batch {batch:3d}: {ours:9.1f} images/s = "
+                      f"{ours / ref:.2f}x torch {ref_name}")
+    if args.json:
+        with open(args.json, "w") as f:
+            for r in results:
+                f.write(json.dumps(r) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Relocatable bundle of `trainer` for GPU nodes that lack the build dependencies.
+#
+#   scripts/bundle.sh [--build-dir build] [--out bundle] [--no-mpi]
+#
+# Produces:
+#   OUT/bin/trainer           the program, RPATH $ORIGIN/../lib (DT_RPATH, so it also
+#                             covers the libraries' own dependencies)
+#   OUT/lib/                  every non-system, non-CUDA shared library it needs
+#   OUT/lib/openmpi/          Open MPI's MCA plugins (and their dependencies in lib/)
+#   OUT/lib/pmix/             PMIx plugins, when Open MPI uses an external PMIx
+#   OUT/share/openmpi/        Open MPI help texts; OUT/etc/ its parameter files
+#   OUT/bin/mpirun, orted     Open MPI's launcher and daemon
+#   OUT/bin/trainer-env.sh    source it: relocates Open MPI (OPAL_PREFIX, ...) and
+#                             adds CUDA_HOME / CUDNN_HOME / NCCL_HOME libraries
+#
+# Not bundled, taken from the node: glibc, the NVIDIA driver (libcuda), and the CUDA
+# libraries (cudart, cuBLAS, cuDNN, NCCL): they must match the node's driver. Point
+# the bundle at them with `module load cuda cudnn nccl` or CUDA_HOME=... (see
+# docs/GPU.md). The RPATH is set with patchelf when it is installed, otherwise by
+# relinking the program from the build folder with -Wl,-rpath,$ORIGIN/../lib.
+set -euo pipefail
+
+build_dir=build
+out=bundle
+with_mpi=1
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --build-dir) build_dir="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --no-mpi) with_mpi=0; shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "error: unknown option $1" >&2; echo "hint: scripts/bundle.sh --help" >&2; exit 2 ;;
+  esac
+done
+
+die() { echo "error: $1" >&2; [[ -n "${2:-}" ]] && echo "hint: $2" >&2; exit 2; }
+
+trainer="$build_dir/trainer"
+[[ -x "$trainer" ]] || die "no program at $trainer" "build first: cmake --build $build_dir, or pass --build-dir"
+command -v ldd >/dev/null || die "ldd not found"
+
+# Libraries the node provides: glibc and the loader, the NVIDIA driver, and the
+# CUDA toolkit libraries that must match it.
+is_node_library() {
+  case "$(basename "$1")" in
+    linux-vdso.so*|ld-linux*.so*|libc.so*|libm.so*|libdl.so*|libpthread.so*|librt.so*|\
+    libutil.so*|libresolv.so*|libnsl.so*|libanl.so*|libmvec.so*) return 0 ;;
+    libcuda.so*|libnvidia-*.so*|libcudart.so*|libcublas.so*|libcublasLt.so*|libcudnn*.so*|\
+    libnccl.so*|libnvrtc*.so*|libnvJitLink.so*|libcufft*.so*|libcurand*.so*|libcusparse*.so*|\
+    libcusolver*.so*|libnvToolsExt*.so*) return 0 ;;
+  esac
+  return 1
+}
+
+# Resolved dependency paths of an ELF file (ldd lines "name => /path (addr)").
+deps_of() {
+  ldd "$1" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/[^ ]+ \(/ { print $1 }' | sort -u
+}
+
+copy_deps() {  # copy_deps ELF: copies its non-node dependencies into OUT/lib
+  local dep
+  while read -r dep; do
+    [[ -z "$dep" ]] && continue
+    is_node_library "$dep" && continue
+    local name; name="$(basename "$dep")"
+    [[ -e "$out/lib/$name" ]] && continue
+    cp -L "$dep" "$out/lib/$name"
+    chmod u+w "$out/lib/$name"
+  done < <(deps_of "$1")
+}
+
+# Only ever replace an earlier bundle, never an unrelated folder.
+if [[ -e "$out" ]]; then
+  [[ -f "$out/bin/trainer-env.sh" ]] ||
+    die "$out exists and is not a bundle" "choose a new --out folder or remove it yourself"
+  rm -rf "$out"
+fi
+mkdir -p "$out/bin" "$out/lib" "$out/share" "$out/etc"
+
+# ---- the program with its RPATH ------------------------------------------------
+if command -v patchelf >/dev/null; then
+  cp "$trainer" "$out/bin/trainer"
+  patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$out/bin/trainer"
+else
+  link_txt="$build_dir/CMakeFiles/trainer.dir/link.txt"
+  [[ -f "$link_txt" ]] || die "patchelf not installed and no $link_txt to relink from" \
+    "install patchelf (apt-get install patchelf) or run from a CMake build folder"
+  abs_out="$(cd "$out" && pwd)"
+  # Drop the build tree's absolute rpaths, write the program into the bundle and
+  # ask for an old-style DT_RPATH that also applies to indirect dependencies.
+  cmd="$(sed -e 's/-Wl,-rpath,[^ ]*//g' -e "s| -o trainer | -o $abs_out/bin/trainer |" "$link_txt")"
+  (cd "$build_dir" && eval "$cmd -Wl,--disable-new-dtags -Wl,-rpath,'\$ORIGIN/../lib'")
+fi
+copy_deps "$out/bin/trainer"
+
+# ---- Open MPI runtime ------------------------------------------------------------
+if [[ $with_mpi == 1 ]]; then
+  command -v ompi_info >/dev/null || die "ompi_info not found: cannot locate Open MPI" "use --no-mpi to skip it"
+  ompi_path() { ompi_info --path "$1" --parsable | sed -n "s/^path:$1://p"; }
+  pkglibdir="$(ompi_path pkglibdir)"
+  pkgdatadir="$(ompi_path pkgdatadir)"
+  sysconfdir="$(ompi_path sysconfdir)"
+  bindir="$(ompi_path bindir)"
+  mkdir -p "$out/lib/openmpi" "$out/share/openmpi"
+  cp -L "$pkglibdir"/*.so "$out/lib/openmpi/" 2>/dev/null || true
+  for plugin in "$out"/lib/openmpi/*.so; do copy_deps "$plugin"; done
+  cp -rL "$pkgdatadir"/. "$out/share/openmpi/" 2>/dev/null || true
+  [[ -d "$sysconfdir" ]] && cp -L "$sysconfdir"/*.conf "$out/etc/" 2>/dev/null || true
+  for tool in mpirun orterun orted prterun prted; do
+    if [[ -x "$bindir/$tool" ]]; then
+      cp -L "$bindir/$tool" "$out/bin/$tool"
+      copy_deps "$out/bin/$tool"
+    fi
+  done
+  # An external PMIx (Debian, many distributions) has plugins of its own.
+  pmix_lib="$(ldd "$out/lib/openmpi/"*pmix*.so 2>/dev/null | awk '/libpmix/ { print $3; exit }')"
+  if [[ -n "$pmix_lib" ]]; then
+    pmix_plugins="$(dirname "$(readlink -f "$pmix_lib")")/pmix"
+    if [[ -d "$pmix_plugins" ]]; then
+      mkdir -p "$out/lib/pmix"
+      cp -L "$pmix_plugins"/*.so "$out/lib/pmix/"
+      for plugin in "$out"/lib/pmix/*.so; do copy_deps "$plugin"; done
+    fi
+  fi
+fi
+
+# Bundled libraries look next to themselves first (their build-time RUNPATHs
+# would otherwise hide the bundle from their own dependencies).
+if command -v patchelf >/dev/null; then
+  for lib in "$out"/lib/*.so*; do patchelf --set-rpath '$ORIGIN' "$lib" 2>/dev/null || true; done
+fi
+
+# ---- environment script ------------------------------------------------------------
+cat > "$out/bin/trainer-env.sh" <<'ENV'
+# Source this file to use the bundle: `source /path/to/bundle/bin/trainer-env.sh`.
+# CUDA, cuDNN and NCCL come from the node: load their modules first, or set
+# CUDA_HOME (and CUDNN_HOME / NCCL_HOME when they live elsewhere).
+_tb="$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")/.." && pwd)"
+export PATH="$_tb/bin:$PATH"
+export OPAL_PREFIX="$_tb" OPAL_BINDIR="$_tb/bin" OPAL_LIBDIR="$_tb/lib" \
+       OPAL_PKGLIBDIR="$_tb/lib/openmpi" OPAL_DATADIR="$_tb/share" \
+       OPAL_PKGDATADIR="$_tb/share/openmpi" OPAL_SYSCONFDIR="$_tb/etc"
+[ -d "$_tb/lib/pmix" ] && export PMIX_MCA_mca_base_component_path="$_tb/lib/pmix"
+_tl="$_tb/lib"
+for _h in "${CUDA_HOME:-}" "${CUDNN_HOME:-}" "${NCCL_HOME:-}"; do
+  [ -n "$_h" ] || continue
+  for _d in "$_h/lib64" "$_h/lib" "$_h/targets/x86_64-linux/lib"; do
+    [ -d "$_d" ] && _tl="$_tl:$_d"
+  done
+done
+# Plugins are dlopen()ed and resolve their own dependencies through this path.
+export LD_LIBRARY_PATH="$_tl${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+unset _tb _tl _h _d
+ENV
+
+echo "bundle written to $out ($(ls "$out/lib" | wc -l) entries in lib/)"
+echo "on the GPU node: source $out/bin/trainer-env.sh && mpirun -np 4 trainer train ..."

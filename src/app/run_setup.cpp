@@ -1,0 +1,105 @@
+// Shared run setup for train and predict (see run_setup.hpp).
+#include "app/run_setup.hpp"
+
+#include <mpi.h>       // MPI_Bcast, MPI_Barrier
+#include <sys/stat.h>  // mkdir, stat
+#include <unistd.h>    // getpid
+
+#include <cerrno>   // errno
+#include <cstdio>   // std::rename
+#include <cstring>  // std::strerror
+#include <ctime>    // std::time, localtime_r, strftime
+#include <fstream>  // std::ofstream
+
+#include "data/synth.hpp"  // data::ensure_synthetic_dataset
+#include "util/error.hpp"  // UserError, MPI_CHECK
+
+namespace trainer::app {
+
+void barrier(const runtime::World& world) {
+  if (world.comm != MPI_COMM_NULL && world.size > 1) MPI_CHECK(MPI_Barrier(world.comm));
+}
+
+std::string broadcast_string(const runtime::World& world, const std::string& value) {
+  if (world.comm == MPI_COMM_NULL || world.size == 1) return value;
+  long long n = static_cast<long long>(value.size());
+  MPI_CHECK(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, world.comm));
+  std::string out = world.rank == 0 ? value : std::string(static_cast<std::size_t>(n), '\0');
+  if (n > 0) MPI_CHECK(MPI_Bcast(&out[0], static_cast<int>(n), MPI_CHAR, 0, world.comm));
+  return out;
+}
+
+RunData open_run_data(const Config& config, const runtime::World& world, const Log& log) {
+  RunData run;
+  if (config.data.data_files.empty()) {
+    const std::string path = config.data.synthetic_file;
+    std::string error;
+    if (world.rank == 0) {
+      try {
+        data::SynthOptions options;
+        options.keypoints = config.data.num_keypoints > 0 ? config.data.num_keypoints : options.keypoints;
+        options.seed = config.training.rng_seed_data_pt;
+        const auto slash = path.rfind('/');
+        if (slash != std::string::npos) make_directories(path.substr(0, slash));
+        if (data::ensure_synthetic_dataset(path, options))
+          log.info("generated the synthetic demo data set " + path + " (" + std::to_string(options.frames) +
+                   " frames, " + std::to_string(options.size) + "x" + std::to_string(options.size) + ")");
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    // Every rank learns whether rank 0 succeeded, so none waits forever.
+    error = broadcast_string(world, error);
+    if (!error.empty()) throw UserError("could not create the synthetic data set: " + error);
+    run.files = {path};
+  } else {
+    run.files = data::expand_data_files(config.data.data_files);
+  }
+  data::DatasetExpectations expect;
+  expect.num_keypoints = config.data.num_keypoints;
+  expect.keypoint_names = config.data.keypoint_names;
+  run.dataset = std::make_unique<data::Dataset>(data::Dataset::open(run.files, expect));
+  const auto sizes = data::split_sizes_from_probabilities(run.dataset->size(), config.training.train_prob,
+                                                          config.training.val_prob);
+  run.split = data::make_split(run.dataset->size(), sizes, config.training.rng_seed_data_pt);
+  return run;
+}
+
+std::string timestamped_output_dir() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "outputs/%Y-%m-%d/%H-%M-%S", &tm);
+  return buf;
+}
+
+void make_directories(const std::string& path) {
+  std::string partial;
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    partial = path.substr(0, pos);
+    if (partial.empty()) continue;
+    if (::mkdir(partial.c_str(), 0775) != 0 && errno != EEXIST)
+      throw UserError("cannot create folder '" + partial + "': " + std::strerror(errno),
+                      "choose another --out folder");
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw UserError("'" + path + "' is not a folder", "choose another --out folder");
+}
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".tmp-" + std::to_string(getpid());
+  {
+    std::ofstream out(temp);
+    out << text;
+    out.flush();
+    if (!out) throw UserError("cannot write '" + temp + "'", "is the output folder writable?");
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0)
+    throw SystemError("cannot rename '" + temp + "' to '" + path + "': " + std::strerror(errno));
+}
+
+}  // namespace trainer::app

@@ -1,0 +1,39 @@
+#pragma once
+// What `train` and `predict` share before the model exists: the dataset (the
+// configured files, or the synthetic demo data generated on first use), the
+// train/val/test split, the output folder, and small collective helpers.
+#include <memory>  // std::unique_ptr
+#include <string>  // std::string
+#include <vector>  // std::vector
+
+#include "app/config.hpp"      // Config
+#include "data/dataset.hpp"    // data::Dataset
+#include "data/split.hpp"      // data::Split
+#include "runtime/world.hpp"   // runtime::World
+#include "util/log.hpp"        // Log
+
+namespace trainer::app {
+
+struct RunData {
+  std::vector<std::string> files;
+  std::unique_ptr<data::Dataset> dataset;
+  data::Split split;
+};
+
+// Collective: with no data_files, rank 0 writes the synthetic demo data set
+// (data.synthetic_file) if it does not exist yet; every rank then opens the data.
+RunData open_run_data(const Config& config, const runtime::World& world, const Log& log);
+
+// Rank 0's string on every rank (collective).
+std::string broadcast_string(const runtime::World& world, const std::string& value);
+// Collective barrier on the run's communicator.
+void barrier(const runtime::World& world);
+
+// outputs/YYYY-MM-DD/HH-MM-SS (local time), as lightning-pose's hydra folders.
+std::string timestamped_output_dir();
+// mkdir -p; throws UserError when it cannot.
+void make_directories(const std::string& path);
+// Writes a text file atomically (temporary file, flush, rename).
+void write_text_atomically(const std::string& path, const std::string& text);
+
+}  // namespace trainer::app

@@ -1,0 +1,30 @@
+# The GPU path trains like the CPU path: the same one-epoch fp32 run (synthetic data,
+# ResNet-18, same seeds, no augmentation) on --accelerator cpu and on one GPU with
+# --backend nccl gives the same per-epoch training loss within 1e-3 relative.
+# Skipped without a CUDA build or without a visible GPU.
+source "$(dirname "$0")/lib/common.sh"
+"$TRAINER" --version 2>/dev/null | grep -q 'cuda (' || skip "trainer was built without the GPU path"
+command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 || skip "no GPU visible (nvidia-smi -L)"
+
+common=(--model.backbone resnet18 --data.image_resize_height 128 --data.image_resize_width 128
+        --training.imgaug default --training.train_batch_size 8 --training.max_epochs 1
+        --training.check_val_every_n_epoch 1 --training.num_workers 1
+        --data.synthetic_file "$SCRATCH/synthetic.h5")
+"$TRAINER" train "${common[@]}" --accelerator cpu --out "$SCRATCH/cpu" > "$SCRATCH/cpu.log" 2>&1 ||
+  { cat "$SCRATCH/cpu.log"; fail "CPU run failed"; }
+$MPIRUN -np 1 "$TRAINER" train "${common[@]}" --accelerator gpu --devices 1 --backend nccl \
+  --out "$SCRATCH/gpu" > "$SCRATCH/gpu.log" 2>&1 || { cat "$SCRATCH/gpu.log"; fail "GPU run failed"; }
+
+/usr/bin/env python3 - "$SCRATCH/cpu/metrics.csv" "$SCRATCH/gpu/metrics.csv" <<'PY' || fail "loss curves differ"
+import csv, sys
+cpu, gpu = ([row for row in csv.DictReader(open(p))] for p in sys.argv[1:3])
+assert len(cpu) == len(gpu) and cpu, f"epochs: cpu {len(cpu)}, gpu {len(gpu)}"
+for a, b in zip(cpu, gpu):
+    for key in ("train_loss", "val_loss"):
+        if not a[key]:
+            continue
+        x, y = float(a[key]), float(b[key])
+        rel = abs(x - y) / max(abs(x), 1e-12)
+        print(f"epoch {a['epoch']} {key}: cpu {x:.6g} gpu {y:.6g} rel {rel:.2e}")
+        assert rel < 1e-3, f"{key} differs at epoch {a['epoch']}"
+PY
