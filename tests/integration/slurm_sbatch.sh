@@ -40,6 +40,18 @@ for r in p["ranks"]:
 print("sbatch slurm/multi_gpu.sh: both ranks, SLURM-derived plan: ok")
 PY
 
+# A short CPU training run through the same script: srun's 2 ranks train together
+# (gloo over the PMIx-launched world), rank 0 alone prints and writes.
+export TRAINER_ARGS="train --config $REPO/inputs/demo.cfg --data.synthetic_file $SCRATCH/synthetic.h5 \
+--backend gloo --max-steps 2 --training.num_workers 1 --distributed.collective_timeout 300 --out $SCRATCH/train"
+timeout 600 sbatch --wait --chdir="$SCRATCH" --output="$SCRATCH/train.out" "$REPO/slurm/multi_gpu.sh" \
+  >"$SCRATCH/sbatch_train.txt" 2>&1 || { cat "$SCRATCH/sbatch_train.txt" "$SCRATCH/train.out" >&2; fail "sbatch train failed"; }
+grep -q "gradient all-reduce (gloo, 2 ranks" "$SCRATCH/train.out" || { cat "$SCRATCH/train.out"; fail "train under sbatch did not run 2 ranks"; }
+grep -q "done: .* 2 steps" "$SCRATCH/train.out" || { cat "$SCRATCH/train.out"; fail "train under sbatch did not finish 2 steps"; }
+[[ -f $SCRATCH/train/checkpoints/last.h5 ]] || { cat "$SCRATCH/train.out"; fail "train under sbatch wrote no checkpoint"; }
+echo "sbatch slurm/multi_gpu.sh with train on CPU: ok"
+export TRAINER_ARGS="plan --json"
+
 # slurm/multi_node.sh needs 2 nodes; on this one-node cluster run its body with the
 # node count and sizes overridden on the command line (they take precedence over #SBATCH).
 timeout 300 sbatch --wait --nodes=1 --ntasks-per-node=2 --gres=gpu:2 --cpus-per-task=3 --chdir="$SCRATCH" \
