@@ -81,6 +81,10 @@ TEST_CASE("a valid hand-made file opens, all-NaN frames included", "[data]") {
   CHECK(ds.size() == 3);
   CHECK(ds.channels() == 1);
   CHECK_FALSE(ds.has_video_info());
+  // Contiguous (unchunked) /images, as other tools may write it, reads through H5Dread.
+  std::vector<std::uint8_t> frame(ds.frame_bytes(), 7);
+  ds.read_image(2, frame.data());
+  CHECK(frame == std::vector<std::uint8_t>(ds.frame_bytes(), 0));
 }
 
 TEST_CASE("missing, unreadable, non-HDF5 and truncated files", "[data]") {
