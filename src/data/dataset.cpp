@@ -8,9 +8,16 @@
 #include <filesystem>  // std::filesystem::exists
 #include <sstream>     // std::ostringstream
 
+#include <zlib.h>  // uncompress (deflate chunks, outside HDF5's lock)
+
 #include "util/error.hpp"  // UserError, SystemError
 
 namespace trainer::data {
+
+// How a shard's frames are read. One frame per chunk with no filter or only deflate
+// lets a worker fetch the stored chunk bytes with H5Dread_chunk (under HDF5's lock)
+// and inflate them with zlib outside it; any other layout goes through H5Dread.
+enum class ReadPath { kRawChunk, kDeflateChunk, kHyperslab };
 
 struct Dataset::Shard {
   std::string path;
@@ -18,6 +25,7 @@ struct Dataset::Shard {
   std::mutex open_mutex;  // guards the lazy open below
   h5::Handle file;
   h5::Handle images;
+  ReadPath read_path = ReadPath::kHyperslab;
 };
 
 namespace {
@@ -283,6 +291,25 @@ std::size_t Dataset::shard_of(std::int64_t i) const {
 
 const std::string& Dataset::file_of(std::int64_t i) const { return shards_[shard_of(i)]->path; }
 
+namespace {
+ReadPath choose_read_path(hid_t images, const hsize_t frame_dims[4]) {
+  h5::Handle plist = H5_OWN(plist, H5Dget_create_plist(images));
+  if (H5Pget_layout(plist.get()) != H5D_CHUNKED) return ReadPath::kHyperslab;
+  hsize_t chunk[4] = {0, 0, 0, 0};
+  if (H5Pget_chunk(plist.get(), 4, chunk) != 4) return ReadPath::kHyperslab;
+  if (chunk[0] != 1 || chunk[1] != frame_dims[1] || chunk[2] != frame_dims[2] || chunk[3] != frame_dims[3])
+    return ReadPath::kHyperslab;
+  const int nfilters = H5Pget_nfilters(plist.get());
+  if (nfilters == 0) return ReadPath::kRawChunk;
+  if (nfilters != 1) return ReadPath::kHyperslab;
+  unsigned flags = 0;
+  size_t nvalues = 0;
+  unsigned filter_config = 0;
+  const H5Z_filter_t filter = H5Pget_filter2(plist.get(), 0, &flags, &nvalues, nullptr, 0, nullptr, &filter_config);
+  return filter == H5Z_FILTER_DEFLATE ? ReadPath::kDeflateChunk : ReadPath::kHyperslab;
+}
+}  // namespace
+
 void Dataset::read_image(std::int64_t i, std::uint8_t* out) const {
   Shard& shard = *shards_[shard_of(i)];
   const std::int64_t local = i - shard_start_[shard_of(i)];
@@ -294,12 +321,43 @@ void Dataset::read_image(std::int64_t i, std::uint8_t* out) const {
       if (!shard.images) {
         shard.file = open_file(shard.path);
         shard.images = open_dataset(shard.file.get(), shard.path, kImages);
+        const hsize_t dims[4] = {1, static_cast<hsize_t>(shape_.height), static_cast<hsize_t>(shape_.width),
+                                 static_cast<hsize_t>(shape_.channels)};
+        shard.read_path = choose_read_path(shard.images.get(), dims);
       }
       images = shard.images.get();
     }
     const hsize_t start[4] = {static_cast<hsize_t>(local), 0, 0, 0};
     const hsize_t count[4] = {1, static_cast<hsize_t>(shape_.height), static_cast<hsize_t>(shape_.width),
                               static_cast<hsize_t>(shape_.channels)};
+    if (shard.read_path != ReadPath::kHyperslab) {
+      const std::size_t bytes = frame_bytes();
+      hsize_t stored = 0;
+      H5_CHECK(H5Dget_chunk_storage_size(images, start, &stored));
+      if (stored == 0) {  // never written: HDF5's fill value, 0
+        std::fill(out, out + bytes, std::uint8_t{0});
+        return;
+      }
+      std::uint32_t filter_mask = 0;
+      if (shard.read_path == ReadPath::kRawChunk) {
+        if (stored != bytes) throw SystemError("chunk of " + std::to_string(stored) + " bytes, expected " + std::to_string(bytes));
+        H5_CHECK(H5Dread_chunk(images, H5P_DEFAULT, start, &filter_mask, out));
+        return;
+      }
+      std::vector<std::uint8_t> packed(static_cast<std::size_t>(stored));
+      H5_CHECK(H5Dread_chunk(images, H5P_DEFAULT, start, &filter_mask, packed.data()));
+      if (filter_mask & 1u) {  // deflate was skipped for this chunk: stored as is
+        if (stored != bytes) throw SystemError("unfiltered chunk of " + std::to_string(stored) + " bytes, expected " + std::to_string(bytes));
+        std::copy(packed.begin(), packed.end(), out);
+        return;
+      }
+      // Outside HDF5's lock: this is what lets several workers decompress at once.
+      uLongf out_len = static_cast<uLongf>(bytes);
+      const int rc = ::uncompress(out, &out_len, packed.data(), static_cast<uLong>(packed.size()));
+      if (rc != Z_OK || out_len != bytes)
+        throw SystemError("zlib uncompress failed (" + std::to_string(rc) + ") for a chunk of " + std::to_string(stored) + " bytes");
+      return;
+    }
     h5::Handle file_space = H5_OWN(dataspace, H5Dget_space(images));
     H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr));
     h5::Handle mem_space = H5_OWN(dataspace, H5Screate_simple(4, count, nullptr));

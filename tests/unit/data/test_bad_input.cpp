@@ -8,6 +8,7 @@
 
 #include "data/dataset.hpp"
 #include "data/h5.hpp"
+#include "data/loader.hpp"
 #include "data/split.hpp"
 #include "data/synth.hpp"
 #include "scratch_dir.hpp"
@@ -80,6 +81,10 @@ TEST_CASE("a valid hand-made file opens, all-NaN frames included", "[data]") {
   CHECK(ds.size() == 3);
   CHECK(ds.channels() == 1);
   CHECK_FALSE(ds.has_video_info());
+  // Contiguous (unchunked) /images, as other tools may write it, reads through H5Dread.
+  std::vector<std::uint8_t> frame(ds.frame_bytes(), 7);
+  ds.read_image(2, frame.data());
+  CHECK(frame == std::vector<std::uint8_t>(ds.frame_bytes(), 0));
 }
 
 TEST_CASE("missing, unreadable, non-HDF5 and truncated files", "[data]") {
@@ -112,6 +117,31 @@ TEST_CASE("missing, unreadable, non-HDF5 and truncated files", "[data]") {
     CHECK(std::string(e.what()).find(dir.file("cut.h5")) != std::string::npos);
   }
   CHECK(failed);
+  // Through the loader's worker threads: the error reaches next(), nothing crashes.
+  write_synthetic_dataset(dir.file("cut2.h5"), so);
+  bool loader_failed = false;
+  {
+    const Dataset ds = Dataset::open({dir.file("cut2.h5")});
+    std::filesystem::resize_file(dir.file("cut2.h5"), full / 2);  // cut after opening
+    LoaderOptions lo;
+    lo.batch_size = 4;
+    lo.height = lo.width = 32;
+    lo.num_workers = 2;
+    Loader loader(ds, lo);
+    std::vector<SampleRow> rows;
+    for (std::int64_t i = 0; i < ds.size(); ++i) rows.push_back({i, true});
+    loader.start_epoch(0, rows);
+    try {
+      while (loader.next()) {
+      }
+    } catch (const UserError& e) {
+      loader_failed = true;
+      INFO(e.what());
+      CHECK(std::string(e.what()).find("cut2.h5") != std::string::npos);
+      CHECK(std::string(e.what()).find("truncated") != std::string::npos);
+    }
+  }
+  CHECK(loader_failed);
   // Cut to a few bytes past the signature.
   write_synthetic_dataset(dir.file("stub.h5"), so);
   std::filesystem::resize_file(dir.file("stub.h5"), 100);

@@ -239,3 +239,33 @@ TEST_CASE("context frames repeat the nearest existing frame at video ends", "[da
   const Dataset plain = Dataset::open({dir.file("novideo.h5")});
   CHECK_THROWS_AS(ContextIndex(plain), trainer::UserError);
 }
+
+TEST_CASE("deflate-compressed frames read back identically, from several threads", "[data]") {
+  testing::ScratchDir dir("deflate");
+  SynthOptions so;
+  so.frames = 12;
+  so.size = 64;
+  write_synthetic_dataset(dir.file("plain.h5"), so);
+  so.deflate_level = 6;
+  write_synthetic_dataset(dir.file("packed.h5"), so);
+  const Dataset plain = Dataset::open({dir.file("plain.h5")});
+  const Dataset packed = Dataset::open({dir.file("packed.h5")});
+  std::vector<std::uint8_t> a(plain.frame_bytes()), b(packed.frame_bytes());
+  for (std::int64_t i = 0; i < plain.size(); ++i) {
+    plain.read_image(i, a.data());
+    packed.read_image(i, b.data());
+    REQUIRE(a == b);
+    CHECK(a == render_synth_frame(so, i).image);
+  }
+  LoaderOptions o;
+  o.batch_size = 5;
+  o.height = o.width = 32;
+  o.augmentation = Augmentation::kDlc;
+  std::vector<std::int64_t> frames;
+  for (std::int64_t i = 0; i < plain.size(); ++i) frames.push_back(i);
+  Loader reference(plain, o);
+  o.num_workers = 3;
+  Loader threaded(packed, o);
+  const EpochDump x = run_epoch(reference, frames, 0, 0, 1), y = run_epoch(threaded, frames, 0, 0, 1);
+  CHECK(same_floats(x.images, y.images));
+}

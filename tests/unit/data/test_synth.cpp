@@ -70,3 +70,28 @@ TEST_CASE("synth options are validated", "[data]") {
   o.frames = 1;
   CHECK_THROWS_AS(validate(o), trainer::UserError);
 }
+
+#include <filesystem>  // std::filesystem
+
+#include "data/dataset.hpp"
+#include "scratch_dir.hpp"
+
+TEST_CASE("ensure_synthetic_dataset writes once, atomically", "[data]") {
+  testing::ScratchDir dir("ensure");
+  SynthOptions o;
+  o.frames = 6;
+  o.size = 48;
+  const std::string path = dir.file("outputs/synthetic.h5");  // the folder is created
+  CHECK(ensure_synthetic_dataset(path, o));
+  CHECK_FALSE(ensure_synthetic_dataset(path, o));
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path() / "outputs")) {
+    ++files;
+    CHECK(e.path().filename() == "synthetic.h5");  // no temporary file left
+  }
+  CHECK(files == 1);
+  const Dataset ds = Dataset::open({path});
+  CHECK(ds.size() == 6);
+  CHECK(ds.num_keypoints() == o.keypoints);
+  CHECK(ds.keypoint_names().front() == "nose");
+}
