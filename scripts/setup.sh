@@ -69,7 +69,7 @@ find_nvcc() {
 }
 
 build_cmake() {
-  say "CMake build in build/ (TRAINER_CUDA=AUTO)"
+  if [[ $MODE == demo ]]; then say "CMake build in build/ (TRAINER_CUDA=AUTO)"; fi
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "${CUDA_ARGS[@]}"
   cmake --build build -j "$JOBS"
   build/trainer --version

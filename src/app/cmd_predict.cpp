@@ -21,7 +21,7 @@
 #include "compute/backend.hpp"      // compute::make_cpu_backend
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::set_names
-#include "model/heatmap_model.hpp"  // model::HeatmapModel
+#include "model/make_model.hpp"     // model::make_pose_model
 #include "runtime/world.hpp"        // runtime::World
 #include "train/checkpoint.hpp"     // load_training_state, load_model
 #include "train/step.hpp"           // train::StepRunner
@@ -86,7 +86,9 @@ int run_predict(const Args& args_in) {
 
   auto backend = compute::make_cpu_backend(0);
   auto& stream = backend->default_stream();
-  model::HeatmapModel net(*backend, model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
+  const auto network = model::make_pose_model(*backend, config.model.model_type,
+                                              model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
+  model::PoseModel& net = *network;
   train::load_model(checkpoint, net.store(), stream);
   train::StepRunner runner(*backend, stream, net, compute::HeatmapLoss::mse);
 
@@ -95,6 +97,7 @@ int run_predict(const Args& args_in) {
   opts.height = config.data.image_resize_height;
   opts.width = config.data.image_resize_width;
   opts.num_workers = config.training.num_workers > 0 ? config.training.num_workers : 1;
+  opts.context = model::needs_context_frames(config.model.model_type);
   data::Loader loader(dataset, opts);
   std::vector<data::SampleRow> rows(static_cast<std::size_t>(dataset.size()));
   for (std::int64_t i = 0; i < dataset.size(); ++i) rows[std::size_t(i)].frame = i;

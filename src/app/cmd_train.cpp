@@ -17,7 +17,7 @@
 #include "data/augment.hpp"         // data::parse_imgaug
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::write_split_csv
-#include "model/heatmap_model.hpp"  // model::HeatmapModel
+#include "model/make_model.hpp"     // model::make_pose_model
 #include "runtime/env.hpp"          // runtime::capture_environment
 #include "runtime/mpi_session.hpp"  // runtime::MpiSession
 #include "runtime/run_plan.hpp"     // runtime::plan_run
@@ -84,8 +84,6 @@ int run_train(const Args& args) {
   const runtime::RunPlan plan = runtime::plan_run(config, world, runtime::visible_gpu_count(), env);
   for (const auto& w : plan.warnings) log.warn(w);
   for (const auto& w : plan.rank.warnings) log.warn_this_rank(w);
-  if (config.model.model_type != "heatmap")
-    throw UserError("model.model_type '" + config.model.model_type + "' is not supported yet", "use heatmap");
 
   // ---- output folder -------------------------------------------------------
   const std::string resume = cl.own.count("resume") ? cl.own["resume"].as<std::string>() : "";
@@ -114,6 +112,7 @@ int run_train(const Args& args) {
   train_opts.seed = config.training.rng_seed_data_pt;
   train_opts.num_workers = plan.rank.num_workers;
   train_opts.drop_last = config.training.drop_last;
+  train_opts.context = model::needs_context_frames(config.model.model_type);
   data::LoaderOptions val_opts = train_opts;
   val_opts.batch_size = plan.rank.val_batch_size;
   val_opts.augmentation = data::Augmentation::kNone;
@@ -136,7 +135,8 @@ int run_train(const Args& args) {
   spec.backbone = config.model.backbone;
   spec.num_keypoints = dataset.num_keypoints();
   spec.downsample_factor = config.data.downsample_factor;
-  model::HeatmapModel net(*backend, spec);
+  const auto network = model::make_pose_model(*backend, config.model.model_type, spec);
+  model::PoseModel& net = *network;
   net.initialize(config.training.rng_seed_model_pt, stream);
   train::OptimizerConfig opt_config;
   opt_config.type = config.training.optimizer;
@@ -188,7 +188,7 @@ int run_train(const Args& args) {
   loop.save_initial = cl.own.count("save-initial") > 0;
   loop.world_size = world.size;
 
-  log.info("model: " + spec.backbone + " heatmap, " + std::to_string(net.store().parameter_count()) +
+  log.info("model: " + spec.backbone + " " + config.model.model_type + ", " + std::to_string(net.store().parameter_count()) +
            " parameters; " + backend->description() + "; batch " + std::to_string(plan.rank.train_batch_size) +
            " per rank, lr " + std::to_string(plan.learning_rate));
   train::StepRunner runner(*backend, stream, net, train::parse_heatmap_loss(config.model.heatmap_loss_type));

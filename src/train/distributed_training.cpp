@@ -58,7 +58,7 @@ class DistributedTraining::Metrics final : public MetricReducer {
 };
 
 DistributedTraining::DistributedTraining(MPI_Comm world, const std::string& backend,
-                                         const DistributedConfig& config, model::HeatmapModel& model,
+                                         const DistributedConfig& config, model::PoseModel& model,
                                          int device)
     : config_(config), model_(model) {
   MPI_CHECK(MPI_Comm_rank(world, &rank_));

@@ -19,7 +19,7 @@
 
 #include "app/config.hpp"             // DistributedConfig
 #include "comm/communicator.hpp"      // comm::Communicator
-#include "model/heatmap_model.hpp"    // model::HeatmapModel
+#include "model/pose_model.hpp"       // model::PoseModel
 #include "train/bucket_reducer.hpp"   // BucketReducer, ReductionStats
 #include "train/optimizer.hpp"        // Optimizer
 #include "train/sync_batchnorm.hpp"   // SyncBatchNorm
@@ -31,7 +31,7 @@ class DistributedTraining {
  public:
   // `backend` is the resolved one (nccl, mpi or gloo); `device` the local GPU or -1.
   DistributedTraining(MPI_Comm world, const std::string& backend, const DistributedConfig& config,
-                      model::HeatmapModel& model, int device = -1);
+                      model::PoseModel& model, int device = -1);
   ~DistributedTraining();
   DistributedTraining(const DistributedTraining&) = delete;
   DistributedTraining& operator=(const DistributedTraining&) = delete;
@@ -57,7 +57,7 @@ class DistributedTraining {
   int size_ = 1;
   long step_ = 0;
   DistributedConfig config_;
-  model::HeatmapModel& model_;
+  model::PoseModel& model_;
   std::unique_ptr<comm::Communicator> comm_;
   std::unique_ptr<comm::Communicator> host_comm_;  // NCCL runs only: scalars on the host
   std::unique_ptr<SyncBatchNorm> bn_sync_;

@@ -7,7 +7,7 @@
 
 #include "compute/backend.hpp"      // compute::Backend, DeviceBuffer, HeatmapLoss
 #include "data/batch.hpp"           // data::Batch
-#include "model/heatmap_model.hpp"  // model::HeatmapModel
+#include "model/pose_model.hpp"     // model::PoseModel
 #include "model/hooks.hpp"          // model::BatchNormSync
 #include "train/gradient_sync.hpp"  // GradientSync
 #include "train/optimizer.hpp"      // Optimizer
@@ -41,7 +41,7 @@ struct Predictions {
 
 class StepRunner {
  public:
-  StepRunner(compute::Backend& backend, compute::Stream& stream, model::HeatmapModel& model,
+  StepRunner(compute::Backend& backend, compute::Stream& stream, model::PoseModel& model,
              compute::HeatmapLoss loss);
 
   // Forward + loss + backward + gradient sync + optimizer step. Returns the loss.
@@ -54,14 +54,17 @@ class StepRunner {
   void predict(const data::Batch& batch, Predictions& predictions);
 
  private:
-  // Uploads images and (masked) keypoints in heatmap pixels, builds the targets.
+  // Uploads the images (all context frames of every row).
+  void upload_images(const data::Batch& batch);
+  // Uploads images and (masked) keypoints in heatmap pixels, builds the targets
+  // (one copy per model branch).
   void upload(const data::Batch& batch, bool drop_padded_rows);
   void keypoints_from_heatmaps(const data::Batch& batch, compute::ConstTensorView heatmaps,
                                Predictions& out);
 
   compute::Backend& backend_;
   compute::Stream& stream_;
-  model::HeatmapModel& model_;
+  model::PoseModel& model_;
   compute::HeatmapLoss loss_type_;
   compute::DeviceBuffer images_, keypoints_, targets_, mask_, loss_, dpred_, coords_, confidence_;
   compute::Shape4 image_shape_, heatmap_shape_;

@@ -25,7 +25,7 @@ std::string format_duration(double s) {
 }
 }  // namespace
 
-TrainLoop::TrainLoop(StepRunner& runner, model::HeatmapModel& model, Optimizer& optimizer, BatchSource& train,
+TrainLoop::TrainLoop(StepRunner& runner, model::PoseModel& model, Optimizer& optimizer, BatchSource& train,
                      BatchSource* val, LoopConfig config, DistributedHooks hooks, Log log, compute::Stream& stream)
     : runner_(runner),
       model_(model),

@@ -7,7 +7,7 @@
 #include <string>  // std::string
 
 #include "compute/stream.hpp"       // compute::Stream
-#include "model/heatmap_model.hpp"  // model::HeatmapModel
+#include "model/pose_model.hpp"     // model::PoseModel
 #include "model/hooks.hpp"          // model::BatchNormSync
 #include "train/batch_source.hpp"   // BatchSource
 #include "train/checkpoint.hpp"     // TrainingState
@@ -41,7 +41,7 @@ struct DistributedHooks {
 
 class TrainLoop {
  public:
-  TrainLoop(StepRunner& runner, model::HeatmapModel& model, Optimizer& optimizer, BatchSource& train,
+  TrainLoop(StepRunner& runner, model::PoseModel& model, Optimizer& optimizer, BatchSource& train,
             BatchSource* val, LoopConfig config, DistributedHooks hooks, Log log, compute::Stream& stream);
 
   // Runs from `state` (fresh or resumed) to the end; returns the final state.
@@ -54,7 +54,7 @@ class TrainLoop {
   void save(const std::string& which, const TrainingState& state);
 
   StepRunner& runner_;
-  model::HeatmapModel& model_;
+  model::PoseModel& model_;
   Optimizer& optimizer_;
   BatchSource& train_;
   BatchSource* val_;

@@ -2,7 +2,10 @@
 // after the resume point dropped.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -19,7 +22,8 @@ std::string slurp(const std::string& path) {
 }  // namespace
 
 TEST_CASE("metrics.csv keeps the epochs before the resume point", "[train]") {
-  const std::string path = "test_metrics_log_tmp.csv";
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("trainer_unit_metrics_" + std::to_string(getpid()) + ".csv")).string();
   std::remove(path.c_str());
   {
     trainer::train::MetricsLog log(path, 0);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -21,10 +22,12 @@
 using namespace trainer;
 
 namespace {
+// A fresh folder under the system temporary directory (never the source tree).
 std::string scratch(const std::string& name) {
-  const std::string dir = "test_train_scratch_" + name;
-  std::system(("rm -rf " + dir).c_str());
-  ::mkdir(dir.c_str(), 0775);
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("trainer_unit_" + std::to_string(getpid()) + "_" + name)).string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
   return dir;
 }
 

@@ -1,0 +1,49 @@
+#pragma once
+// What the training step needs from a network, so that one StepRunner drives
+// both model types: `heatmap` (HeatmapModel) and `heatmap_mhcrnn` (MhcrnnModel).
+// A row of a batch carries context_frames() images (1, or 5 for the context
+// model) and yields branches() heatmap sets, stacked along the batch
+// ([branch 0 rows; branch 1 rows; ...]), all trained against the same targets.
+#include <cstdint>  // std::uint64_t
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+#include "compute/backend.hpp"        // compute::TensorView
+#include "model/hooks.hpp"            // Context
+#include "model/parameter_store.hpp"  // ParameterStore
+
+namespace trainer::model {
+
+struct ModelSpec {
+  std::string backbone = "resnet50";
+  int num_keypoints = 0;
+  int downsample_factor = 2;
+};
+
+class PoseModel {
+ public:
+  virtual ~PoseModel() = default;
+
+  virtual const ModelSpec& spec() const = 0;
+  virtual ParameterStore& store() = 0;
+  virtual const ParameterStore& store() const = 0;
+  void initialize(std::uint64_t seed, compute::Stream& stream) { store().initialize(seed, stream); }
+  // Heatmap size for an input size.
+  int heatmap_size(int input_size) const { return input_size >> spec().downsample_factor; }
+
+  virtual int context_frames() const { return 1; }
+  virtual int branches() const { return 1; }
+  // images [rows * context_frames(), 3, H, W] -> heatmaps [rows * branches(), K, h, w],
+  // each summing to 1; valid until the next forward.
+  virtual compute::TensorView forward(const Context& ctx, compute::ConstTensorView images) = 0;
+  // With train_backbone false only the head's gradients are computed.
+  virtual void backward(const Context& ctx, compute::ConstTensorView dheatmaps, bool train_backbone) = 0;
+  // Turns per-branch keypoints (coords [rows * branches(), K, 2], confidence
+  // [rows * branches(), K], host) into one prediction per row, in place.
+  virtual void merge_branches(int rows, int num_keypoints, std::vector<float>& coords,
+                              std::vector<float>& confidence) const {
+    (void)rows, (void)num_keypoints, (void)coords, (void)confidence;
+  }
+};
+
+}  // namespace trainer::model
