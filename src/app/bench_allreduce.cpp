@@ -13,6 +13,7 @@
 
 #include "app/commands.hpp"            // bench_allreduce, Args
 #include "comm/bandwidth.hpp"          // algbw_gbps, busbw_gbps
+#include "compute/backend.hpp"         // compute::make_cpu_backend, make_cuda_backend, DeviceBuffer
 #include "comm/host_stream.hpp"        // HostStream
 #include "comm/make_communicator.hpp"  // make_communicator
 #include "comm/self_check.hpp"         // run_self_check
@@ -99,11 +100,14 @@ int bench_allreduce(const Args& args) {
   Args spawn_args{"bench", "allreduce"};
   spawn_args.insert(spawn_args.end(), args.begin(), args.end());
   runtime::MpiSession session(spawn_args, nprocs, runtime::capture_environment());
-  auto comm = comm::make_communicator(backend, session.comm(), timeout_s);
-  comm::HostStream stream;
+  // NCCL: one GPU per rank on a node, the rank's local index.
+  const int device = backend == "nccl" ? session.world().local_rank : -1;
+  auto comm = comm::make_communicator(backend, session.comm(), timeout_s, device);
   const bool root = comm->rank() == 0;
 
   if (vm.count("check")) {
+    if (comm->uses_device_buffers())
+      throw UserError("bench allreduce --check runs on host buffers", "use --backend mpi or gloo");
     const int failures = comm::run_self_check(*comm, std::cerr);
     if (root) {
       std::cout << "communicator check (" << comm->name() << ", " << comm->size() << " ranks): "
@@ -111,10 +115,22 @@ int bench_allreduce(const Args& args) {
     }
     return failures == 0 ? 0 : kExitFailure;
   }
+
+  // Buffers where the communicator wants them: GPU memory for NCCL, host otherwise.
+  std::unique_ptr<compute::Backend> memory;
+  std::unique_ptr<comm::Communicator> host_comm;  // NCCL: the timing reduction runs on the host
   if (comm->uses_device_buffers()) {
-    throw UserError("bench allreduce: the " + backend + " backend is not wired into this benchmark yet",
-                    "use --backend mpi or gloo");
+#ifdef TRAINER_WITH_CUDA
+    memory = compute::make_cuda_backend(device);
+    host_comm = comm::make_communicator("mpi", session.comm(), timeout_s);
+#endif
+  } else {
+    memory = compute::make_cpu_backend(1);
   }
+  TRAINER_ASSERT(memory, "no memory backend for the " << backend << " communicator");
+  comm::Communicator& scalars = host_comm ? *host_comm : *comm;
+  compute::Stream& stream = memory->default_stream();
+  comm::HostStream host_stream;
 
   if (root) {
     std::cout << "# all-reduce benchmark: backend " << comm->name() << ", " << comm->size()
@@ -123,19 +139,24 @@ int bench_allreduce(const Args& args) {
                 "busbw(GB/s)");
     std::fflush(stdout);
   }
-  std::vector<float> buffer(hi / sizeof(float), 1.0f);
+  compute::DeviceBuffer buffer(*memory, std::max<std::size_t>(1, hi / sizeof(float)));
   for (std::size_t bytes = lo; bytes <= hi; bytes *= 2) {
     const std::size_t count = std::max<std::size_t>(1, bytes / sizeof(float));
     // Deterministic on every rank: the same number of collectives everywhere.
     const int n_iters = std::max(2, static_cast<int>(std::min<std::size_t>(
                                         iters, std::size_t(iters) * (4u << 20) / std::max<std::size_t>(bytes, 1))));
-    for (int i = 0; i < warmup; ++i) comm->all_reduce(buffer.data(), count, comm::ReduceOp::sum, stream, "bench warm-up");
+    // Ones: repeated in-place sums grow as n^iterations, which stays finite here.
+    memory->fill(buffer.data(), 1.0f, count, stream);
+    for (int i = 0; i < warmup; ++i)
+      comm->all_reduce(buffer.data(), count, comm::ReduceOp::sum, stream, "bench warm-up");
+    stream.synchronize();
     comm->barrier("bench barrier");
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < n_iters; ++i) comm->all_reduce(buffer.data(), count, comm::ReduceOp::sum, stream, "bench all_reduce");
-    const double local = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n_iters;
-    double seconds = local;
-    comm->all_reduce(&seconds, 1, comm::ReduceOp::avg, stream, "bench timing");
+    for (int i = 0; i < n_iters; ++i)
+      comm->all_reduce(buffer.data(), count, comm::ReduceOp::sum, stream, "bench all_reduce");
+    stream.synchronize();
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / n_iters;
+    scalars.all_reduce(&seconds, 1, comm::ReduceOp::avg, host_stream, "bench timing");
     if (root) {
       const std::size_t real_bytes = count * sizeof(float);
       std::printf("  %10s %12zu %6d %12.1f %10.3f %10.3f\n", human_bytes(real_bytes).c_str(), count, n_iters,
@@ -143,8 +164,6 @@ int bench_allreduce(const Args& args) {
                   comm::busbw_gbps(real_bytes, seconds, comm->size()));
       std::fflush(stdout);
     }
-    // Keep values bounded: repeated in-place sums grow as n^iters.
-    std::fill(buffer.begin(), buffer.begin() + count, 1.0f);
   }
   return 0;
 }
