@@ -12,6 +12,15 @@ A tensor passes when our error is below 1e-4, or below 3x PyTorch's own float32
 error on it: deep networks at initialization (ResNet-50) have gradients whose
 float32 rounding error exceeds 1e-4 in any implementation (PyTorch's included),
 and that is the honest bar there. Exit code 0 = all pass, 1 = a mismatch.
+
+--relu-flips (ResNet-50): float32 forward rounding (~1e-5 relative, ours and
+PyTorch's alike) moves a few pre-activations that are ~1e-5 from zero across zero,
+which flips their ReLU mask and changes the gradient of everything upstream by the
+dropped/added term (0.3-2 % per tensor). Which tensors get hit is a matter of luck
+for each implementation, so a per-tensor "3x PyTorch float32" bar is unfair there.
+In that mode a tensor passes at max(1e-4, 3x PyTorch float32, 5 %), and the mean
+error over all tensors of each kind must stay within max(1e-4, 3x PyTorch float32's
+mean): a real bug (wrong formula, aliased buffer) shows up as a broad or large error.
 """
 import os
 import sys
@@ -86,7 +95,10 @@ def run_torch(initial, images, kp, dtype):
     return out
 
 
-def main(export_dir, report_only_numbers=False):
+FLIP_CAP = 0.05  # per-tensor cap under --relu-flips
+
+
+def main(export_dir, relu_flips=False):
     initial = os.path.join(export_dir, "initial.h5")
     after = os.path.join(export_dir, "after.h5")
     backbone, keypoints, d = describe(initial)
@@ -130,6 +142,7 @@ def main(export_dir, report_only_numbers=False):
     zero_grad = f"head.deconv{5 - d - 2}.bias"
     for kind in ("grad", "exp_avg", "exp_avg_sq", "param", "buffer"):
         worst = (0.0, 0.0, "")
+        errs, errs32 = [], []
         scale = np.sqrt(sum(norm(v) ** 2 for v in exact[kind].values()))
         for name, ref in exact[kind].items():
             mine = ours[kind][name]
@@ -139,20 +152,19 @@ def main(export_dir, report_only_numbers=False):
                 continue
             err, err32 = rel(mine, ref), rel(t32[kind][name], ref)
             worst = max(worst, (err, err32, name))
-            if err > max(LIMIT, 3 * err32):
+            errs.append(err)
+            errs32.append(err32)
+            if err > max(LIMIT, 3 * err32, FLIP_CAP if relu_flips else 0.0):
                 failures.append(f"{kind} {name}: error {err:.3g} (PyTorch float32: {err32:.3g})")
-        print(f"{kind:10s}: worst error {worst[0]:.2e} ({worst[2]}; PyTorch float32 there: {worst[1]:.2e})")
+        mean, mean32 = float(np.mean(errs)), float(np.mean(errs32))
+        print(f"{kind:10s}: worst error {worst[0]:.2e} ({worst[2]}; PyTorch float32 there: {worst[1]:.2e}); "
+              f"mean {mean:.2e} (PyTorch float32: {mean32:.2e})")
+        if relu_flips and mean > max(LIMIT, 3 * mean32):
+            failures.append(f"{kind}: mean error {mean:.3g} > 3x PyTorch float32's {mean32:.3g}")
     for name, count in exact["count"].items():
         if ours["count"].get(name) != count:
             failures.append(f"{name}: ours {ours['count'].get(name)} torch {count}")
 
-    if failures and report_only_numbers:
-        names_ok = not any(line.startswith("state_dict names") or "num_batches_tracked" in line for line in failures)
-        print(f"REPORTED (--report-numbers): {len(failures)} tensors beyond the bar; names, shapes, loss and "
-              f"counters {'match' if names_ok and loss_rel <= LIMIT else 'DIFFER'}")
-        for line in failures[:10]:
-            print("  " + line)
-        return 0 if names_ok and loss_rel <= LIMIT else 1
     if failures:
         print("FAILED:")
         for line in failures[:30]:
@@ -163,6 +175,6 @@ def main(export_dir, report_only_numbers=False):
 
 
 if __name__ == "__main__":
-    # --report-numbers: names, shapes, loss and BN counters must match; gradient and
-    # Adam errors are printed, not enforced (used for ResNet-50, see docs/MODEL.md).
-    sys.exit(main(sys.argv[1], "--report-numbers" in sys.argv[2:]))
+    # --relu-flips: per-tensor bar tolerant of ReLU mask flips (ResNet-50, see above
+    # and docs/MODEL.md).
+    sys.exit(main(sys.argv[1], "--relu-flips" in sys.argv[2:]))
