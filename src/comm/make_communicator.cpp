@@ -6,30 +6,48 @@
 #include "util/error.hpp"              // UserError
 // The NCCL communicator lives in comm/cuda/ (the CUDA build only).
 #if defined(TRAINER_WITH_CUDA) && __has_include("comm/cuda/nccl_communicator.hpp")
-#include "comm/cuda/nccl_communicator.hpp"  // make_nccl_communicator
+#include "comm/cuda/host_staged_communicator.hpp"  // make_host_staged_communicator
+#include "comm/cuda/nccl_communicator.hpp"        // make_nccl_communicator
 #define TRAINER_HAVE_NCCL_COMMUNICATOR 1
 #endif
 
 namespace trainer::comm {
 
+namespace {
+
+// GPU compute with a host backend: collectives see device pointers, so they go
+// through pinned host staging. CPU compute uses the host communicator as it is.
+std::unique_ptr<Communicator> for_device(std::unique_ptr<Communicator> host, int device) {
+#ifdef TRAINER_HAVE_NCCL_COMMUNICATOR
+  if (device >= 0) return make_host_staged_communicator(std::move(host));
+#else
+  (void)device;
+#endif
+  return host;
+}
+
+}  // namespace
+
 std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_Comm world,
-                                                double timeout_s, int device) {
+                                                double timeout_s, int device, const NcclSettings& nccl) {
   if (!(timeout_s > 0)) {
     throw UserError("distributed.collective_timeout must be positive (got " + std::to_string(timeout_s) + ")",
                     "it is the number of seconds a collective may wait for the slowest rank; default 600");
   }
   if (backend == "mpi") {
-    return std::make_unique<HostCommunicator>(std::make_unique<MpiCollectives>(world), world, timeout_s);
+    return for_device(
+        std::make_unique<HostCommunicator>(std::make_unique<MpiCollectives>(world), world, timeout_s), device);
   }
   if (backend == "gloo") {
-    return std::make_unique<HostCommunicator>(std::make_unique<GlooCollectives>(world, timeout_s), world,
-                                              timeout_s);
+    return for_device(std::make_unique<HostCommunicator>(std::make_unique<GlooCollectives>(world, timeout_s),
+                                                         world, timeout_s),
+                      device);
   }
   if (backend == "nccl") {
 #ifdef TRAINER_HAVE_NCCL_COMMUNICATOR
-    return make_nccl_communicator(world, device, timeout_s);
+    return make_nccl_communicator(world, device, timeout_s, NcclOptions{nccl.debug, nccl.socket_nthreads});
 #else
-    (void)device;
+    (void)nccl;
     throw UserError("the nccl backend needs the CUDA build of trainer",
                     "use --backend mpi or gloo on CPU, or rebuild with -DTRAINER_CUDA=ON");
 #endif

@@ -10,9 +10,19 @@
 
 namespace trainer::comm {
 
+// Settings that only the NCCL backend reads; exported to NCCL's environment
+// before its communicator is created (distributed.nccl_debug, nccl_socket_nthreads).
+struct NcclSettings {
+  std::string debug;        // NCCL_DEBUG; empty leaves the environment alone
+  int socket_nthreads = 0;  // NCCL_SOCKET_NTHREADS; 0 leaves the environment alone
+};
+
 // backend: "mpi", "gloo" or "nccl" (the CUDA build only; `device` is the local GPU).
 // timeout_s: the deadline of every collective (distributed.collective_timeout).
+// With a GPU (`device` >= 0) and a host backend (mpi, gloo), buffers are device
+// memory: the host communicator is wrapped to stage them through pinned memory.
 std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_Comm world,
-                                                double timeout_s, int device = -1);
+                                                double timeout_s, int device = -1,
+                                                const NcclSettings& nccl = {});
 
 }  // namespace trainer::comm

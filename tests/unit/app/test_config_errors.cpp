@@ -248,6 +248,10 @@ TEST_CASE("impossible combinations name every key involved and its origin", "[ap
     expect_user_error([&] { parse({"--accelerator", "cpu", "--model.precision", "bf16-mixed"}); },
                       {"model.precision = bf16-mixed", "GPU only", "accelerator = cpu"}, "precision = 32");
   }
+  SECTION("mixed precision is not implemented yet") {
+    expect_user_error([&] { parse({"--accelerator", "gpu", "--model.precision", "16-mixed"}); },
+                      {"model.precision = 16-mixed", "not implemented yet"}, "precision = 32");
+  }
   SECTION("num_gpus on cpu") {
     expect_user_error([&] { parse({"--accelerator", "cpu", "--training.num_gpus", "2"}); },
                       {"training.num_gpus = 2", "accelerator = cpu"}, "num_gpus = 0");
