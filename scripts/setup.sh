@@ -25,7 +25,7 @@ JOBS=${TRAINER_JOBS:-$(nproc)}
 # suite uses: Lmod for the module build, SLURM for the job-script tests, and Debian's
 # PyTorch for the reference comparisons.
 PACKAGES=(cmake g++ make git pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
-          libboost-program-options-dev catch2 libgloo-dev libdnnl-dev libopencv-dev)
+          libboost-program-options-dev catch2 libgloo-dev libdnnl-dev libopencv-dev zlib1g-dev)
 TEST_PACKAGES=(lmod slurm-wlm munge python3-torch python3-torchvision python3-h5py)
 
 say() { printf '\n=== %s\n' "$*"; }
