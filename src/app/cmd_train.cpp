@@ -104,7 +104,11 @@ int run_train(const Args& args) {
            " train, " + std::to_string(run.split.val.size()) + " val, " + std::to_string(run.split.test.size()) +
            " test), " + std::to_string(dataset.num_keypoints()) + " keypoints; output: " + out_dir);
 
+  // The backend first: loader batches live in its (pinned) host memory.
+  auto backend = make_backend(plan);
+  compute::Stream& stream = backend->default_stream();
   data::LoaderOptions train_opts;
+  train_opts.allocator = batch_allocator(*backend);
   train_opts.batch_size = plan.rank.train_batch_size;
   train_opts.height = config.data.image_resize_height;
   train_opts.width = config.data.image_resize_width;
@@ -129,8 +133,6 @@ int run_train(const Args& args) {
   LoaderSource val_source(val_loader, run.split.val, sampler);
 
   // ---- model and optimizer -------------------------------------------------
-  auto backend = make_backend(plan);
-  compute::Stream& stream = backend->default_stream();
   model::ModelSpec spec;
   spec.backbone = config.model.backbone;
   spec.num_keypoints = dataset.num_keypoints();
