@@ -215,6 +215,8 @@ def main():
         print("# trainer vs PyTorch")
         for batch in sorted({r["batch"] for r in results}):
             by_mode = {r["mode"]: r["images_per_s"] for r in results if r["batch"] == batch}
+            # The same network and batch: the trainer does the same FLOPs per image.
+            flops_per_image = next(r["train_flops_per_step"] / batch for r in results if r["batch"] == batch)
             best_bf16 = max(v for k, v in by_mode.items() if "bf16" in k)
             for precision, ref_name, ref in (("32", "eager-fp32", by_mode["eager-fp32"]),
                                              ("bf16-mixed", "best bf16", best_bf16)):
@@ -222,10 +224,11 @@ def main():
                 if ours is None:
                     print(f"trainer {precision:10s} batch {batch:3d}: no images/s in its output")
                     continue
+                mfu = ours * flops_per_image / peak
                 results.append({"mode": f"trainer-{precision}", "batch": batch, "images_per_s": ours,
-                                "device": gpu, f"ratio_vs_{ref_name.replace(' ', '_')}": ours / ref})
+                                "device": gpu, "mfu": mfu, f"ratio_vs_{ref_name.replace(' ', '_')}": ours / ref})
                 print(f"trainer {precision:10s} batch {batch:3d}: {ours:9.1f} images/s = "
-                      f"{ours / ref:.2f}x torch {ref_name}")
+                      f"{ours / ref:.2f}x torch {ref_name} (MFU {100 * mfu:.1f}%)")
     if args.json:
         with open(args.json, "w") as f:
             for r in results:
