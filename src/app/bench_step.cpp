@@ -130,10 +130,13 @@ int bench_step(const Args& args) {
     train::save_checkpoint(export_dir + "/initial.h5", net.store(), nullptr, st, stream);
   }
   for (int i = 0; i < warmup; ++i) runner.train_step(b, optimizer, sync, true, nullptr);
+  stream.synchronize();
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = process_cpu_seconds();
-  double loss = 0;
-  for (int i = 0; i < steps; ++i) loss = runner.train_step(b, optimizer, sync, true, nullptr);
+  // Steps are queued without waiting (as in training); the loss read waits for the last.
+  for (int i = 0; i < steps; ++i) runner.train_step(b, optimizer, sync, true, nullptr);
+  runner.request_loss();
+  const double loss = runner.requested_loss();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double cpu_seconds = process_cpu_seconds() - cpu0;
 

@@ -95,7 +95,11 @@ int run_train(const Args& args) {
            " train, " + std::to_string(run.split.val.size()) + " val, " + std::to_string(run.split.test.size()) +
            " test), " + std::to_string(dataset.num_keypoints()) + " keypoints; output: " + out_dir);
 
+  // The backend first: loader batches live in its (pinned) host memory.
+  auto backend = make_run_backend(config, plan, log);  // run_setup.hpp: precision, CPU emulation warning
+  compute::Stream& stream = backend->default_stream();
   data::LoaderOptions train_opts;
+  train_opts.allocator = batch_allocator(*backend);
   train_opts.batch_size = plan.rank.train_batch_size;
   train_opts.height = config.data.image_resize_height;
   train_opts.width = config.data.image_resize_width;
@@ -120,8 +124,6 @@ int run_train(const Args& args) {
   LoaderSource val_source(val_loader, run.split.val, sampler);
 
   // ---- model and optimizer -------------------------------------------------
-  auto backend = make_run_backend(config, plan, log);  // run_setup.hpp: precision, CPU emulation warning
-  compute::Stream& stream = backend->default_stream();
   model::ModelSpec spec;
   spec.backbone = config.model.backbone;
   spec.num_keypoints = dataset.num_keypoints();
