@@ -23,7 +23,12 @@ void ensure(compute::Backend& b, compute::DeviceBuffer& buf, std::size_t count) 
 
 StepRunner::StepRunner(compute::Backend& backend, compute::Stream& stream, model::PoseModel& model,
                        compute::HeatmapLoss loss)
-    : backend_(backend), stream_(stream), model_(model), loss_type_(loss), stager_(backend) {
+    : backend_(backend),
+      stream_(stream),
+      model_(model),
+      loss_type_(loss),
+      stager_(backend),
+      scaler_(backend.precision()) {
   ensure(backend_, loss_, 1);
   ensure(backend_, loss_sum_, 1);
   loss_host_ = static_cast<float*>(backend_.allocate_host(2 * sizeof(float)));
@@ -69,7 +74,7 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   // (counted on the host while staging: no device round trip).
   const float loss_scale = sync.weighs_loss() ? sync.loss_scale(b.counted) : 1.f;
   backend_.heatmap_loss(heatmaps, {targets_.data(), hm}, mask_.data(), loss_type_, loss_.data(), dpred_.data(),
-                        loss_scale, stream_);
+                        loss_scale * scaler_.scale(), stream_);
   backend_.accumulate(loss_.data(), loss_sum_.data(), 1, stream_);
   ++losses_summed_;
   const auto& store = model_.store();
@@ -78,7 +83,9 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   sync.begin(range.offset, range.count, stream_);
   model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
   sync.finish(stream_);
-  optimizer.step(stream_);
+  // After the all-reduce, so every rank sees the same gradients and skips alike.
+  if (scaler_.unscale_and_check(backend_, model_.store().grads_data() + range.offset, range.count, stream_))
+    optimizer.step(stream_);
   stager_.release(stream_);
 }
 

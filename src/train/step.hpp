@@ -13,6 +13,7 @@
 #include "model/hooks.hpp"          // model::BatchNormSync
 #include "train/batch_stager.hpp"   // BatchStager, StagedBatch
 #include "train/gradient_sync.hpp"  // GradientSync
+#include "train/loss_scaler.hpp"    // LossScaler (16-mixed)
 #include "train/optimizer.hpp"      // Optimizer
 
 namespace trainer::train {
@@ -52,7 +53,8 @@ class StepRunner {
 
   // Enqueues forward + loss + backward + gradient sync + optimizer step on the
   // stream and returns without waiting for the device (a host-staged gradient
-  // sync waits inside, by nature). The batch's copy to the device overlaps the
+  // sync waits inside, by nature; so does 16-mixed, whose loss scaler reads its
+  // found-inf flag to decide whether the optimizer steps, as torch's GradScaler). The batch's copy to the device overlaps the
   // previous step; on return the host batch is no longer needed.
   void train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
                   bool train_backbone, model::BatchNormSync* bn_sync);
@@ -62,6 +64,9 @@ class StepRunner {
   double requested_loss();
   // Sum and number of training-step losses since the last call (waits).
   std::pair<double, long> take_loss_sum();
+  // The fp16 loss scaler (disabled unless the backend computes in fp16); its
+  // state goes into checkpoints.
+  LossScaler& loss_scaler() { return scaler_; }
 
   // Forward only (running BN statistics): loss and RMSE sums over real rows;
   // predictions filled when non-null.
@@ -81,6 +86,7 @@ class StepRunner {
   model::PoseModel& model_;
   compute::HeatmapLoss loss_type_;
   BatchStager stager_;
+  LossScaler scaler_;
   compute::DeviceBuffer targets_, mask_, loss_, loss_sum_, dpred_, coords_, confidence_;
   float* loss_host_ = nullptr;  // pinned: [0] requested loss, [1] loss sum
   std::unique_ptr<compute::Event> loss_copied_;

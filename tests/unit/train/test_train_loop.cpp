@@ -202,3 +202,43 @@ TEST_CASE("the step runner sums training losses on the device until asked", "[tr
   CHECK(again.second == 0);
   CHECK(again.first == 0);
 }
+
+TEST_CASE("16-mixed: an overflowing step is skipped and the loss scale backs off", "[train][precision]") {
+  std::unique_ptr<compute::Backend> backend = compute::make_cpu_backend(2, compute::Precision::fp16);
+  model::HeatmapModel net(*backend, model::ModelSpec{"resnet18", 2, 2});
+  net.initialize(0, backend->default_stream());
+  train::Optimizer optimizer(net.store(), train::OptimizerConfig{});
+  optimizer.set_group(model::ParamGroup::head, 1e-3, true);
+  optimizer.set_group(model::ParamGroup::backbone, 1e-3, true);
+  train::StepRunner runner(*backend, backend->default_stream(), net, compute::HeatmapLoss::mse);
+  REQUIRE(runner.loss_scaler().enabled());
+  const auto params = [&] {
+    std::vector<float> p(net.store().parameter_count());
+    backend->download(p.data(), net.store().params_data(), p.size(), backend->default_stream());
+    return p;
+  };
+  train_test::MemorySource src(4, 2, 32, 2, 5);
+  train::LocalGradientSync sync;
+  src.start_epoch(0);
+
+  // A scale this large overflows fp16 in the emulated convolution backward.
+  runner.loss_scaler().restore({1e30f, 7});
+  const auto before = params();
+  runner.train_step(*src.next(), optimizer, sync, true, nullptr);
+  CHECK(params() == before);
+  CHECK(runner.loss_scaler().skipped_steps() == 1);
+  CHECK(runner.loss_scaler().state().scale == 5e29f);
+  CHECK(runner.loss_scaler().state().growth_tracker == 0);
+  CHECK(optimizer.group(model::ParamGroup::head).step == 0);
+
+  // A sane scale trains; the loss is reported unscaled either way.
+  runner.loss_scaler().restore({1024.f, 0});
+  runner.train_step(*src.next(), optimizer, sync, true, nullptr);
+  runner.request_loss();
+  const double loss = runner.requested_loss();
+  CHECK(params() != before);
+  CHECK(runner.loss_scaler().skipped_steps() == 1);
+  CHECK(runner.loss_scaler().state().growth_tracker == 1);
+  CHECK(loss > 0);
+  CHECK(loss < 1);
+}
