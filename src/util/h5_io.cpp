@@ -46,6 +46,18 @@ Handle open_attribute_of_class(hid_t object, const char* name, std::initializer_
   return {};
 }
 
+// The memory type for reading fixed-length strings stored as `file_type`: one byte
+// wider and NUL-terminated, so a string that fills its whole stored width (h5py's
+// bytes, or write_fixed_string_attribute) keeps its last character; same character
+// set, since HDF5 does not convert between ASCII and UTF-8.
+Handle fixed_string_memory_type(hid_t file_type) {
+  Handle type = H5_OWN(datatype, H5Tcopy(H5T_C_S1));
+  H5_CHECK(H5Tset_size(type.get(), H5Tget_size(file_type) + 1));
+  H5_CHECK(H5Tset_strpad(type.get(), H5T_STR_NULLTERM));
+  H5_CHECK(H5Tset_cset(type.get(), H5_CHECK(H5Tget_cset(file_type))));
+  return type;
+}
+
 // Checks that a dataset holds one-dimensional data of the class; returns its length.
 size_t one_dimensional_length(hid_t dataset, hid_t file_type, H5T_class_t expected, const char* what) {
   if (H5Tget_class(file_type) != expected) throw UserError(std::string("is not ") + what + " dataset");
@@ -113,17 +125,11 @@ std::vector<std::string> read_strings(hid_t dataset) {
     Handle space = H5_OWN(dataspace, H5Dget_space(dataset));
     H5Dvlen_reclaim(mem_type.get(), space.get(), H5P_DEFAULT, pointers.data());
   } else {
-    const size_t width = H5Tget_size(file_type.get());
-    Handle mem_type = H5_OWN(datatype, H5Tcopy(H5T_C_S1));
-    H5_CHECK(H5Tset_size(mem_type.get(), width));
+    Handle mem_type = fixed_string_memory_type(file_type.get());
+    const size_t width = H5Tget_size(mem_type.get());
     std::vector<char> buffer(n * width);
     H5_CHECK(H5Dread(dataset, mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()));
-    for (size_t i = 0; i < n; ++i) {
-      const char* s = buffer.data() + i * width;
-      size_t len = 0;
-      while (len < width && s[len] != '\0') ++len;
-      out.emplace_back(s, len);
-    }
+    for (size_t i = 0; i < n; ++i) out.emplace_back(buffer.data() + i * width);  // NUL-terminated
   }
   return out;
 }
@@ -162,12 +168,9 @@ bool read_string_attribute(hid_t object, const char* name, std::string* value) {
     *value = p ? p : "";
     H5free_memory(p);  // allocated by HDF5 for the variable-length string
   } else {
-    // Read with the stored type itself: no conversion, so a string that fills its
-    // whole width (no NUL stored, as write_fixed_string_attribute does) keeps its
-    // last character; the extra zero byte terminates it.
-    const size_t width = H5Tget_size(type.get());
-    std::vector<char> buffer(width + 1, '\0');
-    H5_CHECK(H5Aread(attr.get(), type.get(), buffer.data()));
+    Handle mem_type = fixed_string_memory_type(type.get());
+    std::vector<char> buffer(H5Tget_size(mem_type.get()), '\0');
+    H5_CHECK(H5Aread(attr.get(), mem_type.get(), buffer.data()));
     *value = std::string(buffer.data());
   }
   return true;

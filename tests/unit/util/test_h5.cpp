@@ -98,6 +98,33 @@ TEST_CASE("h5 datasets keep the stored types, shapes and group paths checkpoints
   CHECK_THROWS_AS(h5::read_int64(names.get()), trainer::UserError);
 }
 
+TEST_CASE("h5 reads fixed-length strings that fill their whole width (h5py bytes) uncut", "[util][h5]") {
+  ScratchDir dir("h5-fixed");
+  const std::string path = dir.file("s.h5");
+  {
+    h5::Handle file = create_file(path);
+    h5::Handle type = H5_OWN(datatype, H5Tcopy(H5T_C_S1));  // numpy 'S4': null-padded, no terminator
+    H5_CHECK(H5Tset_size(type.get(), 4));
+    H5_CHECK(H5Tset_strpad(type.get(), H5T_STR_NULLPAD));
+    const hsize_t n = 2;
+    h5::Handle space = H5_OWN(dataspace, H5Screate_simple(1, &n, nullptr));
+    h5::Handle set = H5_OWN(dataset, H5Dcreate2(file.get(), "names", type.get(), space.get(), H5P_DEFAULT,
+                                                H5P_DEFAULT, H5P_DEFAULT));
+    const char data[] = {'n', 'o', 's', 'e', 'a', 'b', '\0', '\0'};
+    H5_CHECK(H5Dwrite(set.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, data));
+    h5::Handle scalar = H5_OWN(dataspace, H5Screate(H5S_SCALAR));
+    h5::Handle attr = H5_OWN(attribute, H5Acreate2(file.get(), "tail", type.get(), scalar.get(), H5P_DEFAULT,
+                                                   H5P_DEFAULT));
+    H5_CHECK(H5Awrite(attr.get(), type.get(), "tail"));
+  }
+  h5::Handle file = open_file(path);
+  h5::Handle names = H5_OWN(dataset, H5Dopen2(file.get(), "names", H5P_DEFAULT));
+  CHECK(h5::read_strings(names.get()) == std::vector<std::string>{"nose", "ab"});
+  std::string s;
+  REQUIRE(h5::read_string_attribute(file.get(), "tail", &s));
+  CHECK(s == "tail");
+}
+
 TEST_CASE("h5 AtomicFile shows the file under its final name only after commit", "[util][h5]") {
   ScratchDir dir("h5-atomic");
   const std::string path = dir.file("out.h5");
