@@ -4,7 +4,8 @@
 
 #include <cfloat>  // FLT_MAX
 
-#include "launch.cuh"  // blocks_for, kThreads, block_sum, block_max
+#include "compute/keypoint_rule.hpp"  // keypoint_counts
+#include "launch.cuh"                  // blocks_for, kThreads, block_sum, block_max
 
 namespace trainer::kernels {
 namespace {
@@ -14,12 +15,7 @@ using detail::block_max;
 using detail::block_sum;
 using detail::kThreads;
 
-// lightning-pose's rule: a keypoint counts unless a coordinate is NaN or it lies
-// outside [-1, W+1] x [-1, H+1] (heatmap pixels).
-__device__ inline bool keypoint_counts(float x, float y, int h, int w) {
-  return !isnan(x) && !isnan(y) && x >= -1.f && x <= float(w + 1) && y >= -1.f &&
-         y <= float(h + 1);
-}
+using compute::keypoint_counts;  // lightning-pose's rule, shared with the host
 
 // Values in double as the CPU twin computes them, stored as float.
 __global__ void targets_kernel(const float* keypoints, int h, int w, float sigma, float* targets,

@@ -8,6 +8,7 @@
 #include <chrono>    // std::chrono::steady_clock
 #include <cstdio>    // std::printf
 #include <iostream>  // std::cout
+#include <memory>    // std::unique_ptr
 #include <random>    // std::mt19937 (benchmark input only)
 #include <string>    // std::string
 #include <vector>    // std::vector
@@ -15,8 +16,9 @@
 #include <boost/program_options.hpp>  // options_description
 
 #include "app/commands.hpp"         // bench_step, Args
-#include "app/run_setup.hpp"        // make_directories
-#include "compute/backend.hpp"      // compute::make_cpu_backend
+#include "app/run_setup.hpp"        // make_directories, cpu_precision_warning
+#include "compute/backend.hpp"      // compute::make_cpu_backend, make_cuda_backend
+#include "compute/precision.hpp"    // compute::parse_precision
 #include "data/batch.hpp"           // data::Batch
 #include "model/heatmap_model.hpp"  // model::HeatmapModel
 #include "train/checkpoint.hpp"     // save_checkpoint, save_named_tensors
@@ -39,7 +41,7 @@ double process_cpu_seconds() {
 }  // namespace
 
 int bench_step(const Args& args) {
-  std::string backbone = "resnet18", export_dir;
+  std::string backbone = "resnet18", export_dir, precision_name = "32", accelerator = "cpu";
   int size = 128, batch = 16, keypoints = 17, steps = 10, warmup = 2, threads = 0, downsample = 2;
   unsigned seed = 0;
   po::options_description desc("trainer bench step [options]");
@@ -47,6 +49,12 @@ int bench_step(const Args& args) {
       ("backbone", po::value(&backbone)->default_value(backbone), "resnet18 | resnet34 | resnet50")
       ("size", po::value(&size)->default_value(size), "square input size in pixels (multiple of 32)")
       ("batch", po::value(&batch)->default_value(batch), "images per step")
+      ("batch-size", po::value<int>(), "same as --batch (the spelling scripts/bench_gpu_torch.py uses)")
+      ("precision", po::value(&precision_name)->default_value(precision_name),
+       "32 | bf16-mixed | 16-mixed: convolution precision (docs/GPU.md); on the CPU the mixed ones "
+       "are emulated in fp32 (same numerics, no speed-up)")
+      ("accelerator", po::value(&accelerator)->default_value(accelerator),
+       "cpu | gpu (gpu: the CUDA backend on device 0; CUDA builds only)")
       ("keypoints", po::value(&keypoints)->default_value(keypoints), "keypoints (heatmap channels)")
       ("downsample", po::value(&downsample)->default_value(downsample), "downsample factor d (heatmap = size / 2^d)")
       ("steps", po::value(&steps)->default_value(steps), "timed steps")
@@ -62,6 +70,7 @@ int bench_step(const Args& args) {
   } catch (const po::error& e) {
     throw UserError(std::string("bench step: ") + e.what(), "see `trainer bench step --help`");
   }
+  if (vm.count("batch-size")) batch = vm["batch-size"].as<int>();
   if (vm.count("help")) {
     std::cout << desc;
     return 0;
@@ -70,8 +79,22 @@ int bench_step(const Args& args) {
   if (batch < 1 || steps < 1 || keypoints < 1) throw UserError("bench step: --batch, --steps and --keypoints must be >= 1");
   const bool exporting = !export_dir.empty();
   if (exporting) steps = 1, warmup = 0;
+  const compute::Precision precision = compute::parse_precision(precision_name);
+  if (accelerator != "cpu" && accelerator != "gpu")
+    throw UserError("bench step: --accelerator must be cpu or gpu, not '" + accelerator + "'");
 
-  auto backend = compute::make_cpu_backend(threads);
+  std::unique_ptr<compute::Backend> backend;
+  if (accelerator == "gpu") {
+#ifdef TRAINER_WITH_CUDA
+    backend = compute::make_cuda_backend(0, precision);
+#else
+    throw UserError("bench step: this trainer was built without the GPU path",
+                    "rebuild with -DTRAINER_CUDA=ON or use --accelerator cpu");
+#endif
+  } else {
+    if (precision != compute::Precision::fp32) std::fprintf(stderr, "warning: %s\n", cpu_precision_warning(precision_name).c_str());
+    backend = compute::make_cpu_backend(threads, precision);
+  }
   auto& stream = backend->default_stream();
   model::HeatmapModel net(*backend, model::ModelSpec{backbone, keypoints, downsample});
   net.initialize(seed, stream);
@@ -107,10 +130,13 @@ int bench_step(const Args& args) {
     train::save_checkpoint(export_dir + "/initial.h5", net.store(), nullptr, st, stream);
   }
   for (int i = 0; i < warmup; ++i) runner.train_step(b, optimizer, sync, true, nullptr);
+  stream.synchronize();
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = process_cpu_seconds();
-  double loss = 0;
-  for (int i = 0; i < steps; ++i) loss = runner.train_step(b, optimizer, sync, true, nullptr);
+  // Steps are queued without waiting (as in training); the loss read waits for the last.
+  for (int i = 0; i < steps; ++i) runner.train_step(b, optimizer, sync, true, nullptr);
+  runner.request_loss();
+  const double loss = runner.requested_loss();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double cpu_seconds = process_cpu_seconds() - cpu0;
 
@@ -135,8 +161,8 @@ int bench_step(const Args& args) {
     std::printf("exported initial.h5, batch.h5, after.h5 to %s (loss %.8g)\n", export_dir.c_str(), loss);
     return 0;
   }
-  std::printf("bench step: %s %dx%d batch %d, %d keypoints, %s\n", backbone.c_str(), size, size, batch, keypoints,
-              backend->description().c_str());
+  std::printf("bench step: %s %dx%d batch %d, %d keypoints, precision %s, %s\n", backbone.c_str(), size, size,
+              batch, keypoints, precision_name.c_str(), backend->description().c_str());
   std::printf("trainer: %.2f images/s (%.3f s/step over %d steps, last loss %.6g)\n", batch * steps / seconds,
               seconds / steps, steps, loss);
   // On a shared machine wall time measures the scheduler; CPU time measures the

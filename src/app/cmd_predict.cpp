@@ -17,6 +17,7 @@
 
 #include "app/commands.hpp"         // run_predict, Args
 #include "app/config_parse.hpp"     // parse_command_line
+#include "app/loader_source.hpp"    // batch_allocator
 #include "app/run_setup.hpp"        // open_run_data, write_text_atomically
 #include "compute/backend.hpp"      // compute::make_cpu_backend
 #include "data/loader.hpp"          // data::Loader
@@ -98,6 +99,7 @@ int run_predict(const Args& args_in) {
   opts.width = config.data.image_resize_width;
   opts.num_workers = config.training.num_workers > 0 ? config.training.num_workers : 1;
   opts.context = model::needs_context_frames(config.model.model_type);
+  opts.allocator = batch_allocator(*backend);
   data::Loader loader(dataset, opts);
   std::vector<data::SampleRow> rows(static_cast<std::size_t>(dataset.size()));
   for (std::int64_t i = 0; i < dataset.size(); ++i) rows[std::size_t(i)].frame = i;

@@ -12,7 +12,7 @@
 #include "app/commands.hpp"         // run_train, Args
 #include "app/config_parse.hpp"     // parse_command_line, config_to_ini
 #include "app/loader_source.hpp"    // LoaderSource
-#include "app/run_setup.hpp"        // open_run_data, output folder helpers
+#include "app/run_setup.hpp"        // open_run_data, make_run_backend, output folder helpers
 #include "compute/backend.hpp"      // compute::make_cpu_backend
 #include "data/augment.hpp"         // data::parse_imgaug
 #include "data/loader.hpp"          // data::Loader
@@ -35,15 +35,6 @@ namespace po = boost::program_options;
 namespace trainer::app {
 
 namespace {
-
-std::unique_ptr<compute::Backend> make_backend(const runtime::RunPlan& plan) {
-#ifdef TRAINER_WITH_CUDA
-  if (plan.accelerator == "gpu") return compute::make_cuda_backend(plan.rank.device);
-#endif
-  if (plan.accelerator == "gpu")
-    throw UserError("this trainer was built without the GPU path", "rebuild with -DTRAINER_CUDA=ON or use --accelerator cpu");
-  return compute::make_cpu_backend(0);
-}
 
 // The checkpoint's run folder: <run>/checkpoints/x.h5 -> <run>.
 std::string run_dir_of_checkpoint(const std::string& path) {
@@ -104,7 +95,11 @@ int run_train(const Args& args) {
            " train, " + std::to_string(run.split.val.size()) + " val, " + std::to_string(run.split.test.size()) +
            " test), " + std::to_string(dataset.num_keypoints()) + " keypoints; output: " + out_dir);
 
+  // The backend first: loader batches live in its (pinned) host memory.
+  auto backend = make_run_backend(config, plan, log);  // run_setup.hpp: precision, CPU emulation warning
+  compute::Stream& stream = backend->default_stream();
   data::LoaderOptions train_opts;
+  train_opts.allocator = batch_allocator(*backend);
   train_opts.batch_size = plan.rank.train_batch_size;
   train_opts.height = config.data.image_resize_height;
   train_opts.width = config.data.image_resize_width;
@@ -129,8 +124,6 @@ int run_train(const Args& args) {
   LoaderSource val_source(val_loader, run.split.val, sampler);
 
   // ---- model and optimizer -------------------------------------------------
-  auto backend = make_backend(plan);
-  compute::Stream& stream = backend->default_stream();
   model::ModelSpec spec;
   spec.backbone = config.model.backbone;
   spec.num_keypoints = dataset.num_keypoints();

@@ -312,7 +312,9 @@ std::vector<ConfigKey> build_table() {
              "heatmap loss: mse, kl or js")
           .lp("model.heatmap_loss_type"),
       choice("model", "precision", field(M, &MC::precision), {"32", "bf16-mixed", "16-mixed"},
-             "arithmetic precision; the mixed ones are GPU only")
+             "convolution precision: 32 = fp32; bf16-mixed / 16-mixed = 16-bit convolutions with fp32 "
+             "accumulation, fp32 everything else (16-mixed adds dynamic loss scaling); on CPUs the "
+             "mixed ones are emulated in fp32 (same numerics, no speed-up)")
           .lp("(Lightning Trainer precision)"),
       // [distributed]
       choice("distributed", "backend", field(X, &XC::backend), {"auto", "nccl", "mpi", "gloo"},

@@ -3,6 +3,13 @@
 
 namespace trainer::app {
 
+data::HostAllocator batch_allocator(compute::Backend& backend) {
+  data::HostAllocator a;
+  a.allocate = [&backend](std::size_t bytes) { return backend.allocate_host(bytes); };
+  a.release = [&backend](void* pointer) { backend.release_host(pointer); };
+  return a;
+}
+
 LoaderSource::LoaderSource(data::Loader& loader, std::vector<std::int64_t> frames, data::SamplerOptions sampler)
     : loader_(loader), frames_(std::move(frames)), sampler_(sampler) {}
 

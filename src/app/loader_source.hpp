@@ -4,11 +4,16 @@
 #include <cstdint>  // std::int64_t
 #include <vector>   // std::vector
 
-#include "data/loader.hpp"         // data::Loader
+#include "compute/backend.hpp"      // compute::Backend
+#include "data/loader.hpp"         // data::Loader, HostAllocator
 #include "data/sampler.hpp"        // data::SamplerOptions
 #include "train/batch_source.hpp"  // train::BatchSource
 
 namespace trainer::app {
+
+// Batch memory from the backend's host allocator (pinned for CUDA), so that a
+// batch's copy to the device is asynchronous. The backend must outlive the loader.
+data::HostAllocator batch_allocator(compute::Backend& backend);
 
 class LoaderSource final : public train::BatchSource {
  public:

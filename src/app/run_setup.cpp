@@ -11,10 +11,28 @@
 #include <ctime>    // std::time, localtime_r, strftime
 #include <fstream>  // std::ofstream
 
+#include "compute/precision.hpp"  // compute::parse_precision
 #include "data/synth.hpp"  // data::ensure_synthetic_dataset
 #include "util/error.hpp"  // UserError, MPI_CHECK
 
 namespace trainer::app {
+
+std::string cpu_precision_warning(const std::string& precision) {
+  return "precision " + precision +
+         " on CPU emulates the 16-bit rounding of the GPU path in fp32: same numerics, no speed-up";
+}
+
+std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const runtime::RunPlan& plan,
+                                                   const Log& log) {
+  const compute::Precision precision = compute::parse_precision(config.model.precision);
+#ifdef TRAINER_WITH_CUDA
+  if (plan.accelerator == "gpu") return compute::make_cuda_backend(plan.rank.device, precision);
+#endif
+  if (plan.accelerator == "gpu")
+    throw UserError("this trainer was built without the GPU path", "rebuild with -DTRAINER_CUDA=ON or use --accelerator cpu");
+  if (precision != compute::Precision::fp32) log.warn(cpu_precision_warning(config.model.precision));
+  return compute::make_cpu_backend(0, precision);
+}
 
 void barrier(const runtime::World& world) {
   if (world.comm != MPI_COMM_NULL && world.size > 1) MPI_CHECK(MPI_Barrier(world.comm));

@@ -7,8 +7,10 @@
 #include <vector>  // std::vector
 
 #include "app/config.hpp"      // Config
+#include "compute/backend.hpp"  // compute::Backend
 #include "data/dataset.hpp"    // data::Dataset
 #include "data/split.hpp"      // data::Split
+#include "runtime/run_plan.hpp"  // runtime::RunPlan
 #include "runtime/world.hpp"   // runtime::World
 #include "util/log.hpp"        // Log
 
@@ -23,6 +25,15 @@ struct RunData {
 // Collective: with no data_files, rank 0 writes the synthetic demo data set
 // (data.synthetic_file) if it does not exist yet; every rank then opens the data.
 RunData open_run_data(const Config& config, const runtime::World& world, const Log& log);
+
+// The run's compute backend: CUDA on the planned GPU, or the CPU, with the
+// convolution precision of model.precision. A mixed precision on the CPU is
+// emulated (same numerics as the GPU, no speed-up): rank 0 warns once.
+std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const runtime::RunPlan& plan,
+                                                   const Log& log);
+
+// The warning for a mixed `precision` ("bf16-mixed", "16-mixed") on the CPU.
+std::string cpu_precision_warning(const std::string& precision);
 
 // Rank 0's string on every rank (collective).
 std::string broadcast_string(const runtime::World& world, const std::string& value);

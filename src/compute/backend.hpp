@@ -15,12 +15,16 @@
 // - Ops check that shapes agree with their geometry and throw SystemError
 //   ("internal error") otherwise; library failures throw SystemError too.
 // - Semantics of every op (PyTorch / lightning-pose) in docs/COMPUTE.md.
+// - Precision (chosen when the backend is made): with bf16 / fp16, the six
+//   convolution ops round their operands and their result to the 16-bit type and
+//   accumulate in fp32 (compute/precision.hpp); every other op is fp32 always.
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::uint8_t
 #include <memory>   // std::unique_ptr
 #include <string>   // std::string
 
-#include "compute/stream.hpp"  // Stream, Event
+#include "compute/precision.hpp"  // Precision
+#include "compute/stream.hpp"     // Stream, Event
 #include "compute/tensor.hpp"  // Shape4, TensorView, ConstTensorView, DeviceKind
 
 namespace trainer::compute {
@@ -63,6 +67,8 @@ class Backend {
   virtual ~Backend() = default;
   virtual DeviceKind kind() const = 0;
   virtual std::string description() const = 0;  // e.g. "cpu (oneDNN 2.6, 2 threads)"
+  // The precision of the convolutions (fixed for the life of the backend).
+  virtual Precision precision() const = 0;
 
   // ---- streams and memory -------------------------------------------------
   virtual Stream& default_stream() = 0;
@@ -196,13 +202,24 @@ class Backend {
   // decoupled_weight_decay, AdamW (param *= 1 - lr * wd first); amsgrad off.
   virtual void adam_update(float* params, const float* grads, float* m, float* v, std::size_t count,
                            const AdamParams& p, Stream& s) = 0;
+
+  // ---- mixed precision ------------------------------------------------------
+  // Loss-scale unscaling in one pass (torch's _amp_foreach_non_finite_check_and_unscale_):
+  // grads[i] *= inv_scale, and found_inf[0] (device memory) is set to 1 when any
+  // result is inf or NaN. found_inf is never cleared here, so several ranges can
+  // share one flag: the caller zeroes it (fill) before the first range.
+  virtual void unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf,
+                                 Stream& s) = 0;
 };
 
 // The CPU backend (oneDNN); threads = 0 means OMP_NUM_THREADS or the core count.
-std::unique_ptr<Backend> make_cpu_backend(int threads = 0);
+// With bf16 / fp16 it emulates the GPU's 16-bit rounding around fp32 convolutions:
+// the same numerics (up to accumulation order), no speed-up.
+std::unique_ptr<Backend> make_cpu_backend(int threads = 0, Precision precision = Precision::fp32);
 #ifdef TRAINER_WITH_CUDA
-// The CUDA backend on the given (already selected) device ordinal.
-std::unique_ptr<Backend> make_cuda_backend(int device_ordinal);
+// The CUDA backend on the given (already selected) device ordinal (more options:
+// compute/cuda/cuda_backend.hpp).
+std::unique_ptr<Backend> make_cuda_backend(int device_ordinal, Precision precision = Precision::fp32);
 #endif
 
 // RAII owner of `count` floats on a backend.

@@ -10,6 +10,9 @@ namespace trainer::compute {
 class Event {
  public:
   virtual ~Event() = default;
+  // Blocks the host until the work before the event is done. Host streams run
+  // work at once, so their events are always complete.
+  virtual void synchronize() const {}
 };
 
 class Stream {

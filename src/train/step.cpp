@@ -23,82 +23,84 @@ void ensure(compute::Backend& b, compute::DeviceBuffer& buf, std::size_t count) 
 
 StepRunner::StepRunner(compute::Backend& backend, compute::Stream& stream, model::PoseModel& model,
                        compute::HeatmapLoss loss)
-    : backend_(backend), stream_(stream), model_(model), loss_type_(loss) {
+    : backend_(backend), stream_(stream), model_(model), loss_type_(loss), stager_(backend) {
   ensure(backend_, loss_, 1);
+  ensure(backend_, loss_sum_, 1);
+  loss_host_ = static_cast<float*>(backend_.allocate_host(2 * sizeof(float)));
 }
 
-void StepRunner::upload_images(const data::Batch& batch) {
+StepRunner::~StepRunner() {
+  stream_.synchronize();  // a pending loss copy writes into loss_host_
+  backend_.release_host(loss_host_);
+}
+
+const StagedBatch& StepRunner::stage(const data::Batch& batch, bool labels, bool drop_padded_rows) {
   if (batch.context_frames != model_.context_frames())
     throw UserError("the batch has " + std::to_string(batch.context_frames) + " frames per row but the model needs " +
                         std::to_string(model_.context_frames()),
                     "model_type heatmap_mhcrnn needs context batches (5 frames per row)");
-  image_shape_ = {batch.size * batch.context_frames, 3, batch.height, batch.width};
-  ensure(backend_, images_, image_shape_.numel());
-  backend_.upload(images_.data(), batch.images, image_shape_.numel(), stream_);
-}
-
-void StepRunner::upload(const data::Batch& batch, bool drop_padded_rows) {
-  const int n = batch.size, k = batch.num_keypoints;
-  if (k != model_.spec().num_keypoints)
-    throw UserError("the data has " + std::to_string(k) + " keypoints but the model " +
+  if (labels && batch.num_keypoints != model_.spec().num_keypoints)
+    throw UserError("the data has " + std::to_string(batch.num_keypoints) + " keypoints but the model " +
                     std::to_string(model_.spec().num_keypoints));
-  upload_images(batch);
-  // A model with several branches (heatmap_mhcrnn) trains each on the same targets.
-  const int branches = model_.branches();
-  heatmap_shape_ = {n * branches, k, model_.heatmap_size(batch.height), model_.heatmap_size(batch.width)};
-  // Keypoints go to heatmap pixels: x_hm = x * W_out / W_in (no half-pixel shift).
-  const float sx = float(heatmap_shape_.w) / float(batch.width);
-  const float sy = float(heatmap_shape_.h) / float(batch.height);
-  host_keypoints_.resize(std::size_t(n) * branches * k * 2);
-  for (int i = 0; i < n; ++i) {
-    const bool drop = drop_padded_rows && !batch.is_real.empty() && !batch.is_real[i];
-    for (int j = 0; j < k; ++j) {
-      const std::size_t at = (std::size_t(i) * k + j) * 2;
-      host_keypoints_[at] = drop ? NAN : batch.keypoints[at] * sx;
-      host_keypoints_[at + 1] = drop ? NAN : batch.keypoints[at + 1] * sy;
-    }
+  StageLayout layout;
+  layout.heatmap_height = model_.heatmap_size(batch.height);
+  layout.heatmap_width = model_.heatmap_size(batch.width);
+  layout.branches = model_.branches();
+  layout.keypoints = labels;
+  layout.drop_padded_rows = drop_padded_rows;
+  const StagedBatch& staged = stager_.stage(batch, layout, stream_);
+  if (labels) {
+    const compute::Shape4 hm = staged.heatmap_shape;
+    ensure(backend_, targets_, hm.numel());
+    ensure(backend_, mask_, std::size_t(hm.n) * hm.c);
+    backend_.heatmap_targets(staged.keypoints, {targets_.data(), hm}, kHeatmapSigma, mask_.data(), stream_);
   }
-  const std::size_t per_branch = std::size_t(n) * k * 2;
-  for (int br = 1; br < branches; ++br)
-    std::copy(host_keypoints_.begin(), host_keypoints_.begin() + long(per_branch),
-              host_keypoints_.begin() + long(br * per_branch));
-  ensure(backend_, keypoints_, host_keypoints_.size());
-  backend_.upload(keypoints_.data(), host_keypoints_.data(), host_keypoints_.size(), stream_);
-  ensure(backend_, targets_, heatmap_shape_.numel());
-  ensure(backend_, mask_, std::size_t(heatmap_shape_.n) * k);
-  backend_.heatmap_targets(keypoints_.data(), {targets_.data(), heatmap_shape_}, kHeatmapSigma, mask_.data(),
-                           stream_);
+  return staged;
 }
 
-double StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
-                              bool train_backbone, model::BatchNormSync* bn_sync) {
-  upload(batch, false);  // padded rows train too, as with Lightning's DistributedSampler
+void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
+                            bool train_backbone, model::BatchNormSync* bn_sync) {
+  const StagedBatch& b = stage(batch, true, false);  // padded rows train too, as with Lightning's DistributedSampler
+  const compute::Shape4 hm = b.heatmap_shape;
   model::Context ctx{backend_, stream_, true, bn_sync, &sync};
-  auto heatmaps = model_.forward(ctx, {images_.data(), image_shape_});
-  ensure(backend_, dpred_, heatmap_shape_.numel());
-  float loss_scale = 1.f;
-  if (sync.weighs_loss()) {
-    // Data-parallel: weigh this rank's mean loss by its share of counted keypoints.
-    host_mask_.resize(std::size_t(heatmap_shape_.n) * batch.num_keypoints);
-    backend_.download(host_mask_.data(), mask_.data(), host_mask_.size(), stream_);
-    stream_.synchronize();
-    double counted = 0;
-    for (float m : host_mask_) counted += m != 0.f ? 1.0 : 0.0;
-    loss_scale = sync.loss_scale(counted);
-  }
-  backend_.heatmap_loss(heatmaps, {targets_.data(), heatmap_shape_}, mask_.data(), loss_type_, loss_.data(),
-                        dpred_.data(), loss_scale, stream_);
+  auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
+  ensure(backend_, dpred_, hm.numel());
+  // Data-parallel: weigh this rank's mean loss by its share of counted keypoints
+  // (counted on the host while staging: no device round trip).
+  const float loss_scale = sync.weighs_loss() ? sync.loss_scale(b.counted) : 1.f;
+  backend_.heatmap_loss(heatmaps, {targets_.data(), hm}, mask_.data(), loss_type_, loss_.data(), dpred_.data(),
+                        loss_scale, stream_);
+  backend_.accumulate(loss_.data(), loss_sum_.data(), 1, stream_);
+  ++losses_summed_;
   const auto& store = model_.store();
   const auto range = train_backbone ? model::ParameterStore::Range{0, store.parameter_count()}
                                     : store.group_range(model::ParamGroup::head);
   sync.begin(range.offset, range.count, stream_);
-  model_.backward(ctx, {dpred_.data(), heatmap_shape_}, train_backbone);
+  model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
   sync.finish(stream_);
   optimizer.step(stream_);
-  float loss = 0;
-  backend_.download(&loss, loss_.data(), 1, stream_);
+  stager_.release(stream_);
+}
+
+void StepRunner::request_loss() {
+  backend_.download(&loss_host_[0], loss_.data(), 1, stream_);
+  loss_copied_ = stream_.record();
+}
+
+double StepRunner::requested_loss() {
+  TRAINER_ASSERT(loss_copied_ != nullptr, "requested_loss() without request_loss()");
+  loss_copied_->synchronize();
+  loss_copied_.reset();
+  return loss_host_[0];
+}
+
+std::pair<double, long> StepRunner::take_loss_sum() {
+  backend_.download(&loss_host_[1], loss_sum_.data(), 1, stream_);
+  backend_.fill(loss_sum_.data(), 0.f, 1, stream_);
   stream_.synchronize();
-  return loss;
+  const std::pair<double, long> result{loss_host_[1], losses_summed_};
+  losses_summed_ = 0;
+  return result;
 }
 
 void StepRunner::keypoints_from_heatmaps(const data::Batch& batch, compute::ConstTensorView heatmaps,
@@ -127,24 +129,23 @@ void StepRunner::keypoints_from_heatmaps(const data::Batch& batch, compute::Cons
 }
 
 EvalSums StepRunner::evaluate(const data::Batch& batch, Predictions* predictions) {
-  upload(batch, true);  // padded rows are excluded from every metric
+  const StagedBatch& b = stage(batch, true, true);  // padded rows are excluded from every metric
+  const compute::Shape4 hm = b.heatmap_shape;
   model::Context ctx{backend_, stream_, false, nullptr, nullptr};
-  auto heatmaps = model_.forward(ctx, {images_.data(), image_shape_});
-  backend_.heatmap_loss(heatmaps, {targets_.data(), heatmap_shape_}, mask_.data(), loss_type_, loss_.data(),
-                        nullptr, 1.f, stream_);
-  float loss = 0;
-  const int n = batch.size, k = batch.num_keypoints;
-  host_mask_.resize(std::size_t(heatmap_shape_.n) * k);
-  backend_.download(&loss, loss_.data(), 1, stream_);
-  backend_.download(host_mask_.data(), mask_.data(), host_mask_.size(), stream_);
-  stream_.synchronize();
+  auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
+  backend_.heatmap_loss(heatmaps, {targets_.data(), hm}, mask_.data(), loss_type_, loss_.data(), nullptr, 1.f,
+                        stream_);
   EvalSums sums;
-  for (float m : host_mask_) sums.loss_count += m;
-  if (sums.loss_count > 0) sums.loss_weighted = double(loss) * sums.loss_count;
+  sums.loss_count = b.counted;
+  request_loss();
+  const double loss = requested_loss();
+  if (sums.loss_count > 0) sums.loss_weighted = loss * sums.loss_count;
+  const int n = batch.size, k = batch.num_keypoints;
 
   Predictions local;
   Predictions& p = predictions ? *predictions : local;
-  keypoints_from_heatmaps(batch, heatmaps, p);
+  keypoints_from_heatmaps(batch, heatmaps, p);  // waits for the device
+  stager_.release(stream_);
   for (int i = 0; i < n; ++i) {
     if (!batch.is_real.empty() && !batch.is_real[i]) continue;
     const float fx = batch.scale_x.empty() ? 1.f : batch.scale_x[i];
@@ -164,10 +165,11 @@ EvalSums StepRunner::evaluate(const data::Batch& batch, Predictions* predictions
 }
 
 void StepRunner::predict(const data::Batch& batch, Predictions& predictions) {
-  upload_images(batch);
+  const StagedBatch& b = stage(batch, false, false);
   model::Context ctx{backend_, stream_, false, nullptr, nullptr};
-  auto heatmaps = model_.forward(ctx, {images_.data(), image_shape_});
+  auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
   keypoints_from_heatmaps(batch, heatmaps, predictions);
+  stager_.release(stream_);
 }
 
 }  // namespace trainer::train

@@ -3,12 +3,15 @@
 // batch (host) -> upload -> targets -> forward -> loss -> backward -> gradient sync
 // -> optimizer. Evaluation adds soft-argmax keypoints and pixel errors.
 #include <cstdint>  // std::uint8_t
+#include <memory>   // std::unique_ptr
+#include <utility>  // std::pair
 #include <vector>   // std::vector
 
 #include "compute/backend.hpp"      // compute::Backend, DeviceBuffer, HeatmapLoss
 #include "data/batch.hpp"           // data::Batch
 #include "model/pose_model.hpp"     // model::PoseModel
 #include "model/hooks.hpp"          // model::BatchNormSync
+#include "train/batch_stager.hpp"   // BatchStager, StagedBatch
 #include "train/gradient_sync.hpp"  // GradientSync
 #include "train/optimizer.hpp"      // Optimizer
 
@@ -43,10 +46,23 @@ class StepRunner {
  public:
   StepRunner(compute::Backend& backend, compute::Stream& stream, model::PoseModel& model,
              compute::HeatmapLoss loss);
+  ~StepRunner();
+  StepRunner(const StepRunner&) = delete;
+  StepRunner& operator=(const StepRunner&) = delete;
 
-  // Forward + loss + backward + gradient sync + optimizer step. Returns the loss.
-  double train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
-                    bool train_backbone, model::BatchNormSync* bn_sync);
+  // Enqueues forward + loss + backward + gradient sync + optimizer step on the
+  // stream and returns without waiting for the device (a host-staged gradient
+  // sync waits inside, by nature). The batch's copy to the device overlaps the
+  // previous step; on return the host batch is no longer needed.
+  void train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
+                  bool train_backbone, model::BatchNormSync* bn_sync);
+  // After train_step: starts copying that step's loss to the host.
+  void request_loss();
+  // The loss of the step request_loss() followed; waits for it (and only it).
+  double requested_loss();
+  // Sum and number of training-step losses since the last call (waits).
+  std::pair<double, long> take_loss_sum();
+
   // Forward only (running BN statistics): loss and RMSE sums over real rows;
   // predictions filled when non-null.
   EvalSums evaluate(const data::Batch& batch, Predictions* predictions = nullptr);
@@ -54,11 +70,9 @@ class StepRunner {
   void predict(const data::Batch& batch, Predictions& predictions);
 
  private:
-  // Uploads the images (all context frames of every row).
-  void upload_images(const data::Batch& batch);
-  // Uploads images and (masked) keypoints in heatmap pixels, builds the targets
-  // (one copy per model branch).
-  void upload(const data::Batch& batch, bool drop_padded_rows);
+  // Stages the batch on the device (images; with labels also the keypoints, and
+  // the Gaussian targets and loss mask built on the compute stream).
+  const StagedBatch& stage(const data::Batch& batch, bool labels, bool drop_padded_rows);
   void keypoints_from_heatmaps(const data::Batch& batch, compute::ConstTensorView heatmaps,
                                Predictions& out);
 
@@ -66,9 +80,11 @@ class StepRunner {
   compute::Stream& stream_;
   model::PoseModel& model_;
   compute::HeatmapLoss loss_type_;
-  compute::DeviceBuffer images_, keypoints_, targets_, mask_, loss_, dpred_, coords_, confidence_;
-  compute::Shape4 image_shape_, heatmap_shape_;
-  std::vector<float> host_keypoints_, host_mask_;
+  BatchStager stager_;
+  compute::DeviceBuffer targets_, mask_, loss_, loss_sum_, dpred_, coords_, confidence_;
+  float* loss_host_ = nullptr;  // pinned: [0] requested loss, [1] loss sum
+  std::unique_ptr<compute::Event> loss_copied_;
+  long losses_summed_ = 0;
 };
 
 }  // namespace trainer::train

@@ -80,36 +80,52 @@ TrainingState TrainLoop::run(TrainingState state) {
       log_.info("epoch " + std::to_string(epoch) + ": unfreezing the backbone");
 
     train_.start_epoch(epoch);
+    runner_.take_loss_sum();  // start the epoch's sum at zero
     const auto epoch_start = Clock::now();
-    double loss_sum = 0;
     long steps = 0, images = 0;
     long batch_index = 0;
+    // A progress line waits for its step's loss until the next step is queued,
+    // so printing never leaves the device idle.
+    struct {
+      std::string before_loss, after_loss;  // empty: nothing pending
+    } pending;
+    const auto print_pending = [&] {
+      if (pending.before_loss.empty()) return;
+      char loss[32];
+      std::snprintf(loss, sizeof loss, "%.6g", runner_.requested_loss());
+      log_.info(pending.before_loss + "  loss " + loss + "  " + pending.after_loss);
+      pending.before_loss.clear();
+    };
     while (const data::Batch* batch = train_.next()) {
-      const double loss = runner_.train_step(*batch, optimizer_, *hooks_.gradients, lr.backbone_trainable,
-                                             hooks_.bn_sync);
+      runner_.train_step(*batch, optimizer_, *hooks_.gradients, lr.backbone_trainable, hooks_.bn_sync);
+      print_pending();
       ++state.global_step;
       ++steps;
       ++steps_this_run;
       ++batch_index;
-      loss_sum += loss;
       images += batch->size;
       if (config_.log_every_n_steps > 0 && state.global_step % config_.log_every_n_steps == 0) {
+        runner_.request_loss();
         const double elapsed = seconds_since(start);
         long total = long(config_.max_epochs) * per_epoch;
         if (config_.max_steps >= 0 && config_.max_steps < total) total = config_.max_steps;
         const double eta = elapsed / double(steps_this_run) * double(total - state.global_step);
         const double ips = double(images) * config_.world_size / seconds_since(epoch_start);
-        char line[256];
-        std::snprintf(line, sizeof line, "epoch %d/%d  step %ld (%ld/%ld)  loss %.6g  lr %.3g/%.3g  %.1f img/s  ETA %s",
-                      epoch, config_.max_epochs, state.global_step, batch_index, per_epoch, loss, lr.head,
-                      lr.backbone, ips, format_duration(eta).c_str());
-        log_.info(line);
+        char before[96], after[128];
+        std::snprintf(before, sizeof before, "epoch %d/%d  step %ld (%ld/%ld)", epoch, config_.max_epochs,
+                      state.global_step, batch_index, per_epoch);
+        std::snprintf(after, sizeof after, "lr %.3g/%.3g  %.1f img/s  ETA %s", lr.head, lr.backbone, ips,
+                      format_duration(eta).c_str());
+        pending.before_loss = before;
+        pending.after_loss = after;
       }
       if (config_.max_steps >= 0 && state.global_step >= config_.max_steps) {
         stop = true;
         break;
       }
     }
+    print_pending();
+    const double loss_sum = runner_.take_loss_sum().first;  // waits for the epoch's last step
     const double epoch_seconds = seconds_since(epoch_start);
     const bool epoch_done = !stop || batch_index == per_epoch;
     state.epochs_completed = epoch_done ? epoch + 1 : epoch;

@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -51,14 +52,15 @@ constexpr std::size_t kAlignment = 64;  // one cache line; what oneDNN prefers
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cpu_backend(int threads) {
-  return std::make_unique<cpu::CpuBackend>(threads);
+std::unique_ptr<Backend> make_cpu_backend(int threads, Precision precision) {
+  return std::make_unique<cpu::CpuBackend>(threads, precision);
 }
 
 namespace cpu {
 
-CpuBackend::CpuBackend(int threads)
+CpuBackend::CpuBackend(int threads, Precision precision)
     : threads_(resolve_threads(threads)),
+      precision_(precision),
       blocked_layouts_(blocked_layouts_from_env()),
       engine_(dnnl::engine::kind::cpu, 0),
       dnnl_stream_(engine_),
@@ -72,7 +74,10 @@ std::string CpuBackend::description() const {
   const dnnl_version_t* v = dnnl_version();
   return "cpu (oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
          std::to_string(v->patch) + ", " + std::to_string(threads_) + (threads_ == 1 ? " thread" : " threads") +
-         (blocked_layouts_ ? ")" : ", plain layouts)");
+         (blocked_layouts_ ? "" : ", plain layouts") +
+         (precision_ == Precision::fp32 ? std::string(")")
+                                        : std::string(", precision ") + precision_name(precision_) +
+                                              " emulated in fp32: no speed-up)");
 }
 
 Stream& CpuBackend::default_stream() { return *default_stream_; }
@@ -119,6 +124,22 @@ void CpuBackend::scale(float* x, float alpha, std::size_t count, Stream&) {
   const long n = long(count);
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (long i = 0; i < n; ++i) x[i] *= alpha;
+}
+
+// CPU twin of kernels::unscale_and_check: the flag is written only when set, so
+// several ranges can share it; per-thread flags keep the loop free of races.
+void CpuBackend::unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf,
+                                   Stream&) {
+  enter();
+  const long n = long(count);
+  int bad = 0;
+#pragma omp parallel for schedule(static) reduction(|| : bad) if (n > 65536)
+  for (long i = 0; i < n; ++i) {
+    const float v = grads[i] * inv_scale;
+    grads[i] = v;
+    if (!std::isfinite(v)) bad = 1;
+  }
+  if (bad) found_inf[0] = 1.f;
 }
 
 }  // namespace cpu

@@ -41,11 +41,12 @@ class StagingBuffer {
 
 class CpuBackend final : public Backend {
  public:
-  explicit CpuBackend(int threads);
+  CpuBackend(int threads, Precision precision);
   ~CpuBackend() override;
 
   DeviceKind kind() const override { return DeviceKind::cpu; }
   std::string description() const override;
+  Precision precision() const override { return precision_; }
   int threads() const { return threads_; }
 
   Stream& default_stream() override;
@@ -120,6 +121,9 @@ class CpuBackend final : public Backend {
   void adam_update(float* params, const float* grads, float* m, float* v, std::size_t count,
                    const AdamParams& p, Stream& s) override;
 
+  void unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf,
+                         Stream& s) override;
+
  private:
   // Sets the calling thread's OpenMP team size (read by oneDNN and our loops).
   void enter() const;
@@ -130,8 +134,13 @@ class CpuBackend final : public Backend {
   void run_conv_forward(ConvPlan& p, const float* x, const float* w, float* y);
   void run_conv_backward_data(ConvPlan& p, const float* dy, const float* w, float* dx);
   void run_conv_backward_weights(ConvPlan& p, const float* x, const float* dy, float* dw);
+  // Mixed-precision emulation (cpu_conv.cpp): `src` itself in fp32, else a copy
+  // rounded to the 16-bit type in rounded_[slot]; and in-place rounding of a result.
+  const float* rounded_operand(int slot, const float* src, std::size_t count);
+  void round_result(float* data, std::size_t count);
 
   int threads_;
+  Precision precision_;
   // Convolution layouts: oneDNN's choice (blocked, with reorders at the op's
   // boundary) or plain NCHW/OIHW throughout (no reorders). TRAINER_CPU_CONV_LAYOUT.
   bool blocked_layouts_;
@@ -140,6 +149,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Stream> default_stream_;
   std::map<std::string, std::unique_ptr<ConvPlan>> conv_plans_;
   std::array<StagingBuffer, 3> staging_;  // first input, second input, output
+  std::array<StagingBuffer, 2> rounded_;  // 16-bit-rounded copies of the two operands
 };
 
 }  // namespace trainer::compute::cpu

@@ -17,6 +17,14 @@
 // out of the backend's staging buffers only when the chosen layout differs
 // (TRAINER_CPU_CONV_LAYOUT=plain keeps everything plain; slower, see
 // docs/PERFORMANCE.md).
+//
+// Mixed precision (bf16 / fp16): the GPU runs these convolutions on 16-bit operands
+// with fp32 accumulation and a 16-bit result. Here the same rounding points are
+// emulated around the fp32 primitives: both operands are rounded copies
+// (compute/float16.hpp, the rules the CUDA cast kernels use), the fp32 result is
+// rounded in place. Same numerics as the GPU up to fp32 summation order; no
+// speed-up (oneDNN still computes in fp32). The deconvolution bias and its
+// gradient stay fp32, from the unrounded dy.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -24,6 +32,7 @@
 #include "compute/cpu/cpu_backend.hpp"
 #include "compute/cpu/cpu_conv_plan.hpp"
 #include "compute/cpu/dnnl_check.hpp"
+#include "compute/float16.hpp"  // f16::round_bf16, round_half
 #include "util/error.hpp"
 
 namespace trainer::compute::cpu {
@@ -156,7 +165,10 @@ void CpuBackend::conv2d_forward(ConstTensorView x, const float* w, TensorView y,
   enter();
   ConvPlan& p = conv_plan(x.shape.n, x.shape.c, x.shape.h, x.shape.w, y.shape.c, y.shape.h,
                           y.shape.w, g.kernel, g.stride, g.pad);
-  DNNL_CHECK(run_conv_forward(p, x.data, w, y.data));
+  const float* xr = rounded_operand(0, x.data, x.shape.numel());
+  const float* wr = rounded_operand(1, w, std::size_t(g.out_channels) * g.in_channels * g.kernel * g.kernel);
+  DNNL_CHECK(run_conv_forward(p, xr, wr, y.data));
+  round_result(y.data, y.shape.numel());
 }
 
 void CpuBackend::conv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,
@@ -165,7 +177,10 @@ void CpuBackend::conv2d_backward_data(ConstTensorView dy, const float* w, Tensor
   enter();
   ConvPlan& p = conv_plan(dx.shape.n, dx.shape.c, dx.shape.h, dx.shape.w, dy.shape.c, dy.shape.h,
                           dy.shape.w, g.kernel, g.stride, g.pad);
-  DNNL_CHECK(run_conv_backward_data(p, dy.data, w, dx.data));
+  const float* dyr = rounded_operand(0, dy.data, dy.shape.numel());
+  const float* wr = rounded_operand(1, w, std::size_t(g.out_channels) * g.in_channels * g.kernel * g.kernel);
+  DNNL_CHECK(run_conv_backward_data(p, dyr, wr, dx.data));
+  round_result(dx.data, dx.shape.numel());
 }
 
 void CpuBackend::conv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
@@ -174,7 +189,11 @@ void CpuBackend::conv2d_backward_weights(ConstTensorView x, ConstTensorView dy, 
   enter();
   ConvPlan& p = conv_plan(x.shape.n, x.shape.c, x.shape.h, x.shape.w, dy.shape.c, dy.shape.h,
                           dy.shape.w, g.kernel, g.stride, g.pad);
-  DNNL_CHECK(run_conv_backward_weights(p, x.data, dy.data, dw));
+  const float* xr = rounded_operand(0, x.data, x.shape.numel());
+  const float* dyr = rounded_operand(1, dy.data, dy.shape.numel());
+  const std::size_t wcount = std::size_t(g.out_channels) * g.in_channels * g.kernel * g.kernel;
+  DNNL_CHECK(run_conv_backward_weights(p, xr, dyr, dw));
+  round_result(dw, wcount);
 }
 
 // ---- transposed convolution --------------------------------------------------
@@ -187,7 +206,10 @@ void CpuBackend::deconv2d_forward(ConstTensorView x, const float* w, const float
   enter();
   ConvPlan& p = conv_plan(y.shape.n, y.shape.c, y.shape.h, y.shape.w, x.shape.c, x.shape.h,
                           x.shape.w, g.kernel, g.stride, g.pad);
-  DNNL_CHECK(run_conv_backward_data(p, x.data, w, y.data));
+  const float* xr = rounded_operand(0, x.data, x.shape.numel());
+  const float* wr = rounded_operand(1, w, std::size_t(g.out_channels) * g.in_channels * g.kernel * g.kernel);
+  DNNL_CHECK(run_conv_backward_data(p, xr, wr, y.data));
+  round_result(y.data, y.shape.numel());
   if (bias) {
     const long planes = long(y.shape.n) * y.shape.c;
     const long hw = long(y.shape.plane());
@@ -208,7 +230,10 @@ void CpuBackend::deconv2d_backward_data(ConstTensorView dy, const float* w, Tens
   enter();
   ConvPlan& p = conv_plan(dy.shape.n, dy.shape.c, dy.shape.h, dy.shape.w, dx.shape.c, dx.shape.h,
                           dx.shape.w, g.kernel, g.stride, g.pad);
-  DNNL_CHECK(run_conv_forward(p, dy.data, w, dx.data));
+  const float* dyr = rounded_operand(0, dy.data, dy.shape.numel());
+  const float* wr = rounded_operand(1, w, std::size_t(g.out_channels) * g.in_channels * g.kernel * g.kernel);
+  DNNL_CHECK(run_conv_forward(p, dyr, wr, dx.data));
+  round_result(dx.data, dx.shape.numel());
 }
 
 void CpuBackend::deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
@@ -217,7 +242,10 @@ void CpuBackend::deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy
   enter();
   ConvPlan& p = conv_plan(dy.shape.n, dy.shape.c, dy.shape.h, dy.shape.w, x.shape.c, x.shape.h,
                           x.shape.w, g.kernel, g.stride, g.pad);
-  DNNL_CHECK(run_conv_backward_weights(p, dy.data, x.data, dw));
+  const float* dyr = rounded_operand(0, dy.data, dy.shape.numel());
+  const float* xr = rounded_operand(1, x.data, x.shape.numel());
+  DNNL_CHECK(run_conv_backward_weights(p, dyr, xr, dw));
+  round_result(dw, std::size_t(g.out_channels) * g.in_channels * g.kernel * g.kernel);
   if (dbias) {
     const int n = dy.shape.n, c = dy.shape.c;
     const long hw = long(dy.shape.plane());
@@ -233,6 +261,34 @@ void CpuBackend::deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy
       dbias[ch] = float(acc);
     }
   }
+}
+
+// ---- mixed-precision emulation ---------------------------------------------
+
+namespace {
+template <typename Round>
+void round_copy(const float* src, float* dst, std::size_t count, Round round) {
+  const long n = long(count);
+#pragma omp parallel for schedule(static) if (n > 65536)
+  for (long i = 0; i < n; ++i) dst[i] = round(src[i]);
+}
+}  // namespace
+
+const float* CpuBackend::rounded_operand(int slot, const float* src, std::size_t count) {
+  if (precision_ == Precision::fp32) return src;
+  auto* dst = static_cast<float*>(rounded_[slot].reserve(count * sizeof(float)));
+  if (precision_ == Precision::bf16)
+    round_copy(src, dst, count, f16::round_bf16);
+  else
+    round_copy(src, dst, count, f16::round_half);
+  return dst;
+}
+
+void CpuBackend::round_result(float* data, std::size_t count) {
+  if (precision_ == Precision::bf16)
+    round_copy(data, data, count, f16::round_bf16);
+  else if (precision_ == Precision::fp16)
+    round_copy(data, data, count, f16::round_half);
 }
 
 StagingBuffer::~StagingBuffer() { std::free(data_); }

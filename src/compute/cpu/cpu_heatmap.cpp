@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "compute/cpu/cpu_backend.hpp"
+#include "compute/keypoint_rule.hpp"  // keypoint_counts
 #include "util/error.hpp"
 
 namespace trainer::compute::cpu {
@@ -42,8 +43,7 @@ void CpuBackend::heatmap_targets(const float* keypoints, TensorView targets, flo
   for (int i = 0; i < nk; ++i) {
     const float x = keypoints[2 * i], y = keypoints[2 * i + 1];
     float* out = targets.data + long(i) * hw;
-    const bool valid = !std::isnan(x) && !std::isnan(y) && x >= -1.f && x <= float(w + 1) &&
-                       y >= -1.f && y <= float(h + 1);
+    const bool valid = keypoint_counts(x, y, h, w);
     if (mask) mask[i] = valid ? 1.f : 0.f;
     if (!valid) {
       std::fill(out, out + hw, 0.f);

@@ -13,22 +13,34 @@ std::string describe(const ConvProblem& p) {
   std::ostringstream os;
   os << "x [" << p.n << "," << p.c << "," << p.h << "," << p.w << "] * w [" << p.k << "," << p.c
      << "," << p.r << "," << p.r << "] stride " << p.stride << " pad " << p.pad << " -> y ["
-     << p.n << "," << p.k << "," << p.oh << "," << p.ow << "]";
+     << p.n << "," << p.k << "," << p.oh << "," << p.ow << "] precision " << precision_name(p.precision);
   return os.str();
 }
 
 // The first (fastest, or best by heuristic) usable result: it succeeded, fits the
-// workspace limit, and uses FMA math unless TF32 is allowed.
+// workspace limit, and, for fp32 problems, uses FMA math unless TF32 is allowed.
+// 16-bit problems take tensor-op math (that is their point).
 template <typename Perf>
-const Perf* pick(const std::vector<Perf>& results, int returned, const ConvSettings& s) {
+const Perf* pick(const std::vector<Perf>& results, int returned, const ConvSettings& s,
+                 const ConvProblem& p) {
+  const bool fma_only = p.precision == Precision::fp32 && !s.allow_tf32;
   for (int i = 0; i < returned; ++i) {
     const Perf& r = results[i];
     if (r.status != CUDNN_STATUS_SUCCESS) continue;
     if (r.memory > s.workspace_limit) continue;
-    if (!s.allow_tf32 && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH) continue;
+    if (fma_only && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH) continue;
     return &r;
   }
   return nullptr;
+}
+
+cudnnDataType_t data_type(Precision p) {
+  switch (p) {
+    case Precision::bf16: return CUDNN_DATA_BFLOAT16;
+    case Precision::fp16: return CUDNN_DATA_HALF;
+    case Precision::fp32: break;
+  }
+  return CUDNN_DATA_FLOAT;
 }
 
 [[noreturn]] void no_algorithm(const char* what, const ConvProblem& p) {
@@ -42,15 +54,21 @@ ConvPlan& ConvPlanCache::plan(const ConvProblem& p) {
   auto it = plans_.find(p);
   if (it != plans_.end()) return *it->second;
   auto plan = std::make_unique<ConvPlan>();
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, p.n, p.c, p.h, p.w));
-  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, p.n, p.k, p.oh, p.ow));
-  CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, p.k, p.c, p.r, p.r));
+  const bool fp32 = p.precision == Precision::fp32;
+  const cudnnDataType_t dt = data_type(p.precision);
+  // The 16-bit copies are NHWC (filters KRSC): the layout tensor-core kernels use
+  // without transposing. The fp32 tensors are the user's NCHW tensors themselves.
+  const cudnnTensorFormat_t layout = fp32 ? CUDNN_TENSOR_NCHW : CUDNN_TENSOR_NHWC;
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->x, layout, dt, p.n, p.c, p.h, p.w));
+  CUDNN_CHECK(cudnnSetTensor4dDescriptor(plan->y, layout, dt, p.n, p.k, p.oh, p.ow));
+  CUDNN_CHECK(cudnnSetFilter4dDescriptor(plan->w, dt, layout, p.k, p.c, p.r, p.r));
+  // fp32 accumulation in every precision.
   CUDNN_CHECK(cudnnSetConvolution2dDescriptor(plan->conv, p.pad, p.pad, p.stride, p.stride, 1, 1,
                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  // FMA math excludes TF32 tensor-core kernels, which would break fp32 parity with
-  // the CPU backend on Ampere and Hopper. Mixed precision would use TENSOR_OP math.
-  CUDNN_CHECK(cudnnSetConvolutionMathType(plan->conv, settings_.allow_tf32 ? CUDNN_DEFAULT_MATH
-                                                                          : CUDNN_FMA_MATH));
+  // fp32: FMA math excludes TF32 tensor-core kernels, which would break parity with
+  // the CPU backend on Ampere and Hopper. 16-bit: tensor cores.
+  CUDNN_CHECK(cudnnSetConvolutionMathType(
+      plan->conv, !fp32 ? CUDNN_TENSOR_OP_MATH : settings_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   // cuDNN must agree on the output shape we were given.
   int n = 0, k = 0, oh = 0, ow = 0;
   CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(plan->conv, plan->x, plan->w, &n, &k, &oh, &ow));
@@ -73,7 +91,7 @@ void ConvPlanCache::select_forward(cudnnHandle_t handle, ConvPlan& plan, const C
   else
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, plan.x, plan.w, plan.conv, plan.y,
                                                        max_count, &returned, results.data()));
-  const auto* best = pick(results, returned, settings_);
+  const auto* best = pick(results, returned, settings_, p);
   if (!best) no_algorithm("forward", p);
   plan.fwd = best->algo;
   CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, plan.x, plan.w, plan.conv, plan.y,
@@ -92,7 +110,7 @@ void ConvPlanCache::select_backward_data(cudnnHandle_t handle, ConvPlan& plan, c
   else
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, plan.w, plan.y, plan.conv, plan.x,
                                                             max_count, &returned, results.data()));
-  const auto* best = pick(results, returned, settings_);
+  const auto* best = pick(results, returned, settings_, p);
   if (!best) no_algorithm("backward-data", p);
   plan.bwd_data = best->algo;
   CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, plan.w, plan.y, plan.conv, plan.x,
@@ -112,7 +130,7 @@ void ConvPlanCache::select_backward_filter(cudnnHandle_t handle, ConvPlan& plan,
   else
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         handle, plan.x, plan.y, plan.conv, plan.w, max_count, &returned, results.data()));
-  const auto* best = pick(results, returned, settings_);
+  const auto* best = pick(results, returned, settings_, p);
   if (!best) no_algorithm("backward-filter", p);
   plan.bwd_filter = best->algo;
   CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, plan.x, plan.y, plan.conv, plan.w,

@@ -4,6 +4,11 @@
 // cudnnFind* or taken from the cudnnGet*_v7 heuristics) and cached for the life of
 // the backend. Transposed convolutions are expressed as the same problems with the
 // roles of input and output swapped (see cuda_backend.cpp).
+//
+// Precision is part of the problem: fp32 plans describe the fp32 NCHW tensors
+// themselves (FMA math unless TF32 is allowed); bf16 / fp16 plans describe the
+// backend's 16-bit NHWC copies (CUDNN_DATA_BFLOAT16 / CUDNN_DATA_HALF data,
+// CUDNN_DATA_FLOAT compute type, CUDNN_TENSOR_OP_MATH).
 #include <cudnn.h>   // descriptors, algorithm enums
 #include <cstddef>   // std::size_t
 #include <map>       // std::map
@@ -12,23 +17,25 @@
 #include <tuple>     // std::tie for ordering
 
 #include "compute/cuda/cudnn_raii.hpp"  // TensorDesc, FilterDesc, ConvDesc
+#include "compute/precision.hpp"        // Precision
 
 namespace trainer::compute::cuda {
 
 // A cross-correlation of x [n, c, h, w] with a filter [k, c, r, r] giving
-// y [n, k, oh, ow] (square stride and padding, no dilation).
+// y [n, k, oh, ow] (square stride and padding, no dilation), in `precision`.
 struct ConvProblem {
   int n = 0, c = 0, h = 0, w = 0;
   int k = 0, r = 1, stride = 1, pad = 0;
   int oh = 0, ow = 0;
+  Precision precision = Precision::fp32;
   bool operator<(const ConvProblem& o) const {
-    return std::tie(n, c, h, w, k, r, stride, pad, oh, ow) <
-           std::tie(o.n, o.c, o.h, o.w, o.k, o.r, o.stride, o.pad, o.oh, o.ow);
+    return std::tie(n, c, h, w, k, r, stride, pad, oh, ow, precision) <
+           std::tie(o.n, o.c, o.h, o.w, o.k, o.r, o.stride, o.pad, o.oh, o.ow, o.precision);
   }
 };
 
 struct ConvSettings {
-  bool allow_tf32 = false;     // false: FMA-only kernels, bit-for-bit fp32 parity in spirit
+  bool allow_tf32 = false;     // fp32 problems: false means FMA-only kernels (parity with the CPU)
   bool benchmark = true;       // cudnnFind* (runs each algorithm once) vs heuristics
   std::size_t workspace_limit = std::size_t(1) << 30;  // bytes per convolution call
 };

@@ -7,11 +7,13 @@
 #include <cublas_v2.h>         // cublasSaxpy_64
 #include <cuda_runtime_api.h>  // cudaMalloc, cudaMemcpyAsync, ...
 #include <cudnn.h>             // cudnnConvolution*
+#include <cstdint>             // std::uint16_t for the 16-bit copies
 #include <sstream>             // std::ostringstream for description()
 #include <string>              // std::to_string
 
 #include "adam.cuh"                       // kernels::adam_update
 #include "batchnorm.cuh"                  // kernels::batchnorm_*
+#include "cast.cuh"                       // kernels::cast_to_16, cast_from_16, unscale_and_check
 #include "compute/cuda/conv_plans.hpp"    // ConvPlanCache, ConvProblem
 #include "compute/cuda/cuda_check.hpp"    // CUDA_CHECK, CUDNN_CHECK, CUBLAS_CHECK
 #include "compute/cuda/cuda_stream.hpp"   // CudaStream, as_cuda
@@ -75,6 +77,7 @@ class CudaBackend final : public Backend {
   }
 
   DeviceKind kind() const override { return DeviceKind::cuda; }
+  Precision precision() const override { return options_.precision; }
 
   std::string description() const override {
     std::ostringstream os;
@@ -84,7 +87,10 @@ class CudaBackend final : public Backend {
     os << "cuda (device " << device_ << ": " << props_.name << ", sm_" << props_.major
        << props_.minor << ", " << (props_.totalGlobalMem >> 20) << " MiB; cuDNN " << cudnn / 10000
        << "." << (cudnn / 100) % 100 << "; cuBLAS " << cublas << "; TF32 "
-       << (options_.allow_tf32 ? "on" : "off") << ")";
+       << (options_.allow_tf32 ? "on" : "off");
+    if (options_.precision != Precision::fp32)
+      os << "; precision " << precision_name(options_.precision) << ": 16-bit NHWC convolutions";
+    os << ")";
     return os.str();
   }
 
@@ -141,13 +147,7 @@ class CudaBackend final : public Backend {
   void conv2d_forward(ConstTensorView x, const float* w, TensorView y, const ConvGeometry& g,
                       Stream& s) override {
     const ConvProblem p = conv_problem(x.shape, y.shape, g);
-    ConvPlan& plan = plans_.plan(p);
-    cudnnHandle_t h = cudnn_on(s);
-    plans_.select_forward(h, plan, p);
-    void* ws = workspace(s, plan.fwd_bytes);
-    const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x, x.data, plan.w, w, plan.conv, *plan.fwd, ws,
-                                        plan.fwd_bytes, &zero, plan.y, y.data));
+    run_forward(p, x.data, w, y.data, s);
   }
 
   void conv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx, const ConvGeometry& g,
@@ -181,13 +181,7 @@ class CudaBackend final : public Backend {
                               const ConvGeometry& g, Stream& s) override {
     // The forward convolution of dy (y-shaped) with the same filter gives x-shaped dx.
     const ConvProblem p = deconv_problem(dx.shape, dy.shape, g);
-    ConvPlan& plan = plans_.plan(p);
-    cudnnHandle_t h = cudnn_on(s);
-    plans_.select_forward(h, plan, p);
-    void* ws = workspace(s, plan.fwd_bytes);
-    const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x, dy.data, plan.w, w, plan.conv, *plan.fwd,
-                                        ws, plan.fwd_bytes, &zero, plan.y, dx.data));
+    run_forward(p, dy.data, w, dx.data, s);
   }
 
   void deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw, float* dbias,
@@ -385,19 +379,26 @@ class CudaBackend final : public Backend {
     CUDA_CHECK_LAUNCH();
   }
 
+  // ---- mixed precision -------------------------------------------------------------
+  void unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf,
+                         Stream& s) override {
+    kernels::unscale_and_check(grads, count, inv_scale, found_inf, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+
  private:
-  static ConvProblem conv_problem(const Shape4& x, const Shape4& y, const ConvGeometry& g) {
+  ConvProblem conv_problem(const Shape4& x, const Shape4& y, const ConvGeometry& g) const {
     SHAPE_CHECK(x.c == g.in_channels && y.c == g.out_channels && x.n == y.n &&
                     y.h == g.conv_out(x.h) && y.w == g.conv_out(x.w),
                 "conv2d shapes " << x.str() << " -> " << y.str() << " disagree with the geometry");
-    return ConvProblem{x.n, x.c, x.h, x.w, y.c, g.kernel, g.stride, g.pad, y.h, y.w};
+    return ConvProblem{x.n, x.c, x.h, x.w, y.c, g.kernel, g.stride, g.pad, y.h, y.w, options_.precision};
   }
   // The convolution whose backward-data is the transposed convolution x -> y.
-  static ConvProblem deconv_problem(const Shape4& x, const Shape4& y, const ConvGeometry& g) {
+  ConvProblem deconv_problem(const Shape4& x, const Shape4& y, const ConvGeometry& g) const {
     SHAPE_CHECK(x.c == g.in_channels && y.c == g.out_channels && x.n == y.n &&
-                    y.h == g.deconv_out(x.h) && y.w == g.deconv_out(x.w),
+                    y.h == g.deconv_out(x.h) && y.w == g.deconv_out(x.w) && g.output_padding < g.stride,
                 "deconv2d shapes " << x.str() << " -> " << y.str() << " disagree with the geometry");
-    return ConvProblem{y.n, y.c, y.h, y.w, x.c, g.kernel, g.stride, g.pad, x.h, x.w};
+    return ConvProblem{y.n, y.c, y.h, y.w, x.c, g.kernel, g.stride, g.pad, x.h, x.w, options_.precision};
   }
   static kernels::PoolShape pool_shape(const Shape4& x, const Shape4& y, const PoolGeometry& g) {
     SHAPE_CHECK(x.n == y.n && x.c == y.c && y.h == g.out(x.h) && y.w == g.out(x.w),
@@ -405,28 +406,105 @@ class CudaBackend final : public Backend {
     return kernels::PoolShape{x.n, x.c, x.h, x.w, y.h, y.w, g.kernel, g.stride, g.pad};
   }
 
+  // The three cuDNN calls of problem p (x [n,c,h,w] * w [k,c,r,r] -> y [n,k,oh,ow]),
+  // on fp32 NCHW pointers. In fp32 cuDNN reads and writes them directly. In bf16 /
+  // fp16 ("autocast at the convolution boundary"): both operands are cast to 16-bit
+  // NHWC copies, cuDNN convolves them with fp32 accumulation into a 16-bit result,
+  // which is cast back to fp32 NCHW. The copies and the workspace share one carve
+  // of the stream's scratch. CPU twin: the rounding emulation in cpu_conv.cpp.
+  struct Carve16 {
+    std::uint16_t* a = nullptr;  // first operand
+    std::uint16_t* b = nullptr;  // second operand
+    std::uint16_t* out = nullptr;
+    void* ws = nullptr;
+  };
+  static std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+  static Carve16 carve16(Stream& s, std::size_t a, std::size_t b, std::size_t out, std::size_t ws) {
+    const std::size_t sa = aligned(a * 2), sb = aligned(b * 2), so = aligned(out * 2);
+    auto* base = static_cast<char*>(as_cuda(s).scratch(sa + sb + so + ws));
+    return Carve16{reinterpret_cast<std::uint16_t*>(base), reinterpret_cast<std::uint16_t*>(base + sa),
+                   reinterpret_cast<std::uint16_t*>(base + sa + sb), ws ? base + sa + sb + so : nullptr};
+  }
+  kernels::Format16 format16() const {
+    return options_.precision == Precision::fp16 ? kernels::Format16::fp16 : kernels::Format16::bf16;
+  }
+  static kernels::Dims4 x_dims(const ConvProblem& p) { return {p.n, p.c, p.h, p.w}; }
+  static kernels::Dims4 w_dims(const ConvProblem& p) { return {p.k, p.c, p.r, p.r}; }
+  static kernels::Dims4 y_dims(const ConvProblem& p) { return {p.n, p.k, p.oh, p.ow}; }
+  void to16(const float* src, std::uint16_t* dst, kernels::Dims4 d, Stream& s) {
+    kernels::cast_to_16(src, dst, d, format16(), /*nhwc=*/true, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void from16(const std::uint16_t* src, float* dst, kernels::Dims4 d, Stream& s) {
+    kernels::cast_from_16(src, dst, d, format16(), /*nhwc=*/true, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+
+  // y = forward(x, w) of problem p.
+  void run_forward(const ConvProblem& p, const float* x, const float* w, float* y, Stream& s) {
+    ConvPlan& plan = plans_.plan(p);
+    cudnnHandle_t h = cudnn_on(s);
+    plans_.select_forward(h, plan, p);
+    const float one = 1.f, zero = 0.f;
+    if (p.precision == Precision::fp32) {
+      void* ws = workspace(s, plan.fwd_bytes);
+      CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x, x, plan.w, w, plan.conv, *plan.fwd, ws,
+                                          plan.fwd_bytes, &zero, plan.y, y));
+      return;
+    }
+    const Carve16 c = carve16(s, x_dims(p).numel(), w_dims(p).numel(), y_dims(p).numel(), plan.fwd_bytes);
+    to16(x, c.a, x_dims(p), s);
+    to16(w, c.b, w_dims(p), s);
+    CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x, c.a, plan.w, c.b, plan.conv, *plan.fwd, c.ws,
+                                        plan.fwd_bytes, &zero, plan.y, c.out));
+    from16(c.out, y, y_dims(p), s);
+  }
+
   // dx = backward-data(w, dy) of problem p (x-shaped output, y-shaped input).
   void run_backward_data(const ConvProblem& p, const float* w, const float* dy, float* dx, Stream& s) {
     ConvPlan& plan = plans_.plan(p);
     cudnnHandle_t h = cudnn_on(s);
     plans_.select_backward_data(h, plan, p);
-    void* ws = workspace(s, plan.bwd_data_bytes);
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w, w, plan.y, dy, plan.conv,
-                                             *plan.bwd_data, ws, plan.bwd_data_bytes, &zero, plan.x,
-                                             dx));
+    if (p.precision == Precision::fp32) {
+      void* ws = workspace(s, plan.bwd_data_bytes);
+      CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w, w, plan.y, dy, plan.conv,
+                                               *plan.bwd_data, ws, plan.bwd_data_bytes, &zero, plan.x,
+                                               dx));
+      return;
+    }
+    const Carve16 c =
+        carve16(s, y_dims(p).numel(), w_dims(p).numel(), x_dims(p).numel(), plan.bwd_data_bytes);
+    to16(dy, c.a, y_dims(p), s);
+    to16(w, c.b, w_dims(p), s);
+    CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w, c.b, plan.y, c.a, plan.conv,
+                                             *plan.bwd_data, c.ws, plan.bwd_data_bytes, &zero, plan.x,
+                                             c.out));
+    from16(c.out, dx, x_dims(p), s);
   }
+
   // dw = backward-filter(x, dy) of problem p.
   void run_backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw,
                            Stream& s) {
     ConvPlan& plan = plans_.plan(p);
     cudnnHandle_t h = cudnn_on(s);
     plans_.select_backward_filter(h, plan, p);
-    void* ws = workspace(s, plan.bwd_filter_bytes);
     const float one = 1.f, zero = 0.f;
-    CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x, x, plan.y, dy, plan.conv,
-                                               *plan.bwd_filter, ws, plan.bwd_filter_bytes, &zero,
-                                               plan.w, dw));
+    if (p.precision == Precision::fp32) {
+      void* ws = workspace(s, plan.bwd_filter_bytes);
+      CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x, x, plan.y, dy, plan.conv,
+                                                 *plan.bwd_filter, ws, plan.bwd_filter_bytes, &zero,
+                                                 plan.w, dw));
+      return;
+    }
+    const Carve16 c =
+        carve16(s, x_dims(p).numel(), y_dims(p).numel(), w_dims(p).numel(), plan.bwd_filter_bytes);
+    to16(x, c.a, x_dims(p), s);
+    to16(dy, c.b, y_dims(p), s);
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x, c.a, plan.y, c.b, plan.conv,
+                                               *plan.bwd_filter, c.ws, plan.bwd_filter_bytes, &zero,
+                                               plan.w, c.out));
+    from16(c.out, dw, w_dims(p), s);
   }
 
   cudnnHandle_t cudnn_on(Stream& s) {
@@ -466,8 +544,10 @@ std::unique_ptr<Backend> make_cuda_backend(int device_ordinal, const CudaBackend
   return std::make_unique<CudaBackend>(device_ordinal, options);
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device_ordinal) {
-  return make_cuda_backend(device_ordinal, CudaBackendOptions{});
+std::unique_ptr<Backend> make_cuda_backend(int device_ordinal, Precision precision) {
+  CudaBackendOptions options;
+  options.precision = precision;
+  return make_cuda_backend(device_ordinal, options);
 }
 
 }  // namespace trainer::compute

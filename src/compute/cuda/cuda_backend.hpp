@@ -1,6 +1,6 @@
 #pragma once
-// Options of the CUDA backend beyond compute::make_cuda_backend(ordinal), which
-// uses the defaults below (fp32 with TF32 off, benchmarked cuDNN algorithms).
+// Options of the CUDA backend beyond compute::make_cuda_backend(ordinal, precision),
+// which uses the defaults below (TF32 off, benchmarked cuDNN algorithms).
 #include <cstddef>  // std::size_t
 #include <memory>   // std::unique_ptr
 
@@ -9,8 +9,12 @@
 namespace trainer::compute {
 
 struct CudaBackendOptions {
+  // Convolution precision: fp32, or bf16 / fp16 operands (cast into NHWC copies)
+  // with fp32 accumulation on tensor cores; see compute/precision.hpp.
+  Precision precision = Precision::fp32;
   // TF32 tensor cores for fp32 convolutions and GEMMs: faster on Ampere/Hopper,
-  // but results differ from the CPU backend by ~1e-3 relative. Off for parity.
+  // but results differ from the CPU backend by ~1e-3 relative. Off for parity
+  // (and irrelevant to the 16-bit convolutions of bf16 / fp16).
   bool allow_tf32 = false;
   // Choose cuDNN algorithms by running them (cudnnFind*, once per shape, which
   // synchronizes the device during the first step) instead of by heuristics.

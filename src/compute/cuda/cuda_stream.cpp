@@ -10,6 +10,8 @@ CudaEvent::~CudaEvent() {
   if (event_) cudaEventDestroy(event_);  // no throw from a destructor
 }
 
+void CudaEvent::synchronize() const { CUDA_CHECK(cudaEventSynchronize(event_)); }
+
 CudaStream::CudaStream(int priority) {
   CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
   scratch_ = std::make_unique<StreamScratch>(stream_);

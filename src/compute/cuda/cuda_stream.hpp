@@ -17,6 +17,7 @@ class CudaEvent final : public Event {
   CudaEvent(const CudaEvent&) = delete;
   CudaEvent& operator=(const CudaEvent&) = delete;
   cudaEvent_t get() const { return event_; }
+  void synchronize() const override;
 
  private:
   cudaEvent_t event_ = nullptr;

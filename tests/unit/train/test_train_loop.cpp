@@ -153,7 +153,9 @@ TEST_CASE("training on in-memory data lowers the loss", "[train]") {
   double first = 0, last = 0;
   for (int step = 0; step < 15; ++step) {
     src.start_epoch(0);
-    const double loss = r.runner.train_step(*src.next(), r.optimizer, sync, true, nullptr);
+    r.runner.train_step(*src.next(), r.optimizer, sync, true, nullptr);
+    r.runner.request_loss();
+    const double loss = r.runner.requested_loss();
     if (step == 0) first = loss;
     last = loss;
   }
@@ -176,4 +178,27 @@ TEST_CASE("a frozen backbone is not updated and keeps no optimizer state", "[tra
   CHECK_FALSE(std::equal(before.begin() + long(head.offset), before.end(), after.begin() + long(head.offset)));
   CHECK(r.optimizer.group(model::ParamGroup::backbone).step == 0);
   CHECK(r.optimizer.group(model::ParamGroup::head).step == 1);
+}
+
+TEST_CASE("the step runner sums training losses on the device until asked", "[train]") {
+  Run r("resnet18", 2);
+  train_test::MemorySource src(4, 2, 32, 2, 5);
+  train::LocalGradientSync sync;
+  r.optimizer.set_group(model::ParamGroup::head, 1e-3, true);
+  r.optimizer.set_group(model::ParamGroup::backbone, 1e-3, true);
+  src.start_epoch(0);
+  double sum = 0;
+  for (int step = 0; step < 2; ++step) {
+    r.runner.train_step(*src.next(), r.optimizer, sync, true, nullptr);
+    r.runner.request_loss();
+    const double loss = r.runner.requested_loss();
+    CHECK(loss > 0);
+    sum += loss;
+  }
+  const auto taken = r.runner.take_loss_sum();
+  CHECK(taken.second == 2);
+  CHECK(taken.first == Approx(sum).epsilon(1e-6));
+  const auto again = r.runner.take_loss_sum();  // the sum restarts
+  CHECK(again.second == 0);
+  CHECK(again.first == 0);
 }

@@ -1,0 +1,31 @@
+#pragma once
+// Mixed-precision kernels: casts between fp32 NCHW tensors and the 16-bit copies
+// cuDNN convolves (bfloat16 or IEEE half, as raw 16-bit patterns, optionally in
+// NHWC order, which tensor-core convolutions prefer), and the loss-scale unscale
+// with its inf/NaN check. The rounding rules are compute/float16.hpp, the same
+// functions the CPU backend's emulation uses (its CPU twin: cpu_conv.cpp and
+// CpuBackend::unscale_and_check). Launchers only enqueue work on `stream`.
+#include <cuda_runtime_api.h>  // cudaStream_t
+#include <cstddef>             // std::size_t
+#include <cstdint>             // std::uint16_t
+
+namespace trainer::kernels {
+
+enum class Format16 { bf16, fp16 };
+
+// A 4-D tensor [n, c, h, w] (a filter [k, c, r, s] is the same shape).
+struct Dims4 {
+  int n, c, h, w;
+  std::size_t numel() const { return std::size_t(n) * c * h * w; }
+};
+
+// dst = round(src): src fp32 NCHW; dst NHWC when `nhwc`, else NCHW.
+void cast_to_16(const float* src, std::uint16_t* dst, Dims4 d, Format16 f, bool nhwc, cudaStream_t stream);
+// dst = float(src): src NHWC when `nhwc`, else NCHW; dst fp32 NCHW.
+void cast_from_16(const std::uint16_t* src, float* dst, Dims4 d, Format16 f, bool nhwc, cudaStream_t stream);
+
+// grads[i] *= inv_scale; found_inf[0] = 1 when any result is inf or NaN (never
+// cleared here, so ranges can share the flag; the caller zeroes it first).
+void unscale_and_check(float* grads, std::size_t n, float inv_scale, float* found_inf, cudaStream_t stream);
+
+}  // namespace trainer::kernels

@@ -1,0 +1,94 @@
+// BatchStager (see batch_stager.hpp).
+#include "train/batch_stager.hpp"
+
+#include <algorithm>  // std::copy_n
+#include <cmath>      // NAN
+
+#include "compute/keypoint_rule.hpp"  // keypoint_counts
+#include "util/error.hpp"             // TRAINER_ASSERT
+
+namespace trainer::train {
+
+namespace {
+void ensure(compute::Backend& b, compute::DeviceBuffer& buf, std::size_t count) {
+  if (buf.size() < count) buf = compute::DeviceBuffer(b, count);
+}
+}  // namespace
+
+BatchStager::BatchStager(compute::Backend& backend) : backend_(backend), copy_stream_(backend.create_stream()) {}
+
+BatchStager::~BatchStager() {
+  // Queued copies read the pinned staging: let them finish before it is freed.
+  copy_stream_->synchronize();
+  for (auto& slot : slots_) backend_.release_host(slot.host_keypoints);
+}
+
+float* BatchStager::host_keypoints(Slot& slot, std::size_t count) {
+  if (count > slot.host_capacity) {
+    backend_.release_host(slot.host_keypoints);
+    slot.host_keypoints = nullptr;
+    slot.host_capacity = 0;
+    slot.host_keypoints = static_cast<float*>(backend_.allocate_host(count * sizeof(float)));
+    slot.host_capacity = count;
+  }
+  return slot.host_keypoints;
+}
+
+const StagedBatch& BatchStager::stage(const data::Batch& batch, const StageLayout& layout,
+                                      compute::Stream& compute) {
+  current_ = (current_ + 1) % int(slots_.size());
+  Slot& slot = slots_[std::size_t(current_)];
+  // The slot's last copy read its pinned keypoints; it finished when that batch
+  // was released, but say so: the host is about to overwrite them.
+  if (slot.copied) slot.copied->synchronize();
+  StagedBatch& s = slot.staged;
+  s.image_shape = {batch.size * batch.context_frames, 3, batch.height, batch.width};
+  const int n = batch.size, k = batch.num_keypoints;
+  s.heatmap_shape = {n * layout.branches, k, layout.heatmap_height, layout.heatmap_width};
+  s.counted = 0;
+
+  std::size_t keypoint_count = 0;
+  if (layout.keypoints) {
+    keypoint_count = std::size_t(n) * layout.branches * k * 2;
+    float* host = host_keypoints(slot, keypoint_count);
+    // Network-input pixels -> heatmap pixels: x_hm = x * W_out / W_in (no half-pixel shift).
+    const float sx = float(layout.heatmap_width) / float(batch.width);
+    const float sy = float(layout.heatmap_height) / float(batch.height);
+    for (int i = 0; i < n; ++i) {
+      const bool drop = layout.drop_padded_rows && !batch.is_real.empty() && !batch.is_real[std::size_t(i)];
+      for (int j = 0; j < k; ++j) {
+        const std::size_t at = (std::size_t(i) * k + j) * 2;
+        host[at] = drop ? NAN : batch.keypoints[at] * sx;
+        host[at + 1] = drop ? NAN : batch.keypoints[at + 1] * sy;
+        if (compute::keypoint_counts(host[at], host[at + 1], layout.heatmap_height, layout.heatmap_width))
+          s.counted += layout.branches;
+      }
+    }
+    // A model with several branches (heatmap_mhcrnn) trains each on the same targets.
+    const std::size_t per_branch = std::size_t(n) * k * 2;
+    for (int br = 1; br < layout.branches; ++br) std::copy_n(host, per_branch, host + br * per_branch);
+  }
+
+  // Device side: wait until compute is done with this slot, then copy.
+  if (slot.released) copy_stream_->wait(*slot.released);
+  ensure(backend_, slot.images, s.image_shape.numel());
+  backend_.upload(slot.images.data(), batch.images, s.image_shape.numel(), *copy_stream_);
+  if (keypoint_count) {
+    ensure(backend_, slot.keypoints, keypoint_count);
+    backend_.upload(slot.keypoints.data(), slot.host_keypoints, keypoint_count, *copy_stream_);
+  }
+  slot.copied = copy_stream_->record();
+  compute.wait(*slot.copied);
+  s.images = slot.images.data();
+  s.keypoints = keypoint_count ? slot.keypoints.data() : nullptr;
+  return s;
+}
+
+void BatchStager::release(compute::Stream& compute) {
+  TRAINER_ASSERT(current_ >= 0, "BatchStager::release before stage");
+  Slot& slot = slots_[std::size_t(current_)];
+  slot.released = compute.record();
+  slot.copied->synchronize();
+}
+
+}  // namespace trainer::train
