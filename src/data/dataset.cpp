@@ -11,6 +11,7 @@
 #include <zlib.h>  // uncompress (deflate chunks, outside HDF5's lock)
 
 #include "util/error.hpp"  // UserError, SystemError
+#include "util/h5_io.hpp"  // h5::read_strings, h5::read_int64, h5::read_int_attribute
 
 namespace trainer::data {
 

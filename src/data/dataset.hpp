@@ -12,7 +12,7 @@
 #include <vector>   // std::vector
 
 #include "data/format.hpp"  // DatasetShape, dataset names
-#include "data/h5.hpp"      // h5::Handle
+#include "util/h5.hpp"      // h5::Handle
 
 namespace trainer::data {
 

@@ -7,6 +7,7 @@
 #include <filesystem>  // std::filesystem::path
 
 #include "util/error.hpp"  // UserError
+#include "util/h5_io.hpp"  // h5::write_strings, h5::write_*_attribute
 
 #ifndef TRAINER_VERSION
 #define TRAINER_VERSION "unknown"

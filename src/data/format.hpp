@@ -11,7 +11,7 @@
 #include <string>   // std::string
 #include <vector>   // std::vector
 
-#include "data/h5.hpp"  // h5::Handle
+#include "util/h5.hpp"  // h5::Handle
 
 namespace trainer::data {
 

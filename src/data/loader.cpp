@@ -8,8 +8,8 @@
 
 #include "data/context.hpp"  // ContextIndex
 #include "data/dataset.hpp"  // Dataset
-#include "data/h5.hpp"       // h5::silence_errors_on_this_thread
 #include "util/error.hpp"    // UserError
+#include "util/h5.hpp"       // h5::silence_errors_on_this_thread
 
 namespace trainer::data {
 

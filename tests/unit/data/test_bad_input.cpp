@@ -7,14 +7,16 @@
 #include <fstream>     // std::ofstream
 
 #include "data/dataset.hpp"
-#include "data/h5.hpp"
 #include "data/loader.hpp"
 #include "data/split.hpp"
 #include "data/synth.hpp"
 #include "scratch_dir.hpp"
 #include "util/error.hpp"
+#include "util/h5.hpp"
+#include "util/h5_io.hpp"
 
 using namespace trainer::data;
+namespace h5 = trainer::h5;
 using trainer::UserError;
 
 namespace {
