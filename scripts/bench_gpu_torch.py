@@ -18,7 +18,8 @@ prints the ratios. The command is a template with {batch} and {precision}
 (32 or bf16-mixed); the last number before "images/s" in its output is used:
 
   /usr/bin/python3 scripts/bench_gpu_torch.py \\
-      --trainer-cmd 'build/trainer bench step --batch-size {batch} --precision {precision}'
+      --trainer-cmd 'build/trainer bench step --accelerator gpu --backbone resnet50 --size 256 \\
+                     --batch {batch} --precision {precision} --steps 50 --warmup 10'
 
 Without a GPU it prints "SKIPPED: no GPU visible" and exits 77, unless
 --device cpu is given (a smoke test of the script itself with tiny sizes).

@@ -49,7 +49,6 @@ int bench_step(const Args& args) {
       ("backbone", po::value(&backbone)->default_value(backbone), "resnet18 | resnet34 | resnet50")
       ("size", po::value(&size)->default_value(size), "square input size in pixels (multiple of 32)")
       ("batch", po::value(&batch)->default_value(batch), "images per step")
-      ("batch-size", po::value<int>(), "same as --batch (the spelling scripts/bench_gpu_torch.py uses)")
       ("precision", po::value(&precision_name)->default_value(precision_name),
        "32 | bf16-mixed | 16-mixed: convolution precision (docs/GPU.md); on the CPU the mixed ones "
        "are emulated in fp32 (same numerics, no speed-up)")
@@ -70,7 +69,6 @@ int bench_step(const Args& args) {
   } catch (const po::error& e) {
     throw UserError(std::string("bench step: ") + e.what(), "see `trainer bench step --help`");
   }
-  if (vm.count("batch-size")) batch = vm["batch-size"].as<int>();
   if (vm.count("help")) {
     std::cout << desc;
     return 0;

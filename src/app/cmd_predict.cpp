@@ -9,6 +9,7 @@
 // run's split, recomputed from its configuration and seed).
 #include <cstdio>    // std::snprintf
 #include <fstream>   // std::ifstream
+#include <memory>    // std::unique_ptr
 #include <sstream>   // std::ostringstream
 #include <string>    // std::string
 #include <vector>    // std::vector
@@ -19,10 +20,11 @@
 #include "app/config_parse.hpp"     // parse_command_line
 #include "app/loader_source.hpp"    // batch_allocator
 #include "app/run_setup.hpp"        // open_run_data, write_text_atomically
-#include "compute/backend.hpp"      // compute::make_cpu_backend
+#include "compute/backend.hpp"      // compute::make_cpu_backend, make_cuda_backend
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::set_names
 #include "model/make_model.hpp"     // model::make_pose_model
+#include "runtime/visible_gpus.hpp" // runtime::visible_gpu_count
 #include "runtime/world.hpp"        // runtime::World
 #include "train/checkpoint.hpp"     // load_training_state, load_model
 #include "train/step.hpp"           // train::StepRunner
@@ -43,6 +45,24 @@ std::string run_dir_of(const std::string& checkpoint) {
   return dir;
 }
 bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
+
+// One process on one device: the first visible GPU when distributed.accelerator
+// allows it (gpu, or auto with a GPU visible in a CUDA build), else the CPU.
+// Prediction runs in fp32 whatever the training precision was.
+std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, const Log& log) {
+  const std::string& accelerator = config.distributed.accelerator;
+  const bool gpu = accelerator == "gpu" || (accelerator == "auto" && runtime::visible_gpu_count() > 0);
+#ifdef TRAINER_WITH_CUDA
+  if (gpu) {
+    log.info("predicting on GPU 0 (fp32)");
+    return compute::make_cuda_backend(0);
+  }
+#endif
+  if (gpu && accelerator == "gpu")
+    throw UserError("distributed.accelerator = gpu, but this trainer was built without the GPU path",
+                    "rebuild with -DTRAINER_CUDA=ON or predict with --accelerator cpu");
+  return compute::make_cpu_backend(0);
+}
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -85,7 +105,7 @@ int run_predict(const Args& args_in) {
                         " keypoints but the data has " + std::to_string(dataset.num_keypoints()),
                     "use the configuration the model was trained with (--config <run>/config.ini)");
 
-  auto backend = compute::make_cpu_backend(0);
+  auto backend = make_predict_backend(config, log);
   auto& stream = backend->default_stream();
   const auto network = model::make_pose_model(*backend, config.model.model_type,
                                               model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
