@@ -107,7 +107,9 @@ int run_predict(const Args& args_in) {
 
   auto backend = make_predict_backend(config, log);
   auto& stream = backend->default_stream();
-  const auto network = model::make_pose_model(*backend, config.model.model_type,
+  // The checkpoint knows its model type (older checkpoints: the configuration's).
+  const std::string& model_type = state.model_type.empty() ? config.model.model_type : state.model_type;
+  const auto network = model::make_pose_model(*backend, model_type,
                                               model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
   model::PoseModel& net = *network;
   train::load_model(checkpoint, net.store(), stream);
@@ -118,7 +120,7 @@ int run_predict(const Args& args_in) {
   opts.height = config.data.image_resize_height;
   opts.width = config.data.image_resize_width;
   opts.num_workers = config.training.num_workers > 0 ? config.training.num_workers : 1;
-  opts.context = model::needs_context_frames(config.model.model_type);
+  opts.context = model::needs_context_frames(model_type);
   opts.allocator = batch_allocator(*backend);
   data::Loader loader(dataset, opts);
   std::vector<data::SampleRow> rows(static_cast<std::size_t>(dataset.size()));

@@ -139,6 +139,11 @@ int run_train(const Args& args) {
   train::TrainingState state;
   if (!resume.empty()) {
     state = train::load_training_state(resume);
+    if (!state.model_type.empty() && state.model_type != config.model.model_type)
+      throw UserError("checkpoint '" + resume + "' is a " + state.model_type + " model but the configuration asks for " +
+                          config.model.model_type,
+                      "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
+                          "/config.ini)");
     if (state.backbone != spec.backbone || state.num_keypoints != spec.num_keypoints ||
         state.downsample_factor != spec.downsample_factor)
       throw UserError("checkpoint '" + resume + "' is a " + state.backbone + " with " +
@@ -161,6 +166,7 @@ int run_train(const Args& args) {
   state.rng_seed_data = config.training.rng_seed_data_pt;
   state.rng_seed_model = config.training.rng_seed_model_pt;
   state.config_text = config_to_ini(config);
+  state.model_type = config.model.model_type;
   state.backbone = spec.backbone;
   state.num_keypoints = spec.num_keypoints;
   state.downsample_factor = spec.downsample_factor;
@@ -185,6 +191,7 @@ int run_train(const Args& args) {
            " parameters; " + backend->description() + "; batch " + std::to_string(plan.rank.train_batch_size) +
            " per rank, lr " + std::to_string(plan.learning_rate));
   train::StepRunner runner(*backend, stream, net, train::parse_heatmap_loss(config.model.heatmap_loss_type));
+  runner.loss_scaler().restore({state.loss_scale, state.loss_scale_growth_tracker});  // 16-mixed resumes its scale
   // Data-parallel: rank 0's weights and optimizer state everywhere, then the
   // loop's gradient buckets, synchronized batch norm and metric sums (all no-ops
   // with one rank).

@@ -142,9 +142,12 @@ void save_checkpoint(const std::string& path, model::ParameterStore& store, Opti
     h5::write_int_attribute(st.get(), "rng_seed_data_pt", static_cast<std::int64_t>(state.rng_seed_data));
     h5::write_int_attribute(st.get(), "rng_seed_model_pt", static_cast<std::int64_t>(state.rng_seed_model));
     h5::write_fixed_string_attribute(st.get(), "config", state.config_text);
+    h5::write_fixed_string_attribute(st.get(), "model_type", state.model_type);
     h5::write_fixed_string_attribute(st.get(), "backbone", state.backbone);
     h5::write_int_attribute(st.get(), "num_keypoints", state.num_keypoints);
     h5::write_int_attribute(st.get(), "downsample_factor", state.downsample_factor);
+    h5::write_double_attribute(st.get(), "loss_scale", state.loss_scale);
+    h5::write_int_attribute(st.get(), "loss_scale_growth_tracker", state.loss_scale_growth_tracker);
     h5::write_fixed_string_attribute(st.get(), "format", kFormat);
   }
   file.commit();
@@ -169,9 +172,12 @@ TrainingState load_training_state(const std::string& path) {
   s.rng_seed_data = std::uint64_t(int_or(st.get(), "rng_seed_data_pt", 0));
   s.rng_seed_model = std::uint64_t(int_or(st.get(), "rng_seed_model_pt", 0));
   s.config_text = string_or_empty(st.get(), "config");
+  s.model_type = string_or_empty(st.get(), "model_type");
   s.backbone = string_or_empty(st.get(), "backbone");
   s.num_keypoints = int(int_or(st.get(), "num_keypoints", 0));
   s.downsample_factor = int(int_or(st.get(), "downsample_factor", 0));
+  s.loss_scale = float(double_or(st.get(), "loss_scale", s.loss_scale));
+  s.loss_scale_growth_tracker = int(int_or(st.get(), "loss_scale_growth_tracker", 0));
   return s;
 }
 

@@ -5,7 +5,9 @@
 //   /optimizer/exp_avg_sq/<name>        Adam second moments
 //   /optimizer attributes               type, per group: <group>_step, <group>_lr, <group>_active
 //   /state attributes                   epoch, global_step, best_val_loss, bad_checks,
-//                                       world_size, seeds, config (the effective INI text)
+//                                       world_size, seeds, config (the effective INI text),
+//                                       model_type, backbone, keypoints, downsample factor,
+//                                       loss_scale, loss_scale_growth_tracker (16-mixed)
 // Written to a temporary file next to the target, flushed and closed, then renamed:
 // a crash never leaves a half-written checkpoint under the final name.
 #include <cstdint>  // std::uint64_t
@@ -28,9 +30,13 @@ struct TrainingState {
   int world_size = 1;
   std::uint64_t rng_seed_data = 0, rng_seed_model = 0;
   std::string config_text;    // effective configuration (INI)
+  std::string model_type;     // heatmap | heatmap_mhcrnn (empty in older checkpoints)
   std::string backbone;       // model description, checked on load
   int num_keypoints = 0;
   int downsample_factor = 0;
+  // The 16-mixed loss scaler (train/loss_scaler.hpp); unused by other precisions.
+  float loss_scale = 65536.f;
+  int loss_scale_growth_tracker = 0;
 };
 
 // Writes everything atomically; optimizer may be null (e.g. an exported model).

@@ -47,7 +47,11 @@ std::string TrainLoop::checkpoint_path(const std::string& which) const {
 void TrainLoop::save(const std::string& which, const TrainingState& state) {
   if (!log_.is_root()) return;
   ::mkdir((config_.out_dir + "/checkpoints").c_str(), 0775);
-  save_checkpoint(checkpoint_path(which), model_.store(), &optimizer_, state, stream_);
+  TrainingState saved = state;
+  const LossScalerState scaler = runner_.loss_scaler().state();
+  saved.loss_scale = scaler.scale;
+  saved.loss_scale_growth_tracker = scaler.growth_tracker;
+  save_checkpoint(checkpoint_path(which), model_.store(), &optimizer_, saved, stream_);
 }
 
 EvalSums TrainLoop::validate() {

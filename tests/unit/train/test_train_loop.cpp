@@ -72,6 +72,8 @@ TEST_CASE("checkpoint round-trip restores every tensor, counter and optimizer st
   train::TrainingState st;
   st.backbone = "resnet18";
   st.config_text = "[training]\nmax_epochs = 2\n";
+  st.model_type = "heatmap";
+  a.runner.loss_scaler().restore({512.f, 3});  // saved with every checkpoint
   st = loop.run(st);
   const std::string path = dir + "/checkpoints/last.h5";
   REQUIRE(access(path.c_str(), F_OK) == 0);
@@ -93,6 +95,9 @@ TEST_CASE("checkpoint round-trip restores every tensor, counter and optimizer st
   CHECK(state.global_step == 4);
   CHECK(state.config_text == st.config_text);
   CHECK(state.backbone == "resnet18");
+  CHECK(state.model_type == "heatmap");
+  CHECK(state.loss_scale == 512.f);
+  CHECK(state.loss_scale_growth_tracker == 3);
 }
 
 TEST_CASE("checkpoint writes are atomic: no file under the final name after a failure", "[train]") {
