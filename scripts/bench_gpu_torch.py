@@ -14,8 +14,10 @@ at batch 16 (lightning-pose's default) and 64, plus the measured bf16 matrix-
 product rate and each run's model FLOP utilization (MFU) against it.
 
 With --trainer-cmd it also runs our trainer for each (batch, precision) and
-prints the ratios. The command is a template with {batch} and {precision}
-(32 or bf16-mixed); the last number before "images/s" in its output is used:
+prints the ratios: precision 32 against eager fp32 with TF32 off, 32 with
+--float32-matmul-precision high (TF32) against PyTorch's eager default (TF32
+convolutions), bf16-mixed against the best bf16 mode. The command is a template
+with {batch} and {precision}; the last number before "images/s" in its output is used:
 
   /usr/bin/python3 scripts/bench_gpu_torch.py \\
       --trainer-cmd 'build/trainer bench step --accelerator gpu --backbone resnet50 --size 256 \\
@@ -156,7 +158,10 @@ def bf16_matmul_rate(device, n, reps):
 
 
 def run_trainer(template, batch, precision):
-    cmd = template.format(batch=batch, precision=precision)
+    # "32-tf32": precision 32 with TF32 convolutions, PyTorch's eager default.
+    cmd = template.format(batch=batch, precision=precision.replace("-tf32", ""))
+    if precision.endswith("-tf32"):
+        cmd += " --float32-matmul-precision high"
     proc = subprocess.run(shlex.split(cmd), capture_output=True, text=True)
     if proc.returncode != 0:
         print(f"trainer command failed ({proc.returncode}): {cmd}\n{proc.stderr}", file=sys.stderr)
@@ -219,7 +224,8 @@ def main():
             # The same network and batch: the trainer does the same FLOPs per image.
             flops_per_image = next(r["train_flops_per_step"] / batch for r in results if r["batch"] == batch)
             best_bf16 = max(v for k, v in by_mode.items() if "bf16" in k)
-            for precision, ref_name, ref in (("32", "eager-fp32", by_mode["eager-fp32"]),
+            for precision, ref_name, ref in (("32", "eager-fp32-notf32", by_mode["eager-fp32-notf32"]),
+                                             ("32-tf32", "eager-fp32", by_mode["eager-fp32"]),
                                              ("bf16-mixed", "best bf16", best_bf16)):
                 ours = run_trainer(args.trainer_cmd, batch, precision)
                 if ours is None:

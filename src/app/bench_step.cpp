@@ -19,6 +19,9 @@
 #include "app/run_setup.hpp"        // make_directories, cpu_precision_warning
 #include "compute/backend.hpp"      // compute::make_cpu_backend, make_cuda_backend
 #include "compute/precision.hpp"    // compute::parse_precision
+#ifdef TRAINER_WITH_CUDA
+#include "compute/cuda/cuda_backend.hpp"  // CudaBackendOptions
+#endif
 #include "data/batch.hpp"           // data::Batch
 #include "model/heatmap_model.hpp"  // model::HeatmapModel
 #include "train/checkpoint.hpp"     // save_checkpoint, save_named_tensors
@@ -41,7 +44,8 @@ double process_cpu_seconds() {
 }  // namespace
 
 int bench_step(const Args& args) {
-  std::string backbone = "resnet18", export_dir, precision_name = "32", accelerator = "cpu";
+  std::string backbone = "resnet18", export_dir, precision_name = "32", accelerator = "cpu",
+              fp32_precision = "highest";
   int size = 128, batch = 16, keypoints = 17, steps = 10, warmup = 2, threads = 0, downsample = 2;
   unsigned seed = 0;
   po::options_description desc("trainer bench step [options]");
@@ -52,6 +56,9 @@ int bench_step(const Args& args) {
       ("precision", po::value(&precision_name)->default_value(precision_name),
        "32 | bf16-mixed | 16-mixed: convolution precision (docs/GPU.md); on the CPU the mixed ones "
        "are emulated in fp32 (same numerics, no speed-up)")
+      ("float32-matmul-precision", po::value(&fp32_precision)->default_value(fp32_precision),
+       "highest | high: with --precision 32 on the GPU, high allows TF32 tensor cores "
+       "(model.float32_matmul_precision)")
       ("accelerator", po::value(&accelerator)->default_value(accelerator),
        "cpu | gpu (gpu: the CUDA backend on device 0; CUDA builds only)")
       ("keypoints", po::value(&keypoints)->default_value(keypoints), "keypoints (heatmap channels)")
@@ -78,13 +85,18 @@ int bench_step(const Args& args) {
   const bool exporting = !export_dir.empty();
   if (exporting) steps = 1, warmup = 0;
   const compute::Precision precision = compute::parse_precision(precision_name);
+  if (fp32_precision != "highest" && fp32_precision != "high")
+    throw UserError("bench step: --float32-matmul-precision must be highest or high, not '" + fp32_precision + "'");
   if (accelerator != "cpu" && accelerator != "gpu")
     throw UserError("bench step: --accelerator must be cpu or gpu, not '" + accelerator + "'");
 
   std::unique_ptr<compute::Backend> backend;
   if (accelerator == "gpu") {
 #ifdef TRAINER_WITH_CUDA
-    backend = compute::make_cuda_backend(0, precision);
+    compute::CudaBackendOptions options;
+    options.precision = precision;
+    options.allow_tf32 = fp32_precision == "high";
+    backend = compute::make_cuda_backend(0, options);
 #else
     throw UserError("bench step: this trainer was built without the GPU path",
                     "rebuild with -DTRAINER_CUDA=ON or use --accelerator cpu");

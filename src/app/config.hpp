@@ -52,7 +52,8 @@ struct ModelConfig {
   std::string model_type = "heatmap";      // heatmap | heatmap_mhcrnn
   std::string backbone = "resnet50";       // resnet18 | resnet34 | resnet50
   std::string heatmap_loss_type = "mse";   // mse | kl | js
-  std::string precision = "32";            // 32 | bf16-mixed | 16-mixed (GPU only)
+  std::string precision = "32";            // 32 | bf16-mixed | 16-mixed (emulated on CPUs)
+  std::string float32_matmul_precision = "highest";  // highest | high (TF32 for fp32 convolutions on GPUs)
 };
 
 struct DistributedConfig {

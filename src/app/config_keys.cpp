@@ -316,6 +316,11 @@ std::vector<ConfigKey> build_table() {
              "accumulation, fp32 everything else (16-mixed adds dynamic loss scaling); on CPUs the "
              "mixed ones are emulated in fp32 (same numerics, no speed-up)")
           .lp("(Lightning Trainer precision)"),
+      choice("model", "float32_matmul_precision", field(M, &MC::float32_matmul_precision), {"highest", "high"},
+             "fp32 convolutions on GPUs (precision 32): highest = true fp32 (matches the CPU path); "
+             "high = TF32 tensor cores (PyTorch's default for cuDNN convolutions: faster, ~1e-3 relative "
+             "error); ignored on CPUs")
+          .lp("(torch.set_float32_matmul_precision)"),
       // [distributed]
       choice("distributed", "backend", field(X, &XC::backend), {"auto", "nccl", "mpi", "gloo"},
              "gradient all-reduce backend; auto: nccl on GPUs, mpi on CPUs")

@@ -12,6 +12,9 @@
 #include <fstream>  // std::ofstream
 
 #include "compute/precision.hpp"  // compute::parse_precision
+#ifdef TRAINER_WITH_CUDA
+#include "compute/cuda/cuda_backend.hpp"  // CudaBackendOptions (TF32)
+#endif
 #include "data/synth.hpp"  // data::ensure_synthetic_dataset
 #include "util/error.hpp"  // UserError, MPI_CHECK
 
@@ -26,7 +29,12 @@ std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const r
                                                    const Log& log) {
   const compute::Precision precision = compute::parse_precision(config.model.precision);
 #ifdef TRAINER_WITH_CUDA
-  if (plan.accelerator == "gpu") return compute::make_cuda_backend(plan.rank.device, precision);
+  if (plan.accelerator == "gpu") {
+    compute::CudaBackendOptions options;
+    options.precision = precision;
+    options.allow_tf32 = config.model.float32_matmul_precision == "high";
+    return compute::make_cuda_backend(plan.rank.device, options);
+  }
 #endif
   if (plan.accelerator == "gpu")
     throw UserError("this trainer was built without the GPU path", "rebuild with -DTRAINER_CUDA=ON or use --accelerator cpu");
