@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Relocatable bundle of `trainer` for GPU nodes that lack the build dependencies.
 #
-#   scripts/bundle.sh [--build-dir build] [--out bundle] [--no-mpi]
+#   scripts/bundle.sh [--build-dir build] [--out bundle] [--no-mpi] [--with-tests]
+#
+# --with-tests adds OUT/bin/gpu_tests (the GPU test binary, same RPATH) for
+# scripts/gpu_verify.sh on a GPU machine without the build dependencies.
 #
 # Produces:
 #   OUT/bin/trainer           the program, RPATH $ORIGIN/../lib (DT_RPATH, so it also
@@ -24,11 +27,13 @@ set -euo pipefail
 build_dir=build
 out=bundle
 with_mpi=1
+with_tests=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) build_dir="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --no-mpi) with_mpi=0; shift ;;
+    --with-tests) with_tests=1; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "error: unknown option $1" >&2; echo "hint: scripts/bundle.sh --help" >&2; exit 2 ;;
   esac
@@ -78,21 +83,33 @@ if [[ -e "$out" ]]; then
 fi
 mkdir -p "$out/bin" "$out/lib" "$out/share" "$out/etc"
 
-# ---- the program with its RPATH ------------------------------------------------
-if command -v patchelf >/dev/null; then
-  cp "$trainer" "$out/bin/trainer"
-  patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$out/bin/trainer"
-else
-  link_txt="$build_dir/CMakeFiles/trainer.dir/link.txt"
-  [[ -f "$link_txt" ]] || die "patchelf not installed and no $link_txt to relink from" \
-    "install patchelf (apt-get install patchelf) or run from a CMake build folder"
-  abs_out="$(cd "$out" && pwd)"
-  # Drop the build tree's absolute rpaths, write the program into the bundle and
-  # ask for an old-style DT_RPATH that also applies to indirect dependencies.
-  cmd="$(sed -e 's/-Wl,-rpath,[^ ]*//g' -e "s| -o trainer | -o $abs_out/bin/trainer |" "$link_txt")"
-  (cd "$build_dir" && eval "$cmd -Wl,--disable-new-dtags -Wl,-rpath,'\$ORIGIN/../lib'")
+# ---- the program(s) with their RPATH ------------------------------------------
+install_program() {  # install_program BUILT_BINARY TARGET_NAME CMAKE_TARGET_DIR
+  local built="$1" name="$2" target_dir="$3"
+  if command -v patchelf >/dev/null; then
+    cp "$built" "$out/bin/$name"
+    patchelf --force-rpath --set-rpath '$ORIGIN/../lib' "$out/bin/$name"
+  else
+    local link_txt="$target_dir/link.txt"
+    [[ -f "$link_txt" ]] || die "patchelf not installed and no $link_txt to relink from" \
+      "install patchelf (apt-get install patchelf) or run from a CMake build folder"
+    local abs_out work_dir
+    abs_out="$(cd "$out" && pwd)"
+    work_dir="$(dirname "$(dirname "$target_dir")")"  # the folder link.txt's paths are relative to
+    # Drop the build tree's absolute rpaths, write the program into the bundle and
+    # ask for an old-style DT_RPATH that also applies to indirect dependencies.
+    local cmd
+    cmd="$(sed -e 's/-Wl,-rpath,[^ ]*//g' -e "s| -o [^ ]*$name | -o $abs_out/bin/$name |" "$link_txt")"
+    (cd "$work_dir" && eval "$cmd -Wl,--disable-new-dtags -Wl,-rpath,'\$ORIGIN/../lib'")
+  fi
+  copy_deps "$out/bin/$name"
+}
+install_program "$trainer" trainer "$build_dir/CMakeFiles/trainer.dir"
+if [[ $with_tests == 1 ]]; then
+  [[ -x "$build_dir/tests/gpu_tests" ]] ||
+    die "no $build_dir/tests/gpu_tests" "build the GPU path first (cmake -DTRAINER_CUDA=ON; cmake --build $build_dir)"
+  install_program "$build_dir/tests/gpu_tests" gpu_tests "$build_dir/tests/CMakeFiles/gpu_tests.dir"
 fi
-copy_deps "$out/bin/trainer"
 
 # ---- Open MPI runtime ------------------------------------------------------------
 if [[ $with_mpi == 1 ]]; then

@@ -19,6 +19,7 @@
 #include "comm/self_check.hpp"         // run_self_check
 #include "runtime/env.hpp"             // runtime::capture_environment
 #include "runtime/mpi_session.hpp"     // runtime::MpiSession
+#include "runtime/visible_gpus.hpp"    // runtime::visible_gpu_count
 #include "util/error.hpp"              // UserError
 
 namespace po = boost::program_options;
@@ -102,6 +103,10 @@ int bench_allreduce(const Args& args) {
   runtime::MpiSession session(spawn_args, nprocs, runtime::capture_environment());
   // NCCL: one GPU per rank on a node, the rank's local index.
   const int device = backend == "nccl" ? session.world().local_rank : -1;
+  if (backend == "nccl" && runtime::visible_gpu_count() <= device)
+    throw UserError("bench allreduce --backend nccl needs one GPU per rank on a node, but local rank " +
+                        std::to_string(device) + " sees " + std::to_string(runtime::visible_gpu_count()) + " GPU(s)",
+                    "use --backend mpi or gloo on CPU nodes, or start at most as many ranks per node as GPUs");
   auto comm = comm::make_communicator(backend, session.comm(), timeout_s, device);
   const bool root = comm->rank() == 0;
 

@@ -30,6 +30,8 @@ done
 expect_fail 2 "not a size" "$TRAINER" bench allreduce --max-bytes lots
 if ! "$TRAINER" --version | grep -qi nccl; then
   expect_fail 2 "nccl backend needs the CUDA build" "$TRAINER" bench allreduce --backend nccl
+elif ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
+  expect_fail 2 "needs one GPU per rank on a node, but local rank 0 sees 0 GPU" "$TRAINER" bench allreduce --backend nccl
 fi
 expect_fail 2 "unknown communication backend" "$TRAINER" bench allreduce --backend tcp
 echo "allreduce_check: ok"

@@ -6,7 +6,9 @@ build_dir="$(dirname "$TRAINER")"
 [[ -f "$build_dir/CMakeFiles/trainer.dir/link.txt" ]] || command -v patchelf >/dev/null ||
   skip "needs patchelf or the CMake build folder of $TRAINER"
 out="$SCRATCH/bundle"
-bash "$REPO/scripts/bundle.sh" --build-dir "$build_dir" --out "$out" > "$SCRATCH/bundle.log" 2>&1 ||
+with_tests=()
+[[ -x "$build_dir/tests/gpu_tests" ]] && with_tests=(--with-tests)
+bash "$REPO/scripts/bundle.sh" --build-dir "$build_dir" --out "$out" "${with_tests[@]}" > "$SCRATCH/bundle.log" 2>&1 ||
   { cat "$SCRATCH/bundle.log"; fail "bundle.sh failed"; }
 
 readelf -d "$out/bin/trainer" | grep -E 'R(UN)?PATH' | grep -qF '[$ORIGIN/../lib]' ||
@@ -26,4 +28,14 @@ ls "$out"/lib/openmpi/mca_*.so >/dev/null 2>&1 || fail "no Open MPI plugins in l
   mpirun --oversubscribe -np 2 trainer --version > "$SCRATCH/version.txt" 2>&1 ) ||
   { cat "$SCRATCH/version.txt"; fail "bundled mpirun -np 2 trainer --version failed"; }
 [[ "$(grep -c '^build:' "$SCRATCH/version.txt")" == 2 ]] || { cat "$SCRATCH/version.txt"; fail "expected two ranks' version output"; }
+# With the GPU tests in it, the bundle drives scripts/gpu_verify.sh (which skips without a GPU).
+if [[ ${#with_tests[@]} == 1 ]]; then
+  readelf -d "$out/bin/gpu_tests" | grep -E 'R(UN)?PATH' | grep -qF '[$ORIGIN/../lib]' || fail "bin/gpu_tests lacks its RPATH"
+  if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
+    rc=0
+    bash "$REPO/scripts/gpu_verify.sh" --bundle "$out" --out "$SCRATCH/verify" > "$SCRATCH/verify.log" 2>&1 || rc=$?
+    [[ $rc == 77 ]] && grep -q "SKIPPED: no GPU visible" "$SCRATCH/verify.log" ||
+      { cat "$SCRATCH/verify.log"; fail "gpu_verify.sh without a GPU: expected a visible skip (77), got $rc"; }
+  fi
+fi
 echo "bundle OK: $(du -sh "$out" | cut -f1), $(ls "$out/lib" | wc -l) entries in lib/"
