@@ -54,8 +54,9 @@ std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, con
   const bool gpu = accelerator == "gpu" || (accelerator == "auto" && runtime::visible_gpu_count() > 0);
 #ifdef TRAINER_WITH_CUDA
   if (gpu) {
+    auto backend = compute::make_cuda_backend(0);
     log.info("predicting on GPU 0 (fp32)");
-    return compute::make_cuda_backend(0);
+    return backend;
   }
 #endif
   if (gpu && accelerator == "gpu")

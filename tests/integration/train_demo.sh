@@ -60,6 +60,17 @@ fi
 
 # predict: DLC/lightning-pose CSV with a set column, one row per frame.
 "$TRAINER" predict --checkpoint "$SCRATCH/run/checkpoints/best.h5" >"$SCRATCH/predict.log" 2>&1 || { cat "$SCRATCH/predict.log"; fail "predict"; }
+# Asking for a GPU that is not there is a user error, not a crash.
+if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
+  if "$TRAINER" --version | grep -q 'cuda ('; then
+    expect_fail 2 "no usable GPU" "$TRAINER" predict --checkpoint "$SCRATCH/run/checkpoints/best.h5" --accelerator gpu \
+      --out "$SCRATCH/nogpu.csv"
+  else
+    expect_fail 2 "built without the GPU path" "$TRAINER" predict --checkpoint "$SCRATCH/run/checkpoints/best.h5" \
+      --accelerator gpu --out "$SCRATCH/nogpu.csv"
+  fi
+  [[ ! -e "$SCRATCH/nogpu.csv" ]] || fail "a failed predict left a CSV behind"
+fi
 csv="$SCRATCH/run/predictions.csv"
 [[ $(wc -l <"$csv") == 43 ]] || fail "predictions.csv: expected 3 header rows + 40 frames, got $(wc -l <"$csv")"
 head -1 "$csv" | grep -qE '^scorer(,trainer){12},set$' || fail "scorer row: $(head -1 "$csv")"
