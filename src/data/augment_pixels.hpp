@@ -9,12 +9,31 @@
 // keyed stream; the per-pixel randomness (masks, noise fields) comes from seeds
 // stored in it. A PixelAugmenter built from it is deterministic, so every context
 // frame of a row gets exactly the same masks and displacement field.
-#include <cstdint>  // std::uint8_t, std::uint64_t
+#include <cstdint>  // std::uint8_t, std::uint32_t, std::uint64_t
 #include <vector>   // std::vector
+
+#include <opencv2/core.hpp>  // cv::Mat (precomputed remap tables)
 
 #include "data/rng.hpp"  // KeyedRng
 
 namespace trainer::data {
+
+// Fixed-point remap tables of an elastic field (cv::convertMaps, CV_16SC2 + CV_16UC1).
+struct ElasticMaps {
+  cv::Mat xy, fraction;
+};
+
+// Working images reused from frame to frame (large allocations freed and made again
+// per frame cost more in page faults than the arithmetic).
+struct AugmentBuffers {
+  cv::Mat bytes, noise, field, mx, my, copy;
+};
+
+// One salt or pepper pixel: its index (y * W + x) and new value for all channels.
+struct Replacement {
+  std::uint32_t pixel;
+  std::uint8_t value;
+};
 
 struct PixelAugment {
   bool motion_blur = false;  // p = 0.5, k = 5
@@ -51,9 +70,14 @@ PixelAugment draw_pixel_augment(KeyedRng& rng);
 
 // Builds the masks and the displacement field for one frame size once; apply() and
 // move_keypoints() may then be called for every context frame.
+// Builds the masks and the displacement field for one frame size once; apply() and
+// move_keypoints() may then be called for every context frame. prepare() reuses the
+// buffers of the previous frame (the loader keeps one augmenter per worker).
 class PixelAugmenter {
  public:
+  PixelAugmenter() = default;
   PixelAugmenter(const PixelAugment& plan, int h, int w, int c);
+  void prepare(const PixelAugment& plan, int h, int w, int c);
   // In place on one H*W*C image.
   void apply(std::uint8_t* img) const;
   // Moves (x, y) pairs (continuous pixel coordinates) with the elastic field; a
@@ -62,12 +86,13 @@ class PixelAugmenter {
 
  private:
   PixelAugment plan_;
-  int h_, w_, c_;
-  std::vector<float> blur_kernel_;          // k*k, empty when off
-  std::vector<std::uint8_t> dropout_mask_;  // H*W*C of 0/1 multipliers
-  std::vector<std::int16_t> salt_;          // H*W*C replacement or -1 (keep)
-  std::vector<std::int16_t> pepper_;
+  int h_ = 0, w_ = 0, c_ = 1;
+  std::vector<float> blur_kernel_;          // k*k
+  std::vector<std::uint8_t> dropout_mask_;  // H*W*C, 1 = dropped
+  std::vector<Replacement> salt_, pepper_;  // the few pixels they replace
   std::vector<float> dx_, dy_;              // H*W elastic displacement (source = output + d)
+  ElasticMaps maps_;                        // the same, as remap tables
+  mutable AugmentBuffers buf_;              // scratch images (apply is logically const)
 };
 
 // The single augmenters, exposed for tests. All work in place on H*W*C uint8.
@@ -75,11 +100,14 @@ class PixelAugmenter {
 // angle_deg (0 = vertical), weights ramping linearly along it by direction, normalized.
 std::vector<float> motion_blur_kernel(int k, double angle_deg, double direction);
 void convolve(std::uint8_t* img, int h, int w, int c, const std::vector<float>& kernel, int k);
+void convolve(std::uint8_t* img, int h, int w, int c, const std::vector<float>& kernel, int k, AugmentBuffers& buf);
 // imgaug's coarse masks: a Bernoulli(p) grid of max(int(H*size), min_size) x
 // max(int(W*size), min_size) cells, scaled up to H x W by nearest neighbour; one grid
 // per channel when per_channel, else one shared by all channels. Returns H*W*C of 0/1.
 std::vector<std::uint8_t> coarse_mask(int h, int w, int c, double p, double size, int min_size, bool per_channel,
                                       KeyedRng& rng);
+void coarse_mask(int h, int w, int c, double p, double size, int min_size, bool per_channel, KeyedRng& rng,
+                 std::vector<std::uint8_t>& out);
 // imgaug Salt / Pepper replacement values: |Beta(0.5, 0.5) - 0.5| pushed above
 // (salt) or below (pepper) 0.5, times 255, rounded: salt in [128, 255], pepper in [0, 127].
 int salt_value(KeyedRng& rng);
@@ -88,8 +116,13 @@ int pepper_value(KeyedRng& rng);
 // blur sees no edge), Gaussian-blurred with sigma, times alpha, cropped to H x W.
 void elastic_field(int h, int w, double alpha, double sigma, KeyedRng& rng, std::vector<float>& dx,
                    std::vector<float>& dy);
+void elastic_field(int h, int w, double alpha, double sigma, KeyedRng& rng, std::vector<float>& dx,
+                   std::vector<float>& dy, AugmentBuffers& buf);
 // out(y, x) = in(y + dy, x + dx), bilinear (imgaug: bicubic), black outside (cval 0).
 void elastic_remap(std::uint8_t* img, int h, int w, int c, const std::vector<float>& dx, const std::vector<float>& dy);
+void elastic_maps(int h, int w, const std::vector<float>& dx, const std::vector<float>& dy, ElasticMaps& maps,
+                  AugmentBuffers& buf);
+void elastic_remap(std::uint8_t* img, int h, int w, int c, const ElasticMaps& maps, AugmentBuffers& buf);
 // Moves (x, y) pairs (continuous coordinates) to where elastic_remap puts the content
 // under them; outside [0, W) x [0, H) becomes NaN.
 void elastic_move_keypoints(const std::vector<float>& dx, const std::vector<float>& dy, int h, int w, float* xy,

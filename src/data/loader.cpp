@@ -5,7 +5,6 @@
 
 #include <algorithm>  // std::min
 #include <new>        // operator new with alignment
-#include <optional>   // std::optional
 
 #include "data/augment_pixels.hpp"  // PixelAugmenter
 #include "data/context.hpp"  // ContextIndex
@@ -23,6 +22,7 @@ HostAllocator default_host_allocator() {
 struct Loader::Scratch {
   std::vector<std::uint8_t> raw;     // one stored frame
   std::vector<std::uint8_t> warped;  // one frame at network size
+  PixelAugmenter pixels;             // dlc's image-space steps, buffers reused per frame
 };
 
 struct Loader::Slot {
@@ -206,8 +206,8 @@ void Loader::load_row(Scratch& scratch, Slot& slot, int row, const SampleRow& sa
   const std::size_t frame_floats = static_cast<std::size_t>(3) * oh * ow;
   float* row_images = batch.images + static_cast<std::size_t>(row) * batch.context_frames * frame_floats;
   // Built once per row: every context frame gets the same masks and elastic field.
-  std::optional<PixelAugmenter> pixels;
-  if (t.pixels.any()) pixels.emplace(t.pixels, oh, ow, c);
+  PixelAugmenter* pixels = t.pixels.any() ? &scratch.pixels : nullptr;
+  if (pixels) pixels->prepare(t.pixels, oh, ow, c);
   auto load_frame = [&](std::int64_t frame, float* out) {
     dataset_.read_image(frame, scratch.raw.data());
     warp_image(t, scratch.raw.data(), h, w, c, scratch.warped.data(), oh, ow);
