@@ -62,12 +62,18 @@ void replacement_list(int h, int w, double size, bool salt, KeyedRng& rng, std::
     row_hit[i / static_cast<std::size_t>(gw)] |= grid[i];
   }
   out.clear();
+  std::vector<int> col;
   for (int y = 0; y < h; ++y) {
     const int gy = std::min(static_cast<int>(static_cast<long long>(y) * gh / h), gh - 1);
     if (!row_hit[static_cast<std::size_t>(gy)]) continue;
+    if (col.empty()) {
+      col.resize(static_cast<std::size_t>(w));
+      for (int x = 0; x < w; ++x)
+        col[static_cast<std::size_t>(x)] = std::min(static_cast<int>(static_cast<long long>(x) * gw / w), gw - 1);
+    }
+    const std::uint8_t* grid_row = grid.data() + static_cast<std::size_t>(gy) * gw;
     for (int x = 0; x < w; ++x) {
-      const int gx = std::min(static_cast<int>(static_cast<long long>(x) * gw / w), gw - 1);
-      if (!grid[static_cast<std::size_t>(gy) * gw + gx]) continue;
+      if (!grid_row[col[static_cast<std::size_t>(x)]]) continue;
       const int v = salt ? salt_value(rng) : pepper_value(rng);
       out.push_back({static_cast<std::uint32_t>(static_cast<std::size_t>(y) * w + x), static_cast<std::uint8_t>(v)});
     }
