@@ -52,6 +52,8 @@ FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmen
     d = r10 * sx;
     e = r11 * sy;
     f = gy;
+    // Drawn after the affine part so that its values stay what they were.
+    t.pixels = draw_pixel_augment(rng);
     if (photo) {
       t.contrast = static_cast<float>(contrast);
       t.brightness = static_cast<float>(brightness);

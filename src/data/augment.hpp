@@ -10,6 +10,8 @@
 #include <cstdint>  // std::uint8_t, std::uint64_t, std::int64_t
 #include <string>   // std::string
 
+#include "data/augment_pixels.hpp"  // PixelAugment (the image-space dlc steps)
+
 namespace trainer::data {
 
 enum class Augmentation { kNone, kDlc };
@@ -26,6 +28,9 @@ struct FrameTransform {
   double m[6] = {1, 0, 0, 0, 1, 0};
   float contrast = 1.0f;    // v' = contrast * (v - 128) + 128 + brightness, clamped to [0, 255]
   float brightness = 0.0f;
+  // Image-space steps applied after the warp (see augment_pixels.hpp); all off
+  // unless dlc.
+  PixelAugment pixels;
 };
 
 // The dlc draws (all from a stream keyed by seed, epoch and frame index):
@@ -33,6 +38,7 @@ struct FrameTransform {
 //   scale      p = 0.5, uniform in [0.85, 1.15]
 //   translation p = 0.5, uniform in [-10 %, 10 %] of width / height
 //   brightness / contrast p = 0.5, brightness in [-25, 25], contrast in [0.75, 1.25]
+// then, from the same stream, the image-space steps (draw_pixel_augment).
 FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmentation aug, std::uint64_t seed,
                               int epoch, std::int64_t frame);
 

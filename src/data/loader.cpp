@@ -5,7 +5,9 @@
 
 #include <algorithm>  // std::min
 #include <new>        // operator new with alignment
+#include <optional>   // std::optional
 
+#include "data/augment_pixels.hpp"  // PixelAugmenter
 #include "data/context.hpp"  // ContextIndex
 #include "data/dataset.hpp"  // Dataset
 #include "util/error.hpp"    // UserError
@@ -203,9 +205,13 @@ void Loader::load_row(Scratch& scratch, Slot& slot, int row, const SampleRow& sa
   scratch.warped.resize(static_cast<std::size_t>(oh) * ow * c);
   const std::size_t frame_floats = static_cast<std::size_t>(3) * oh * ow;
   float* row_images = batch.images + static_cast<std::size_t>(row) * batch.context_frames * frame_floats;
+  // Built once per row: every context frame gets the same masks and elastic field.
+  std::optional<PixelAugmenter> pixels;
+  if (t.pixels.any()) pixels.emplace(t.pixels, oh, ow, c);
   auto load_frame = [&](std::int64_t frame, float* out) {
     dataset_.read_image(frame, scratch.raw.data());
     warp_image(t, scratch.raw.data(), h, w, c, scratch.warped.data(), oh, ow);
+    if (pixels) pixels->apply(scratch.warped.data());
     normalize_to_planes(t, scratch.warped.data(), oh, ow, c, out);
   };
   if (context_) {
@@ -214,8 +220,9 @@ void Loader::load_row(Scratch& scratch, Slot& slot, int row, const SampleRow& sa
   } else {
     load_frame(sample.frame, row_images);
   }
-  transform_keypoints(t, dataset_.keypoints(sample.frame), batch.keypoints.data() + static_cast<std::size_t>(row) * k * 2,
-                      k, oh, ow);
+  float* keypoints = batch.keypoints.data() + static_cast<std::size_t>(row) * k * 2;
+  transform_keypoints(t, dataset_.keypoints(sample.frame), keypoints, k, oh, ow);
+  if (pixels) pixels->move_keypoints(keypoints, k);  // only the elastic step moves them
   batch.frame_index[static_cast<std::size_t>(row)] = sample.frame;
   batch.is_real[static_cast<std::size_t>(row)] = sample.is_real ? 1 : 0;
   batch.scale_x[static_cast<std::size_t>(row)] = static_cast<float>(w) / ow;

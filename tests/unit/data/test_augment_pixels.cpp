@@ -1,0 +1,404 @@
+// The image-space dlc augmenters (imgaug semantics), their probabilities, and how the
+// loader applies them (context frames, determinism).
+#include <catch2/catch.hpp>
+
+#include <algorithm>  // std::min_element, std::max_element, std::all_of
+#include <cmath>      // std::exp, std::sqrt, std::isnan, std::hypot
+#include <cstring>    // std::memcmp
+#include <utility>  // std::pair
+#include <vector>
+
+#include "data/augment.hpp"
+#include "data/augment_pixels.hpp"
+#include "data/context.hpp"
+#include "data/dataset.hpp"
+#include "data/loader.hpp"
+#include "data/synth.hpp"
+#include "scratch_dir.hpp"
+
+using namespace trainer::data;
+
+namespace {
+using Image = std::vector<std::uint8_t>;
+
+Image noise_image(int h, int w, int c, std::uint64_t seed) {
+  KeyedRng rng(seed);
+  Image img(static_cast<size_t>(h) * w * c);
+  for (auto& v : img) v = static_cast<std::uint8_t>(rng.below(256));
+  return img;
+}
+
+// Checks that an observed count is within `sigmas` standard errors of n * p.
+void check_rate(double count, double n, double p, double sigmas = 4.0) {
+  const double se = std::sqrt(n * p * (1 - p));
+  INFO("count " << count << " of " << n << ", expected p " << p);
+  CHECK(std::abs(count - n * p) <= sigmas * se);
+}
+}  // namespace
+
+TEST_CASE("motion blur keeps a constant image and spreads a point along a line of k pixels", "[data]") {
+  for (double angle : {-90.0, -37.0, 0.0, 45.0, 90.0}) {
+    for (double direction : {-1.0, 0.0, 0.6}) {
+      const std::vector<float> k = motion_blur_kernel(5, angle, direction);
+      double sum = 0;
+      for (float v : k) sum += v;
+      CHECK(sum == Approx(1.0).margin(1e-5));
+      Image flat(20 * 30 * 3, 77);
+      convolve(flat.data(), 20, 30, 3, k, 5);
+      CHECK(std::all_of(flat.begin(), flat.end(), [](std::uint8_t v) { return v == 77; }));
+    }
+  }
+  // Vertical (angle 0) and horizontal (angle 90) lines with equal weights (direction 0).
+  for (double angle : {0.0, 90.0}) {
+    Image dot(21 * 21, 0);
+    dot[10 * 21 + 10] = 255;
+    convolve(dot.data(), 21, 21, 1, motion_blur_kernel(5, angle, 0.0), 5);
+    int lit = 0;
+    for (int y = 0; y < 21; ++y)
+      for (int x = 0; x < 21; ++x) {
+        const int v = dot[static_cast<size_t>(y) * 21 + x];
+        if (v == 0) continue;
+        ++lit;
+        CHECK(v == 51);  // 255 / 5
+        if (angle == 0.0) {
+          CHECK(x == 10);
+          CHECK(std::abs(y - 10) <= 2);
+        } else {
+          CHECK(y == 10);
+          CHECK(std::abs(x - 10) <= 2);
+        }
+      }
+    CHECK(lit == 5);
+  }
+  // Diagonal: spread within the 5 x 5 box, along the diagonal.
+  Image dot(21 * 21, 0);
+  dot[10 * 21 + 10] = 255;
+  convolve(dot.data(), 21, 21, 1, motion_blur_kernel(5, 45.0, 0.0), 5);
+  int total = 0;
+  for (int y = 0; y < 21; ++y)
+    for (int x = 0; x < 21; ++x) {
+      const int v = dot[static_cast<size_t>(y) * 21 + x];
+      total += v;
+      if (v > 0) {
+        CHECK(std::abs(x - 10) <= 2);
+        CHECK(std::abs(y - 10) <= 2);
+      }
+    }
+  CHECK(total == Approx(255).margin(5));
+  CHECK(dot[8 * 21 + 12] + dot[12 * 21 + 8] > dot[8 * 21 + 8] + dot[12 * 21 + 12]);  // one diagonal only
+}
+
+TEST_CASE("coarse dropout zeroes about p of the area in blocks", "[data]") {
+  const int h = 60, w = 80;
+  PixelAugment plan;
+  plan.dropout = true;
+  double dropped = 0, pixels = 0;
+  for (std::uint64_t seed = 1; seed <= 300; ++seed) {
+    plan.dropout_seed = seed;
+    Image img(static_cast<size_t>(h) * w, 200);
+    PixelAugmenter(plan, h, w, 1).apply(img.data());
+    for (int y = 0; y < h; ++y)
+      for (int x = 0; x < w; ++x) {
+        const int v = img[static_cast<size_t>(y) * w + x];
+        REQUIRE((v == 0 || v == 200));
+        dropped += v == 0;
+        pixels += 1;
+      }
+  }
+  // The grid has int(0.3 * 60) x int(0.3 * 80) = 18 x 24 cells; each cell is dropped
+  // with p = 0.02, so count cells (blocks of 60/18 x 80/24 pixels, ~11.1 each).
+  const double cells = 300.0 * 18 * 24;
+  const double cell_pixels = pixels / cells;
+  check_rate(dropped / cell_pixels, cells, 0.02);
+
+  // Blocks: a mask at size 0.25 of 64 x 64 is constant on every 4 x 4 block.
+  KeyedRng rng(9);
+  const std::vector<std::uint8_t> m = coarse_mask(64, 64, 1, 0.5, 0.25, 4, false, rng);
+  for (int y = 0; y < 64; ++y)
+    for (int x = 0; x < 64; ++x) CHECK(m[static_cast<size_t>(y) * 64 + x] == m[static_cast<size_t>(y / 4 * 4) * 64 + x / 4 * 4]);
+  // min_size: a tiny fraction still gives at least 4 x 4 cells.
+  KeyedRng rng2(10);
+  const std::vector<std::uint8_t> coarse = coarse_mask(40, 40, 1, 0.5, 0.01, 4, false, rng2);
+  for (int y = 0; y < 40; ++y)
+    for (int x = 0; x < 40; ++x) CHECK(coarse[static_cast<size_t>(y) * 40 + x] == coarse[static_cast<size_t>(y / 10 * 10) * 40 + x / 10 * 10]);
+}
+
+TEST_CASE("coarse dropout per channel drops channels independently, otherwise together", "[data]") {
+  const int h = 40, w = 40;
+  PixelAugment plan;
+  plan.dropout = true;
+  int mixed_shared = 0, mixed_per_channel = 0;
+  for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+    plan.dropout_seed = seed;
+    for (bool per : {false, true}) {
+      plan.dropout_per_channel = per;
+      Image img(static_cast<size_t>(h) * w * 3, 90);
+      PixelAugmenter(plan, h, w, 3).apply(img.data());
+      for (size_t i = 0; i < img.size(); i += 3) {
+        const bool mixed = !(img[i] == img[i + 1] && img[i] == img[i + 2]);
+        (per ? mixed_per_channel : mixed_shared) += mixed;
+      }
+    }
+  }
+  CHECK(mixed_shared == 0);
+  CHECK(mixed_per_channel > 0);
+}
+
+TEST_CASE("coarse salt and pepper replace blocks with bright / dark values", "[data]") {
+  const int h = 64, w = 64;
+  double salted = 0, peppered = 0, cells = 0;
+  for (std::uint64_t seed = 1; seed <= 400; ++seed) {
+    PixelAugment plan;
+    plan.salt = true;
+    plan.salt_seed = seed;
+    plan.salt_size = 0.1;  // 6 x 6 grid: each cell ~10.7 x 10.7 pixels
+    Image black(static_cast<size_t>(h) * w * 3, 0);
+    PixelAugmenter(plan, h, w, 3).apply(black.data());
+    PixelAugment pplan;
+    pplan.pepper = true;
+    pplan.pepper_seed = seed;
+    pplan.pepper_size = 0.1;
+    Image white(static_cast<size_t>(h) * w * 3, 255);
+    PixelAugmenter(pplan, h, w, 3).apply(white.data());
+    for (size_t i = 0; i < black.size(); i += 3) {
+      REQUIRE((black[i] == black[i + 1] && black[i] == black[i + 2]));  // one value for all channels
+      if (black[i] != 0) {
+        CHECK(black[i] >= 128);  // salt only raises (to [128, 255])
+        salted += 1;
+      }
+      if (white[i] != 255) {
+        CHECK(white[i] <= 128);  // pepper only lowers (to [0, 128])
+        peppered += 1;
+      }
+    }
+    cells += 36;
+  }
+  const double cell_pixels = static_cast<double>(h) * w / 36;
+  check_rate(salted / cell_pixels, cells, 0.01, 5.0);
+  check_rate(peppered / cell_pixels, cells, 0.01, 5.0);
+
+  // Replacement values follow imgaug's 0.5 +- |Beta(0.5, 0.5) - 0.5|: both ends are reached.
+  KeyedRng rng(4);
+  int lo = 255, hi = 0;
+  for (int i = 0; i < 2000; ++i) {
+    const int s = salt_value(rng), p = pepper_value(rng);
+    REQUIRE(s >= 128);
+    REQUIRE(s <= 255);
+    REQUIRE(p >= 0);
+    REQUIRE(p <= 128);
+    lo = std::min(lo, p);
+    hi = std::max(hi, s);
+  }
+  CHECK(lo <= 2);
+  CHECK(hi >= 253);
+}
+
+namespace {
+Image gaussian_dot(int h, int w, double px, double py) {
+  Image img(static_cast<size_t>(h) * w, 0);
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const double dx = x + 0.5 - px, dy = y + 0.5 - py;
+      img[static_cast<size_t>(y) * w + x] = static_cast<std::uint8_t>(255.0 * std::exp(-(dx * dx + dy * dy) / 2.0));
+    }
+  return img;
+}
+
+// Intensity-weighted centroid in continuous coordinates.
+std::pair<double, double> centroid(const Image& img, int h, int w) {
+  double sum = 0, sx = 0, sy = 0;
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const double v = img[static_cast<size_t>(y) * w + x];
+      sum += v;
+      sx += v * (x + 0.5);
+      sy += v * (y + 0.5);
+    }
+  REQUIRE(sum > 0);
+  return {sx / sum, sy / sum};
+}
+}  // namespace
+
+TEST_CASE("the elastic transform moves a bright dot together with its keypoint", "[data]") {
+  const int h = 96, w = 96;
+  // Large, smooth displacements (sigma 15, alpha 150: several pixels) test the mechanism.
+  int moved_far = 0;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    const double px = 30.0 + static_cast<double>(seed), py = 60.0 - static_cast<double>(seed);
+    Image img = gaussian_dot(h, w, px, py);
+    KeyedRng rng(seed);
+    std::vector<float> dx, dy;
+    elastic_field(h, w, 150.0, 15.0, rng, dx, dy);
+    elastic_remap(img.data(), h, w, 1, dx, dy);
+    float kp[2] = {static_cast<float>(px), static_cast<float>(py)};
+    elastic_move_keypoints(dx, dy, h, w, kp, 1);
+    REQUIRE_FALSE(std::isnan(kp[0]));
+    const auto [cx, cy] = centroid(img, h, w);
+    INFO("seed " << seed << " from " << px << "," << py << " keypoint " << kp[0] << "," << kp[1] << " dot " << cx << "," << cy);
+    CHECK(cx == Approx(kp[0]).margin(1.0));
+    CHECK(cy == Approx(kp[1]).margin(1.0));
+    moved_far += std::hypot(kp[0] - px, kp[1] - py) > 2.0;
+  }
+  CHECK(moved_far >= 5);  // the test really exercises a displacement
+
+  // dlc's own setting (sigma 5, alpha up to 10) through PixelAugmenter: sub-pixel moves,
+  // and following them brings the keypoint closer to the dot than leaving it.
+  double err_moved = 0, err_fixed = 0;
+  for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+    const double px = 40.3 + static_cast<double>(seed) * 0.5, py = 55.7 - static_cast<double>(seed) * 0.5;
+    Image img = gaussian_dot(h, w, px, py);
+    PixelAugment plan;
+    plan.elastic = true;
+    plan.elastic_alpha = 10.0;
+    plan.elastic_seed = seed;
+    const PixelAugmenter aug(plan, h, w, 1);
+    aug.apply(img.data());
+    float kp[2] = {static_cast<float>(px), static_cast<float>(py)};
+    aug.move_keypoints(kp, 1);
+    const auto [cx, cy] = centroid(img, h, w);
+    CHECK(cx == Approx(kp[0]).margin(0.3));
+    CHECK(cy == Approx(kp[1]).margin(0.3));
+    err_moved += std::hypot(cx - kp[0], cy - kp[1]);
+    err_fixed += std::hypot(cx - px, cy - py);
+  }
+  INFO("mean error following the field " << err_moved / 40 << " px, staying " << err_fixed / 40 << " px");
+  CHECK(err_moved < 0.5 * err_fixed);
+
+  // A keypoint pushed out of the frame becomes NaN; NaN stays NaN.
+  PixelAugment plan;
+  plan.elastic = true;
+  plan.elastic_alpha = 2000.0;
+  int lost = 0;
+  for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+    plan.elastic_seed = seed;
+    const PixelAugmenter aug(plan, 32, 32, 1);
+    float kp[4] = {0.2f, 0.2f, std::nanf(""), 5.0f};
+    aug.move_keypoints(kp, 2);
+    CHECK(std::isnan(kp[2]));
+    if (std::isnan(kp[0])) {
+      CHECK(std::isnan(kp[1]));
+      ++lost;
+    } else {
+      CHECK(kp[0] >= 0.0f);
+      CHECK(kp[1] >= 0.0f);
+    }
+  }
+  CHECK(lost > 0);
+}
+
+TEST_CASE("histogram equalization and CLAHE stretch a low-contrast image", "[data]") {
+  const int h = 64, w = 64;
+  Image img = noise_image(h, w, 3, 5);
+  for (auto& v : img) v = static_cast<std::uint8_t>(100 + v % 21);  // 100 .. 120
+  Image eq = img;
+  equalize_histogram(eq.data(), h, w, 3);
+  CHECK(*std::max_element(eq.begin(), eq.end()) == 255);
+  CHECK(*std::min_element(eq.begin(), eq.end()) <= 20);
+  Image cl = img;
+  clahe(cl.data(), h, w, 3, 8.0, 4);
+  const int span = *std::max_element(cl.begin(), cl.end()) - *std::min_element(cl.begin(), cl.end());
+  CHECK(span > 60);  // input span is 20
+  // Grayscale works too, and a constant image stays constant under equalization's order.
+  Image gray(static_cast<size_t>(h) * w);
+  for (size_t i = 0; i < gray.size(); ++i) gray[i] = static_cast<std::uint8_t>(50 + i % 10);
+  equalize_histogram(gray.data(), h, w, 1);
+  CHECK(*std::max_element(gray.begin(), gray.end()) == 255);
+}
+
+TEST_CASE("emboss keeps a constant image and alpha 0 is the identity", "[data]") {
+  Image flat(16 * 16 * 3, 123);
+  convolve(flat.data(), 16, 16, 3, emboss_kernel(0.5, 1.5), 3);
+  CHECK(std::all_of(flat.begin(), flat.end(), [](std::uint8_t v) { return v == 123; }));
+  const Image img = noise_image(16, 16, 1, 3);
+  Image same = img;
+  convolve(same.data(), 16, 16, 1, emboss_kernel(0.0, 1.0), 3);
+  CHECK(same == img);
+  Image changed = img;
+  convolve(changed.data(), 16, 16, 1, emboss_kernel(0.5, 1.0), 3);
+  CHECK(changed != img);
+}
+
+TEST_CASE("dlc draws each image-space step with lightning-pose's probability and range", "[data]") {
+  const int n = 4000;
+  double blur = 0, drop = 0, per = 0, salt = 0, pepper = 0, elastic = 0, eq = 0, cl = 0, emb = 0;
+  for (int frame = 0; frame < n; ++frame) {
+    const PixelAugment a = make_transform(64, 64, 32, 32, Augmentation::kDlc, 7, 2, frame).pixels;
+    blur += a.motion_blur;
+    drop += a.dropout;
+    per += a.dropout_per_channel;
+    salt += a.salt;
+    pepper += a.pepper;
+    elastic += a.elastic;
+    eq += a.equalize;
+    cl += a.clahe;
+    emb += a.emboss;
+    CHECK(a.blur_angle >= -90.0);
+    CHECK(a.blur_angle <= 90.0);
+    CHECK(a.salt_size >= 0.05);
+    CHECK(a.salt_size <= 0.1);
+    CHECK(a.pepper_size >= 0.05);
+    CHECK(a.pepper_size <= 0.1);
+    CHECK(a.elastic_alpha >= 0.0);
+    CHECK(a.elastic_alpha <= 10.0);
+    CHECK(a.clahe_clip >= 0.1);
+    CHECK(a.clahe_clip <= 8.0);
+    CHECK(a.clahe_tiles >= 3);
+    CHECK(a.clahe_tiles <= 12);
+    CHECK(a.emboss_alpha >= 0.0);
+    CHECK(a.emboss_alpha <= 0.5);
+    CHECK(a.emboss_strength >= 0.5);
+    CHECK(a.emboss_strength <= 1.5);
+  }
+  check_rate(blur, n, 0.5);
+  check_rate(drop, n, 0.5);
+  check_rate(per, n, 0.5);
+  check_rate(salt, n, 0.5);
+  check_rate(pepper, n, 0.5);
+  check_rate(elastic, n, 0.5);
+  check_rate(eq, n, 0.1);
+  check_rate(cl, n, 0.1);
+  check_rate(emb, n, 0.1);
+  // Resize-only draws nothing.
+  CHECK_FALSE(make_transform(64, 64, 32, 32, Augmentation::kNone, 7, 2, 0).pixels.any());
+}
+
+TEST_CASE("context frames get the centre frame's image-space augmentation", "[data]") {
+  testing::ScratchDir dir("augment_context");
+  SynthOptions so;
+  so.frames = 12;
+  so.size = 48;
+  so.videos = 1;
+  write_synthetic_dataset(dir.file("v.h5"), so);
+  const Dataset ds = Dataset::open({dir.file("v.h5")});
+  LoaderOptions o;
+  o.batch_size = 1;
+  o.height = o.width = 32;
+  o.augmentation = Augmentation::kDlc;
+  o.seed = 21;
+  Loader single(ds, o);
+  o.context = true;
+  Loader context(ds, o);
+  const size_t frame_floats = 3 * 32 * 32;
+  int with_pixels = 0;
+  for (int epoch = 0; epoch < 6; ++epoch) {
+    // Frame 0 of a video has context (0, 0, 0, 1, 2): the first three are the same
+    // stored frame and must come out identical; the centre equals a plain load of
+    // frame 0 with the same key.
+    const FrameTransform t = make_transform(48, 48, 32, 32, Augmentation::kDlc, 21, epoch, 0);
+    with_pixels += t.pixels.dropout || t.pixels.salt || t.pixels.pepper || t.pixels.moves_keypoints();
+    context.start_epoch(epoch, {{0, true}});
+    const Batch* cb = context.next();
+    REQUIRE(cb);
+    const std::vector<float> c(cb->images, cb->images + cb->image_floats());
+    const std::vector<float> ckp = cb->keypoints;
+    single.start_epoch(epoch, {{0, true}});
+    const Batch* sb = single.next();
+    REQUIRE(sb);
+    INFO("epoch " << epoch);
+    CHECK(std::memcmp(c.data(), c.data() + frame_floats, frame_floats * sizeof(float)) == 0);
+    CHECK(std::memcmp(c.data(), c.data() + 2 * frame_floats, frame_floats * sizeof(float)) == 0);
+    CHECK(std::memcmp(sb->images, c.data() + 2 * frame_floats, frame_floats * sizeof(float)) == 0);
+    CHECK(std::memcmp(sb->keypoints.data(), ckp.data(), ckp.size() * sizeof(float)) == 0);
+  }
+  CHECK(with_pixels > 0);  // the check covered random masks, not only the affine part
+}
