@@ -402,3 +402,45 @@ TEST_CASE("context frames get the centre frame's image-space augmentation", "[da
   }
   CHECK(with_pixels > 0);  // the check covered random masks, not only the affine part
 }
+
+TEST_CASE("image-space augmentation does not depend on the worker count", "[data]") {
+  testing::ScratchDir dir("augment_workers");
+  SynthOptions so;
+  so.frames = 16;
+  so.size = 48;
+  so.videos = 2;
+  write_synthetic_dataset(dir.file("v.h5"), so);
+  const Dataset ds = Dataset::open({dir.file("v.h5")});
+  LoaderOptions o;
+  o.batch_size = 3;
+  o.height = o.width = 40;
+  o.augmentation = Augmentation::kDlc;
+  o.seed = 5;
+  o.context = true;
+  std::vector<SampleRow> rows;
+  int elastic = 0, masks = 0;
+  for (std::int64_t f = 0; f < ds.size(); ++f) {
+    rows.push_back({f, true});
+    const PixelAugment a = make_transform(48, 48, 40, 40, Augmentation::kDlc, 5, 3, f).pixels;
+    elastic += a.moves_keypoints();
+    masks += a.dropout || a.salt || a.pepper;
+  }
+  CHECK(elastic > 0);
+  CHECK(masks > 0);
+  auto dump = [&](int workers) {
+    o.num_workers = workers;
+    Loader loader(ds, o);
+    loader.start_epoch(3, rows);
+    std::vector<float> images, keypoints;
+    while (const Batch* b = loader.next()) {
+      images.insert(images.end(), b->images, b->images + b->image_floats());
+      keypoints.insert(keypoints.end(), b->keypoints.begin(), b->keypoints.end());
+    }
+    return std::make_pair(images, keypoints);
+  };
+  const auto serial = dump(0), threaded = dump(3);
+  REQUIRE(serial.first.size() == threaded.first.size());
+  CHECK(std::memcmp(serial.first.data(), threaded.first.data(), serial.first.size() * sizeof(float)) == 0);
+  REQUIRE(serial.second.size() == threaded.second.size());
+  CHECK(std::memcmp(serial.second.data(), threaded.second.data(), serial.second.size() * sizeof(float)) == 0);
+}
