@@ -4,7 +4,7 @@
 # Then `trainer predict` with the CPU run's checkpoint on both devices gives the same CSV.
 # Skipped without a CUDA build or without a visible GPU.
 source "$(dirname "$0")/lib/common.sh"
-"$TRAINER" --version 2>/dev/null | grep -q 'cuda (' || skip "trainer was built without the GPU path"
+"$TRAINER" --version 2>/dev/null | grep -q 'cuda (CUDA' || skip "trainer was built without the GPU path"
 command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 || skip "no GPU visible (nvidia-smi -L)"
 
 common=(--model.backbone resnet18 --data.image_resize_height 128 --data.image_resize_width 128

@@ -62,7 +62,7 @@ fi
 "$TRAINER" predict --checkpoint "$SCRATCH/run/checkpoints/best.h5" >"$SCRATCH/predict.log" 2>&1 || { cat "$SCRATCH/predict.log"; fail "predict"; }
 # Asking for a GPU that is not there is a user error, not a crash.
 if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
-  if "$TRAINER" --version | grep -q 'cuda ('; then
+  if "$TRAINER" --version | grep -q 'cuda (CUDA'; then
     expect_fail 2 "no usable GPU" "$TRAINER" predict --checkpoint "$SCRATCH/run/checkpoints/best.h5" --accelerator gpu \
       --out "$SCRATCH/nogpu.csv"
   else
