@@ -10,6 +10,7 @@
 #include "comm/cuda/nccl_check.hpp"      // NCCL_CHECK
 #include "comm/cuda/nccl_watchdog.hpp"   // nccl::Watchdog
 #include "compute/cuda/cuda_check.hpp"   // CUDA_CHECK
+#include "compute/cuda/device_memory.hpp" // DeviceMemory
 #include "compute/cuda/cuda_stream.hpp"  // CudaStream, CudaEvent, as_cuda
 #include "util/error.hpp"                // MPI_CHECK, SystemError
 
@@ -19,6 +20,7 @@ namespace {
 using compute::cuda::as_cuda;
 using compute::cuda::CudaEvent;
 using compute::cuda::CudaStream;
+using compute::cuda::DeviceMemory;
 
 ncclRedOp_t to_nccl(ReduceOp op) { return op == ReduceOp::avg ? ncclAvg : ncclSum; }
 
@@ -54,13 +56,12 @@ class NcclCommunicator final : public Communicator {
     int least = 0, greatest = 0;
     CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
     stream_ = std::make_unique<CudaStream>(greatest);
-    CUDA_CHECK(cudaMalloc(&barrier_buffer_, sizeof(float)));
+    barrier_buffer_ = DeviceMemory(sizeof(float));  // on `device`, now current
     NCCL_CHECK(ncclCommInitRank(&comm_, size_, id, rank_), rank_);
     try {
       watchdog_ = std::make_shared<nccl::Watchdog>(comm_, device, rank_, size_, timeout_s);
     } catch (...) {
       ncclCommAbort(comm_);  // the destructor does not run for a failed constructor
-      cudaFree(barrier_buffer_);
       throw;
     }
   }
@@ -79,7 +80,6 @@ class NcclCommunicator final : public Communicator {
       }
     }
     stream_.reset();
-    if (barrier_buffer_) cudaFree(barrier_buffer_);
   }
 
   std::string name() const override { return "nccl"; }
@@ -118,7 +118,8 @@ class NcclCommunicator final : public Communicator {
   // A one-float all-reduce that the host waits for; the watchdog bounds the wait.
   void barrier(const char* what) override {
     check_alive();
-    NCCL_CHECK(ncclAllReduce(barrier_buffer_, barrier_buffer_, 1, ncclFloat, ncclSum, comm_,
+    float* one = static_cast<float*>(barrier_buffer_.get());
+    NCCL_CHECK(ncclAllReduce(one, one, 1, ncclFloat, ncclSum, comm_,
                              stream_->get()),
                rank_);
     auto done = finish(what);
@@ -158,7 +159,7 @@ class NcclCommunicator final : public Communicator {
   long step_ = 0;
   ncclComm_t comm_ = nullptr;
   std::unique_ptr<CudaStream> stream_;
-  float* barrier_buffer_ = nullptr;
+  DeviceMemory barrier_buffer_;  // one float for barrier()
   std::shared_ptr<nccl::Watchdog> watchdog_;
 };
 
