@@ -62,6 +62,7 @@ std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, con
   if (gpu && accelerator == "gpu")
     throw UserError("distributed.accelerator = gpu, but this trainer was built without the GPU path",
                     "rebuild with -DTRAINER_CUDA=ON or predict with --accelerator cpu");
+  if (gpu) log.info("a GPU is visible, but this trainer was built without the GPU path: predicting on the CPU");
   return compute::make_cpu_backend(0);
 }
 std::string csv_field(const std::string& s) {
