@@ -16,12 +16,8 @@
 #include <boost/program_options.hpp>  // options_description
 
 #include "app/commands.hpp"         // bench_step, Args
-#include "app/run_setup.hpp"        // make_directories, cpu_precision_warning
-#include "compute/backend.hpp"      // compute::make_cpu_backend, make_cuda_backend
-#include "compute/precision.hpp"    // compute::parse_precision
-#ifdef TRAINER_WITH_CUDA
-#include "compute/cuda/cuda_backend.hpp"  // CudaBackendOptions
-#endif
+#include "app/run_setup.hpp"        // make_directories, make_backend
+#include "compute/backend.hpp"      // compute::Backend
 #include "data/batch.hpp"           // data::Batch
 #include "model/heatmap_model.hpp"  // model::HeatmapModel
 #include "train/checkpoint.hpp"     // save_checkpoint, save_named_tensors
@@ -29,6 +25,7 @@
 #include "train/optimizer.hpp"      // train::Optimizer
 #include "train/step.hpp"           // train::StepRunner
 #include "util/error.hpp"           // UserError
+#include "util/log.hpp"             // Log
 
 namespace po = boost::program_options;
 
@@ -84,27 +81,16 @@ int bench_step(const Args& args) {
   if (batch < 1 || steps < 1 || keypoints < 1) throw UserError("bench step: --batch, --steps and --keypoints must be >= 1");
   const bool exporting = !export_dir.empty();
   if (exporting) steps = 1, warmup = 0;
-  const compute::Precision precision = compute::parse_precision(precision_name);
   if (fp32_precision != "highest" && fp32_precision != "high")
     throw UserError("bench step: --float32-matmul-precision must be highest or high, not '" + fp32_precision + "'");
   if (accelerator != "cpu" && accelerator != "gpu")
     throw UserError("bench step: --accelerator must be cpu or gpu, not '" + accelerator + "'");
-
-  std::unique_ptr<compute::Backend> backend;
-  if (accelerator == "gpu") {
-#ifdef TRAINER_WITH_CUDA
-    compute::CudaBackendOptions options;
-    options.precision = precision;
-    options.allow_tf32 = fp32_precision == "high";
-    backend = compute::make_cuda_backend(0, options);
-#else
-    throw UserError("bench step: this trainer was built without the GPU path",
-                    "rebuild with -DTRAINER_CUDA=ON or use --accelerator cpu");
-#endif
-  } else {
-    if (precision != compute::Precision::fp32) std::fprintf(stderr, "warning: %s\n", cpu_precision_warning(precision_name).c_str());
-    backend = compute::make_cpu_backend(threads, precision);
-  }
+  BackendRequest request;
+  request.gpu = accelerator == "gpu";
+  request.precision = precision_name;
+  request.float32_matmul = fp32_precision;
+  request.cpu_threads = threads;
+  auto backend = make_backend(request, Log(0));
   auto& stream = backend->default_stream();
   model::HeatmapModel net(*backend, model::ModelSpec{backbone, keypoints, downsample});
   net.initialize(seed, stream);

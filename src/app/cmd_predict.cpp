@@ -51,19 +51,12 @@ bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
 // Prediction runs in fp32 whatever the training precision was.
 std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, const Log& log) {
   const std::string& accelerator = config.distributed.accelerator;
-  const bool gpu = accelerator == "gpu" || (accelerator == "auto" && runtime::visible_gpu_count() > 0);
-#ifdef TRAINER_WITH_CUDA
-  if (gpu) {
-    auto backend = compute::make_cuda_backend(0);
-    log.info("predicting on GPU 0 (fp32)");
-    return backend;
-  }
-#endif
-  if (gpu && accelerator == "gpu")
-    throw UserError("distributed.accelerator = gpu, but this trainer was built without the GPU path",
-                    "rebuild with -DTRAINER_CUDA=ON or predict with --accelerator cpu");
-  if (gpu) log.info("a GPU is visible, but this trainer was built without the GPU path: predicting on the CPU");
-  return compute::make_cpu_backend(0);
+  BackendRequest request;
+  request.gpu = accelerator == "gpu" || (accelerator == "auto" && runtime::visible_gpu_count() > 0);
+  request.float32_matmul = config.model.float32_matmul_precision;
+  auto backend = make_backend(request, log);
+  if (request.gpu) log.info("predicting on GPU 0 (fp32)");
+  return backend;
 }
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;

@@ -25,21 +25,31 @@ std::string cpu_precision_warning(const std::string& precision) {
          " on CPU emulates the 16-bit rounding of the GPU path in fp32: same numerics, no speed-up";
 }
 
-std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const runtime::RunPlan& plan,
-                                                   const Log& log) {
-  const compute::Precision precision = compute::parse_precision(config.model.precision);
+std::unique_ptr<compute::Backend> make_backend(const BackendRequest& request, const Log& log) {
+  const compute::Precision precision = compute::parse_precision(request.precision);
 #ifdef TRAINER_WITH_CUDA
-  if (plan.accelerator == "gpu") {
+  if (request.gpu) {
     compute::CudaBackendOptions options;
     options.precision = precision;
-    options.allow_tf32 = config.model.float32_matmul_precision == "high";
-    return compute::make_cuda_backend(plan.rank.device, options);
+    options.allow_tf32 = request.float32_matmul == "high";
+    return compute::make_cuda_backend(request.device, options);
   }
 #endif
-  if (plan.accelerator == "gpu")
-    throw UserError("this trainer was built without the GPU path", "rebuild with -DTRAINER_CUDA=ON or use --accelerator cpu");
-  if (precision != compute::Precision::fp32) log.warn(cpu_precision_warning(config.model.precision));
-  return compute::make_cpu_backend(0, precision);
+  if (request.gpu)
+    throw UserError("a GPU was asked for, but this trainer was built without the GPU path",
+                    "rebuild with -DTRAINER_CUDA=ON or use --accelerator cpu");
+  if (precision != compute::Precision::fp32) log.warn(cpu_precision_warning(request.precision));
+  return compute::make_cpu_backend(request.cpu_threads, precision);
+}
+
+std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const runtime::RunPlan& plan,
+                                                   const Log& log) {
+  BackendRequest request;
+  request.gpu = plan.accelerator == "gpu";
+  request.device = plan.rank.device;
+  request.precision = config.model.precision;
+  request.float32_matmul = config.model.float32_matmul_precision;
+  return make_backend(request, log);
 }
 
 void barrier(const runtime::World& world) {

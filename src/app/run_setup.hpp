@@ -26,9 +26,21 @@ struct RunData {
 // (data.synthetic_file) if it does not exist yet; every rank then opens the data.
 RunData open_run_data(const Config& config, const runtime::World& world, const Log& log);
 
-// The run's compute backend: CUDA on the planned GPU, or the CPU, with the
-// convolution precision of model.precision. A mixed precision on the CPU is
-// emulated (same numerics as the GPU, no speed-up): rank 0 warns once.
+// What a command asks of the compute backend.
+struct BackendRequest {
+  bool gpu = false;                         // CUDA on `device`, else the CPU
+  int device = 0;
+  std::string precision = "32";             // model.precision
+  std::string float32_matmul = "highest";   // model.float32_matmul_precision (GPU only)
+  int cpu_threads = 0;                      // 0: OMP_NUM_THREADS or all cores
+};
+
+// The one place backends are made (train, predict, bench step): a GPU asked of a
+// CPU-only build is a user error; a mixed precision on the CPU is emulated (same
+// numerics as the GPU, no speed-up) and rank 0 warns once.
+std::unique_ptr<compute::Backend> make_backend(const BackendRequest& request, const Log& log);
+
+// The run's backend: CUDA on the planned GPU, or the CPU, with the configured precision.
 std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const runtime::RunPlan& plan,
                                                    const Log& log);
 

@@ -262,4 +262,10 @@ class DeviceBuffer {
   std::size_t count_ = 0;
 };
 
+// Grows `buffer` to at least `count` floats, reallocating (contents not kept) only
+// when it is smaller: step buffers sized by the batch are reused from step to step.
+inline void ensure_capacity(Backend& backend, DeviceBuffer& buffer, std::size_t count) {
+  if (buffer.size() < count) buffer = DeviceBuffer(backend, count);
+}
+
 }  // namespace trainer::compute

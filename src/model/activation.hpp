@@ -1,7 +1,7 @@
 #pragma once
 // A layer-owned device buffer for an output or input-gradient tensor that grows
 // when the batch shape grows and is reused from step to step.
-#include "compute/backend.hpp"  // compute::Backend, DeviceBuffer
+#include "compute/backend.hpp"  // compute::Backend, DeviceBuffer, ensure_capacity
 #include "compute/tensor.hpp"   // compute::Shape4, TensorView
 
 namespace trainer::model {
@@ -9,7 +9,7 @@ namespace trainer::model {
 class Activation {
  public:
   compute::TensorView ensure(compute::Backend& backend, compute::Shape4 shape) {
-    if (buffer_.size() < shape.numel()) buffer_ = compute::DeviceBuffer(backend, shape.numel());
+    compute::ensure_capacity(backend, buffer_, shape.numel());
     shape_ = shape;
     return {buffer_.data(), shape_};
   }

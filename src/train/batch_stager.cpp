@@ -9,12 +9,6 @@
 
 namespace trainer::train {
 
-namespace {
-void ensure(compute::Backend& b, compute::DeviceBuffer& buf, std::size_t count) {
-  if (buf.size() < count) buf = compute::DeviceBuffer(b, count);
-}
-}  // namespace
-
 BatchStager::BatchStager(compute::Backend& backend) : backend_(backend), copy_stream_(backend.create_stream()) {}
 
 BatchStager::~BatchStager() {
@@ -71,10 +65,10 @@ const StagedBatch& BatchStager::stage(const data::Batch& batch, const StageLayou
 
   // Device side: wait until compute is done with this slot, then copy.
   if (slot.released) copy_stream_->wait(*slot.released);
-  ensure(backend_, slot.images, s.image_shape.numel());
+  compute::ensure_capacity(backend_, slot.images, s.image_shape.numel());
   backend_.upload(slot.images.data(), batch.images, s.image_shape.numel(), *copy_stream_);
   if (keypoint_count) {
-    ensure(backend_, slot.keypoints, keypoint_count);
+    compute::ensure_capacity(backend_, slot.keypoints, keypoint_count);
     backend_.upload(slot.keypoints.data(), slot.host_keypoints, keypoint_count, *copy_stream_);
   }
   slot.copied = copy_stream_->record();

@@ -15,12 +15,6 @@ compute::HeatmapLoss parse_heatmap_loss(const std::string& name) {
   throw UserError("unknown heatmap loss '" + name + "'", "model.heatmap_loss_type is mse, kl or js");
 }
 
-namespace {
-void ensure(compute::Backend& b, compute::DeviceBuffer& buf, std::size_t count) {
-  if (buf.size() < count) buf = compute::DeviceBuffer(b, count);
-}
-}  // namespace
-
 StepRunner::StepRunner(compute::Backend& backend, compute::Stream& stream, model::PoseModel& model,
                        compute::HeatmapLoss loss)
     : backend_(backend),
@@ -29,8 +23,8 @@ StepRunner::StepRunner(compute::Backend& backend, compute::Stream& stream, model
       loss_type_(loss),
       stager_(backend),
       scaler_(backend.precision()) {
-  ensure(backend_, loss_, 1);
-  ensure(backend_, loss_sum_, 1);
+  compute::ensure_capacity(backend_, loss_, 1);
+  compute::ensure_capacity(backend_, loss_sum_, 1);
   loss_host_ = static_cast<float*>(backend_.allocate_host(2 * sizeof(float)));
 }
 
@@ -56,8 +50,8 @@ const StagedBatch& StepRunner::stage(const data::Batch& batch, bool labels, bool
   const StagedBatch& staged = stager_.stage(batch, layout, stream_);
   if (labels) {
     const compute::Shape4 hm = staged.heatmap_shape;
-    ensure(backend_, targets_, hm.numel());
-    ensure(backend_, mask_, std::size_t(hm.n) * hm.c);
+    compute::ensure_capacity(backend_, targets_, hm.numel());
+    compute::ensure_capacity(backend_, mask_, std::size_t(hm.n) * hm.c);
     backend_.heatmap_targets(staged.keypoints, {targets_.data(), hm}, kHeatmapSigma, mask_.data(), stream_);
   }
   return staged;
@@ -69,7 +63,7 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   const compute::Shape4 hm = b.heatmap_shape;
   model::Context ctx{backend_, stream_, true, bn_sync, &sync};
   auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
-  ensure(backend_, dpred_, hm.numel());
+  compute::ensure_capacity(backend_, dpred_, hm.numel());
   // Data-parallel: weigh this rank's mean loss by its share of counted keypoints
   // (counted on the host while staging: no device round trip).
   const float loss_scale = sync.weighs_loss() ? sync.loss_scale(b.counted) : 1.f;
@@ -114,8 +108,8 @@ void StepRunner::keypoints_from_heatmaps(const data::Batch& batch, compute::Cons
                                          Predictions& out) {
   const int n = batch.size, k = batch.num_keypoints;
   const int rows = heatmaps.shape.n;  // n * branches
-  ensure(backend_, coords_, std::size_t(rows) * k * 2);
-  ensure(backend_, confidence_, std::size_t(rows) * k);
+  compute::ensure_capacity(backend_, coords_, std::size_t(rows) * k * 2);
+  compute::ensure_capacity(backend_, confidence_, std::size_t(rows) * k);
   backend_.soft_argmax(heatmaps, model_.spec().downsample_factor, kSoftArgmaxTemperature, coords_.data(),
                        confidence_.data(), stream_);
   out.coords.resize(std::size_t(rows) * k * 2);

@@ -29,4 +29,11 @@ for sub in train plan predict; do
   diff <(grep -v '^#' "$SCRATCH/saved.cfg") <(grep -v '^#' "$SCRATCH/again.cfg") || fail "$sub: --print-config does not round-trip"
   checked=$((checked + 1))
 done
+# bench step's own options go through the same backend factory as train and predict.
+expect_fail 2 "unknown precision '64'" "$TRAINER" bench step --precision 64
+expect_fail 2 "float32-matmul-precision must be highest or high" "$TRAINER" bench step --float32-matmul-precision medium
+expect_fail 2 "accelerator must be cpu or gpu" "$TRAINER" bench step --accelerator tpu
+if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; then
+  expect_fail 2 "no usable GPU|built without the GPU path" "$TRAINER" bench step --accelerator gpu
+fi
 echo "OK: --version, --help, exit codes; shared configuration checked on $checked subcommand(s)"
