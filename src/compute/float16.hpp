@@ -15,11 +15,7 @@
 #include <cstring>  // std::memcpy for the host's bit casts
 #endif
 
-#if defined(__CUDACC__)
-#define TRAINER_HOST_DEVICE __host__ __device__
-#else
-#define TRAINER_HOST_DEVICE
-#endif
+#include "compute/host_device.hpp"  // TRAINER_HOST_DEVICE
 
 namespace trainer::compute::f16 {
 

@@ -3,11 +3,7 @@
 // once for the CPU ops, the CUDA kernels (kernels/heatmap.cu) and the training
 // step, which counts them on the host so that data-parallel loss weighting needs
 // no device round trip.
-#if defined(__CUDACC__)
-#define TRAINER_HOST_DEVICE __host__ __device__
-#else
-#define TRAINER_HOST_DEVICE
-#endif
+#include "compute/host_device.hpp"  // TRAINER_HOST_DEVICE
 
 namespace trainer::compute {
 
