@@ -19,8 +19,8 @@
 #include "app/commands.hpp"         // run_predict, Args
 #include "app/config_parse.hpp"     // parse_command_line
 #include "app/loader_source.hpp"    // batch_allocator
-#include "app/run_setup.hpp"        // open_run_data, write_text_atomically
-#include "compute/backend.hpp"      // compute::make_cpu_backend, make_cuda_backend
+#include "app/run_setup.hpp"        // open_run_data, make_backend, write_text_atomically
+#include "compute/backend.hpp"      // compute::Backend
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::set_names
 #include "model/make_model.hpp"     // model::make_pose_model
