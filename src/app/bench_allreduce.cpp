@@ -100,14 +100,17 @@ int bench_allreduce(const Args& args) {
 
   Args spawn_args{"bench", "allreduce"};
   spawn_args.insert(spawn_args.end(), args.begin(), args.end());
-  runtime::MpiSession session(spawn_args, nprocs, runtime::capture_environment());
+  runtime::MpiSession session(spawn_args, nprocs, runtime::capture_environment(), timeout_s);
   // NCCL: one GPU per rank on a node, the rank's local index.
   const int device = backend == "nccl" ? session.world().local_rank : -1;
   if (backend == "nccl" && runtime::visible_gpu_count() <= device)
     throw UserError("bench allreduce --backend nccl needs one GPU per rank on a node, but local rank " +
                         std::to_string(device) + " sees " + std::to_string(runtime::visible_gpu_count()) + " GPU(s)",
                     "use --backend mpi or gloo on CPU nodes, or start at most as many ranks per node as GPUs");
-  auto comm = comm::make_communicator(backend, session.comm(), timeout_s, device);
+  auto comm = [&] {
+    const auto stage = session.watchdog().stage("start-up: " + backend + " communicator set-up");
+    return comm::make_communicator(backend, session.comm(), timeout_s, device);
+  }();
   const bool root = comm->rank() == 0;
 
   if (vm.count("check")) {

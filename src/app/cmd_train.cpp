@@ -5,6 +5,7 @@
 // split.csv, metrics.csv and checkpoints/{initial,best,last}.h5.
 #include <iostream>  // std::cout
 #include <memory>    // std::unique_ptr
+#include <optional>  // std::optional: a watchdog stage that ends early
 #include <string>    // std::string
 
 #include <boost/program_options.hpp>  // options_description
@@ -18,6 +19,7 @@
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::write_split_csv
 #include "model/make_model.hpp"     // model::make_pose_model
+#include "runtime/agreed_failure.hpp"  // runtime::on_every_rank_or_none
 #include "runtime/env.hpp"          // runtime::capture_environment
 #include "runtime/mpi_session.hpp"  // runtime::MpiSession
 #include "runtime/run_plan.hpp"     // runtime::plan_run
@@ -69,7 +71,7 @@ int run_train(const Args& args) {
   Args spawn_args{"train"};
   spawn_args.insert(spawn_args.end(), args.begin(), args.end());
   const runtime::Env env = runtime::capture_environment();
-  runtime::MpiSession session(spawn_args, cl.own["nprocs"].as<int>(), env);
+  runtime::MpiSession session(spawn_args, cl.own["nprocs"].as<int>(), env, config.distributed.collective_timeout);
   const runtime::World& world = session.world();
   const Log log(world.rank);
   const runtime::RunPlan plan = runtime::plan_run(config, world, runtime::visible_gpu_count(), env);
@@ -84,19 +86,24 @@ int run_train(const Args& args) {
   out_dir = broadcast_string(world, out_dir);
 
   // ---- data ----------------------------------------------------------------
-  RunData run = open_run_data(config, world, log);
+  // Rank-local failures (a file one node cannot read, an --out rank 0 cannot write)
+  // stop every rank with the cause, not with a transport error on the others.
+  RunData run = runtime::on_every_rank_or_none(session, [&] { return open_run_data(config, world, log); });
   const data::Dataset& dataset = *run.dataset;
-  if (world.rank == 0) {
-    make_directories(out_dir);
+  runtime::on_every_rank_or_none(session, [&] {
+    if (world.rank != 0) return;
+    make_directories(out_dir + "/checkpoints");  // here, not at the first checkpoint, so a bad --out fails early
     write_text_atomically(out_dir + "/config.ini", config_to_ini(config));
     data::write_split_csv(out_dir + "/split.csv", run.split, dataset.frame_paths());
-  }
+  });
   log.info("data: " + std::to_string(dataset.size()) + " frames (" + std::to_string(run.split.train.size()) +
            " train, " + std::to_string(run.split.val.size()) + " val, " + std::to_string(run.split.test.size()) +
            " test), " + std::to_string(dataset.num_keypoints()) + " keypoints; output: " + out_dir);
 
   // The backend first: loader batches live in its (pinned) host memory.
-  auto backend = make_run_backend(config, plan, log);  // run_setup.hpp: precision, CPU emulation warning
+  auto backend = runtime::on_every_rank_or_none(session, [&] {
+    return make_run_backend(config, plan, log);  // run_setup.hpp: precision, CPU emulation warning
+  });
   compute::Stream& stream = backend->default_stream();
   data::LoaderOptions train_opts;
   train_opts.allocator = batch_allocator(*backend);
@@ -137,31 +144,34 @@ int run_train(const Args& args) {
   train::Optimizer optimizer(net.store(), opt_config);
 
   train::TrainingState state;
-  if (!resume.empty()) {
-    state = train::load_training_state(resume);
-    if (!state.model_type.empty() && state.model_type != config.model.model_type)
-      throw UserError("checkpoint '" + resume + "' is a " + state.model_type + " model but the configuration asks for " +
-                          config.model.model_type,
-                      "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
-                          "/config.ini)");
-    if (state.backbone != spec.backbone || state.num_keypoints != spec.num_keypoints ||
-        state.downsample_factor != spec.downsample_factor)
-      throw UserError("checkpoint '" + resume + "' is a " + state.backbone + " with " +
-                          std::to_string(state.num_keypoints) + " keypoints (downsample " +
-                          std::to_string(state.downsample_factor) + ") but the configuration asks for " +
-                          spec.backbone + " with " + std::to_string(spec.num_keypoints) + " (downsample " +
-                          std::to_string(spec.downsample_factor) + ")",
-                      "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
-                          "/config.ini)");
-    train::load_model(resume, net.store(), stream);
-    train::load_optimizer(resume, optimizer, stream);
-    log.info("resumed from " + resume + " after epoch " + std::to_string(state.epochs_completed - 1) + ", step " +
-             std::to_string(state.global_step));
-  } else if (cl.own.count("init-weights")) {
-    const std::string path = cl.own["init-weights"].as<std::string>();
-    const int n = train::load_backbone_weights(path, net.store(), stream);
-    log.info("loaded " + std::to_string(n) + " backbone tensors from " + path);
-  }
+  // Every rank reads the checkpoint; one that cannot stops them all with the cause.
+  runtime::on_every_rank_or_none(session, [&] {
+    if (!resume.empty()) {
+      state = train::load_training_state(resume);
+      if (!state.model_type.empty() && state.model_type != config.model.model_type)
+        throw UserError("checkpoint '" + resume + "' is a " + state.model_type + " model but the configuration asks for " +
+                            config.model.model_type,
+                        "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
+                            "/config.ini)");
+      if (state.backbone != spec.backbone || state.num_keypoints != spec.num_keypoints ||
+          state.downsample_factor != spec.downsample_factor)
+        throw UserError("checkpoint '" + resume + "' is a " + state.backbone + " with " +
+                            std::to_string(state.num_keypoints) + " keypoints (downsample " +
+                            std::to_string(state.downsample_factor) + ") but the configuration asks for " +
+                            spec.backbone + " with " + std::to_string(spec.num_keypoints) + " (downsample " +
+                            std::to_string(spec.downsample_factor) + ")",
+                        "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
+                            "/config.ini)");
+      train::load_model(resume, net.store(), stream);
+      train::load_optimizer(resume, optimizer, stream);
+      log.info("resumed from " + resume + " after epoch " + std::to_string(state.epochs_completed - 1) + ", step " +
+               std::to_string(state.global_step));
+    } else if (cl.own.count("init-weights")) {
+      const std::string path = cl.own["init-weights"].as<std::string>();
+      const int n = train::load_backbone_weights(path, net.store(), stream);
+      log.info("loaded " + std::to_string(n) + " backbone tensors from " + path);
+    }
+  });
   state.world_size = world.size;
   state.rng_seed_data = config.training.rng_seed_data_pt;
   state.rng_seed_model = config.training.rng_seed_model_pt;
@@ -195,7 +205,13 @@ int run_train(const Args& args) {
   // Data-parallel: rank 0's weights and optimizer state everywhere, then the
   // loop's gradient buckets, synchronized batch norm and metric sums (all no-ops
   // with one rank).
-  train::DistributedTraining ddp(world.comm, plan.backend, config.distributed, net, plan.rank.device);
+  // The communicator's own deadlines start with its first collective; its
+  // rendezvous (communicator duplicates, Gloo's address exchange) needs the watchdog's.
+  auto communicator_setup = std::make_optional(session.watchdog().stage("start-up: " + plan.backend +
+                                                                        " communicator set-up"));
+  train::DistributedTraining ddp(world.comm, plan.backend, config.distributed, net, plan.rank.device,
+                                 &session.watchdog());
+  communicator_setup.reset();
   ddp.broadcast_initial_state(optimizer, stream);
   ddp.set_step(state.global_step);
   train::TrainLoop trainer(runner, net, optimizer, train_source, val_source.empty() ? nullptr : &val_source, loop,

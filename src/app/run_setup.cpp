@@ -15,8 +15,9 @@
 #ifdef TRAINER_WITH_CUDA
 #include "compute/cuda/cuda_backend.hpp"  // CudaBackendOptions (TF32)
 #endif
-#include "data/synth.hpp"  // data::ensure_synthetic_dataset
-#include "util/error.hpp"  // UserError, MPI_CHECK
+#include "data/synth.hpp"          // data::ensure_synthetic_dataset
+#include "runtime/watchdog.hpp"    // runtime::watch: deadlines for the collectives here
+#include "util/error.hpp"          // UserError, MPI_CHECK
 
 namespace trainer::app {
 
@@ -53,11 +54,14 @@ std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const r
 }
 
 void barrier(const runtime::World& world) {
-  if (world.comm != MPI_COMM_NULL && world.size > 1) MPI_CHECK(MPI_Barrier(world.comm));
+  if (world.comm == MPI_COMM_NULL || world.size == 1) return;
+  const auto stage = runtime::watch(world.watchdog, "start-up: barrier (waiting for every rank)");
+  MPI_CHECK(MPI_Barrier(world.comm));
 }
 
 std::string broadcast_string(const runtime::World& world, const std::string& value) {
   if (world.comm == MPI_COMM_NULL || world.size == 1) return value;
+  const auto stage = runtime::watch(world.watchdog, "start-up: broadcast from rank 0");
   long long n = static_cast<long long>(value.size());
   MPI_CHECK(MPI_Bcast(&n, 1, MPI_LONG_LONG, 0, world.comm));
   std::string out = world.rank == 0 ? value : std::string(static_cast<std::size_t>(n), '\0');

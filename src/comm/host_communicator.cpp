@@ -38,9 +38,10 @@ class HostWork final : public Work {
 }  // namespace
 
 HostCommunicator::HostCommunicator(std::unique_ptr<HostCollectives> backend, MPI_Comm world,
-                                   double timeout_s)
+                                   double timeout_s, const runtime::Watchdog* watchdog)
     : backend_(std::move(backend)),
-      inspector_(world, backend_->name()),
+      inspector_(world, backend_->name(), watchdog),
+      watchdog_(watchdog),
       timeout_s_(timeout_s),
       skip_(skip_collective_from_env()),
       thread_(std::make_unique<CommThread>(mpi_allows_comm_thread())) {}
@@ -60,9 +61,17 @@ std::shared_ptr<Completion> HostCommunicator::submit(std::string what, Body body
                         " skipped collective #" + std::to_string(seq) + " and nobody aborted");
     }
     inspector_.arrive(seq);
+    if (watchdog_) watchdog_->debug_stop_point("collective #" + std::to_string(seq));
     const Deadline deadline =
         std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(timeout);
-    if (!body(deadline)) {
+    bool completed = false;
+    try {
+      completed = body(deadline);
+    } catch (const std::exception& e) {
+      // Usually a peer that died ("connection reset by peer"): say which one.
+      throw SystemError(inspector_.failure_report(seq, what, step, e.what()));
+    }
+    if (!completed) {
       // Give late arrival messages a moment, but never longer than the timeout itself.
       const double grace_s = std::min(2.0, std::max(0.2, timeout_s_));
       inspector_.report_and_abort(seq, what, step, timeout_s_, grace_s);

@@ -21,7 +21,9 @@ namespace trainer::comm {
 
 class HostCommunicator final : public Communicator {
  public:
-  HostCommunicator(std::unique_ptr<HostCollectives> backend, MPI_Comm world, double timeout_s);
+  // `watchdog` (may be null): the session's, whose heartbeats name silent ranks.
+  HostCommunicator(std::unique_ptr<HostCollectives> backend, MPI_Comm world, double timeout_s,
+                   const runtime::Watchdog* watchdog = nullptr);
   ~HostCommunicator() override;
 
   std::string name() const override { return backend_->name(); }
@@ -51,6 +53,7 @@ class HostCommunicator final : public Communicator {
 
   std::unique_ptr<HostCollectives> backend_;
   StallInspector inspector_;
+  const runtime::Watchdog* watchdog_;
   double timeout_s_;
   SkipCollective skip_;
   std::atomic<long> step_{0};

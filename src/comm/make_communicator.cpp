@@ -29,18 +29,20 @@ std::unique_ptr<Communicator> for_device(std::unique_ptr<Communicator> host, int
 }  // namespace
 
 std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_Comm world,
-                                                double timeout_s, int device, const NcclSettings& nccl) {
+                                                double timeout_s, int device, const NcclSettings& nccl,
+                                                const runtime::Watchdog* watchdog) {
   if (!(timeout_s > 0)) {
     throw UserError("distributed.collective_timeout must be positive (got " + std::to_string(timeout_s) + ")",
                     "it is the number of seconds a collective may wait for the slowest rank; default 600");
   }
   if (backend == "mpi") {
     return for_device(
-        std::make_unique<HostCommunicator>(std::make_unique<MpiCollectives>(world), world, timeout_s), device);
+        std::make_unique<HostCommunicator>(std::make_unique<MpiCollectives>(world), world, timeout_s, watchdog),
+        device);
   }
   if (backend == "gloo") {
     return for_device(std::make_unique<HostCommunicator>(std::make_unique<GlooCollectives>(world, timeout_s),
-                                                         world, timeout_s),
+                                                         world, timeout_s, watchdog),
                       device);
   }
   if (backend == "nccl") {

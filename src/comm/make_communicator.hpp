@@ -7,6 +7,7 @@
 #include <string>  // std::string
 
 #include "comm/communicator.hpp"  // Communicator
+#include "runtime/watchdog.hpp"   // runtime::Watchdog: heartbeats name silent ranks
 
 namespace trainer::comm {
 
@@ -21,8 +22,11 @@ struct NcclSettings {
 // timeout_s: the deadline of every collective (distributed.collective_timeout).
 // With a GPU (`device` >= 0) and a host backend (mpi, gloo), buffers are device
 // memory: the host communicator is wrapped to stage them through pinned memory.
+// watchdog: the session's (may be null); its heartbeats let a stall or failure
+// report name the rank that stopped or died.
 std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_Comm world,
                                                 double timeout_s, int device = -1,
-                                                const NcclSettings& nccl = {});
+                                                const NcclSettings& nccl = {},
+                                                const runtime::Watchdog* watchdog = nullptr);
 
 }  // namespace trainer::comm

@@ -1,5 +1,6 @@
 #include "comm/stall_inspector.hpp"
 
+#include <algorithm>  // std::min
 #include <chrono>    // std::chrono::steady_clock
 #include <cstdlib>   // std::abort
 #include <iostream>  // std::cerr
@@ -14,8 +15,8 @@ namespace {
 constexpr int kArrivalTag = 7301;
 }
 
-StallInspector::StallInspector(MPI_Comm world, std::string backend)
-    : world_(world), channel_(OwnedMpiComm::duplicate(world)), backend_(std::move(backend)) {
+StallInspector::StallInspector(MPI_Comm world, std::string backend, const runtime::Watchdog* watchdog)
+    : world_(world), watchdog_(watchdog), channel_(OwnedMpiComm::duplicate(world)), backend_(std::move(backend)) {
   rank_ = channel_.rank();
   size_ = channel_.size();
   latest_.assign(size_, 0);
@@ -112,10 +113,13 @@ std::string StallInspector::report(long seq, const std::string& what, long step,
   os << "error: [rank " << rank_ << "] collective '" << what << "' (#" << seq << " on the "
      << backend_ << " communicator) at step " << step << " did not complete within "
      << timeout_s << " s (distributed.collective_timeout)\n";
-  if (late.empty()) {
+  const std::vector<std::string> silent = silent_rank_lines();
+  if (late.empty() && !silent.empty()) {
+    os << "error: [rank " << rank_ << "] every rank arrived at it, but some stopped running inside it:\n";
+  } else if (late.empty()) {
     os << "error: [rank " << rank_
-       << "] every rank arrived at it: the collective itself is stuck (network, or ranks calling "
-          "collectives in a different order)\n";
+       << "] every rank arrived at it and every rank is alive (heartbeats arrive): the collective itself is "
+          "stuck (network, or ranks calling collectives in a different order)\n";
   } else {
     os << "error: [rank " << rank_ << "] ranks that did not arrive:";
     for (int r : late) os << " " << r;
@@ -125,9 +129,43 @@ std::string StallInspector::report(long seq, const std::string& what, long step,
          << "): last arrived at collective #" << latest_[r] << "\n";
     }
   }
+  for (const auto& line : silent) os << "error: [rank " << rank_ << "]   " << line << "\n";
   os << "hint: a rank that never arrives is stuck elsewhere (data loading, a crash, a different "
         "code path); raise --distributed.collective_timeout only if a step legitimately takes "
         "longer\n";
+  return os.str();
+}
+
+std::vector<std::string> StallInspector::silent_rank_lines() const {
+  std::vector<std::string> lines;
+  if (!watchdog_) return lines;
+  const runtime::Heartbeats& beats = watchdog_->heartbeats();
+  for (int r : beats.silent_ranks(watchdog_->silent_after_s())) lines.push_back(beats.describe(r));
+  return lines;
+}
+
+std::string StallInspector::failure_report(long seq, const std::string& what, long step,
+                                           const std::string& cause) {
+  std::vector<int> gone;
+  if (watchdog_ && watchdog_->heartbeats().running()) {
+    // A peer that died is seen at once when it ran on this host (/proc); elsewhere
+    // its heartbeats stop, which takes a few heartbeat periods to be sure of.
+    const runtime::Heartbeats& beats = watchdog_->heartbeats();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (;;) {
+      gone = beats.gone_ranks(std::min(watchdog_->silent_after_s(), 1.5));
+      if (!gone.empty() || std::chrono::steady_clock::now() >= until) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  std::ostringstream os;
+  os << "[rank " << rank_ << "] collective '" << what << "' (#" << seq << " on the " << backend_
+     << " communicator) at step " << step << " failed";
+  for (std::size_t i = 0; i < gone.size(); ++i) {
+    os << (i == 0 ? ": " : "; ") << watchdog_->heartbeats().describe(gone[i]);
+  }
+  if (!gone.empty()) os << " (" << (gone.size() == 1 ? "that rank is" : "those ranks are") << " gone)";
+  os << "; " << cause;
   return os.str();
 }
 

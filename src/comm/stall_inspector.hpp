@@ -17,13 +17,16 @@
 #include <vector>  // std::vector
 
 #include "comm/owned_mpi_comm.hpp"  // OwnedMpiComm
+#include "runtime/watchdog.hpp"     // runtime::Watchdog: heartbeats of every rank
 
 namespace trainer::comm {
 
 class StallInspector {
  public:
   // `world` is duplicated for the side channel and is the communicator aborted.
-  StallInspector(MPI_Comm world, std::string backend);
+  // `watchdog` (may be null) has the heartbeats that tell a rank which stopped or
+  // died inside a collective from one that is merely late.
+  StallInspector(MPI_Comm world, std::string backend, const runtime::Watchdog* watchdog = nullptr);
   ~StallInspector();
   StallInspector(const StallInspector&) = delete;
   StallInspector& operator=(const StallInspector&) = delete;
@@ -35,6 +38,10 @@ class StallInspector {
   std::vector<int> missing(long seq);
   // Text of the timeout report (also used by tests).
   std::string report(long seq, const std::string& what, long step, double timeout_s);
+  // The message for a collective that failed with an error (`cause`, e.g. Gloo's
+  // "connection closed by peer") rather than a timeout: it names the ranks whose
+  // process exited or went silent, waiting up to two seconds for heartbeats to tell.
+  std::string failure_report(long seq, const std::string& what, long step, const std::string& cause);
   // Waits up to `grace_s` for late arrival messages, prints the report on stderr
   // and aborts the job with a non-zero exit code.
   [[noreturn]] void report_and_abort(long seq, const std::string& what, long step, double timeout_s,
@@ -48,7 +55,12 @@ class StallInspector {
   void drain();
   void reap_sends(bool block);
 
+  // "rank 1 (host h, pid 2): no heartbeat for 9.1 s; the process is stopped" for each
+  // rank that has gone silent (none without heartbeats).
+  std::vector<std::string> silent_rank_lines() const;
+
   MPI_Comm world_;
+  const runtime::Watchdog* watchdog_;
   OwnedMpiComm channel_;
   std::string backend_;
   int rank_ = 0;

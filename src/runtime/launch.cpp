@@ -1,29 +1,17 @@
 #include "runtime/launch.hpp"
 
-#include <exception>  // std::exception_ptr, std::rethrow_exception
-
+#include "runtime/agreed_failure.hpp"  // on_every_rank_or_none
 #include "runtime/plan_report.hpp"   // gather_strings, plan_text, plan_json
 #include "runtime/visible_gpus.hpp"  // visible_gpu_count
-#include "util/error.hpp"            // UserError
 
 namespace trainer::runtime {
 
 Launch::Launch(const std::vector<std::string>& subcommand_args, int nprocs, const Config& config)
-    : env_(capture_environment()), session_(subcommand_args, nprocs, env_) {
+    : env_(capture_environment()),
+      session_(subcommand_args, nprocs, env_, config.distributed.collective_timeout) {
   // A rank-local error (e.g. too few GPUs on one node) must stop every rank, not leave
   // the others waiting in the first collective.
-  std::exception_ptr error;
-  try {
-    plan_ = plan_run(config, session_.world(), visible_gpu_count(), env_);
-  } catch (...) {
-    error = std::current_exception();
-  }
-  const std::vector<int> failed = all_ranks_ok(session_.world(), error == nullptr);
-  if (!failed.empty()) {
-    session_.failure_is_collective();
-    if (error) std::rethrow_exception(error);
-    throw UserError("the run's plan failed on rank " + std::to_string(failed.front()) + " (see its error)");
-  }
+  plan_ = on_every_rank_or_none(session_, [&] { return plan_run(config, session_.world(), visible_gpu_count(), env_); });
   if (session_.thread_level() < MPI_THREAD_SERIALIZED) {
     plan_.warnings.push_back("the MPI library offers neither MPI_THREAD_MULTIPLE nor MPI_THREAD_SERIALIZED; "
                              "collectives from a communication thread are not safe with it");

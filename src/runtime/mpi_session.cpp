@@ -34,8 +34,10 @@ std::string this_executable() {
 
 }  // namespace
 
-MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int nprocs, const Env& env)
-    : uncaught_at_start_(std::uncaught_exceptions()) {
+MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int nprocs, const Env& env,
+                       double timeout_s)
+    : watchdog_(std::make_unique<Watchdog>(timeout_s, env)),
+      uncaught_at_start_(std::uncaught_exceptions()) {
   check_pmi_before_init(env);
   const Launcher launcher = detect_launcher(env);
   const bool may_spawn = nprocs > 1 && launcher == Launcher::none;
@@ -50,6 +52,7 @@ MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int npro
   if (initialized) {
     MPI_CHECK(MPI_Query_thread(&thread_level_));
   } else {
+    const auto stage = watchdog_->stage("start-up: MPI_Init");
     MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &thread_level_));
     owns_mpi_ = true;
   }
@@ -64,6 +67,7 @@ MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int npro
       // A copy spawned by a `--nprocs` parent: join it, after the parent's ranks.
       kind_ = LaunchKind::spawned_child;
       intercomm_ = parent;
+      const auto stage = watchdog_->stage("start-up: joining the --nprocs parent (MPI_Intercomm_merge)");
       MPI_CHECK(MPI_Intercomm_merge(intercomm_, 1, &owned_world_));
     } else {
       int world_size = 1;
@@ -76,9 +80,14 @@ MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int npro
                         "the rank count there (mpirun -np N, srun --ntasks-per-node=N)");
       }
       if (nprocs > 1 && launcher == Launcher::none && world_size == 1) {
+        const auto stage = watchdog_->stage("start-up: starting " + std::to_string(nprocs - 1) +
+                                            " more rank(s) (MPI_Comm_spawn)");
         spawn_and_merge(subcommand_args, nprocs);
         kind_ = LaunchKind::spawned_parent;
       } else {
+        // Heartbeats need no communicator of their own, so they cover the duplicate too.
+        start_heartbeats(MPI_COMM_WORLD);
+        const auto stage = watchdog_->stage("start-up: MPI_Comm_dup of the world");
         MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &owned_world_));
         kind_ = launcher == Launcher::mpirun ? LaunchKind::mpirun
                 : launcher == Launcher::srun ? LaunchKind::srun
@@ -86,7 +95,13 @@ MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int npro
       }
     }
     MPI_Comm_set_errhandler(owned_world_, MPI_ERRORS_RETURN);
-    world_ = describe_world(owned_world_);
+    start_heartbeats(owned_world_);
+    watchdog_->set_abort_comm(owned_world_);
+    {
+      const auto stage = watchdog_->stage("start-up: node discovery (MPI_Comm_split_type)");
+      world_ = describe_world(owned_world_);
+    }
+    world_.watchdog = watchdog_.get();
     world_.launched_by = launch_kind_name(kind_);
   } catch (...) {
     // The destructor will not run: give MPI back before the error reaches main.
@@ -117,7 +132,17 @@ void MpiSession::spawn_and_merge(const std::vector<std::string>& subcommand_args
   MPI_CHECK(MPI_Intercomm_merge(intercomm_, 0, &owned_world_));
 }
 
+void MpiSession::start_heartbeats(MPI_Comm comm) {
+  if (heartbeats_started_) return;
+  heartbeats_started_ = true;
+  watchdog_->mpi_ready(comm, comm, thread_multiple());
+}
+
 void MpiSession::finalize() {
+  // The watchdog thread stops calling MPI first; MPI_Finalize waits for every rank,
+  // so it gets a deadline too.
+  watchdog_->mpi_closing();
+  const auto stage = watchdog_->stage("shutdown: MPI_Finalize");
   if (owned_world_ != MPI_COMM_NULL) MPI_Comm_free(&owned_world_);
   if (intercomm_ != MPI_COMM_NULL) MPI_Comm_free(&intercomm_);
   int finalized = 0;
@@ -143,6 +168,7 @@ std::vector<int> all_ranks_ok(const World& world, bool ok) {
   if (world.comm == MPI_COMM_NULL) {
     flags[0] = mine;
   } else {
+    const auto stage = watch(world.watchdog, "start-up: agreeing that every rank is ready");
     MPI_CHECK(MPI_Allgather(&mine, 1, MPI_INT, flags.data(), 1, MPI_INT, world.comm));
   }
   std::vector<int> failed;

@@ -11,13 +11,15 @@
 //                                        them into one communicator, itself rank 0.
 // Before spawning, the launcher's environment is cross-checked against MPI's world
 // (see launcher_check.hpp), so srun without PMI is an error, not N lone trainers.
+#include <memory>  // std::unique_ptr
 #include <string>  // std::string
 #include <vector>  // std::vector
 
 #include <mpi.h>  // MPI_Comm
 
-#include "runtime/env.hpp"    // Env
-#include "runtime/world.hpp"  // World
+#include "runtime/env.hpp"       // Env
+#include "runtime/watchdog.hpp"  // Watchdog
+#include "runtime/world.hpp"     // World
 
 namespace trainer::runtime {
 
@@ -32,7 +34,9 @@ class MpiSession {
   // themselves through MPI_Comm_get_parent and do not spawn again).
   // `nprocs` <= 1 means "no self-spawn". Throws UserError when --nprocs conflicts
   // with a launcher or the launcher's environment does not match MPI's world.
-  MpiSession(const std::vector<std::string>& subcommand_args, int nprocs, const Env& env);
+  // `timeout_s` (distributed.collective_timeout) bounds every wait for other ranks
+  // from MPI_Init on (watchdog.hpp).
+  MpiSession(const std::vector<std::string>& subcommand_args, int nprocs, const Env& env, double timeout_s);
   ~MpiSession();
   MpiSession(const MpiSession&) = delete;
   MpiSession& operator=(const MpiSession&) = delete;
@@ -44,6 +48,7 @@ class MpiSession {
   // (MPI_THREAD_SERIALIZED is enough when one thread at a time calls MPI).
   int thread_level() const { return thread_level_; }
   bool thread_multiple() const { return thread_level_ >= MPI_THREAD_MULTIPLE; }
+  Watchdog& watchdog() { return *watchdog_; }
 
   // Declares that an error being thrown now is thrown on every rank (they agreed on
   // it, e.g. with all_ranks_ok), so MPI_Finalize is safe while unwinding. Without
@@ -54,7 +59,10 @@ class MpiSession {
  private:
   void spawn_and_merge(const std::vector<std::string>& subcommand_args, int nprocs);
   void finalize();
+  void start_heartbeats(MPI_Comm comm);
 
+  std::unique_ptr<Watchdog> watchdog_;  // first: armed before MPI_Init, gone after MPI_Finalize
+  bool heartbeats_started_ = false;
   World world_;
   LaunchKind kind_ = LaunchKind::singleton;
   int thread_level_ = MPI_THREAD_SINGLE;

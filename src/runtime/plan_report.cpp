@@ -5,7 +5,8 @@
 
 #include <mpi.h>  // MPI_Gather, MPI_Gatherv
 
-#include "util/error.hpp"  // MPI_CHECK
+#include "runtime/watchdog.hpp"  // watch: a deadline for the gather
+#include "util/error.hpp"        // MPI_CHECK
 
 namespace trainer::runtime {
 namespace {
@@ -121,6 +122,7 @@ std::string plan_json(const RunPlan& p, const std::vector<std::string>& objects,
 
 std::vector<std::string> gather_strings(const World& world, const std::string& mine) {
   if (world.comm == MPI_COMM_NULL || world.size == 1) return {mine};
+  const auto stage = watch(world.watchdog, "start-up: gathering every rank's plan");
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(static_cast<std::size_t>(world.rank == 0 ? world.size : 0));
   MPI_CHECK(MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, world.comm));

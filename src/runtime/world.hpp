@@ -10,6 +10,8 @@
 
 namespace trainer::runtime {
 
+class Watchdog;
+
 struct World {
   int rank = 0;          // global rank in `comm`
   int size = 1;          // number of ranks
@@ -22,6 +24,9 @@ struct World {
   // or empty when unknown (then the launcher environment is taken at its word).
   std::string launched_by;
   MPI_Comm comm = MPI_COMM_NULL;  // the run's communicator (not owned); null for hypothetical worlds
+  // The session's watchdog (not owned; null for hypothetical worlds): collectives on
+  // `comm` outside a Communicator run inside one of its stages (watchdog.hpp).
+  Watchdog* watchdog = nullptr;
 };
 
 // The world of `comm` (collective over `comm`). Does not take ownership.

@@ -59,16 +59,16 @@ class DistributedTraining::Metrics final : public MetricReducer {
 
 DistributedTraining::DistributedTraining(MPI_Comm world, const std::string& backend,
                                          const DistributedConfig& config, model::PoseModel& model,
-                                         int device)
+                                         int device, const runtime::Watchdog* watchdog)
     : config_(config), model_(model) {
   MPI_CHECK(MPI_Comm_rank(world, &rank_));
   MPI_CHECK(MPI_Comm_size(world, &size_));
   if (size_ == 1) return;
   comm_ = comm::make_communicator(backend, world, config.collective_timeout, device,
-                                  comm::NcclSettings{config.nccl_debug, config.nccl_socket_nthreads});
+                                  comm::NcclSettings{config.nccl_debug, config.nccl_socket_nthreads}, watchdog);
   comm::Communicator* scalars = comm_.get();
   if (comm_->uses_device_buffers()) {
-    host_comm_ = comm::make_communicator("mpi", world, config.collective_timeout);
+    host_comm_ = comm::make_communicator("mpi", world, config.collective_timeout, -1, {}, watchdog);
     scalars = host_comm_.get();
   }
   auto& store = model_.store();

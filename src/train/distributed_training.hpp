@@ -20,6 +20,7 @@
 #include "app/config.hpp"             // DistributedConfig
 #include "comm/communicator.hpp"      // comm::Communicator
 #include "model/pose_model.hpp"       // model::PoseModel
+#include "runtime/watchdog.hpp"       // runtime::Watchdog
 #include "train/bucket_reducer.hpp"   // BucketReducer, ReductionStats
 #include "train/optimizer.hpp"        // Optimizer
 #include "train/sync_batchnorm.hpp"   // SyncBatchNorm
@@ -29,9 +30,10 @@ namespace trainer::train {
 
 class DistributedTraining {
  public:
-  // `backend` is the resolved one (nccl, mpi or gloo); `device` the local GPU or -1.
+  // `backend` is the resolved one (nccl, mpi or gloo); `device` the local GPU or -1;
+  // `watchdog` the session's (may be null), whose heartbeats name a stalled rank.
   DistributedTraining(MPI_Comm world, const std::string& backend, const DistributedConfig& config,
-                      model::PoseModel& model, int device = -1);
+                      model::PoseModel& model, int device = -1, const runtime::Watchdog* watchdog = nullptr);
   ~DistributedTraining();
   DistributedTraining(const DistributedTraining&) = delete;
   DistributedTraining& operator=(const DistributedTraining&) = delete;

@@ -1,0 +1,108 @@
+#pragma once
+// The process watchdog: a thread armed from the moment MPI is about to start, so
+// that no wait outside the communicators' own deadlines can hang the job: MPI_Init,
+// the world's duplicate, node discovery, the plan's agreement, the data and output
+// set-up, the communicator's rendezvous, MPI_Finalize.
+//
+// Code that may wait for other ranks opens a Stage (RAII): the stage must end within
+// `timeout_s` (distributed.collective_timeout) or the watchdog prints which stage
+// stalled and which ranks have gone silent (heartbeats.hpp), then aborts the job.
+// Stages nest; an inner stage's end gives the outer one a fresh deadline, so the
+// limit holds for every single wait, not for their sum.
+//
+// The same thread sends this rank's heartbeats once MPI is up.
+#include <mpi.h>  // MPI_Comm
+
+#include <atomic>              // std::atomic
+#include <chrono>              // std::chrono::steady_clock
+#include <condition_variable>  // std::condition_variable
+#include <mutex>               // std::mutex
+#include <optional>            // std::optional
+#include <string>              // std::string
+#include <thread>              // std::thread
+
+#include "runtime/debug_stop.hpp"  // DebugStop
+#include "runtime/env.hpp"         // Env
+#include "runtime/heartbeats.hpp"  // Heartbeats
+
+namespace trainer::runtime {
+
+class Watchdog {
+ public:
+  // `env` names this process in reports before MPI gives it a rank (the launcher's
+  // variables) and holds TRAINER_DEBUG_STOP (debug_stop.hpp); `timeout_s` <= 0
+  // disables the deadlines (heartbeats still run).
+  Watchdog(double timeout_s, const Env& env);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  class Stage {
+   public:
+    Stage(Stage&& other) noexcept;
+    Stage(const Stage&) = delete;
+    Stage& operator=(const Stage&) = delete;
+    Stage& operator=(Stage&&) = delete;
+    ~Stage();
+
+   private:
+    friend class Watchdog;
+    Stage(Watchdog* dog, std::string previous) : dog_(dog), previous_(std::move(previous)) {}
+    Watchdog* dog_;
+    std::string previous_;
+  };
+  // Arms the deadline for `what` until the returned Stage ends.
+  [[nodiscard]] Stage stage(std::string what);
+
+  // MPI is up: heartbeats go over `comm` (point-to-point only), reports name ranks of
+  // `comm`, and a stall aborts through `abort_comm`. Needs MPI_THREAD_MULTIPLE;
+  // without it there are no heartbeats and reports cannot name silent ranks.
+  void mpi_ready(MPI_Comm comm, MPI_Comm abort_comm, bool thread_multiple);
+  // The run's communicator replaces the one given to mpi_ready for aborting.
+  void set_abort_comm(MPI_Comm abort_comm);
+  // Before MPI_Finalize: no more MPI calls from the watchdog thread.
+  void mpi_closing();
+
+  const Heartbeats& heartbeats() const { return heartbeats_; }
+  double timeout_s() const { return timeout_s_; }
+  // How long a peer may be silent before reports call it stopped.
+  double silent_after_s() const;
+
+  // TRAINER_DEBUG_STOP: stops this process (SIGSTOP) when it reaches `where`.
+  void debug_stop_point(const std::string& where) const;
+
+  // The report for a stage that missed its deadline (also used by tests).
+  std::string report(const std::string& what) const;
+
+ private:
+  void loop();
+  [[noreturn]] void fire(const std::string& what);
+
+  const double timeout_s_;
+  const double beat_period_s_;
+  const DebugStop debug_stop_;
+  std::atomic<double> suspended_s_{0.0};
+  const Env env_;  // the launcher's variables, to find this host's other ranks before MPI is up  // longest time this process was seen not running
+  Heartbeats heartbeats_;
+
+  mutable std::mutex mutex_;  // guards the fields below
+  std::condition_variable wake_;
+  std::string who_;
+  int rank_ = -1;      // from the launcher until MPI says; -1 when unknown
+  std::string stage_;  // empty: disarmed
+  std::chrono::steady_clock::time_point deadline_;
+  MPI_Comm abort_comm_ = MPI_COMM_NULL;
+  bool mpi_up_ = false;
+  bool beating_ = false;
+  bool stopping_ = false;
+  std::thread thread_;  // last member: started after the rest is ready
+};
+
+// A stage of `dog`, or nothing when there is no watchdog (hypothetical worlds, tests).
+std::optional<Watchdog::Stage> watch(Watchdog* dog, std::string what);
+
+// "rank 1 of 4" from the launcher's environment (Open MPI, PMIx, SLURM, PMI), or
+// "this process" when no launcher says; for reports before MPI_Init returns.
+std::string launcher_rank_label(const Env& env);
+
+}  // namespace trainer::runtime
