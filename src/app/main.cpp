@@ -1,11 +1,13 @@
 // trainer: entry point. Dispatches to a subcommand and turns exceptions into
 // `error:` / `hint:` lines with exit code 2 (user errors) or 1 (system failures).
 #include <exception>  // std::exception
+#include <new>        // std::bad_alloc
 #include <iostream>   // std::cout, std::cerr
 #include <string>     // std::string
 
 #include "app/commands.hpp"  // run_* subcommands, version_text
 #include "util/error.hpp"    // UserError, SystemError
+#include "util/printable.hpp"  // printable: control characters of the input as \xNN
 
 namespace {
 
@@ -64,11 +66,15 @@ int main(int argc, char** argv) {
   try {
     return dispatch(argc, argv);
   } catch (const trainer::UserError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";
+    // Messages quote the input: printable() keeps each one line and free of terminal escapes.
+    std::cerr << "error: " << trainer::printable(e.what()) << "\n";
+    if (!e.hint().empty()) std::cerr << "hint: " << trainer::printable(e.hint()) << "\n";
     return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    std::cerr << "error: out of host memory\n";
+    return trainer::kExitFailure;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << trainer::printable(e.what()) << "\n";
     return trainer::kExitFailure;
   }
 }

@@ -36,6 +36,9 @@ std::string this_executable() {
 
 MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int nprocs, const Env& env)
     : uncaught_at_start_(std::uncaught_exceptions()) {
+  if (nprocs < 1)
+    throw UserError("--nprocs " + std::to_string(nprocs) + " is not a number of ranks",
+                    "--nprocs N starts N >= 1 ranks on this machine (1: no spawn)");
   check_pmi_before_init(env);
   const Launcher launcher = detect_launcher(env);
   const bool may_spawn = nprocs > 1 && launcher == Launcher::none;
