@@ -110,6 +110,6 @@ TEST_CASE("GPU choice: fewer ranks than GPUs warns about idle GPUs", "[runtime]"
 }
 
 TEST_CASE("devices: blanks are an error, not all GPUs", "[runtime]") {
-  require_user_error([] { parse_devices(" "); }, "only blanks", "-1 for all GPUs");
+  require_user_error([] { parse_devices(" "); }, "only blanks", "-1 (all visible GPUs)");
   require_user_error([] { parse_devices("\t "); }, "only blanks");
 }
