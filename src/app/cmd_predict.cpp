@@ -86,7 +86,8 @@ std::string csv_field(const std::string& s) {
 int run_predict(const Args& args_in) {
   po::options_description own("predict options");
   own.add_options()
-      ("checkpoint", po::value<std::string>()->value_name("FILE.h5"), "checkpoint to predict with (required); without --config, the run's config.ini beside it, else the configuration stored in the checkpoint")
+      ("checkpoint", po::value<std::string>()->value_name("FILE.h5"), "checkpoint to predict with (required); without --config, the run's config.ini beside it, "
+       "else the configuration stored in the checkpoint")
       ("out", po::value<std::string>()->value_name("FILE.csv"), "predictions CSV (default: <run>/predictions.csv)");
   // Without --config: the run's config.ini next to the checkpoint, else the
   // configuration the checkpoint carries. Never the defaults (they would silently

@@ -76,6 +76,7 @@ RunData open_run_data(const Config& config, const runtime::World& world, const L
         options.seed = config.training.rng_seed_data_pt;
         const auto slash = path.rfind('/');
         if (slash != std::string::npos) make_directories(path.substr(0, slash));
+        remove_stale_temp_files_in(folder_of(path), log);
         if (data::ensure_synthetic_dataset(path, options))
           log.info("generated the synthetic demo data set " + path + " (" + std::to_string(options.frames) +
                    " frames, " + std::to_string(options.size) + "x" + std::to_string(options.size) + ")");
