@@ -4,8 +4,10 @@
 #include <iostream>  // std::cout
 
 #include "app/commands.hpp"  // run_import, Args
+#include "app/run_setup.hpp" // folder_of, remove_stale_temp_files_in
 #include "data/import.hpp"   // ImportOptions, import_project, parse_resize
 #include "util/error.hpp"    // UserError
+#include "util/log.hpp"      // Log
 
 namespace trainer::app {
 
@@ -39,6 +41,7 @@ int run_import(const Args& args) {
   }
   if (!resize.empty()) data::parse_resize(resize, &o.resize_height, &o.resize_width);
   if (o.deflate_level < 0 || o.deflate_level > 9) throw UserError("import: --deflate must be between 0 and 9");
+  if (!o.out.empty()) remove_stale_temp_files_in(folder_of(o.out), Log(0));
   const data::ImportSummary s = data::import_project(o);
   std::cout << "imported " << s.frames << " frames (" << s.height << "x" << s.width << "x" << s.channels << ", "
             << s.keypoints << " keypoints) from " << o.csv << " to " << o.out << "\n";

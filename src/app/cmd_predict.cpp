@@ -7,6 +7,9 @@
 // Coordinates are pixels of the stored frame; likelihood is the soft-argmax
 // confidence; the last column says which split set the frame belongs to (the
 // run's split, recomputed from its configuration and seed).
+#include <sys/stat.h>  // stat, S_ISDIR
+
+#include <algorithm>  // std::min
 #include <cstdio>    // std::snprintf
 #include <fstream>   // std::ifstream
 #include <memory>    // std::unique_ptr
@@ -17,9 +20,10 @@
 #include <boost/program_options.hpp>  // options_description
 
 #include "app/commands.hpp"         // run_predict, Args
-#include "app/config_parse.hpp"     // parse_command_line
+#include "app/config_parse.hpp"     // parse_command_line, FallbackConfig
 #include "app/loader_source.hpp"    // batch_allocator
-#include "app/run_setup.hpp"        // open_run_data, make_backend, write_text_atomically
+#include "app/run_setup.hpp"        // open_run_data, make_backend, write_text_atomically, folder_of,
+                                    // remove_stale_temp_files_in
 #include "compute/backend.hpp"      // compute::Backend
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::set_names
@@ -46,6 +50,19 @@ std::string run_dir_of(const std::string& checkpoint) {
 }
 bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
 
+// The predictions CSV must be a file in an existing folder: found out before the
+// work, not when the finished CSV is renamed into place.
+void check_output_file(const std::string& out) {
+  struct stat st {};
+  if (out.empty() || out.back() == '/' || (::stat(out.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+    throw UserError("predict: --out '" + out + "' is a folder, not a file", "give a file name, e.g. --out " +
+                        (out.empty() ? std::string(".") : out.substr(0, out.find_last_not_of('/') + 1)) +
+                        "/predictions.csv");
+  const std::string folder = folder_of(out);
+  if (::stat(folder.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw UserError("predict: the folder of --out '" + out + "' does not exist", "create " + folder + " first");
+}
+
 // One process on one device: the first visible GPU when distributed.accelerator
 // allows it (gpu, or auto with a GPU visible in a CUDA build), else the CPU.
 // Prediction runs in fp32 whatever the training precision was.
@@ -69,27 +86,51 @@ std::string csv_field(const std::string& s) {
 int run_predict(const Args& args_in) {
   po::options_description own("predict options");
   own.add_options()
-      ("checkpoint", po::value<std::string>()->value_name("FILE.h5"), "checkpoint to predict with (required)")
+      ("checkpoint", po::value<std::string>()->value_name("FILE.h5"), "checkpoint to predict with (required); without --config, the run's config.ini beside it, "
+       "else the configuration stored in the checkpoint")
       ("out", po::value<std::string>()->value_name("FILE.csv"), "predictions CSV (default: <run>/predictions.csv)");
-  // Without --config, use the run's own configuration next to the checkpoint.
+  // Without --config: the run's config.ini next to the checkpoint, else the
+  // configuration the checkpoint carries. Never the defaults (they would silently
+  // predict the synthetic demo data with a real model).
   Args args = args_in;
   std::string checkpoint;
   bool has_config = false;
+  bool wants_help = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--config" || args[i].rfind("--config=", 0) == 0) has_config = true;
+    if (args[i] == "--help" || args[i] == "-h" || args[i] == "--print-config") wants_help = true;
     if (args[i] == "--checkpoint" && i + 1 < args.size()) checkpoint = args[i + 1];
     if (args[i].rfind("--checkpoint=", 0) == 0) checkpoint = args[i].substr(13);
   }
-  if (!has_config && !checkpoint.empty() && file_exists(run_dir_of(checkpoint) + "/config.ini"))
-    args.insert(args.begin(), {"--config", run_dir_of(checkpoint) + "/config.ini"});
-  const CommandLine cl = parse_command_line("predict", args, own);
+  std::string config_note;
+  FallbackConfig stored;
+  const FallbackConfig* fallback = nullptr;
+  if (!has_config && !checkpoint.empty()) {
+    const std::string beside = run_dir_of(checkpoint) + "/config.ini";
+    if (file_exists(beside)) {
+      args.insert(args.begin(), {"--config", beside});
+      config_note = "configuration: " + beside;
+    } else if (!wants_help) {
+      stored.text = train::load_training_state(checkpoint).config_text;
+      stored.name = checkpoint + " (its stored configuration)";
+      if (stored.text.empty())
+        throw UserError("checkpoint '" + checkpoint + "' carries no configuration and there is no " + beside,
+                        "give the configuration the model was trained with: --config <run>/config.ini");
+      fallback = &stored;
+      config_note = "configuration: the one stored in " + checkpoint + " (no " + beside + ")";
+    }
+  }
+  const CommandLine cl = parse_command_line("predict", args, own, fallback);
   if (cl.help) return 0;
   if (!cl.own.count("checkpoint"))
     throw UserError("predict needs --checkpoint FILE.h5", "e.g. --checkpoint outputs/<run>/checkpoints/best.h5");
   checkpoint = cl.own["checkpoint"].as<std::string>();
   const std::string out = cl.own.count("out") ? cl.own["out"].as<std::string>() : run_dir_of(checkpoint) + "/predictions.csv";
+  check_output_file(out);  // before any work
   const Config& config = cl.config;
   const Log log(0);
+  if (!config_note.empty()) log.info(config_note);
+  remove_stale_temp_files_in(folder_of(out), log);
 
   const train::TrainingState state = train::load_training_state(checkpoint);
   runtime::World world;  // one process: predictions need no ranks
@@ -111,7 +152,8 @@ int run_predict(const Args& args_in) {
   train::StepRunner runner(*backend, stream, net, compute::HeatmapLoss::mse);
 
   data::LoaderOptions opts;
-  opts.batch_size = config.training.test_batch_size;
+  // A batch larger than the data set would only allocate more.
+  opts.batch_size = static_cast<int>(std::min<std::int64_t>(config.training.test_batch_size, dataset.size()));
   opts.height = config.data.image_resize_height;
   opts.width = config.data.image_resize_width;
   opts.num_workers = config.training.num_workers > 0 ? config.training.num_workers : 1;

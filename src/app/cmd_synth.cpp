@@ -4,8 +4,10 @@
 #include <iostream>  // std::cout
 
 #include "app/commands.hpp"  // run_synth, Args
+#include "app/run_setup.hpp" // folder_of, remove_stale_temp_files_in
 #include "data/synth.hpp"    // SynthOptions, write_synthetic_dataset, export_synthetic_project
 #include "util/error.hpp"    // UserError
+#include "util/log.hpp"      // Log
 
 namespace trainer::app {
 
@@ -20,7 +22,7 @@ int run_synth(const Args& args) {
   desc.add_options()
       ("help,h", "show this help")
       ("out", po::value(&out), "output HDF5 file (required)")
-      ("frames", po::value(&o.frames)->default_value(o.frames), "number of frames")
+      ("frames", po::value(&o.frames)->default_value(o.frames), "number of frames (2 .. 1000000)")
       ("size", po::value(&o.size)->default_value(o.size), "frame width and height in pixels")
       ("keypoints", po::value(&o.keypoints)->default_value(o.keypoints),
        "keypoints per frame (1..15: nose, ear_left, ear_right, paw_LF, paw_RF, paw_LH, paw_RH, tail_base, tail_tip, "
@@ -47,6 +49,7 @@ int run_synth(const Args& args) {
   if (out.empty() && export_dir.empty()) throw UserError("synth: --out FILE is required", "run `trainer synth --help`");
   data::validate(o);
   if (!out.empty()) {
+    remove_stale_temp_files_in(folder_of(out), Log(0));
     data::write_synthetic_dataset(out, o);
     std::cout << "wrote " << out << ": " << o.frames << " frames " << o.size << "x" << o.size << "x" << o.channels
               << ", " << o.keypoints << " keypoints" << (o.videos > 0 ? ", " + std::to_string(o.videos) + " videos" : "")

@@ -3,6 +3,7 @@
 //   -> optional --init-weights / --resume -> epoch loop -> checkpoints, metrics.csv
 // Rank 0 writes the output folder: config.ini (the effective configuration),
 // split.csv, metrics.csv and checkpoints/{initial,best,last}.h5.
+#include <algorithm>  // std::min, std::max
 #include <iostream>  // std::cout
 #include <memory>    // std::unique_ptr
 #include <optional>  // std::optional: a watchdog stage that ends early
@@ -17,6 +18,7 @@
 #include "compute/backend.hpp"      // compute::make_cpu_backend
 #include "data/augment.hpp"         // data::parse_imgaug
 #include "data/loader.hpp"          // data::Loader
+#include "data/sampler.hpp"         // data::samples_per_rank
 #include "data/split.hpp"           // data::write_split_csv
 #include "model/make_model.hpp"     // model::make_pose_model
 #include "runtime/agreed_failure.hpp"  // runtime::on_every_rank_or_none
@@ -66,7 +68,16 @@ int run_train(const Args& args) {
   const CommandLine cl = parse_command_line("train", args, own);
   if (cl.help) return 0;
   Config config = cl.config;
-  if (cl.own.count("max-steps")) config.training.max_steps = cl.own["max-steps"].as<long>();
+  if (cl.own.count("max-steps")) {
+    config.training.max_steps = cl.own["max-steps"].as<long>();
+    if (config.training.max_steps < -1)  // the range of training.max_steps
+      throw UserError("train: --max-steps " + std::to_string(config.training.max_steps) + " is not a step count",
+                      "--max-steps N stops after N optimizer steps; -1: no limit");
+  }
+  if (cl.own.count("resume") && cl.own.count("init-weights"))
+    throw UserError("train: --resume and --init-weights cannot be given together",
+                    "--resume continues a run with all its weights; --init-weights starts a new run from backbone "
+                    "weights: give one of them");
 
   Args spawn_args{"train"};
   spawn_args.insert(spawn_args.end(), args.begin(), args.end());
@@ -90,9 +101,12 @@ int run_train(const Args& args) {
   // stop every rank with the cause, not with a transport error on the others.
   RunData run = runtime::on_every_rank_or_none(session, [&] { return open_run_data(config, world, log); });
   const data::Dataset& dataset = *run.dataset;
+  check_train_batch_fits(config, plan, run, world);  // every rank, so all stop together
   runtime::on_every_rank_or_none(session, [&] {
     if (world.rank != 0) return;
     make_directories(out_dir + "/checkpoints");  // here, not at the first checkpoint, so a bad --out fails early
+    remove_stale_temp_files_in(out_dir, log);
+    remove_stale_temp_files_in(out_dir + "/checkpoints", log);
     write_text_atomically(out_dir + "/config.ini", config_to_ini(config));
     data::write_split_csv(out_dir + "/split.csv", run.split, dataset.frame_paths());
   });
@@ -116,7 +130,10 @@ int run_train(const Args& args) {
   train_opts.drop_last = config.training.drop_last;
   train_opts.context = model::needs_context_frames(config.model.model_type);
   data::LoaderOptions val_opts = train_opts;
-  val_opts.batch_size = plan.rank.val_batch_size;
+  // A rank never holds more val rows than ceil(val / ranks): a larger batch would only allocate more.
+  val_opts.batch_size = static_cast<int>(std::max<std::int64_t>(
+      1, std::min<std::int64_t>(plan.rank.val_batch_size,
+                                data::samples_per_rank(static_cast<std::int64_t>(run.split.val.size()), world.size, false))));
   val_opts.augmentation = data::Augmentation::kNone;
   val_opts.drop_last = false;
   data::Loader train_loader(dataset, train_opts);

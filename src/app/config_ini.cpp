@@ -3,7 +3,8 @@
 #include "app/config_ini.hpp"
 
 #include <cctype>   // std::isspace, std::isalnum
-#include <filesystem>  // std::filesystem::is_directory
+#include <cstdio>   // std::snprintf
+#include <filesystem>  // std::filesystem::status, is_regular_file
 #include <fstream>  // std::ifstream
 #include <sstream>  // std::istringstream, std::ostringstream
 
@@ -38,10 +39,21 @@ bool valid_key_text(const std::string& key) {
   return true;
 }
 
+// The first control character of a line (NUL, escape, ...; a tab is fine), or -1.
+int control_character(const std::string& line) {
+  for (unsigned char c : line) {
+    if ((c < 0x20 && c != '\t') || c == 0x7f) return c;
+  }
+  return -1;
+}
+
 }  // namespace
 
-std::vector<IniEntry> parse_ini(const std::string& text, const std::string& name) {
+std::vector<IniEntry> parse_ini(const std::string& text_in, const std::string& name) {
   std::vector<IniEntry> entries;
+  // A UTF-8 byte order mark (Windows editors write one) is not part of the first line.
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string text = text_in.compare(0, bom.size(), bom) == 0 ? text_in.substr(bom.size()) : text_in;
   std::istringstream in(text);
   std::string raw;
   std::string section;
@@ -51,6 +63,13 @@ std::vector<IniEntry> parse_ini(const std::string& text, const std::string& name
     ++line_number;
     const std::string where = name + ":" + std::to_string(line_number);
     if (!raw.empty() && raw.back() == '\r') raw.pop_back();  // files edited on Windows
+    // A NUL would cut a value short where it is parsed (0.5\0e-3 read as 0.5).
+    if (const int c = control_character(raw); c >= 0) {
+      char code[8];
+      std::snprintf(code, sizeof code, "\\x%02x", c);
+      throw UserError(where + ": control character " + code + " in the line",
+                      "config files are plain text; remove the character");
+    }
     const std::string line = trim(raw);
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     if (line[0] == '[') {
@@ -93,8 +112,14 @@ std::vector<IniEntry> parse_ini(const std::string& text, const std::string& name
 
 std::vector<IniEntry> read_ini_file(const std::string& path) {
   std::error_code ignored;
+  // Only regular files: opening a FIFO would block until a writer comes, forever.
+  const auto status = std::filesystem::status(path, ignored);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    throw UserError("cannot read config file '" + path + "': not a regular file",
+                    "check the path; example configs are in inputs/ (e.g. --config inputs/demo.cfg)");
+  }
   std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path, ignored)) {
+  if (!in) {
     throw UserError("cannot read config file '" + path + "'",
                     "check the path; example configs are in inputs/ (e.g. --config inputs/demo.cfg)");
   }

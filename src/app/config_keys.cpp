@@ -323,7 +323,7 @@ std::vector<ConfigKey> build_table() {
           .lp("(torch.set_float32_matmul_precision)"),
       // [distributed]
       choice("distributed", "backend", field(X, &XC::backend), {"auto", "nccl", "mpi", "gloo"},
-             "gradient all-reduce backend; auto: nccl on GPUs, mpi on CPUs")
+             "gradient all-reduce backend; auto: nccl on GPUs, gloo on CPUs")
           .lp("(DDPStrategy process_group_backend)"),
       choice("distributed", "accelerator", field(X, &XC::accelerator), {"auto", "cpu", "gpu"},
              "where to compute; auto: gpu when this build has CUDA and GPUs are visible")

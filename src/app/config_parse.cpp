@@ -8,7 +8,7 @@
 #include <map>       // std::map
 #include <sstream>   // std::ostringstream
 
-#include "app/config_ini.hpp"     // read_ini_file, IniEntry
+#include "app/config_ini.hpp"     // read_ini_file, parse_ini, IniEntry
 #include "app/config_keys.hpp"    // config_keys, find_key, validate_combinations
 #include "app/config_values.hpp"  // BadValue, closest, trim
 #include "util/error.hpp"         // UserError
@@ -135,11 +135,12 @@ void set_key(Config& config, const ConfigKey& key, const std::string& value, con
   }
 }
 
-void apply_file(Config& config, const std::string& path, const std::string& subcommand,
-                std::map<std::string, std::string>& origin) {
+// `entries` come from the INI text called `path` (a file, or a checkpoint's configuration).
+void apply_entries(Config& config, const std::vector<config_detail::IniEntry>& entries, const std::string& path,
+                   const std::string& subcommand, std::map<std::string, std::string>& origin) {
   std::map<std::string, int> first_line;
   const auto& sections = config_sections();
-  for (const auto& entry : config_detail::read_ini_file(path)) {
+  for (const auto& entry : entries) {
     const std::string where = path + ":" + std::to_string(entry.line);
     if (entry.section.empty()) {
       std::string hint = "put keys under a section header: [data] [training] [model] [distributed]";
@@ -197,7 +198,7 @@ void print_help(const std::string& subcommand, const po::options_description& ow
 }  // namespace
 
 CommandLine parse_command_line(const std::string& subcommand, const Args& args,
-                               const po::options_description& own_options) {
+                               const po::options_description& own_options, const FallbackConfig* fallback) {
   Layout layout;
   build_layout(layout);
   po::options_description everything;  // what Boost parses; configuration keys are taken out first
@@ -254,7 +255,10 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
   std::string source = "defaults";
   if (result.own.count("config")) {
     source = result.own["config"].as<std::string>();
-    apply_file(result.config, source, subcommand, origin);
+    apply_entries(result.config, config_detail::read_ini_file(source), source, subcommand, origin);
+  } else if (fallback) {
+    source = fallback->name;
+    apply_entries(result.config, config_detail::parse_ini(fallback->text, source), source, subcommand, origin);
   }
 
   // Command-line keys, in the order given; each may be set once (counting shortcuts and aliases).

@@ -20,11 +20,20 @@ struct CommandLine {
   bool print_config = false;  // it was --print-config (help is also true)
 };
 
+// Configuration text that stands in for a missing --config file (predict: the
+// configuration a checkpoint carries); `name` is what error messages call it.
+struct FallbackConfig {
+  std::string text;
+  std::string name;
+};
+
 // Parses the arguments after the subcommand name. Unknown keys, malformed values
 // and impossible combinations are UserErrors (exit code 2) naming the key and
 // file:line or the command-line option, with a hint (e.g. the closest valid key).
+// Without --config, `fallback` (if given) is read as if it were the config file.
 CommandLine parse_command_line(const std::string& subcommand, const Args& args,
-                               const boost::program_options::options_description& own_options);
+                               const boost::program_options::options_description& own_options,
+                               const FallbackConfig* fallback = nullptr);
 
 // The configuration as INI text in the format --config reads (for --print-config
 // and for saving the effective configuration next to a run); re-parsable.

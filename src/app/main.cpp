@@ -1,11 +1,13 @@
 // trainer: entry point. Dispatches to a subcommand and turns exceptions into
 // `error:` / `hint:` lines with exit code 2 (user errors) or 1 (system failures).
 #include <exception>  // std::exception
+#include <new>        // std::bad_alloc
 #include <iostream>   // std::cout, std::cerr
 #include <string>     // std::string
 
 #include "app/commands.hpp"  // run_* subcommands, version_text
 #include "util/error.hpp"    // UserError, SystemError
+#include "util/printable.hpp"  // printable: control characters of the input as \xNN
 
 namespace {
 
@@ -58,17 +60,29 @@ int dispatch(int argc, char** argv) {
                            "run `trainer --help` for the list of subcommands");
 }
 
+// One write for the whole report: under mpirun every rank's stderr goes to one
+// terminal, and separate writes of several ranks interleave mid-line.
+void report(const std::string& message, const std::string& hint) {
+  // Messages quote the input: printable() keeps each one line and free of terminal escapes.
+  std::string text = "error: " + trainer::printable(message) + "\n";
+  if (!hint.empty()) text += "hint: " + trainer::printable(hint) + "\n";
+  std::cerr.write(text.data(), static_cast<std::streamsize>(text.size()));
+  std::cerr.flush();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     return dispatch(argc, argv);
   } catch (const trainer::UserError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    if (!e.hint().empty()) std::cerr << "hint: " << e.hint() << "\n";
+    report(e.what(), e.hint());
     return e.exit_code();
+  } catch (const std::bad_alloc&) {
+    report("out of host memory", {});
+    return trainer::kExitFailure;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    report(e.what(), {});
     return trainer::kExitFailure;
   }
 }

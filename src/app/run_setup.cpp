@@ -3,21 +3,20 @@
 
 #include <mpi.h>       // MPI_Bcast, MPI_Barrier
 #include <sys/stat.h>  // mkdir, stat
-#include <unistd.h>    // getpid
 
 #include <cerrno>   // errno
-#include <cstdio>   // std::rename
 #include <cstring>  // std::strerror
 #include <ctime>    // std::time, localtime_r, strftime
-#include <fstream>  // std::ofstream
 
 #include "compute/precision.hpp"  // compute::parse_precision
 #ifdef TRAINER_WITH_CUDA
 #include "compute/cuda/cuda_backend.hpp"  // CudaBackendOptions (TF32)
 #endif
-#include "data/synth.hpp"          // data::ensure_synthetic_dataset
-#include "runtime/watchdog.hpp"    // runtime::watch: deadlines for the collectives here
-#include "util/error.hpp"          // UserError, MPI_CHECK
+#include "data/sampler.hpp"          // data::samples_per_rank
+#include "data/synth.hpp"            // data::ensure_synthetic_dataset
+#include "runtime/watchdog.hpp"      // runtime::watch: deadlines for the collectives here
+#include "util/atomic_write.hpp"     // write_file_atomically, remove_stale_temp_files
+#include "util/error.hpp"            // UserError, MPI_CHECK
 
 namespace trainer::app {
 
@@ -81,6 +80,7 @@ RunData open_run_data(const Config& config, const runtime::World& world, const L
         options.seed = config.training.rng_seed_data_pt;
         const auto slash = path.rfind('/');
         if (slash != std::string::npos) make_directories(path.substr(0, slash));
+        remove_stale_temp_files_in(folder_of(path), log);
         if (data::ensure_synthetic_dataset(path, options))
           log.info("generated the synthetic demo data set " + path + " (" + std::to_string(options.frames) +
                    " frames, " + std::to_string(options.size) + "x" + std::to_string(options.size) + ")");
@@ -103,6 +103,20 @@ RunData open_run_data(const Config& config, const runtime::World& world, const L
                                                           config.training.val_prob);
   run.split = data::make_split(run.dataset->size(), sizes, config.training.rng_seed_data_pt);
   return run;
+}
+
+void check_train_batch_fits(const Config& config, const runtime::RunPlan& plan, const RunData& run,
+                            const runtime::World& world) {
+  const auto frames = static_cast<std::int64_t>(run.split.train.size());
+  data::check_batch_fits("train", frames, config.training.train_batch_size, config.training.drop_last, run.files[0]);
+  // With drop_last each rank keeps floor(frames / ranks) rows: fewer than its batch is no step at all.
+  const std::int64_t per_rank = data::samples_per_rank(frames, world.size, config.training.drop_last);
+  if (config.training.drop_last && per_rank < plan.rank.train_batch_size)
+    throw UserError("the train split of " + run.files[0] + " (" + std::to_string(frames) + " frames) gives each of " +
+                        std::to_string(world.size) + " ranks " + std::to_string(per_rank) +
+                        " frames, fewer than its batch of " + std::to_string(plan.rank.train_batch_size) +
+                        ": with drop_last there would be no batch at all",
+                    "lower training.train_batch_size, set drop_last = false, or label more frames");
 }
 
 std::string timestamped_output_dir() {
@@ -130,16 +144,17 @@ void make_directories(const std::string& path) {
     throw UserError("'" + path + "' is not a folder", "choose another --out folder");
 }
 
-void write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".tmp-" + std::to_string(getpid());
-  {
-    std::ofstream out(temp);
-    out << text;
-    out.flush();
-    if (!out) throw UserError("cannot write '" + temp + "'", "is the output folder writable?");
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0)
-    throw SystemError("cannot rename '" + temp + "' to '" + path + "': " + std::strerror(errno));
+std::string folder_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
 }
+
+void remove_stale_temp_files_in(const std::string& folder, const Log& log) {
+  for (const auto& path : remove_stale_temp_files(folder))
+    log.info("removed " + path + ", a temporary file left by a process that no longer runs");
+}
+
+void write_text_atomically(const std::string& path, const std::string& text) { write_file_atomically(path, text); }
 
 }  // namespace trainer::app

@@ -26,6 +26,11 @@ struct RunData {
 // (data.synthetic_file) if it does not exist yet; every rank then opens the data.
 RunData open_run_data(const Config& config, const runtime::World& world, const Log& log);
 
+// Every rank, before any work: a train batch larger than the train split (or, with
+// drop_last, than a rank's share of it) is a UserError instead of a run of no steps.
+void check_train_batch_fits(const Config& config, const runtime::RunPlan& plan, const RunData& run,
+                            const runtime::World& world);
+
 // What a command asks of the compute backend.
 struct BackendRequest {
   bool gpu = false;                         // CUDA on `device`, else the CPU
@@ -56,7 +61,12 @@ void barrier(const runtime::World& world);
 std::string timestamped_output_dir();
 // mkdir -p; throws UserError when it cannot.
 void make_directories(const std::string& path);
-// Writes a text file atomically (temporary file, flush, rename).
+// The folder of a file path ("." for a bare file name).
+std::string folder_of(const std::string& path);
+// At start: removes the temporary files that killed writers left in `folder`
+// (remove_stale_temp_files, util/atomic_write.hpp) and says which.
+void remove_stale_temp_files_in(const std::string& folder, const Log& log);
+// Writes a text file atomically (temporary file, fsync, rename, fsync of the folder).
 void write_text_atomically(const std::string& path, const std::string& text);
 
 }  // namespace trainer::app

@@ -111,7 +111,11 @@ ShardMeta read_shard_meta(const std::string& path) {
   ShardMeta meta;
   try {
     std::int64_t version = 0;
-    if (h5::read_int_attribute(f, "format_version", &version) && version > kFormatVersion) {
+    const bool has_version = H5Aexists(f, "format_version") > 0;
+    if (has_version && (!h5::read_int_attribute(f, "format_version", &version) || version < 1))
+      throw UserError("data file " + path + " has a format_version that is not a positive integer",
+                      "write data files with `trainer import` or `trainer synth` (docs/DATA.md)");
+    if (version > kFormatVersion) {
       throw UserError("data file " + path + " has format_version " + std::to_string(version) +
                           ", this trainer reads up to " + std::to_string(kFormatVersion),
                       "use a newer trainer");

@@ -1,9 +1,6 @@
 // DatasetWriter: creates a version-1 dataset file (see format.hpp, docs/DATA.md).
 #include "data/format.hpp"
 
-#include <unistd.h>  // getpid
-
-#include <cstdio>      // std::remove, std::rename
 #include <filesystem>  // std::filesystem::path
 
 #include "util/error.hpp"  // UserError
@@ -26,13 +23,7 @@ DatasetWriter::DatasetWriter(std::string path, DatasetShape shape, WriterOptions
     std::error_code ec;
     std::filesystem::create_directories(parent, ec);
   }
-  temp_path_ = path_ + ".tmp-" + std::to_string(::getpid());
-  const hid_t fid = H5Fcreate(temp_path_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (fid < 0) {
-    throw UserError("cannot create " + temp_path_ + ": " + h5::last_error_message(),
-                    "check that the output folder exists and is writable");
-  }
-  file_ = h5::Handle(fid, H5Fclose);
+  file_ = std::make_unique<h5::AtomicFile>(path_, "data file");
 
   const hsize_t dims[4] = {static_cast<hsize_t>(shape_.num_frames), static_cast<hsize_t>(shape_.height),
                            static_cast<hsize_t>(shape_.width), static_cast<hsize_t>(shape_.channels)};
@@ -41,7 +32,7 @@ DatasetWriter::DatasetWriter(std::string path, DatasetShape shape, WriterOptions
   h5::Handle plist = H5_OWN(plist, H5Pcreate(H5P_DATASET_CREATE));
   H5_CHECK(H5Pset_chunk(plist.get(), 4, chunk));
   if (options_.deflate_level > 0) H5_CHECK(H5Pset_deflate(plist.get(), static_cast<unsigned>(options_.deflate_level)));
-  images_ = H5_OWN(dataset, H5Dcreate2(file_.get(), kImages, H5T_STD_U8LE, space.get(), H5P_DEFAULT, plist.get(),
+  images_ = H5_OWN(dataset, H5Dcreate2(file_->get(), kImages, H5T_STD_U8LE, space.get(), H5P_DEFAULT, plist.get(),
                                        H5P_DEFAULT));
   const size_t n = static_cast<size_t>(shape_.num_frames);
   keypoints_.assign(n * shape_.keypoint_names.size() * 2, 0.0f);
@@ -51,13 +42,7 @@ DatasetWriter::DatasetWriter(std::string path, DatasetShape shape, WriterOptions
   written_.assign(n, false);
 }
 
-DatasetWriter::~DatasetWriter() {
-  if (!finished_) {
-    images_.reset();
-    file_.reset();
-    std::remove(temp_path_.c_str());
-  }
-}
+DatasetWriter::~DatasetWriter() { images_.reset(); }  // then file_ removes the temporary file unless finished
 
 void DatasetWriter::write_frame(std::int64_t index, const std::uint8_t* image, const float* keypoints,
                                 const std::string& frame_path, int video_id, int frame_number) {
@@ -79,7 +64,7 @@ void DatasetWriter::write_frame(std::int64_t index, const std::uint8_t* image, c
 
 void DatasetWriter::finish() {
   for (size_t i = 0; i < written_.size(); ++i) TRAINER_ASSERT(written_[i], "frame " << i << " was never written");
-  const hid_t f = file_.get();
+  const hid_t f = file_->get();
   {
     const hsize_t dims[3] = {static_cast<hsize_t>(shape_.num_frames), shape_.keypoint_names.size(), 2};
     h5::Handle space = H5_OWN(dataspace, H5Screate_simple(3, dims, nullptr));
@@ -102,14 +87,8 @@ void DatasetWriter::finish() {
   h5::write_int_attribute(f, "format_version", kFormatVersion);
   h5::write_string_attribute(f, "creator", std::string("trainer ") + TRAINER_VERSION);
   h5::write_string_attribute(f, "source", options_.source);
-  H5_CHECK(H5Fflush(f, H5F_SCOPE_GLOBAL));
   images_.reset();
-  file_.reset();
-  if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    std::remove(temp_path_.c_str());
-    throw UserError("cannot rename " + temp_path_ + " to " + path_);
-  }
-  finished_ = true;
+  file_->commit();
 }
 
 }  // namespace trainer::data

@@ -8,10 +8,12 @@
 //   /frame_number    int     [N]
 //   root attributes: format_version (int), creator (string), source (string)
 #include <cstdint>  // std::int64_t, std::uint8_t
+#include <memory>   // std::unique_ptr
 #include <string>   // std::string
 #include <vector>   // std::vector
 
 #include "util/h5.hpp"  // h5::Handle
+#include "util/h5_atomic_file.hpp"  // h5::AtomicFile
 
 namespace trainer::data {
 
@@ -39,12 +41,13 @@ struct WriterOptions {
 };
 
 // Writes one dataset file. Frames are written as they come (any order, each once);
-// everything is created under `path.tmp-<pid>` and renamed to `path` by finish(),
-// so a crash or error never leaves a half-written file under the final name.
+// everything is created under `path.tmp-<pid>` and renamed to `path` by finish()
+// (h5::AtomicFile), so a crash or error never leaves a half-written file under the
+// final name, and an error (even one in the constructor) removes the temporary file.
 class DatasetWriter {
  public:
   DatasetWriter(std::string path, DatasetShape shape, WriterOptions options);
-  ~DatasetWriter();  // removes the temporary file if finish() was not reached
+  ~DatasetWriter();  // removes the temporary file if finish() was not reached (file_)
   DatasetWriter(const DatasetWriter&) = delete;
   DatasetWriter& operator=(const DatasetWriter&) = delete;
 
@@ -55,16 +58,14 @@ class DatasetWriter {
 
  private:
   std::string path_;
-  std::string temp_path_;
   DatasetShape shape_;
   WriterOptions options_;
-  h5::Handle file_;
+  std::unique_ptr<h5::AtomicFile> file_;  // before images_: the dataset closes first
   h5::Handle images_;
   std::vector<float> keypoints_;
   std::vector<std::string> frame_paths_;
   std::vector<std::int64_t> video_id_, frame_number_;
   std::vector<bool> written_;
-  bool finished_ = false;
 };
 
 }  // namespace trainer::data

@@ -1,11 +1,16 @@
 // Import of a labeled project into the HDF5 format (see import.hpp).
 #include "data/import.hpp"
 
-#include <opencv2/imgcodecs.hpp>  // cv::imread
+#include <opencv2/imgcodecs.hpp>  // cv::imdecode
 #include <opencv2/imgproc.hpp>    // cv::cvtColor, cv::resize
 
+#include <cerrno>      // errno
 #include <cstdio>      // std::sscanf
+#include <cstring>     // std::strerror
 #include <filesystem>  // std::filesystem
+#include <fstream>     // std::ifstream
+#include <iterator>    // std::istreambuf_iterator
+#include <vector>      // std::vector
 
 #include "data/format.hpp"     // DatasetWriter
 #include "data/label_csv.hpp"  // parse_label_csv
@@ -36,7 +41,20 @@ cv::Mat read_frame(const LabelTable& table, size_t row, const fs::path& root) {
   if (!fs::exists(path, ec))
     throw UserError(where + ": image file " + path.string() + " not found",
                     "image paths are relative to --root (default: the CSV's folder)");
-  cv::Mat img = cv::imread(path.string(), cv::IMREAD_UNCHANGED);
+  // Read the bytes ourselves: cv::imread prints its own warning for a file it cannot
+  // open and cannot say why (a permission problem is not a decoding one).
+  if (!fs::is_regular_file(path, ec))
+    throw UserError(where + ": image " + path.string() + " is not a regular file",
+                    "image paths are relative to --root (default: the CSV's folder)");
+  std::vector<unsigned char> bytes;
+  {
+    errno = 0;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw UserError(where + ": cannot read image " + path.string() + ": " + std::strerror(errno));
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (in.bad()) throw UserError(where + ": cannot read image " + path.string() + ": " + std::strerror(errno));
+  }
+  cv::Mat img = bytes.empty() ? cv::Mat() : cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
   if (img.empty()) throw UserError(where + ": cannot decode image " + path.string() + " (PNG and JPEG are supported)");
   if (img.depth() != CV_8U)
     throw UserError(where + ": image " + path.string() + " is not 8-bit per channel", "convert the frames to 8-bit PNG");

@@ -1,14 +1,12 @@
 // Split sizes and assignment (see split.hpp).
 #include "data/split.hpp"
 
-#include <unistd.h>  // getpid
-
 #include <cmath>    // std::floor, std::fabs, std::nearbyint
-#include <cstdio>   // std::rename, std::remove
-#include <fstream>  // std::ofstream
+#include <sstream>  // std::ostringstream
 #include <numeric>  // std::iota
 
 #include "data/rng.hpp"    // KeyedRng
+#include "util/atomic_write.hpp"  // write_file_atomically
 #include "util/error.hpp"  // UserError
 
 namespace trainer::data {
@@ -109,23 +107,11 @@ std::string csv_field(const std::string& s) {
 void write_split_csv(const std::string& path, const Split& split, const std::vector<std::string>& frame_paths) {
   const auto total = static_cast<std::int64_t>(frame_paths.size());
   const auto names = set_names(split, total);
-  const std::string temp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(temp);
-    if (!out) throw UserError("cannot write " + temp, "check that the output folder exists and is writable");
-    out << "index,frame_path,set\n";
-    for (std::int64_t i = 0; i < total; ++i)
-      out << i << ',' << csv_field(frame_paths[static_cast<size_t>(i)]) << ',' << names[static_cast<size_t>(i)] << '\n';
-    out.flush();
-    if (!out) {
-      std::remove(temp.c_str());
-      throw UserError("cannot write " + temp + " (disk full?)");
-    }
-  }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    throw UserError("cannot rename " + temp + " to " + path);
-  }
+  std::ostringstream out;
+  out << "index,frame_path,set\n";
+  for (std::int64_t i = 0; i < total; ++i)
+    out << i << ',' << csv_field(frame_paths[static_cast<size_t>(i)]) << ',' << names[static_cast<size_t>(i)] << '\n';
+  write_file_atomically(path, out.str());
 }
 
 }  // namespace trainer::data

@@ -200,7 +200,9 @@ const std::vector<std::string>& synth_keypoint_names() {
 }
 
 void validate(const SynthOptions& o) {
-  if (o.frames < 2) throw UserError("synth: --frames must be at least 2");
+  // The writer keeps per-frame metadata in memory: a bound keeps that small.
+  if (o.frames < 2 || o.frames > kMaxSynthFrames)
+    throw UserError("synth: --frames must be between 2 and " + std::to_string(kMaxSynthFrames));
   if (o.size < 32 || o.size > 4096) throw UserError("synth: --size must be between 32 and 4096");
   if (o.keypoints < 1 || o.keypoints > kMaxSynthKeypoints)
     throw UserError("synth: --keypoints must be between 1 and " + std::to_string(kMaxSynthKeypoints));

@@ -21,6 +21,7 @@ struct SynthOptions {
 };
 
 inline constexpr int kMaxSynthKeypoints = 15;
+inline constexpr std::int64_t kMaxSynthFrames = 1000000;
 
 // All keypoint names in order of priority (the first `keypoints` are used).
 const std::vector<std::string>& synth_keypoint_names();

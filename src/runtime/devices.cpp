@@ -48,7 +48,11 @@ DeviceRequest parse_devices(const std::string& input) {
   DeviceRequest request;
   request.text = trim(input);
   const std::string& text = request.text;
-  if (text.empty()) return request;  // not set: all visible GPUs
+  if (text.empty()) {
+    // Empty means "not set"; blanks look like a value that was lost, not a choice.
+    if (!input.empty()) bad(input, "is only blanks; leave devices empty or write -1 for all GPUs");
+    return request;  // not set: all visible GPUs
+  }
 
   std::string body = text;
   const bool bracketed = body.front() == '[' || body.back() == ']';

@@ -38,6 +38,9 @@ MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int npro
                        double timeout_s)
     : watchdog_(std::make_unique<Watchdog>(timeout_s, env)),
       uncaught_at_start_(std::uncaught_exceptions()) {
+  if (nprocs < 1)
+    throw UserError("--nprocs " + std::to_string(nprocs) + " is not a number of ranks",
+                    "--nprocs N starts N >= 1 ranks on this machine (1: no spawn)");
   check_pmi_before_init(env);
   const Launcher launcher = detect_launcher(env);
   const bool may_spawn = nprocs > 1 && launcher == Launcher::none;

@@ -1,11 +1,11 @@
 // metrics.csv writer (see metrics_log.hpp).
 #include "train/metrics_log.hpp"
 
-#include <unistd.h>  // getpid
+#include <cstdio>   // std::snprintf
+#include <fstream>  // std::ifstream
+#include <sstream>  // std::ostringstream
 
-#include <cstdio>   // std::rename, std::snprintf
-#include <fstream>  // std::ifstream, std::ofstream
-
+#include "util/atomic_write.hpp"  // write_file_atomically
 #include "util/error.hpp"  // SystemError
 
 namespace trainer::train {
@@ -40,15 +40,10 @@ void MetricsLog::append(const EpochMetrics& m) {
 }
 
 void MetricsLog::write() const {
-  const std::string temp = path_ + ".tmp-" + std::to_string(getpid());
-  {
-    std::ofstream out(temp);
-    out << header() << "\n";
-    for (const auto& r : rows_) out << r << "\n";
-    out.flush();
-    if (!out) throw SystemError("cannot write '" + temp + "'");
-  }
-  if (std::rename(temp.c_str(), path_.c_str()) != 0) throw SystemError("cannot rename '" + temp + "' to '" + path_ + "'");
+  std::ostringstream out;
+  out << header() << "\n";
+  for (const auto& r : rows_) out << r << "\n";
+  write_file_atomically(path_, out.str());
 }
 
 }  // namespace trainer::train

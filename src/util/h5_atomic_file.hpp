@@ -1,10 +1,12 @@
 #pragma once
 // An HDF5 file written atomically: created as `<path>.tmp-<pid>`, then flushed,
-// closed and renamed to `path` by commit(), so a crash or an error on the way never
-// leaves a half-written file under the final name (rank 0 writes shared files so).
+// closed, fsynced and renamed to `path` by commit() (util/atomic_write.hpp), so a
+// crash, a signal or an error on the way never leaves a half-written file under
+// the final name (rank 0 writes shared files so).
 #include <string>  // std::string
 
-#include "util/h5.hpp"  // Handle, hid_t
+#include "util/atomic_write.hpp"  // PendingFile
+#include "util/h5.hpp"            // Handle, hid_t
 
 namespace trainer::h5 {
 
@@ -20,15 +22,13 @@ class AtomicFile {
 
   hid_t get() const { return file_.get(); }
 
-  // Flushes, closes (reporting failure) and renames the file to its final path;
-  // on failure the temporary file is removed and SystemError thrown.
+  // Flushes, closes (reporting failure), fsyncs and renames the file to its final
+  // path; on failure the temporary file is removed and SystemError thrown.
   void commit();
 
  private:
-  std::string path_;
-  std::string temp_path_;
+  PendingFile pending_;  // declared before file_: the file closes before the temporary is removed
   Handle file_;
-  bool committed_ = false;
 };
 
 }  // namespace trainer::h5

@@ -108,3 +108,8 @@ TEST_CASE("GPU choice: fewer ranks than GPUs warns about idle GPUs", "[runtime]"
   CHECK(select_device(parse_devices(""), 4, 0, 2, "", &warning) == 0);
   CHECK(warning.find("GPUs [2, 3] stay idle") != std::string::npos);
 }
+
+TEST_CASE("devices: blanks are an error, not all GPUs", "[runtime]") {
+  require_user_error([] { parse_devices(" "); }, "only blanks", "-1 (all visible GPUs)");
+  require_user_error([] { parse_devices("\t "); }, "only blanks");
+}

@@ -1,0 +1,84 @@
+// The signal-time cleanup of temporary files (see signal_cleanup.hpp).
+#include "util/signal_cleanup.hpp"
+
+#include <signal.h>  // sigaction, raise
+#include <unistd.h>  // unlink
+
+#include <array>    // std::array
+#include <atomic>   // std::atomic
+#include <cstring>  // std::memcpy
+#include <mutex>    // std::once_flag, std::call_once
+
+namespace trainer {
+namespace {
+
+constexpr int kSlots = 32;
+constexpr std::size_t kMaxPath = 4096;
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+
+struct Slot {
+  std::atomic<bool> claimed{false};  // owned by a writer
+  std::atomic<bool> armed{false};    // path is complete: the handler may unlink it
+  char path[kMaxPath];
+};
+
+// Why global: a signal handler has no other way to find the paths (see the header).
+struct Registry {
+  std::array<Slot, kSlots> slots;
+  struct sigaction previous[sizeof kSignals / sizeof kSignals[0]];
+  std::once_flag installed;
+};
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+void on_signal(int sig) {
+  Registry& r = registry();
+  for (Slot& slot : r.slots) {
+    if (slot.armed.load(std::memory_order_acquire)) ::unlink(slot.path);
+  }
+  for (std::size_t i = 0; i < sizeof kSignals / sizeof kSignals[0]; ++i) {
+    if (kSignals[i] == sig) ::sigaction(sig, &r.previous[i], nullptr);
+  }
+  ::raise(sig);  // the previous action: by default the process ends by this signal
+}
+
+void install_handlers() {
+  Registry& r = registry();
+  for (std::size_t i = 0; i < sizeof kSignals / sizeof kSignals[0]; ++i) {
+    ::sigaction(kSignals[i], nullptr, &r.previous[i]);
+    if (r.previous[i].sa_handler == SIG_IGN) continue;  // an ignored signal stays ignored (e.g. nohup)
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    for (int s : kSignals) sigaddset(&action.sa_mask, s);  // one cleanup at a time
+    ::sigaction(kSignals[i], &action, nullptr);
+  }
+}
+
+}  // namespace
+
+int register_temp_path(const std::string& path) {
+  Registry& r = registry();
+  std::call_once(r.installed, install_handlers);
+  if (path.size() >= kMaxPath) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    Slot& slot = r.slots[static_cast<std::size_t>(i)];
+    bool expected = false;
+    if (!slot.claimed.compare_exchange_strong(expected, true)) continue;
+    std::memcpy(slot.path, path.c_str(), path.size() + 1);
+    slot.armed.store(true, std::memory_order_release);
+    return i;
+  }
+  return -1;
+}
+
+void unregister_temp_path(int slot) {
+  if (slot < 0 || slot >= kSlots) return;
+  Slot& s = registry().slots[static_cast<std::size_t>(slot)];
+  s.armed.store(false, std::memory_order_release);
+  s.claimed.store(false, std::memory_order_release);
+}
+
+}  // namespace trainer

@@ -1,0 +1,18 @@
+#pragma once
+// Temporary files that SIGINT, SIGTERM and SIGHUP must not leave behind. While a
+// path is registered, a handler for those signals unlinks it, then hands the signal
+// to the action that was in place before (by default: the process ends). A signal
+// handler can only reach process-wide state, so the registry is a fixed table of
+// slots with atomic flags (async-signal-safe); it is the one piece of global
+// mutable state here, and it is private to signal_cleanup.cpp.
+#include <string>  // std::string
+
+namespace trainer {
+
+// Registers `path` (installs the handlers on first use). Returns a slot number for
+// unregister_temp_path, or -1 when the table is full (the path is then only
+// removed at the next start, by remove_stale_temp_files).
+int register_temp_path(const std::string& path);
+void unregister_temp_path(int slot);
+
+}  // namespace trainer
