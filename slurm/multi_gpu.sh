@@ -40,5 +40,7 @@ echo "job $SLURM_JOB_ID on $SLURM_JOB_NODELIST: $SLURM_NTASKS_PER_NODE tasks/nod
 #   refuses that with an error). `srun --mpi=list` shows what your SLURM offers.
 # --cpus-per-task: since Slurm 22.05 srun no longer inherits it from sbatch; pass it on.
 # TRAINER_ARGS is split on spaces on purpose (it holds several arguments).
+# --kill-on-bad-exit=1: a rank that fails (or whose watchdog ends a stalled start-up before
+#   MPI is up) ends the whole step, instead of leaving the other tasks waiting.
 # shellcheck disable=SC2086
-srun --mpi=pmix --cpus-per-task="$SLURM_CPUS_PER_TASK" "$TRAINER" $TRAINER_ARGS
+srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task="$SLURM_CPUS_PER_TASK" "$TRAINER" $TRAINER_ARGS

@@ -41,5 +41,7 @@ echo "job $SLURM_JOB_ID on $SLURM_JOB_NODELIST: $SLURM_NNODES nodes, $SLURM_NTAS
 
 # --mpi=pmix: without a PMI every task would be a lone "rank 0 of 1" (the trainer refuses).
 # --cpus-per-task: since Slurm 22.05 srun no longer inherits it from sbatch; pass it on.
+# --kill-on-bad-exit=1: a rank that fails (or whose watchdog ends a stalled start-up before
+#   MPI is up) ends the whole step, instead of leaving the other tasks waiting.
 # shellcheck disable=SC2086
-srun --mpi=pmix --cpus-per-task="$SLURM_CPUS_PER_TASK" "$TRAINER" $TRAINER_ARGS
+srun --mpi=pmix --kill-on-bad-exit=1 --cpus-per-task="$SLURM_CPUS_PER_TASK" "$TRAINER" $TRAINER_ARGS
