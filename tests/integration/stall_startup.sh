@@ -106,4 +106,12 @@ for out in "$SCRATCH/a-file/sub" "$SCRATCH/run-out"; do
   ! grep -qi "connection closed\|connection reset" "$SCRATCH/err.txt" || fail "--out $out: a transport error leaked"
   ! grep -q "^epoch" "$SCRATCH/out.txt" || fail "--out $out: training started"
 done
+# --resume of a checkpoint of another model: every rank stops with the cause, exit 2.
+expect_fail 2 "^error: checkpoint '.*' is a resnet18" timeout 120 $MPIRUN -np 2 "$TRAINER" train --config "$cfg" \
+  --out "$SCRATCH/run-resume" --resume "$SCRATCH/warmup/checkpoints/last.h5" --model.backbone resnet34 \
+  --distributed.backend gloo
+n=$(grep -c "^error: checkpoint '.*' is a resnet18" "$SCRATCH/err.txt" || true)
+[[ $n == 2 ]] || { cat "$SCRATCH/err.txt"; fail "--resume of another model: expected the cause from both ranks, got $n"; }
+! grep -qi "connection closed\|connection reset" "$SCRATCH/err.txt" || fail "--resume of another model: a transport error leaked"
+no_leftovers resume
 echo "stall_startup: ok"
