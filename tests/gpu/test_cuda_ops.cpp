@@ -93,7 +93,7 @@ TEST_CASE("cuda transposed conv forward / backward with bias", "[gpu]") {
   CHECK(rel_error(t.host(gy), y) < kTolerance);
 }
 
-TEST_CASE("cuda batch norm split API (stats, finalize, apply, backward)", "[gpu]") {
+TEST_CASE("cuda batch norm split API (moments, finalize, apply, backward)", "[gpu]") {
   Twins t;
   const Shape4 xs{4, 6, 13, 11};
   const int C = xs.c;
@@ -103,13 +103,13 @@ TEST_CASE("cuda batch norm split API (stats, finalize, apply, backward)", "[gpu]
   auto rm = random_vector(C, 45), rv = random_vector(C, 46, 0.5f, 2.f);
   auto gx = t.device(x), gdy = t.device(dy), gg = t.device(gamma), gb = t.device(beta);
   auto grm = t.device(rm), grv = t.device(rv);
-  auto gstats = t.zeros(2 * C), gmean = t.zeros(C), ginv = t.zeros(C), gy = t.zeros(xs.numel());
+  auto gstats = t.zeros(batchnorm_moments_size(C)), gmean = t.zeros(C), ginv = t.zeros(C), gy = t.zeros(xs.numel());
   auto gred = t.zeros(2 * C), gdg = t.zeros(C), gdb = t.zeros(C), gdx = t.zeros(xs.numel());
-  std::vector<float> stats(2 * C), mean(C), inv(C), y(xs.numel()), red(2 * C), dg(C), db(C),
+  std::vector<float> stats(batchnorm_moments_size(C)), mean(C), inv(C), y(xs.numel()), red(2 * C), dg(C), db(C),
       dx(xs.numel());
 
-  t.gpu->batchnorm_stats({gx.data(), xs}, gstats.data(), t.gs());
-  t.gpu->batchnorm_finalize(gstats.data(), C, count, 1e-5f, 0.1f, gmean.data(), ginv.data(),
+  t.gpu->batchnorm_moments({gx.data(), xs}, gstats.data(), t.gs());
+  t.gpu->batchnorm_finalize(gstats.data(), 1, C, 1e-5f, 0.1f, gmean.data(), ginv.data(),
                             grm.data(), grv.data(), t.gs());
   t.gpu->batchnorm_apply({gx.data(), xs}, gmean.data(), ginv.data(), gg.data(), gb.data(),
                          {gy.data(), xs}, t.gs());
@@ -118,8 +118,8 @@ TEST_CASE("cuda batch norm split API (stats, finalize, apply, backward)", "[gpu]
   t.gpu->batchnorm_backward_apply({gdy.data(), xs}, {gx.data(), xs}, gmean.data(), ginv.data(),
                                   gg.data(), gred.data(), count, {gdx.data(), xs}, t.gs());
 
-  t.cpu->batchnorm_stats({x.data(), xs}, stats.data(), t.cs());
-  t.cpu->batchnorm_finalize(stats.data(), C, count, 1e-5f, 0.1f, mean.data(), inv.data(), rm.data(),
+  t.cpu->batchnorm_moments({x.data(), xs}, stats.data(), t.cs());
+  t.cpu->batchnorm_finalize(stats.data(), 1, C, 1e-5f, 0.1f, mean.data(), inv.data(), rm.data(),
                             rv.data(), t.cs());
   t.cpu->batchnorm_apply({x.data(), xs}, mean.data(), inv.data(), gamma.data(), beta.data(),
                          {y.data(), xs}, t.cs());
