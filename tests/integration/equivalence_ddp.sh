@@ -69,6 +69,14 @@ train "$SCRATCH/base.log" 1 --config "$SCRATCH/multiple.cfg" --out "$SCRATCH/bas
 checkpoint=$SCRATCH/base/checkpoints/last.h5
 [[ -f $checkpoint ]] || { cat "$SCRATCH/base.log"; fail "no base checkpoint"; }
 
+# Bad --dump-gradients requests are one error line and exit code 2.
+expect_fail 2 "^error: --dump-gradients-step needs --dump-gradients" \
+  "$TRAINER" train --config "$SCRATCH/multiple.cfg" --out "$SCRATCH/bad" --dump-gradients-step 3
+expect_fail 2 "^error: cannot dump the gradients of step 5: the run resumes after step 20" \
+  "$TRAINER" train --config "$SCRATCH/multiple.cfg" --out "$SCRATCH/bad" --resume "$checkpoint" \
+  --dump-gradients "$SCRATCH/bad.h5" --dump-gradients-step 5
+[[ ! -e $SCRATCH/bad.h5 ]] || fail "a refused dump wrote a file"
+
 dump() {  # dump SPLIT STEP NP BACKEND BATCH: resume, run to STEP (BATCH of its epoch), write its gradients
   local split=$1 step=$2 np=$3 backend=$4 name="$1_r$3_$4"
   train "$SCRATCH/$name.log" "$np" --config "$SCRATCH/$split.cfg" --out "$SCRATCH/$name" --resume "$checkpoint" \
