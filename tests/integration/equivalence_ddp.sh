@@ -80,7 +80,7 @@ expect_fail 2 "^error: cannot dump the gradients of step 5: the run resumes afte
 dump() {  # dump SPLIT STEP NP BACKEND BATCH: resume, run to STEP (BATCH of its epoch), write its gradients
   local split=$1 step=$2 np=$3 backend=$4 name="$1_r$3_$4"
   train "$SCRATCH/$name.log" "$np" --config "$SCRATCH/$split.cfg" --out "$SCRATCH/$name" --resume "$checkpoint" \
-    --max-steps "$step" --dump-gradients "$SCRATCH/$name.h5" --distributed.backend "$backend"
+    --max-steps "$step" --dump-gradients "$SCRATCH/$name.h5" --dump-gradients-step "$step" --distributed.backend "$backend"
   [[ -f $SCRATCH/$name.h5 ]] || { cat "$SCRATCH/$name.log"; fail "$name wrote no gradients"; }
   # The dumped step is the batch we mean: the first of epoch 10, or its remainder.
   grep -q "step $step ($5/2)" "$SCRATCH/$name.log" || { cat "$SCRATCH/$name.log"; fail "$name: step $step is not batch $5/2"; }
