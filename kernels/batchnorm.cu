@@ -3,7 +3,8 @@
 
 #include <cmath>  // sqrt
 
-#include "launch.cuh"  // kThreads, block_sum
+#include "compute/batchnorm_moments.hpp"  // Moments, merge_moments, store_moments
+#include "launch.cuh"                      // kThreads, block_sum
 
 namespace trainer::kernels {
 namespace {
@@ -28,6 +29,18 @@ struct StatsTerms {
   const float* x;
   __device__ void operator()(std::size_t idx, int /*c*/, double& a, double& b) const {
     const double v = x[idx];
+    a += v;
+    b += v * v;
+  }
+};
+
+// Sums of x - shift and (x - shift)^2, shift = the channel's value at image 0,
+// position 0 (within a few standard deviations of the mean, so nothing cancels).
+struct ShiftedStatsTerms {
+  const float* x;
+  int plane;
+  __device__ void operator()(std::size_t idx, int c, double& a, double& b) const {
+    const double v = double(x[idx]) - double(x[std::size_t(c) * plane]);
     a += v;
     b += v * v;
   }
@@ -85,18 +98,40 @@ void channel_sums(Terms terms, int n, int c, int plane, float* out, double* scra
                                                                                  out);
 }
 
-__global__ void finalize_kernel(const float* stats, int c, double count, float eps, float momentum,
+// Per channel: mean = shift + a / count, M2 = b - a^2 / count from the shifted
+// partial sums; thread 0 also writes the count.
+__global__ void moments_from_partials_kernel(const float* x, const double* partial, int c, int splits,
+                                             int plane, double count, float* out) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch == 0) out[3 * c] = static_cast<float>(count);
+  if (ch >= c) return;
+  double a = 0.0, b = 0.0;
+  for (int s = 0; s < splits; ++s) {
+    a += partial[(std::size_t(s) * c + ch) * 2 + 0];
+    b += partial[(std::size_t(s) * c + ch) * 2 + 1];
+  }
+  if (count <= 0.0) {
+    compute::store_moments(out, c, ch, 0.0, 0.0);
+    return;
+  }
+  const double m2 = b - a * a / count;
+  compute::store_moments(out, c, ch, double(x[std::size_t(ch) * plane]) + a / count, m2 > 0.0 ? m2 : 0.0);
+}
+
+__global__ void finalize_kernel(const float* moments, int ranks, int c, float eps, float momentum,
                                 float* mean, float* invstd, float* running_mean, float* running_var) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c) return;
-  const double m = double(stats[ch]) / count;
-  double var = double(stats[c + ch]) / count - m * m;  // biased variance
-  if (var < 0.0) var = 0.0;
-  mean[ch] = static_cast<float>(m);
+  const std::size_t block = compute::batchnorm_moments_size(c);
+  compute::Moments m;
+  for (int r = 0; r < ranks; ++r) compute::merge_moments(m, moments + std::size_t(r) * block, c, ch);
+  const double count = m.count > 0.0 ? m.count : 1.0;  // the host checks count > 0
+  const double var = m.m2 / count;                     // biased variance
+  mean[ch] = static_cast<float>(m.mean);
   invstd[ch] = static_cast<float>(1.0 / sqrt(var + double(eps)));
   if (running_mean) {
-    const double unbiased = count > 1.0 ? var * count / (count - 1.0) : var;
-    running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * m);
+    const double unbiased = count > 1.0 ? m.m2 / (count - 1.0) : var;
+    running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * m.mean);
     running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * unbiased);
   }
 }
@@ -159,12 +194,22 @@ void batchnorm_backward_reduce(const float* dy, const float* x, const float* mea
   channel_sums(BackwardTerms{dy, x, mean}, n, c, plane, out, scratch, s);
 }
 
-void batchnorm_finalize(const float* stats, int c, double count, float eps, float momentum,
+void batchnorm_moments(const float* x, int n, int c, int plane, float* out, double* scratch,
+                       cudaStream_t s) {
+  const int splits = splits_for(n);
+  if (c > 0 && n > 0)
+    channel_partials_kernel<<<dim3(c, splits), kThreads, 0, s>>>(ShiftedStatsTerms{x, plane}, n, c, plane,
+                                                                 scratch);
+  moments_from_partials_kernel<<<(c + kThreads) / kThreads, kThreads, 0, s>>>(
+      x, scratch, c, n > 0 ? splits : 0, plane, double(n) * plane, out);
+}
+
+void batchnorm_finalize(const float* moments, int ranks, int c, float eps, float momentum,
                         float* mean, float* invstd, float* running_mean, float* running_var,
                         cudaStream_t s) {
   if (c > 0)
     finalize_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(
-        stats, c, count, eps, momentum, mean, invstd, running_mean, running_var);
+        moments, ranks, c, eps, momentum, mean, invstd, running_mean, running_var);
 }
 
 void batchnorm_inference_stats(const float* running_mean, const float* running_var, int c,

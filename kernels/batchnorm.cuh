@@ -18,7 +18,13 @@ void batchnorm_stats(const float* x, int n, int c, int plane, float* out, double
 // out[0..C) = sum dy; out[C..2C) = sum dy * (x - mean[c]).
 void batchnorm_backward_reduce(const float* dy, const float* x, const float* mean, int n, int c,
                                int plane, float* out, double* scratch, cudaStream_t stream);
-void batchnorm_finalize(const float* stats, int c, double count, float eps, float momentum,
+// out = moments in compute/batchnorm_moments.hpp's layout (mean as two floats,
+// M2, count). Sums of x - shift and (x - shift)^2 in double, the shift being
+// the channel's first value (image 0), so a large mean cancels before squaring.
+void batchnorm_moments(const float* x, int n, int c, int plane, float* out, double* scratch,
+                       cudaStream_t stream);
+// Merges `ranks` blocks of moments (Chan's formula, rank order, double).
+void batchnorm_finalize(const float* moments, int ranks, int c, float eps, float momentum,
                         float* mean, float* invstd, float* running_mean, float* running_var,
                         cudaStream_t stream);
 void batchnorm_inference_stats(const float* running_mean, const float* running_var, int c,

@@ -63,6 +63,10 @@ int run_train(const Args& args) {
        "load backbone weights by name (e.g. ImageNet weights from scripts/torchvision_to_h5.py)")
       ("save-initial", "write checkpoints/initial.h5 before the first step")
       ("max-steps", po::value<long>()->value_name("N"), "stop after N optimizer steps (overrides training.max_steps)")
+      ("dump-gradients", po::value<std::string>()->value_name("FILE.h5"),
+       "debugging: write the all-reduced gradients of one step (as the optimizer reads them) to FILE.h5")
+      ("dump-gradients-step", po::value<long>()->value_name("N"),
+       "the global step (1-based) whose gradients --dump-gradients writes (default: this run's first)")
       ("nprocs", po::value<int>()->default_value(1)->value_name("N"),
        "start N ranks on this machine without mpirun (self-spawn)");
   const CommandLine cl = parse_command_line("train", args, own);
@@ -78,6 +82,12 @@ int run_train(const Args& args) {
     throw UserError("train: --resume and --init-weights cannot be given together",
                     "--resume continues a run with all its weights; --init-weights starts a new run from backbone "
                     "weights: give one of them");
+  const std::string dump_gradients = cl.own.count("dump-gradients") ? cl.own["dump-gradients"].as<std::string>() : "";
+  const long dump_gradients_step = cl.own.count("dump-gradients-step") ? cl.own["dump-gradients-step"].as<long>() : 0;
+  if (cl.own.count("dump-gradients-step") && dump_gradients.empty())
+    throw UserError("--dump-gradients-step needs --dump-gradients", "name the file: --dump-gradients FILE.h5");
+  if (cl.own.count("dump-gradients-step") && dump_gradients_step < 1)
+    throw UserError("--dump-gradients-step must be >= 1, got " + std::to_string(dump_gradients_step));
 
   Args spawn_args{"train"};
   spawn_args.insert(spawn_args.end(), args.begin(), args.end());
@@ -85,7 +95,9 @@ int run_train(const Args& args) {
   runtime::MpiSession session(spawn_args, cl.own["nprocs"].as<int>(), env, config.distributed.collective_timeout);
   const runtime::World& world = session.world();
   const Log log(world.rank);
-  const runtime::RunPlan plan = runtime::plan_run(config, world, runtime::visible_gpu_count(), env);
+  // One node with too few GPUs fails its plan alone: every rank stops with the cause.
+  const runtime::RunPlan plan = runtime::on_every_rank_or_none(
+      session, [&] { return runtime::plan_run(config, world, runtime::visible_gpu_count(), env); });
   for (const auto& w : plan.warnings) log.warn(w);
   for (const auto& w : plan.rank.warnings) log.warn_this_rank(w);
 
@@ -213,6 +225,8 @@ int run_train(const Args& args) {
   loop.out_dir = out_dir;
   loop.save_initial = cl.own.count("save-initial") > 0;
   loop.world_size = world.size;
+  loop.dump_gradients = dump_gradients;
+  loop.dump_gradients_step = dump_gradients_step;
 
   log.info("model: " + spec.backbone + " " + config.model.model_type + ", " + std::to_string(net.store().parameter_count()) +
            " parameters; " + backend->description() + "; batch " + std::to_string(plan.rank.train_batch_size) +

@@ -23,6 +23,7 @@
 #include <memory>   // std::unique_ptr
 #include <string>   // std::string
 
+#include "compute/batchnorm_moments.hpp"  // batchnorm_moments_size (the moments layout)
 #include "compute/precision.hpp"  // Precision
 #include "compute/stream.hpp"     // Stream, Event
 #include "compute/tensor.hpp"  // Shape4, TensorView, ConstTensorView, DeviceKind
@@ -102,13 +103,23 @@ class Backend {
   virtual void deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
                                          float* dbias, const ConvGeometry& g, Stream& s) = 0;
 
-  // ---- batch norm, split so synchronized BN can all-reduce between halves --
-  // stats[0..C) = sum over N,H,W of x; stats[C..2C) = sum of x^2.
+  // ---- batch norm, split so synchronized BN can merge statistics between halves --
+  // stats[0..C) = sum over N,H,W of x; stats[C..2C) = sum of x^2 (plain sums, for
+  // callers that want sums; batch norm itself uses batchnorm_moments).
   virtual void batchnorm_stats(ConstTensorView x, float* stats, Stream& s) = 0;
-  // From (global) stats over `count` values per channel: mean and 1/sqrt(var+eps)
-  // (biased var), and, when running_mean is non-null, the running statistics
-  // updated with momentum and the unbiased variance (PyTorch semantics).
-  virtual void batchnorm_finalize(const float* stats, int channels, double count, float eps,
+  // This rank's per-channel moments over N,H,W, in the layout that ranks all-gather
+  // and batchnorm_finalize merges (batchnorm_moments_size(C) floats):
+  // mean (two floats: rounded and residual), M2 = sum of (x - mean)^2, and count
+  // (N*H*W); see compute/batchnorm_moments.hpp. Mean and M2 rather than sums of x and x^2: E[x^2] - E[x]^2 in
+  // float loses every digit on a channel whose |mean| is far above its spread.
+  virtual void batchnorm_moments(ConstTensorView x, float* moments, Stream& s) = 0;
+  // From the moments of `ranks` ranks (blocks of batchnorm_moments_size(C) floats,
+  // rank by rank, as all_gather lays them out), merged in rank order with Chan et
+  // al.'s formula in double (PyTorch's batch_norm_gather_stats_with_counts): mean
+  // and 1/sqrt(var+eps) (biased var), and, when running_mean is non-null, the
+  // running statistics updated with momentum and the unbiased variance (PyTorch
+  // semantics). Ranks with count 0 add nothing.
+  virtual void batchnorm_finalize(const float* moments, int ranks, int channels, float eps,
                                   float momentum, float* mean, float* invstd, float* running_mean,
                                   float* running_var, Stream& s) = 0;
   // Inference: mean and invstd from the running statistics.

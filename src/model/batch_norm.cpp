@@ -22,6 +22,7 @@ void BatchNorm2d::ensure_scratch(compute::Backend& backend) {
     mean_ = compute::DeviceBuffer(backend, channels_);
     invstd_ = compute::DeviceBuffer(backend, channels_);
     sums_ = compute::DeviceBuffer(backend, 2 * std::size_t(channels_));
+    moments_ = compute::DeviceBuffer(backend, compute::batchnorm_moments_size(channels_));
   }
 }
 
@@ -30,15 +31,22 @@ compute::TensorView BatchNorm2d::forward(const Context& ctx, compute::ConstTenso
   x_ = x;
   auto& b = ctx.backend;
   if (ctx.training) {
-    b.batchnorm_stats(x, sums_.data(), ctx.stream);
+    // Each rank's (mean, M2, count) per channel; with sync BN every rank gathers
+    // all of them and merges them in rank order, so all get the same statistics.
+    b.batchnorm_moments(x, moments_.data(), ctx.stream);
     count_ = double(x.shape.n) * x.shape.h * x.shape.w;
+    const float* moments = moments_.data();
+    int ranks = 1;
     if (ctx.bn_sync != nullptr) {
-      ctx.bn_sync->all_reduce_sum(sums_.data(), 2 * std::size_t(channels_), ctx.stream);
+      ranks = ctx.bn_sync->ranks();
+      const std::size_t block = compute::batchnorm_moments_size(channels_);
+      compute::ensure_capacity(b, gathered_, block * std::size_t(ranks));
+      ctx.bn_sync->all_gather(moments_.data(), gathered_.data(), block, ctx.stream);
+      moments = gathered_.data();
       count_ = ctx.bn_sync->global_count(count_, x.shape.n);
     }
-    b.batchnorm_finalize(sums_.data(), channels_, count_, kEps, kMomentum, mean_.data(),
-                         invstd_.data(), store_->buffer(running_mean_),
-                         store_->buffer(running_var_), ctx.stream);
+    b.batchnorm_finalize(moments, ranks, channels_, kEps, kMomentum, mean_.data(), invstd_.data(),
+                         store_->buffer(running_mean_), store_->buffer(running_var_), ctx.stream);
     store_->counter(tracked_) += 1;
   } else {
     b.batchnorm_inference_stats(store_->buffer(running_mean_), store_->buffer(running_var_),

@@ -34,7 +34,8 @@ class BatchNorm2d {
   std::size_t weight_, bias_, running_mean_, running_var_, tracked_;
   compute::ConstTensorView x_;
   Activation y_, dx_;
-  compute::DeviceBuffer mean_, invstd_, sums_;  // sums_: 2C per-channel sums
+  compute::DeviceBuffer mean_, invstd_, sums_;  // sums_: 2C per-channel sums (backward)
+  compute::DeviceBuffer moments_, gathered_;    // this rank's moments; every rank's (sync BN)
   double count_ = 0;                            // values per channel in the (global) batch
 };
 

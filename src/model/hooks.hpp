@@ -1,8 +1,9 @@
 #pragma once
 // The two places where a model layer talks to the world outside one process, as
 // small interfaces the distributed layer implements (null = single process):
-// - BatchNormSync: all-reduce of per-channel sums, so batch statistics (forward)
-//   and their gradient sums (backward) cover the global batch (synchronized BN).
+// - BatchNormSync: all-gather of per-channel moments (forward) and all-reduce of
+//   per-channel sums (backward), so batch statistics and their gradient sums
+//   cover the global batch (synchronized BN).
 // - GradientReadyListener: told as soon as a parameter's gradient is final, in
 //   reverse registration order, so gradient buckets can start their all-reduce
 //   while backward continues (PyTorch DDP's reducer).
@@ -20,6 +21,12 @@ class BatchNormSync {
   // Sums `count` floats (per-channel sums) element-wise over all ranks, in
   // place, on `stream`.
   virtual void all_reduce_sum(float* data, std::size_t count, compute::Stream& stream) = 0;
+  // Every rank's `count_per_rank` floats into recv, rank by rank, on `stream`
+  // (per-channel moments, merged with Chan's formula rather than summed).
+  virtual void all_gather(const float* send, float* recv, std::size_t count_per_rank,
+                          compute::Stream& stream) = 0;
+  // The number of ranks all_gather hears from.
+  virtual int ranks() const = 0;
   // The number of values per channel over the global batch, given this rank's
   // (local_batch * H * W). Ranks may differ in batch size: an implementation
   // knows the global batch of the current step (one all-reduce per step, cached)

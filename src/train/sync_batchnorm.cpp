@@ -14,6 +14,11 @@ void SyncBatchNorm::all_reduce_sum(float* data, std::size_t count, compute::Stre
   tensors_.all_reduce(data, count, comm::ReduceOp::sum, stream, "sync batchnorm statistics");
 }
 
+void SyncBatchNorm::all_gather(const float* send, float* recv, std::size_t count_per_rank,
+                               compute::Stream& stream) {
+  tensors_.all_gather(send, recv, count_per_rank, stream, "sync batchnorm moments");
+}
+
 double SyncBatchNorm::global_count(double local_values, int local_batch) {
   if (!have_global_batch_) {
     double batch = local_batch;

@@ -1,8 +1,9 @@
 #pragma once
 // Synchronized batch norm (lightning-pose trains with it): the batch statistics
-// of every BN layer cover the global batch. In forward each layer all-reduces its
-// per-channel sums and sums of squares (one call of 2C floats), in backward the
-// sums of dy and dy*(x-mean); every rank then normalizes with the same mean and
+// of every BN layer cover the global batch. In forward each layer all-gathers its
+// per-channel (mean, M2, count) (2C+1 floats per rank) and merges them in rank
+// order with Chan's formula (as PyTorch's SyncBatchNorm), in backward it
+// all-reduces the sums of dy and dy*(x-mean); every rank then normalizes with the same mean and
 // variance and gets the same gradient terms, exactly as one process with the
 // whole batch would (up to floating-point reassociation).
 //
@@ -24,6 +25,8 @@ class SyncBatchNorm final : public model::BatchNormSync {
   SyncBatchNorm(comm::Communicator& tensors, comm::Communicator& scalars);
 
   void all_reduce_sum(float* data, std::size_t count, compute::Stream& stream) override;
+  void all_gather(const float* send, float* recv, std::size_t count_per_rank, compute::Stream& stream) override;
+  int ranks() const override { return tensors_.size(); }
   double global_count(double local_values, int local_batch) override;
   // Called once per training step on every rank (after backward).
   void new_step() { have_global_batch_ = false; }

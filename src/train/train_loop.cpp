@@ -8,7 +8,9 @@
 #include <cstdio>   // std::snprintf
 #include <string>   // std::string
 
-#include "train/metrics_log.hpp"  // MetricsLog
+#include "train/gradient_dump.hpp"  // write_gradient_dump
+#include "train/metrics_log.hpp"    // MetricsLog
+#include "util/error.hpp"           // UserError
 
 namespace trainer::train {
 
@@ -75,6 +77,18 @@ TrainingState TrainLoop::run(TrainingState state) {
   const auto start = Clock::now();
   long steps_this_run = 0;
   bool stop = config_.max_steps >= 0 && state.global_step >= config_.max_steps;
+  const long dump_step = config_.dump_gradients.empty()      ? -1
+                         : config_.dump_gradients_step > 0 ? config_.dump_gradients_step
+                                                           : state.global_step + 1;
+  if (dump_step > 0 && dump_step <= state.global_step)
+    throw UserError("cannot dump the gradients of step " + std::to_string(dump_step) + ": the run resumes after step " +
+                        std::to_string(state.global_step),
+                    "pick a later step, or leave --dump-gradients-step out for the first step of this run");
+  if (dump_step > 0 && config_.max_steps >= 0 && dump_step > config_.max_steps)
+    throw UserError("cannot dump the gradients of step " + std::to_string(dump_step) + ": the run stops after step " +
+                        std::to_string(config_.max_steps) + " (training.max_steps)",
+                    "raise --max-steps or pick an earlier step");
+  bool dumped = false;
 
   for (int epoch = state.epochs_completed; epoch < config_.max_epochs && !stop; ++epoch) {
     const EpochLr lr = lr_for_epoch(config_.lr, epoch);
@@ -108,6 +122,16 @@ TrainingState TrainLoop::run(TrainingState state) {
       ++steps_this_run;
       ++batch_index;
       images += batch->size;
+      if (state.global_step == dump_step) {
+        // The optimizer leaves the gradient buffer as it read it, so the dump can follow the step.
+        if (log_.is_root()) {
+          write_gradient_dump(config_.dump_gradients, model_.store(), lr.backbone_trainable, state.global_step,
+                              config_.world_size, stream_);
+          log_.info("wrote the gradients of step " + std::to_string(state.global_step) + " to " +
+                    config_.dump_gradients);
+        }
+        dumped = true;
+      }
       if (config_.log_every_n_steps > 0 && state.global_step % config_.log_every_n_steps == 0) {
         runner_.request_loss();
         const double elapsed = seconds_since(start);
@@ -177,6 +201,9 @@ TrainingState TrainLoop::run(TrainingState state) {
     if (improved || (val_ == nullptr && log_.is_root())) save("best", state);
   }
   if (steps_this_run == 0 && log_.is_root() && !config_.save_initial) save("last", state);
+  if (dump_step > 0 && !dumped)
+    log_.warn("training ended after step " + std::to_string(state.global_step) + ", before step " +
+              std::to_string(dump_step) + ": no gradients written to " + config_.dump_gradients);
   return state;
 }
 

@@ -30,6 +30,10 @@ struct LoopConfig {
   std::string out_dir;          // metrics.csv and checkpoints/ go here
   bool save_initial = false;    // checkpoints/initial.h5 before the first step
   int world_size = 1;
+  // Debugging: write the reduced gradients of step `dump_gradients_step` (1-based
+  // global step; 0: the first step of this run) to this HDF5 file (gradient_dump.hpp).
+  std::string dump_gradients;
+  long dump_gradients_step = 0;
 };
 
 // How the loop reaches other ranks; the defaults are single-process no-ops.

@@ -93,7 +93,44 @@ TEST_CASE("cuda transposed conv forward / backward with bias", "[gpu]") {
   CHECK(rel_error(t.host(gy), y) < kTolerance);
 }
 
-TEST_CASE("cuda batch norm split API (stats, finalize, apply, backward)", "[gpu]") {
+TEST_CASE("cuda batch norm moments of 2 ranks match float64 on a channel with mean 1000 and std 0.01", "[gpu]") {
+  Twins t;
+  const Shape4 xs{8, 2, 32, 32};
+  const int C = xs.c;
+  const std::size_t block = batchnorm_moments_size(C);
+  std::vector<float> x[2];
+  auto gathered = t.zeros(2 * block);
+  for (int r = 0; r < 2; ++r) {
+    x[r] = random_vector(xs.numel(), 60 + r, -1.f, 1.f);
+    for (std::size_t j = 0; j < x[r].size(); ++j)
+      if ((j / xs.plane()) % C == 0) x[r][j] = float(1000.0 + 0.0173 * x[r][j] + 0.01 * r);
+    auto gx = t.device(x[r]);
+    t.gpu->batchnorm_moments({gx.data(), xs}, gathered.data() + r * block, t.gs());
+  }
+  auto gmean = t.zeros(C), ginv = t.zeros(C);
+  t.gpu->batchnorm_finalize(gathered.data(), 2, C, 1e-5f, 0.1f, gmean.data(), ginv.data(), nullptr, nullptr, t.gs());
+  const auto mean = t.host(gmean), inv = t.host(ginv);
+  for (int ch = 0; ch < C; ++ch) {
+    double mu = 0, m2 = 0, count = 0;  // float64, two passes over both ranks
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int r = 0; r < 2; ++r)
+        for (std::size_t j = 0; j < x[r].size(); ++j) {
+          if (int((j / xs.plane()) % C) != ch) continue;
+          if (pass == 0) {
+            mu += x[r][j];
+            ++count;
+          } else {
+            m2 += (x[r][j] - mu) * (x[r][j] - mu);
+          }
+        }
+      if (pass == 0) mu /= count;
+    }
+    CHECK(std::abs(mean[ch] - mu) < 1e-6 * (std::abs(mu) + 1));
+    CHECK(inv[ch] == Approx(1 / std::sqrt(m2 / count + 1e-5)).epsilon(1e-5));
+  }
+}
+
+TEST_CASE("cuda batch norm split API (moments, finalize, apply, backward)", "[gpu]") {
   Twins t;
   const Shape4 xs{4, 6, 13, 11};
   const int C = xs.c;
@@ -103,13 +140,13 @@ TEST_CASE("cuda batch norm split API (stats, finalize, apply, backward)", "[gpu]
   auto rm = random_vector(C, 45), rv = random_vector(C, 46, 0.5f, 2.f);
   auto gx = t.device(x), gdy = t.device(dy), gg = t.device(gamma), gb = t.device(beta);
   auto grm = t.device(rm), grv = t.device(rv);
-  auto gstats = t.zeros(2 * C), gmean = t.zeros(C), ginv = t.zeros(C), gy = t.zeros(xs.numel());
+  auto gstats = t.zeros(batchnorm_moments_size(C)), gmean = t.zeros(C), ginv = t.zeros(C), gy = t.zeros(xs.numel());
   auto gred = t.zeros(2 * C), gdg = t.zeros(C), gdb = t.zeros(C), gdx = t.zeros(xs.numel());
-  std::vector<float> stats(2 * C), mean(C), inv(C), y(xs.numel()), red(2 * C), dg(C), db(C),
+  std::vector<float> stats(batchnorm_moments_size(C)), mean(C), inv(C), y(xs.numel()), red(2 * C), dg(C), db(C),
       dx(xs.numel());
 
-  t.gpu->batchnorm_stats({gx.data(), xs}, gstats.data(), t.gs());
-  t.gpu->batchnorm_finalize(gstats.data(), C, count, 1e-5f, 0.1f, gmean.data(), ginv.data(),
+  t.gpu->batchnorm_moments({gx.data(), xs}, gstats.data(), t.gs());
+  t.gpu->batchnorm_finalize(gstats.data(), 1, C, 1e-5f, 0.1f, gmean.data(), ginv.data(),
                             grm.data(), grv.data(), t.gs());
   t.gpu->batchnorm_apply({gx.data(), xs}, gmean.data(), ginv.data(), gg.data(), gb.data(),
                          {gy.data(), xs}, t.gs());
@@ -118,8 +155,8 @@ TEST_CASE("cuda batch norm split API (stats, finalize, apply, backward)", "[gpu]
   t.gpu->batchnorm_backward_apply({gdy.data(), xs}, {gx.data(), xs}, gmean.data(), ginv.data(),
                                   gg.data(), gred.data(), count, {gdx.data(), xs}, t.gs());
 
-  t.cpu->batchnorm_stats({x.data(), xs}, stats.data(), t.cs());
-  t.cpu->batchnorm_finalize(stats.data(), C, count, 1e-5f, 0.1f, mean.data(), inv.data(), rm.data(),
+  t.cpu->batchnorm_moments({x.data(), xs}, stats.data(), t.cs());
+  t.cpu->batchnorm_finalize(stats.data(), 1, C, 1e-5f, 0.1f, mean.data(), inv.data(), rm.data(),
                             rv.data(), t.cs());
   t.cpu->batchnorm_apply({x.data(), xs}, mean.data(), inv.data(), gamma.data(), beta.data(),
                          {y.data(), xs}, t.cs());

@@ -1,95 +1,129 @@
 # The core correctness property of data-parallel training: with synchronized
-# batch norm and augmentation keyed by frame index (dlc), R ranks at global
-# batch B end with the same weights as one rank at batch B, up to floating-point
-# reassociation: relative difference ||w_R - w_1|| / ||w_1|| < 1e-5 over all
-# parameters after 20 fp32 steps (BN running statistics: < 1e-4), for R = 2 and
-# R = 3, with the mpi and the gloo communicators.
-# Why a norm over all weights and lr 1e-4 (docs/DISTRIBUTED.md, "Equivalence"):
-# Adam divides each gradient by its own magnitude, so components that are almost
-# zero (BN biases early on; the last deconv's bias, whose gradient is exactly
-# zero in exact arithmetic because the spatial softmax ignores a constant shift)
-# turn 1-ulp reassociation noise into full-size updates, and ReLU/max-pool
-# decisions on values within rounding of a tie amplify it. Steps 1-10 agree to
-# ~1e-7 per element even at lr 1e-3; after 20 steps at lr 1e-3 the global
-# difference was 4e-4, at lr 1e-4 5e-6.
+# batch norm and augmentation keyed by frame index (dlc), R ranks at global batch
+# B compute the gradients one rank computes at batch B, up to floating-point
+# reassociation. Measured per tensor, on one step taken from a trained checkpoint:
+#   max over tensors of ||g_R - g_1|| / ||g_1|| < 1e-5
+# for R = 2 and 4, with the mpi and the gloo communicators, on a training split
+# that is a multiple of the global batch and on one that is not.
+#
+# Why this shape (docs/DISTRIBUTED.md, "Equivalence"):
+# - Gradients, not weights after many steps: Adam divides each gradient by its own
+#   magnitude, so weights drift apart through near-zero components that say
+#   nothing about the gradients being right.
+# - Per tensor, not one norm over everything: large tensors would dilute an error
+#   in a small one (a BN layer's bias, say).
+# - From a trained checkpoint (20 steps, lr 1e-3), not from initialization: with
+#   the head's 0.01-gain init the backbone's first gradients are ~1e-8 and made of
+#   cancellation, where even float64 and float32 PyTorch differ by 2e-3.
+# - Exempt: the last layer's bias. The spatial softmax ignores a constant shift of
+#   a heatmap, so its true gradient is zero and what is left is rounding noise.
+# - Split B (24 training frames, global batch 16): each epoch is one full batch
+#   and the 8-frame remainder. A resumed run restarts its epoch, so the remainder
+#   is the second step after resuming (step 22); its weights differ across R only
+#   by step 21's reassociation noise (~1e-7). 24 divides by 1, 2 and 4 ranks, so no
+#   rank gets padding rows (with padding the global batch differs from one rank's).
+#   (A 20-frame split hits a ReLU tie in this data: docs/DISTRIBUTED.md.)
 source "$(dirname "$0")/lib/common.sh"
 PY=/usr/bin/python3
 $PY -c "import h5py, numpy" 2>/dev/null || skip "needs /usr/bin/python3 with h5py and numpy"
 
-cfg="$SCRATCH/equiv.cfg"
-cat >"$cfg" <<CFG
+"$TRAINER" synth --out "$SCRATCH/frames.h5" --frames 40 --size 64 >/dev/null || fail "synth failed"
+config() {  # config FILE TRAIN_PROB: 40 frames -> 40 * TRAIN_PROB training frames, the rest validation
+  cat >"$1" <<CFG
 [data]
-data_files =
-synthetic_file = $SCRATCH/synthetic.h5
-image_resize_height = 32
-image_resize_width = 32
+data_files = $SCRATCH/frames.h5
+image_resize_height = 64
+image_resize_width = 64
 downsample_factor = 2
 [training]
 imgaug = dlc
-train_batch_size = 6
-val_batch_size = 6
-max_epochs = 100
-max_steps = 20
-drop_last = true
-train_prob = 0.8
-val_prob = 0.1
-learning_rate = 1e-4
+train_batch_size = 16
+val_batch_size = 16
+max_epochs = 1000
+train_prob = $2
+val_prob = $(awk "BEGIN { print 1 - $2 }")
+learning_rate = 1e-3
 unfreezing_epoch = 0
 check_val_every_n_epoch = 1000
-log_every_n_steps = 10
+log_every_n_steps = 1
 [model]
 backbone = resnet18
 [distributed]
 sync_batchnorm = true
 collective_timeout = 300
 CFG
+}
+config "$SCRATCH/multiple.cfg" 0.8  # 32 training frames: two full batches per epoch
+config "$SCRATCH/remainder.cfg" 0.6 # 24 training frames: 16 + 8
 
-run() {  # run NAME NP BACKEND
-  local name=$1 np=$2 backend=$3
-  local cmd=("$TRAINER" train --config "$cfg" --out "$SCRATCH/$name" --distributed.backend "$backend")
-  if [[ $np == 1 ]]; then
-    timeout 600 "${cmd[@]}" >"$SCRATCH/$name.log" 2>&1 || { cat "$SCRATCH/$name.log"; fail "$name failed"; }
-  else
-    timeout 600 $MPIRUN -np "$np" "${cmd[@]}" >"$SCRATCH/$name.log" 2>&1 || { cat "$SCRATCH/$name.log"; fail "$name failed"; }
-  fi
-  [[ -f $SCRATCH/$name/checkpoints/last.h5 ]] || { cat "$SCRATCH/$name.log"; fail "$name wrote no last.h5"; }
+train() {  # train LOG NP ARGS...: one rank without mpirun, else mpirun -np NP
+  local log=$1 np=$2; shift 2
+  local launch=()
+  [[ $np == 1 ]] || launch=($MPIRUN -np "$np")
+  local rc=0
+  timeout 600 "${launch[@]}" "$TRAINER" train "$@" >"$log" 2>&1 || rc=$?
+  [[ $rc == 0 ]] || { cat "$log"; fail "$log: exit $rc"; }
 }
 
-compare() {  # compare A B: relative L2 difference over all parameters, and over BN running statistics
-  $PY - "$SCRATCH/$1/checkpoints/last.h5" "$SCRATCH/$2/checkpoints/last.h5" <<'PYEOF'
+# The shared starting point: 20 steps (10 epochs of the 32-frame split) on one rank.
+train "$SCRATCH/base.log" 1 --config "$SCRATCH/multiple.cfg" --out "$SCRATCH/base" --max-steps 20
+checkpoint=$SCRATCH/base/checkpoints/last.h5
+[[ -f $checkpoint ]] || { cat "$SCRATCH/base.log"; fail "no base checkpoint"; }
+
+# Bad --dump-gradients requests are one error line and exit code 2.
+expect_fail 2 "^error: --dump-gradients-step needs --dump-gradients" \
+  "$TRAINER" train --config "$SCRATCH/multiple.cfg" --out "$SCRATCH/bad" --dump-gradients-step 3
+expect_fail 2 "^error: cannot dump the gradients of step 5: the run resumes after step 20" \
+  "$TRAINER" train --config "$SCRATCH/multiple.cfg" --out "$SCRATCH/bad" --resume "$checkpoint" \
+  --dump-gradients "$SCRATCH/bad.h5" --dump-gradients-step 5
+[[ ! -e $SCRATCH/bad.h5 ]] || fail "a refused dump wrote a file"
+
+dump() {  # dump SPLIT STEP NP BACKEND BATCH: resume, run to STEP (BATCH of its epoch), write its gradients
+  local split=$1 step=$2 np=$3 backend=$4 name="$1_r$3_$4"
+  train "$SCRATCH/$name.log" "$np" --config "$SCRATCH/$split.cfg" --out "$SCRATCH/$name" --resume "$checkpoint" \
+    --max-steps "$step" --dump-gradients "$SCRATCH/$name.h5" --dump-gradients-step "$step" --distributed.backend "$backend"
+  [[ -f $SCRATCH/$name.h5 ]] || { cat "$SCRATCH/$name.log"; fail "$name wrote no gradients"; }
+  # The dumped step is the batch we mean: the first of epoch 10, or its remainder.
+  grep -q "step $step ($5/2)" "$SCRATCH/$name.log" || { cat "$SCRATCH/$name.log"; fail "$name: step $step is not batch $5/2"; }
+}
+
+compare() {  # compare ONE MANY: per-tensor relative L2 difference of the dumped gradients
+  $PY - "$SCRATCH/$1.h5" "$SCRATCH/$2.h5" <<'PYEOF'
 import sys, h5py, numpy as np
 a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
-assert a["state"].attrs["global_step"] == b["state"].attrs["global_step"] == 20, "not 20 steps"
-sums = {"par": [0.0, 0.0], "buf": [0.0, 0.0]}
+ga, gb = a["gradients"], b["gradients"]
+assert ga.attrs["global_step"] == gb.attrs["global_step"], "different steps"
+assert ga.attrs["world_size"] == 1 and gb.attrs["world_size"] > 1
+order = [n.decode() if isinstance(n, bytes) else n for n in a["parameter_order"][()]]
+assert sorted(order) == sorted(gb.keys()) and len(order) > 60, "different or missing tensors"
+exempt = order[-1]  # the last layer's bias: zero in exact arithmetic (spatial softmax)
+assert exempt.endswith(".bias"), exempt
 worst = []
-def visit(name, obj):
-    if not isinstance(obj, h5py.Dataset) or obj.dtype.kind != "f":
-        return
-    x = np.asarray(obj[()], dtype=np.float64)
-    y = np.asarray(b["model/" + name][()], dtype=np.float64)
+for name in order:
+    x = np.asarray(ga[name][()], dtype=np.float64)
+    y = np.asarray(gb[name][()], dtype=np.float64)
     assert x.shape == y.shape, name
-    kind = "buf" if ".running_" in name else "par"
-    sums[kind][0] += ((x - y) ** 2).sum()
-    sums[kind][1] += (y ** 2).sum()
-    worst.append((np.abs(x - y).max(), name))
-a["model"].visititems(visit)
-par = np.sqrt(sums["par"][0] / sums["par"][1])
-buf = np.sqrt(sums["buf"][0] / sums["buf"][1])
+    norm = np.linalg.norm(x)
+    assert norm > 0 or name == exempt, name + ": zero gradient"
+    if name != exempt:
+        worst.append((np.linalg.norm(x - y) / norm, name))
 worst.sort(reverse=True)
-print(f"{len(worst)} tensors; weights rel {par:.2e}, BN running stats rel {buf:.2e}; "
-      f"largest element difference {worst[0][0]:.1e} ({worst[0][1]})")
-sys.exit(0 if par < 1e-5 and buf < 1e-4 else 1)
+print(f"step {ga.attrs['global_step']}, {len(worst)} tensors (+1 exempt): worst {worst[0][0]:.1e} ({worst[0][1]}), "
+      f"median {worst[len(worst) // 2][0]:.1e}")
+sys.exit(0 if worst[0][0] < 1e-5 else 1)
 PYEOF
 }
 
-run single 1 mpi
-for backend in mpi gloo; do
-  for np in 2 3; do
-    run "r${np}_$backend" $np $backend
-    echo -n "1 rank vs $np ranks ($backend): "
-    compare single "r${np}_$backend" || fail "$np ranks with $backend differ from one rank"
+for case in "multiple 21 1" "remainder 22 2"; do
+  read -r split step batch <<<"$case"
+  dump "$split" "$step" 1 mpi "$batch"
+  for backend in mpi gloo; do
+    for np in 2 4; do
+      dump "$split" "$step" "$np" "$backend" "$batch"
+      echo -n "$split split, 1 rank vs $np ranks ($backend): "
+      compare "${split}_r1_mpi" "${split}_r${np}_$backend" || fail "$split split: $np ranks with $backend differ from one rank"
+    done
   done
 done
-grep -q "gradient all-reduce" "$SCRATCH/r2_mpi.log" || fail "no overlap report in the 2-rank log"
-grep "gradient all-reduce" "$SCRATCH"/r*_*.log
+grep -q "gradient all-reduce" "$SCRATCH/multiple_r2_mpi.log" || fail "no overlap report in the 2-rank log"
 echo "equivalence_ddp: ok"

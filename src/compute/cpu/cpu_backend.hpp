@@ -75,9 +75,10 @@ class CpuBackend final : public Backend {
                                  const ConvGeometry& g, Stream& s) override;
 
   void batchnorm_stats(ConstTensorView x, float* stats, Stream& s) override;
-  void batchnorm_finalize(const float* stats, int channels, double count, float eps,
-                          float momentum, float* mean, float* invstd, float* running_mean,
-                          float* running_var, Stream& s) override;
+  void batchnorm_moments(ConstTensorView x, float* moments, Stream& s) override;
+  void batchnorm_finalize(const float* moments, int ranks, int channels, float eps, float momentum,
+                          float* mean, float* invstd, float* running_mean, float* running_var,
+                          Stream& s) override;
   void batchnorm_inference_stats(const float* running_mean, const float* running_var,
                                  int channels, float eps, float* mean, float* invstd,
                                  Stream& s) override;

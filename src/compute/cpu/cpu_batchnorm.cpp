@@ -2,8 +2,13 @@
 // then a finalize from the global sums), PyTorch semantics: biased variance to
 // normalize, unbiased variance in running_var, running = (1-m)*running + m*batch.
 // Plain loops over NCHW, parallel over channels; sums accumulate per plane in
-// float and across planes in double.
-#include <cmath>
+// float and across planes in double. Statistics are (count, mean, M2) per plane
+// (two passes over the plane in float: the second sums deviations, which are
+// small) merged across planes and ranks with Chan's formula in double
+// (compute/batchnorm_moments.hpp).
+#include <cmath>  // std::sqrt
+
+#include "compute/batchnorm_moments.hpp"  // Moments, merge_moments, store_moments
 
 #include "compute/cpu/cpu_backend.hpp"
 #include "util/error.hpp"
@@ -33,19 +38,50 @@ void CpuBackend::batchnorm_stats(ConstTensorView x, float* stats, Stream&) {
   }
 }
 
-void CpuBackend::batchnorm_finalize(const float* stats, int channels, double count, float eps,
+void CpuBackend::batchnorm_moments(ConstTensorView x, float* moments, Stream&) {
+  enter();
+  const int n = x.shape.n, c = x.shape.c;
+  const long hw = long(x.shape.plane());
+#pragma omp parallel for schedule(static)
+  for (int ch = 0; ch < c; ++ch) {
+    Moments m;
+    for (int b = 0; b < n && hw > 0; ++b) {
+      const float* p = x.data + (long(b) * c + ch) * hw;
+      float s = 0;
+#pragma omp simd reduction(+ : s)
+      for (long i = 0; i < hw; ++i) s += p[i];
+      const float shift = s / float(hw);  // the plane's mean, to within float rounding
+      float d1 = 0, d2 = 0;
+#pragma omp simd reduction(+ : d1, d2)
+      for (long i = 0; i < hw; ++i) {
+        const float d = p[i] - shift;
+        d1 += d;
+        d2 += d * d;
+      }
+      // Corrected two-pass: d1 (zero in exact arithmetic) removes the shift's rounding.
+      const double plane_mean = double(shift) + double(d1) / double(hw);
+      const double plane_m2 = double(d2) - double(d1) * double(d1) / double(hw);
+      merge_moments(m, double(hw), plane_mean, plane_m2 > 0 ? plane_m2 : 0.0);
+    }
+    store_moments(moments, c, ch, m.mean, m.m2);
+  }
+  moments[3 * c] = float(double(n) * double(hw));
+}
+
+void CpuBackend::batchnorm_finalize(const float* moments, int ranks, int channels, float eps,
                                     float momentum, float* mean, float* invstd,
                                     float* running_mean, float* running_var, Stream&) {
-  TRAINER_ASSERT(count > 0, "batchnorm_finalize over zero values");
+  const std::size_t block = batchnorm_moments_size(channels);
   for (int ch = 0; ch < channels; ++ch) {
-    const double mu = double(stats[ch]) / count;
-    double var = double(stats[channels + ch]) / count - mu * mu;
-    if (var < 0) var = 0;  // rounding on nearly constant channels
-    mean[ch] = float(mu);
+    Moments m;
+    for (int r = 0; r < ranks; ++r) merge_moments(m, moments + std::size_t(r) * block, channels, ch);
+    TRAINER_ASSERT(m.count > 0, "batchnorm_finalize over zero values");
+    const double var = m.m2 / m.count;  // biased
+    mean[ch] = float(m.mean);
     invstd[ch] = float(1.0 / std::sqrt(var + double(eps)));
     if (running_mean) {
-      const double unbiased = count > 1 ? var * count / (count - 1) : var;
-      running_mean[ch] = float((1.0 - momentum) * running_mean[ch] + momentum * mu);
+      const double unbiased = m.count > 1 ? m.m2 / (m.count - 1) : var;
+      running_mean[ch] = float((1.0 - momentum) * running_mean[ch] + momentum * m.mean);
       running_var[ch] = float((1.0 - momentum) * running_var[ch] + momentum * unbiased);
     }
   }

@@ -205,11 +205,19 @@ class CudaBackend final : public Backend {
                              cs.get());
     CUDA_CHECK_LAUNCH();
   }
-  void batchnorm_finalize(const float* stats, int channels, double count, float eps, float momentum,
+  void batchnorm_moments(ConstTensorView x, float* moments, Stream& s) override {
+    auto& cs = as_cuda(s);
+    auto* scratch = static_cast<double*>(
+        cs.scratch(kernels::batchnorm_scratch_doubles(x.shape.c) * sizeof(double)));
+    kernels::batchnorm_moments(x.data, x.shape.n, x.shape.c, int(x.shape.plane()), moments, scratch,
+                               cs.get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void batchnorm_finalize(const float* moments, int ranks, int channels, float eps, float momentum,
                           float* mean, float* invstd, float* running_mean, float* running_var,
                           Stream& s) override {
-    TRAINER_ASSERT(count > 0, "batchnorm_finalize over zero values");
-    kernels::batchnorm_finalize(stats, channels, count, eps, momentum, mean, invstd, running_mean,
+    TRAINER_ASSERT(ranks > 0, "batchnorm_finalize over no ranks");
+    kernels::batchnorm_finalize(moments, ranks, channels, eps, momentum, mean, invstd, running_mean,
                                 running_var, as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }

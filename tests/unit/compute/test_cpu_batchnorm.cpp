@@ -15,11 +15,11 @@ std::vector<float> bn_train(Backend& be, const std::vector<float>& x, Shape4 s,
                             std::vector<float>& mean, std::vector<float>& invstd,
                             std::vector<float>* rm = nullptr, std::vector<float>* rv = nullptr) {
   Stream& st = be.default_stream();
-  std::vector<float> stats(2 * s.c), y(x.size());
+  std::vector<float> stats(batchnorm_moments_size(s.c)), y(x.size());
   mean.assign(s.c, 0.f);
   invstd.assign(s.c, 0.f);
-  be.batchnorm_stats({x.data(), s}, stats.data(), st);
-  be.batchnorm_finalize(stats.data(), s.c, double(s.n) * s.h * s.w, 1e-5f, 0.1f, mean.data(),
+  be.batchnorm_moments({x.data(), s}, stats.data(), st);
+  be.batchnorm_finalize(stats.data(), 1, s.c, 1e-5f, 0.1f, mean.data(),
                         invstd.data(), rm ? rm->data() : nullptr, rv ? rv->data() : nullptr, st);
   be.batchnorm_apply({x.data(), s}, mean.data(), invstd.data(), gamma.data(), beta.data(),
                      {y.data(), s}, st);
@@ -100,5 +100,51 @@ TEST_CASE("batch norm backward (train) matches finite differences", "[compute]")
     bm[c] -= h;
     CHECK(dgamma[c] == Approx((loss(x, gp, beta) - loss(x, gm, beta)) / (2 * h)).margin(2e-3));
     CHECK(dbeta[c] == Approx((loss(x, gamma, bp) - loss(x, gamma, bm)) / (2 * h)).margin(2e-3));
+  }
+}
+
+TEST_CASE("batch norm statistics of 2 ranks merged match float64 on a channel with mean 1000 and std 0.01",
+          "[compute][batchnorm]") {
+  // E[x^2] - E[x]^2 in float loses every digit here (x^2 ~ 1e6 with ulp 0.06,
+  // var 1e-4); per-rank (mean, M2, count) merged with Chan's formula does not.
+  auto be = make_cpu_backend(2);
+  Stream& st = be->default_stream();
+  const Shape4 s{8, 3, 32, 32};  // per rank: 8 images, a layer1-sized plane at 128x128
+  const double centers[3] = {1000.0, -3.0, 0.0}, spreads[3] = {0.01, 1.0, 2.0};
+  std::vector<float> x[2];
+  for (int r = 0; r < 2; ++r) {
+    x[r] = random_vector(s.numel(), 90 + r, -1.f, 1.f);
+    for (std::size_t j = 0; j < x[r].size(); ++j) {
+      const int ch = int(j / s.plane()) % s.c;
+      x[r][j] = float(centers[ch] + spreads[ch] * 1.7320508 * x[r][j] + (r == 1 ? spreads[ch] : 0.0));
+    }
+  }
+  const std::size_t block = batchnorm_moments_size(s.c);
+  std::vector<float> gathered(2 * block);
+  for (int r = 0; r < 2; ++r) be->batchnorm_moments({x[r].data(), s}, gathered.data() + r * block, st);
+  std::vector<float> mean(s.c), invstd(s.c), rm(s.c, 0.f), rv(s.c, 1.f);
+  be->batchnorm_finalize(gathered.data(), 2, s.c, 1e-5f, 0.1f, mean.data(), invstd.data(), rm.data(), rv.data(),
+                         st);
+  const double count = 2.0 * s.n * s.plane();
+  CHECK(gathered[3 * s.c] == float(s.n * s.plane()));
+  for (int ch = 0; ch < s.c; ++ch) {
+    double mu = 0, m2 = 0;  // float64 reference, two passes over both ranks
+    for (int r = 0; r < 2; ++r)
+      for (int n = 0; n < s.n; ++n)
+        for (std::size_t i = 0; i < s.plane(); ++i) mu += x[r][(std::size_t(n) * s.c + ch) * s.plane() + i];
+    mu /= count;
+    for (int r = 0; r < 2; ++r)
+      for (int n = 0; n < s.n; ++n)
+        for (std::size_t i = 0; i < s.plane(); ++i) {
+          const double d = x[r][(std::size_t(n) * s.c + ch) * s.plane() + i] - mu;
+          m2 += d * d;
+        }
+    const double var = m2 / count;
+    INFO("channel " << ch << ": mean " << mean[ch] << " vs " << mu << ", invstd " << invstd[ch] << " vs "
+                    << 1 / std::sqrt(var + 1e-5));
+    CHECK(std::abs(mean[ch] - mu) <= 1e-6 * std::abs(mu) + 1e-6 * spreads[ch]);
+    CHECK(invstd[ch] == Approx(1 / std::sqrt(var + 1e-5)).epsilon(1e-5));
+    CHECK(rv[ch] == Approx(0.9 + 0.1 * m2 / (count - 1)).epsilon(1e-5));
+    CHECK(rm[ch] == Approx(0.1 * mu).epsilon(1e-5));
   }
 }

@@ -104,12 +104,12 @@ void export_bn(Backend& be, const fs::path& root, const std::string& name, Shape
   auto gamma = random_vector(C, seed + 2, 0.5f, 1.5f), beta = random_vector(C, seed + 3);
   auto rm0 = random_vector(C, seed + 4), rv0 = random_vector(C, seed + 5, 0.5f, 2.f);
   auto rm = rm0, rv = rv0;
-  std::vector<float> mean(C), invstd(C), stats(2 * C), reduce(2 * C), y(xs.numel()),
+  std::vector<float> mean(C), invstd(C), stats(batchnorm_moments_size(C)), reduce(2 * C), y(xs.numel()),
       dx(xs.numel()), dgamma(C), dbeta(C);
   const double count = double(xs.n) * xs.h * xs.w;
   if (train) {
-    be.batchnorm_stats({x.data(), xs}, stats.data(), s);
-    be.batchnorm_finalize(stats.data(), C, count, 1e-5f, 0.1f, mean.data(), invstd.data(),
+    be.batchnorm_moments({x.data(), xs}, stats.data(), s);
+    be.batchnorm_finalize(stats.data(), 1, C, 1e-5f, 0.1f, mean.data(), invstd.data(),
                           rm.data(), rv.data(), s);
   } else {
     be.batchnorm_inference_stats(rm.data(), rv.data(), C, 1e-5f, mean.data(), invstd.data(), s);
