@@ -19,6 +19,7 @@
 #include "app/run_setup.hpp"        // make_directories, make_backend
 #include "compute/backend.hpp"      // compute::Backend
 #include "data/batch.hpp"           // data::Batch
+#include "model/backbone_registry.hpp"  // model::backbone_names
 #include "model/heatmap_model.hpp"  // model::HeatmapModel
 #include "train/checkpoint.hpp"     // save_checkpoint, save_named_tensors
 #include "train/gradient_sync.hpp"  // train::LocalGradientSync
@@ -45,9 +46,11 @@ int bench_step(const Args& args) {
               fp32_precision = "highest";
   int size = 128, batch = 16, keypoints = 17, steps = 10, warmup = 2, threads = 0, downsample = 2;
   unsigned seed = 0;
+  std::string backbones;
+  for (const auto& name : model::backbone_names()) backbones += (backbones.empty() ? "" : " | ") + name;
   po::options_description desc("trainer bench step [options]");
   desc.add_options()("help,h", "show this help")
-      ("backbone", po::value(&backbone)->default_value(backbone), "resnet18 | resnet34 | resnet50")
+      ("backbone", po::value(&backbone)->default_value(backbone), backbones.c_str())
       ("size", po::value(&size)->default_value(size), "square input size in pixels (multiple of 32)")
       ("batch", po::value(&batch)->default_value(batch), "images per step")
       ("precision", po::value(&precision_name)->default_value(precision_name),

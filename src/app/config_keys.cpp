@@ -7,7 +7,9 @@
 #include <limits>     // std::numeric_limits
 #include <sstream>    // std::ostringstream
 
-#include "app/config_values.hpp"  // parse_*, format_*, BadValue
+#include "app/config_values.hpp"        // parse_*, format_*, BadValue
+#include "model/backbone_registry.hpp"  // backbone_names
+#include "model/make_model.hpp"         // model_type_names
 
 namespace trainer::app::config_detail {
 namespace {
@@ -302,10 +304,10 @@ std::vector<ConfigKey> build_table() {
       boolean("training", "drop_last", field(T, &TC::drop_last),
               "drop the last incomplete training batch of each epoch"),
       // [model]
-      choice("model", "model_type", field(M, &MC::model_type), {"heatmap", "heatmap_mhcrnn"},
+      choice("model", "model_type", field(M, &MC::model_type), model::model_type_names(),
              "heatmap, or heatmap_mhcrnn (context frames t-2..t+2)")
           .lp("model.model_type"),
-      choice("model", "backbone", field(M, &MC::backbone), {"resnet18", "resnet34", "resnet50"},
+      choice("model", "backbone", field(M, &MC::backbone), model::backbone_names(),
              "ResNet backbone")
           .lp("model.backbone"),
       choice("model", "heatmap_loss_type", field(M, &MC::heatmap_loss_type), {"mse", "kl", "js"},

@@ -13,7 +13,7 @@ HeatmapHead::HeatmapHead(ParameterStore& store, const std::string& prefix, int i
   if (downsample_factor < 1 || downsample_factor > 3)
     throw UserError("data.downsample_factor must be 1, 2 or 3 (got " + std::to_string(downsample_factor) + ")");
   if (num_keypoints < 1) throw UserError("the model needs at least one keypoint");
-  const int n = 5 - downsample_factor - 1;  // log2(32) - d - 1
+  const int n = 5 - downsample_factor - 1;  // log2(kInputStride) - d - 1
   layers_.resize(n);
   int in = in_channels / 4;
   for (int i = 0; i < n; ++i) {

@@ -17,6 +17,9 @@ namespace trainer::model {
 
 class HeatmapHead {
  public:
+  // The backbone stride the upsampling undoes (every lightning-pose backbone's).
+  static constexpr int kInputStride = 32;
+
   HeatmapHead(ParameterStore& store, const std::string& prefix, int in_channels, int num_keypoints,
               int downsample_factor);
 

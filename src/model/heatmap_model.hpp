@@ -1,16 +1,17 @@
 #pragma once
-// The heatmap network: ResNet backbone ("backbone.*") + heatmap head ("head.*"),
-// ending in a spatial softmax (temperature 1) so each heatmap sums to 1.
+// The heatmap network: a backbone ("backbone.*", made by name from
+// backbone_registry.hpp) + heatmap head ("head.*"), ending in a spatial softmax
+// (temperature 1) so each heatmap sums to 1.
 // Owns the ParameterStore holding every tensor of the model.
 #include <memory>  // std::unique_ptr
 #include <string>  // std::string
 
 #include "model/activation.hpp"       // Activation
+#include "model/backbone.hpp"         // Backbone
 #include "model/heatmap_head.hpp"     // HeatmapHead
 #include "model/hooks.hpp"            // Context
 #include "model/parameter_store.hpp"  // ParameterStore
 #include "model/pose_model.hpp"       // PoseModel, ModelSpec
-#include "model/resnet.hpp"           // ResNet
 
 namespace trainer::model {
 
@@ -34,7 +35,7 @@ class HeatmapModel : public PoseModel {
  private:
   ModelSpec spec_;
   ParameterStore store_;
-  ResNet backbone_;
+  std::unique_ptr<Backbone> backbone_;
   HeatmapHead head_;
   compute::TensorView logits_;
   Activation heatmaps_, dlogits_;

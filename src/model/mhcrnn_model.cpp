@@ -3,7 +3,8 @@
 
 #include <string>  // std::to_string
 
-#include "util/error.hpp"  // UserError, SystemError
+#include "model/backbone_registry.hpp"  // make_backbone
+#include "util/error.hpp"               // UserError, SystemError
 
 namespace trainer::model {
 
@@ -19,10 +20,12 @@ int checked_downsample(int d) {
 MhcrnnModel::MhcrnnModel(compute::Backend& backend, const ModelSpec& spec)
     : spec_(spec),
       store_(backend),
-      backbone_(store_, resnet_spec(spec.backbone), "backbone."),
-      head_sf_(store_, "head.head_sf.", backbone_.out_channels(), spec.num_keypoints,
+      backbone_(make_backbone(spec.backbone, store_, "backbone.")),
+      head_sf_(store_, "head.head_sf.", backbone_->out_channels(), spec.num_keypoints,
                checked_downsample(spec.downsample_factor)),
-      head_mf_(store_, "head.head_mf.", backbone_.out_channels(), spec.num_keypoints) {
+      head_mf_(store_, "head.head_mf.", backbone_->out_channels(), spec.num_keypoints) {
+  if (backbone_->stride() != HeatmapHead::kInputStride)
+    throw SystemError("internal error: backbone " + spec.backbone + " does not downsample by 32 as the heads assume");
   store_.allocate();
 }
 
@@ -31,7 +34,7 @@ compute::TensorView MhcrnnModel::forward(const Context& ctx, compute::ConstTenso
   if (images.shape.n % kContextFrames != 0)
     throw SystemError("internal error: context model input is not a multiple of 5 frames");
   batch_ = images.shape.n / kContextFrames;
-  auto features = backbone_.forward(ctx, images);
+  auto features = backbone_->forward(ctx, images);
   const auto fs = features.shape;
   // The single-frame head sees frame t of every row.
   auto center = center_.ensure(b, {batch_, fs.c, fs.h, fs.w});
@@ -66,7 +69,7 @@ void MhcrnnModel::backward(const Context& ctx, compute::ConstTensorView dheatmap
   for (int i = 0; i < batch_; ++i)
     b.accumulate(dcenter.data + i * plane, dfeatures.data + (std::size_t(i) * kContextFrames + kCenterFrame) * plane,
                  plane, ctx.stream);
-  backbone_.backward(ctx, dfeatures);
+  backbone_->backward(ctx, dfeatures);
 }
 
 void MhcrnnModel::select_keypoints(int batch, int num_keypoints, const std::vector<float>& coords,

@@ -1,7 +1,8 @@
 #pragma once
 // lightning-pose's context model (model_type heatmap_mhcrnn, HeatmapTrackerMHCRNN
-// with its HeatmapMHCRNNHead): the ResNet backbone ("backbone.*") runs on the
-// context frames t-2..t+2 of every row; the head has two branches
+// with its HeatmapMHCRNNHead): the backbone ("backbone.*", made by name from
+// backbone_registry.hpp) runs on the context frames t-2..t+2 of every row; the
+// head has two branches
 //   head.head_sf.*  the single-frame heatmap head (HeatmapHead) on frame t,
 //   head.head_mf.*  the multi-frame UpsamplingCRNN over all frames,
 // each ending in a spatial softmax (temperature 1). Both heatmaps are trained
@@ -10,14 +11,15 @@
 // one mean heatmap loss over 2B rows is lightning-pose's loss. Predictions take,
 // per keypoint, the branch with the higher confidence (select_keypoints).
 #include <cstdint>  // std::uint64_t
+#include <memory>   // std::unique_ptr
 #include <vector>   // std::vector
 
 #include "model/activation.hpp"       // Activation
+#include "model/backbone.hpp"         // Backbone
 #include "model/heatmap_head.hpp"     // HeatmapHead
 #include "model/hooks.hpp"            // Context
 #include "model/parameter_store.hpp"  // ParameterStore
 #include "model/pose_model.hpp"       // PoseModel, ModelSpec
-#include "model/resnet.hpp"           // ResNet
 #include "model/upsampling_crnn.hpp"  // UpsamplingCRNN
 
 namespace trainer::model {
@@ -54,7 +56,7 @@ class MhcrnnModel : public PoseModel {
  private:
   ModelSpec spec_;
   ParameterStore store_;
-  ResNet backbone_;
+  std::unique_ptr<Backbone> backbone_;
   HeatmapHead head_sf_;
   UpsamplingCRNN head_mf_;
   Activation center_, logits_, heatmaps_, dlogits_;

@@ -15,7 +15,7 @@
 namespace trainer::model {
 
 struct ModelSpec {
-  std::string backbone = "resnet50";
+  std::string backbone = "resnet50";  // one of backbone_names() (backbone_registry.hpp)
   int num_keypoints = 0;
   int downsample_factor = 2;
 };

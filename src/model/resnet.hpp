@@ -2,11 +2,13 @@
 // torchvision's ResNet-18/34/50 cut before avgpool/fc: conv1 7x7/2, bn1, relu,
 // maxpool 3x3/2, layer1..layer4; total stride 32. Parameters are registered as
 // torchvision's state_dict keys under a prefix (the model uses "backbone.").
+// The first Backbone; backbone_registry.cpp lists its three names.
 #include <memory>  // std::unique_ptr
 #include <string>  // std::string
 #include <vector>  // std::vector
 
 #include "model/activation.hpp"       // Activation
+#include "model/backbone.hpp"         // Backbone
 #include "model/batch_norm.hpp"       // BatchNorm2d
 #include "model/conv2d.hpp"           // Conv2d
 #include "model/hooks.hpp"            // Context
@@ -24,16 +26,18 @@ struct ResNetSpec {
 // Throws UserError for an unknown name.
 ResNetSpec resnet_spec(const std::string& name);
 
-class ResNet {
+class ResNet final : public Backbone {
  public:
   ResNet(ParameterStore& store, const ResNetSpec& spec, const std::string& prefix);
 
-  int out_channels() const { return spec_.out_channels(); }
   static constexpr int kStride = 32;
+  const std::string& name() const override { return spec_.name; }
+  int out_channels() const override { return spec_.out_channels(); }
+  int stride() const override { return kStride; }
   // x: [N, 3, H, W] normalized images; returns [N, C, H/32, W/32].
-  compute::TensorView forward(const Context& ctx, compute::ConstTensorView x);
+  compute::TensorView forward(const Context& ctx, compute::ConstTensorView x) override;
   // dy may be overwritten. The input gradient is never needed (images).
-  void backward(const Context& ctx, compute::TensorView dy);
+  void backward(const Context& ctx, compute::TensorView dy) override;
 
  private:
   ResNetSpec spec_;
@@ -44,5 +48,8 @@ class ResNet {
   compute::TensorView stem_;  // relu(bn1(conv1(x)))
   Activation pooled_, dpool_;
 };
+
+// The registry's factory for resnet18 | resnet34 | resnet50.
+std::unique_ptr<Backbone> make_resnet(ParameterStore& store, const std::string& name, const std::string& prefix);
 
 }  // namespace trainer::model

@@ -1,0 +1,40 @@
+#pragma once
+// What a heatmap model needs from its feature extractor, so that HeatmapModel and
+// MhcrnnModel hold any backbone (ResNet today; lightning-pose also offers
+// EfficientNets and ViTs). A backbone is made by make_backbone (backbone_registry.hpp).
+// Its contract with the rest of the trainer:
+// - It registers every tensor in its constructor under the prefix it is given
+//   ("backbone."), with torchvision's state_dict names after it, in ParamGroup::backbone,
+//   before the head registers its own: the backbone's gradients form one contiguous
+//   range in front of the head's, which is what freezing, --init-weights and the
+//   gradient buckets rely on.
+// - Frozen (before unfreezing_epoch) the model simply does not call backward;
+//   nothing else is asked of a backbone for freezing.
+// - forward and backward follow the layers' conventions: ctx carries the backend,
+//   the stream and the hooks; returned views stay valid until the next call.
+#include <string>  // std::string
+
+#include "compute/backend.hpp"  // compute::TensorView, compute::ConstTensorView
+#include "model/hooks.hpp"      // Context
+
+namespace trainer::model {
+
+class Backbone {
+ public:
+  virtual ~Backbone() = default;
+
+  // The registry name it was made from, e.g. "resnet50".
+  virtual const std::string& name() const = 0;
+  // Channels of forward's output; the heads are built for it.
+  virtual int out_channels() const = 0;
+  // Total downsampling of forward (input H and W must be multiples of it).
+  virtual int stride() const = 0;
+  // x: [N, 3, H, W] normalized images; returns [N, out_channels(), H/stride, W/stride].
+  // Throws UserError for an input it cannot take.
+  virtual compute::TensorView forward(const Context& ctx, compute::ConstTensorView x) = 0;
+  // dy (the gradient of forward's output) may be overwritten. The gradient with
+  // respect to the images is never needed, so none is computed.
+  virtual void backward(const Context& ctx, compute::TensorView dy) = 0;
+};
+
+}  // namespace trainer::model
