@@ -44,8 +44,6 @@ const std::vector<std::string>& backbone_names() {
   return names;
 }
 
-void check_backbone_name(const std::string& name) { find_backbone(name); }
-
 std::unique_ptr<Backbone> make_backbone(const std::string& name, ParameterStore& store, const std::string& prefix) {
   return find_backbone(name).make(store, name, prefix);
 }

@@ -15,9 +15,6 @@ namespace trainer::model {
 // In the order --help lists them.
 const std::vector<std::string>& backbone_names();
 
-// Throws UserError naming the accepted names unless `name` is one of them.
-void check_backbone_name(const std::string& name);
-
 // Builds backbone `name`, registering its tensors in `store` under `prefix`
 // (see backbone.hpp). Throws UserError for an unknown name.
 std::unique_ptr<Backbone> make_backbone(const std::string& name, ParameterStore& store, const std::string& prefix);
