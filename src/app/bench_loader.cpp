@@ -12,13 +12,14 @@
 #include <sstream>     // std::istringstream
 #include <thread>      // std::thread::hardware_concurrency
 
-#include "app/commands.hpp"  // bench_loader, Args
-#include "data/augment.hpp"  // parse_imgaug, make_transform, warp_image, normalize_to_planes
-#include "data/dataset.hpp"  // Dataset
-#include "data/loader.hpp"   // Loader
-#include "data/sampler.hpp"  // distributed_rows
-#include "data/synth.hpp"    // write_synthetic_dataset
-#include "util/error.hpp"    // UserError
+#include "app/commands.hpp"    // bench_loader, Args
+#include "data/augment.hpp"    // imgaug_names, parse_imgaug, make_transform, warp_image, normalize_to_planes
+#include "data/dataset.hpp"    // Dataset
+#include "data/loader.hpp"     // Loader
+#include "data/sampler.hpp"    // distributed_rows
+#include "data/synth.hpp"      // write_synthetic_dataset
+#include "util/error.hpp"      // UserError
+#include "util/name_list.hpp"  // join_names
 
 namespace trainer::app {
 
@@ -97,7 +98,8 @@ int bench_loader(const Args& args) {
       ("height", po::value(&height)->default_value(height), "network input height (image_resize_dims)")
       ("width", po::value(&width)->default_value(width), "network input width")
       ("batch", po::value(&batch)->default_value(batch), "batch size")
-      ("imgaug", po::value(&imgaug)->default_value(imgaug), "default (resize only) or dlc")
+      ("imgaug", po::value(&imgaug)->default_value(imgaug),
+       ("one of " + join_names(data::imgaug_names()) + " (training.imgaug; default: resize only)").c_str())
       ("workers", po::value(&workers_text)->default_value(workers_text),
        "comma-separated worker counts to measure (0: load in the calling thread)")
       ("seconds", po::value(&seconds)->default_value(seconds), "measuring time per worker count");

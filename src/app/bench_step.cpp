@@ -18,6 +18,7 @@
 #include "app/commands.hpp"         // bench_step, Args
 #include "app/run_setup.hpp"        // make_directories, make_backend
 #include "compute/backend.hpp"      // compute::Backend
+#include "compute/precision.hpp"    // compute::precision_names, float32_matmul_precision_names
 #include "data/batch.hpp"           // data::Batch
 #include "model/backbone_registry.hpp"  // model::backbone_names
 #include "model/heatmap_model.hpp"  // model::HeatmapModel
@@ -27,6 +28,7 @@
 #include "train/step.hpp"           // train::StepRunner
 #include "util/error.hpp"           // UserError
 #include "util/log.hpp"             // Log
+#include "util/name_list.hpp"       // join_names
 
 namespace po = boost::program_options;
 
@@ -54,11 +56,13 @@ int bench_step(const Args& args) {
       ("size", po::value(&size)->default_value(size), "square input size in pixels (multiple of 32)")
       ("batch", po::value(&batch)->default_value(batch), "images per step")
       ("precision", po::value(&precision_name)->default_value(precision_name),
-       "32 | bf16-mixed | 16-mixed: convolution precision (docs/GPU.md); on the CPU the mixed ones "
-       "are emulated in fp32 (same numerics, no speed-up)")
+       (join_names(compute::precision_names(), " | ") +
+        ": convolution precision (docs/GPU.md); on the CPU the mixed ones "
+        "are emulated in fp32 (same numerics, no speed-up)").c_str())
       ("float32-matmul-precision", po::value(&fp32_precision)->default_value(fp32_precision),
-       "highest | high: with --precision 32 on the GPU, high allows TF32 tensor cores "
-       "(model.float32_matmul_precision)")
+       (join_names(compute::float32_matmul_precision_names(), " | ") +
+        ": with --precision 32 on the GPU, high allows TF32 tensor cores (model.float32_matmul_precision)")
+           .c_str())
       ("accelerator", po::value(&accelerator)->default_value(accelerator),
        "cpu | gpu (gpu: the CUDA backend on device 0; CUDA builds only)")
       ("keypoints", po::value(&keypoints)->default_value(keypoints), "keypoints (heatmap channels)")
@@ -84,8 +88,12 @@ int bench_step(const Args& args) {
   if (batch < 1 || steps < 1 || keypoints < 1) throw UserError("bench step: --batch, --steps and --keypoints must be >= 1");
   const bool exporting = !export_dir.empty();
   if (exporting) steps = 1, warmup = 0;
-  if (fp32_precision != "highest" && fp32_precision != "high")
-    throw UserError("bench step: --float32-matmul-precision must be highest or high, not '" + fp32_precision + "'");
+  try {
+    compute::parse_float32_matmul_precision(fp32_precision);
+  } catch (const UserError&) {
+    throw UserError("bench step: --float32-matmul-precision must be " +
+                    join_names(compute::float32_matmul_precision_names(), " or ") + ", not '" + fp32_precision + "'");
+  }
   if (accelerator != "cpu" && accelerator != "gpu")
     throw UserError("bench step: --accelerator must be cpu or gpu, not '" + accelerator + "'");
   BackendRequest request;

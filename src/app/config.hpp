@@ -2,7 +2,8 @@
 // The effective configuration of a run. Keys mirror lightning-pose's YAML so a user
 // can translate theirs line by line; the INI file has one section per struct below
 // and every key is also a command-line option `--<section>.<key>`.
-// Parsing, validation, --print-config and the key table live in config.cpp.
+// Parsing, validation, --print-config and the key table live in config_*.cpp. A NAME
+// key's accepted names are exported by the layer that implements the choice.
 #include <cstdint>  // std::uint64_t
 #include <string>   // std::string
 #include <vector>   // std::vector
@@ -20,7 +21,7 @@ struct DataConfig {
 };
 
 struct TrainingConfig {
-  std::string imgaug = "dlc";              // default | dlc
+  std::string imgaug = "dlc";              // one of data::imgaug_names()
   int train_batch_size = 16;               // global, across all GPUs
   int val_batch_size = 32;                 // global
   int test_batch_size = 32;                // not divided
@@ -34,12 +35,12 @@ struct TrainingConfig {
   double val_prob = 0.05;
   std::uint64_t rng_seed_data_pt = 0;
   std::uint64_t rng_seed_model_pt = 0;
-  std::string optimizer = "Adam";          // Adam | AdamW
+  std::string optimizer = "Adam";          // one of train::optimizer_names()
   double learning_rate = 1e-3;
   double weight_decay = 0.0;               // AdamW only
   std::vector<int> lr_scheduler_milestones = {150, 200, 250}; // multisteplr.milestones
   double lr_scheduler_gamma = 0.5;         // multisteplr.gamma
-  std::string lr_scaling = "none";         // none | linear | sqrt
+  std::string lr_scaling = "none";         // one of runtime::lr_scaling_names()
   int reference_batch_size = 16;           // batch the learning rate was tuned for
   int unfreezing_epoch = 20;
   int log_every_n_steps = 10;
@@ -52,13 +53,13 @@ struct ModelConfig {
   std::string model_type = "heatmap";      // heatmap | heatmap_mhcrnn
   std::string backbone = "resnet50";       // resnet18 | resnet34 | resnet50
   std::string heatmap_loss_type = "mse";   // mse | kl | js
-  std::string precision = "32";            // 32 | bf16-mixed | 16-mixed (emulated on CPUs)
-  std::string float32_matmul_precision = "highest";  // highest | high (TF32 for fp32 convolutions on GPUs)
+  std::string precision = "32";            // one of compute::precision_names() (emulated on CPUs)
+  std::string float32_matmul_precision = "highest";  // one of compute::float32_matmul_precision_names()
 };
 
 struct DistributedConfig {
-  std::string backend = "auto";            // nccl | mpi | gloo | auto
-  std::string accelerator = "auto";        // cpu | gpu | auto
+  std::string backend = "auto";            // one of runtime::backend_names()
+  std::string accelerator = "auto";        // one of runtime::accelerator_names()
   std::string devices = "";                // Lightning's table; empty: all visible GPUs
   int num_nodes = 0;                       // 0: from the launcher
   bool broadcast_buffers = true;
@@ -66,7 +67,7 @@ struct DistributedConfig {
   bool manual_gradient_reduction = false;
   double bucket_cap_mb = 25.0;
   double first_bucket_mb = 1.0;
-  std::string nccl_debug = "";             // sets NCCL_DEBUG when non-empty
+  std::string nccl_debug = "";             // one of comm::nccl_debug_names(); sets NCCL_DEBUG when non-empty
   int nccl_socket_nthreads = 0;            // sets NCCL_SOCKET_NTHREADS when > 0
   double collective_timeout = 600.0;       // seconds
 };

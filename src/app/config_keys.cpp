@@ -8,8 +8,15 @@
 #include <sstream>    // std::ostringstream
 
 #include "app/config_values.hpp"        // parse_*, format_*, BadValue
-#include "model/backbone_registry.hpp"  // backbone_names
-#include "model/make_model.hpp"         // model_type_names
+#include "comm/nccl_debug.hpp"            // comm::nccl_debug_names
+#include "compute/precision.hpp"          // compute::precision_names, float32_matmul_precision_names
+#include "data/augment.hpp"               // data::imgaug_names
+#include "model/backbone_registry.hpp"    // backbone_names
+#include "model/make_model.hpp"           // model_type_names
+#include "runtime/batch_plan.hpp"         // runtime::lr_scaling_names
+#include "runtime/run_plan.hpp"           // runtime::accelerator_names, backend_names
+#include "train/optimizer.hpp"            // train::optimizer_names
+#include "util/name_list.hpp"             // join_names
 
 namespace trainer::app::config_detail {
 namespace {
@@ -30,12 +37,6 @@ Field<Section, T> field(Section Config::*section, T Section::*member) {
 std::string lower(std::string text) {
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return text;
-}
-
-std::string join(const std::vector<std::string>& items, const char* separator) {
-  std::string out;
-  for (std::size_t i = 0; i < items.size(); ++i) out += (i ? separator : "") + items[i];
-  return out;
 }
 
 // The fluent builder keeps each table line short and readable.
@@ -121,17 +122,15 @@ KeyBuilder boolean(const char* section, const char* name, Field<S, bool> f, cons
   return b;
 }
 
-// One of a fixed set of names; matched without regard to case, stored as spelled here.
+// One of a fixed set of names, as the layer that owns the choice exports them (e.g.
+// data::imgaug_names()); matched without regard to case, stored as spelled there.
 template <class S>
-KeyBuilder choice(const char* section, const char* name, Field<S, std::string> f, std::vector<std::string> choices,
-                  const char* meaning) {
+KeyBuilder choice(const char* section, const char* name, Field<S, std::string> f,
+                  const std::vector<std::string>& choices, const char* meaning) {
   KeyBuilder b = make(section, name, "NAME", meaning);
-  std::vector<std::string> shown = choices;
-  for (auto& option : shown) {
-    if (option.empty()) option = "(empty)";
-  }
-  b.key.value_name = join(shown, "|");
-  b.key.set = [f, choices, shown](Config& c, const std::string& text) {
+  b.key.value_name = join_names(choices, "|");
+  b.key.choices = choices;
+  b.key.set = [f, choices](Config& c, const std::string& text) {
     const std::string v = unquote(trim(text));
     for (const auto& option : choices) {
       if (lower(option) == lower(v)) {
@@ -139,7 +138,7 @@ KeyBuilder choice(const char* section, const char* name, Field<S, std::string> f
         return;
       }
     }
-    std::string expected = "one of " + join(shown, ", ") + "; got '" + v + "'";
+    std::string expected = "one of " + join_names(choices) + "; got '" + v + "'";
     const std::string near = closest(lower(v), choices);
     if (!near.empty()) expected += " (did you mean '" + near + "'?)";
     throw BadValue(expected);
@@ -231,7 +230,7 @@ std::vector<ConfigKey> build_table() {
       text("data", "synthetic_file", field(D, &DC::synthetic_file), "PATH",
            "where the synthetic demo dataset is generated when data_files is empty"),
       // [training]
-      choice("training", "imgaug", field(T, &TC::imgaug), {"default", "dlc"},
+      choice("training", "imgaug", field(T, &TC::imgaug), data::imgaug_names(),
              "augmentation pipeline: default (resize only) or dlc (DeepLabCut-style)")
           .lp("training.imgaug"),
       integer("training", "train_batch_size", field(T, &TC::train_batch_size), 1, kIntMax,
@@ -272,7 +271,7 @@ std::vector<ConfigKey> build_table() {
       seed("training", "rng_seed_model_pt", field(T, &TC::rng_seed_model_pt),
            "seed of the head's initial weights")
           .lp("training.rng_seed_model_pt"),
-      choice("training", "optimizer", field(T, &TC::optimizer), {"Adam", "AdamW"}, "optimizer")
+      choice("training", "optimizer", field(T, &TC::optimizer), train::optimizer_names(), "optimizer")
           .lp("training.optimizer"),
       real("training", "learning_rate", field(T, &TC::learning_rate), 0.0, true, 10.0,
            "base learning rate (before lr_scaling)")
@@ -285,7 +284,7 @@ std::vector<ConfigKey> build_table() {
       real("training", "lr_scheduler_gamma", field(T, &TC::lr_scheduler_gamma), 0.0, true, 1.0,
            "factor applied at each milestone (MultiStepLR)")
           .lp("training.lr_scheduler_params.multisteplr.gamma").alias("lr_scheduler_params.multisteplr.gamma"),
-      choice("training", "lr_scaling", field(T, &TC::lr_scaling), {"none", "linear", "sqrt"},
+      choice("training", "lr_scaling", field(T, &TC::lr_scaling), runtime::lr_scaling_names(),
              "scale learning_rate with train_batch_size / reference_batch_size: none, linear or sqrt"),
       integer("training", "reference_batch_size", field(T, &TC::reference_batch_size), 1, kIntMax,
               "the global batch size learning_rate was tuned for (used by lr_scaling)"),
@@ -313,21 +312,22 @@ std::vector<ConfigKey> build_table() {
       choice("model", "heatmap_loss_type", field(M, &MC::heatmap_loss_type), {"mse", "kl", "js"},
              "heatmap loss: mse, kl or js")
           .lp("model.heatmap_loss_type"),
-      choice("model", "precision", field(M, &MC::precision), {"32", "bf16-mixed", "16-mixed"},
+      choice("model", "precision", field(M, &MC::precision), compute::precision_names(),
              "convolution precision: 32 = fp32; bf16-mixed / 16-mixed = 16-bit convolutions with fp32 "
              "accumulation, fp32 everything else (16-mixed adds dynamic loss scaling); on CPUs the "
              "mixed ones are emulated in fp32 (same numerics, no speed-up)")
           .lp("(Lightning Trainer precision)"),
-      choice("model", "float32_matmul_precision", field(M, &MC::float32_matmul_precision), {"highest", "high"},
+      choice("model", "float32_matmul_precision", field(M, &MC::float32_matmul_precision),
+             compute::float32_matmul_precision_names(),
              "fp32 convolutions on GPUs (precision 32): highest = true fp32 (matches the CPU path); "
              "high = TF32 tensor cores (PyTorch's default for cuDNN convolutions: faster, ~1e-3 relative "
              "error); ignored on CPUs")
           .lp("(torch.set_float32_matmul_precision)"),
       // [distributed]
-      choice("distributed", "backend", field(X, &XC::backend), {"auto", "nccl", "mpi", "gloo"},
+      choice("distributed", "backend", field(X, &XC::backend), runtime::backend_names(),
              "gradient all-reduce backend; auto: nccl on GPUs, gloo on CPUs")
           .lp("(DDPStrategy process_group_backend)"),
-      choice("distributed", "accelerator", field(X, &XC::accelerator), {"auto", "cpu", "gpu"},
+      choice("distributed", "accelerator", field(X, &XC::accelerator), runtime::accelerator_names(),
              "where to compute; auto: gpu when this build has CUDA and GPUs are visible")
           .lp("(Lightning Trainer accelerator)"),
       text("distributed", "devices", field(X, &XC::devices), "DEVICES",
@@ -349,7 +349,7 @@ std::vector<ConfigKey> build_table() {
           .lp("(DDPStrategy bucket_cap_mb)"),
       real("distributed", "first_bucket_mb", field(X, &XC::first_bucket_mb), 0.0, true, 4096.0,
            "size of the first (last layers') bucket in MB, small so communication starts early"),
-      choice("distributed", "nccl_debug", field(X, &XC::nccl_debug), {"", "VERSION", "WARN", "INFO", "TRACE"},
+      choice("distributed", "nccl_debug", field(X, &XC::nccl_debug), comm::nccl_debug_names(),
              "sets NCCL_DEBUG when non-empty"),
       integer("distributed", "nccl_socket_nthreads", field(X, &XC::nccl_socket_nthreads), 0, 16,
               "sets NCCL_SOCKET_NTHREADS when > 0"),

@@ -19,6 +19,7 @@ struct ConfigKey {
   std::string meaning;                 // one line for --help and docs
   std::string lightning_pose;          // YAML key in lightning-pose, or "" when trainer-only
   std::vector<std::string> aliases;    // other accepted spellings, e.g. "image_resize_dims.height"
+  std::vector<std::string> choices;    // NAME keys: the accepted names, as their owning layer exports them
   // Reads `text` into the config; throws BadValue("<what was expected>") on bad input.
   std::function<void(Config&, const std::string& text)> set;
   // The value as text that `set` reads back unchanged.

@@ -3,6 +3,7 @@
 #include "comm/gloo_collectives.hpp"   // GlooCollectives
 #include "comm/host_communicator.hpp"  // HostCommunicator
 #include "comm/mpi_collectives.hpp"    // MpiCollectives
+#include "comm/nccl_debug.hpp"         // parse_nccl_debug
 #include "util/error.hpp"              // UserError
 // The NCCL communicator lives in comm/cuda/ (the CUDA build only).
 #if defined(TRAINER_WITH_CUDA) && __has_include("comm/cuda/nccl_communicator.hpp")
@@ -47,7 +48,8 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_
   }
   if (backend == "nccl") {
 #ifdef TRAINER_HAVE_NCCL_COMMUNICATOR
-    return make_nccl_communicator(world, device, timeout_s, NcclOptions{nccl.debug, nccl.socket_nthreads});
+    return make_nccl_communicator(world, device, timeout_s,
+                                  NcclOptions{parse_nccl_debug(nccl.debug), nccl.socket_nthreads});
 #else
     (void)nccl;
     throw UserError("the nccl backend needs the CUDA build of trainer",

@@ -14,7 +14,7 @@ namespace trainer::comm {
 // Settings that only the NCCL backend reads; exported to NCCL's environment
 // before its communicator is created (distributed.nccl_debug, nccl_socket_nthreads).
 struct NcclSettings {
-  std::string debug;        // NCCL_DEBUG; empty leaves the environment alone
+  std::string debug;        // NCCL_DEBUG, one of nccl_debug_names(); empty leaves the environment alone
   int socket_nthreads = 0;  // NCCL_SOCKET_NTHREADS; 0 leaves the environment alone
 };
 

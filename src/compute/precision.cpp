@@ -2,8 +2,15 @@
 
 #include "compute/float16.hpp"  // f16::round_bf16, round_half
 #include "util/error.hpp"       // UserError
+#include "util/name_list.hpp"   // join_names
 
 namespace trainer::compute {
+
+const std::vector<std::string>& precision_names() {
+  static const std::vector<std::string> names = {precision_name(Precision::fp32), precision_name(Precision::bf16),
+                                                 precision_name(Precision::fp16)};
+  return names;
+}
 
 const char* precision_name(Precision p) {
   switch (p) {
@@ -18,7 +25,19 @@ Precision parse_precision(const std::string& name) {
   if (name == "32") return Precision::fp32;
   if (name == "bf16-mixed") return Precision::bf16;
   if (name == "16-mixed") return Precision::fp16;
-  throw UserError("unknown precision '" + name + "'", "use one of 32, bf16-mixed, 16-mixed");
+  throw UserError("unknown precision '" + name + "'", "use one of " + join_names(precision_names()));
+}
+
+const std::vector<std::string>& float32_matmul_precision_names() {
+  static const std::vector<std::string> names = {"highest", "high"};
+  return names;
+}
+
+Float32MatmulPrecision parse_float32_matmul_precision(const std::string& name) {
+  if (name == "highest") return Float32MatmulPrecision::highest;
+  if (name == "high") return Float32MatmulPrecision::high;
+  throw UserError("unknown float32_matmul_precision '" + name + "'",
+                  "use one of " + join_names(float32_matmul_precision_names()));
 }
 
 float round_to_precision(Precision p, float x) {

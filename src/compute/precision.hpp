@@ -8,6 +8,7 @@
 // operands to the 16-bit type, accumulates in fp32, and rounds its result to the
 // 16-bit type once before it is widened back to fp32. docs/GPU.md, "Mixed precision".
 #include <string>  // std::string
+#include <vector>  // std::vector
 
 namespace trainer::compute {
 
@@ -17,10 +18,22 @@ enum class Precision {
   fp16,  // "16-mixed": IEEE half convolutions, dynamic loss scaling (train::LossScaler)
 };
 
-// The config spelling: "32", "bf16-mixed", "16-mixed".
+// The names of model.precision, one per Precision: "32", "bf16-mixed", "16-mixed".
+const std::vector<std::string>& precision_names();
+// The config spelling of `p`, one of precision_names().
 const char* precision_name(Precision p);
-// The inverse of precision_name; throws UserError for anything else.
+// The inverse of precision_name; throws UserError listing precision_names() for anything else.
 Precision parse_precision(const std::string& name);
+
+// How fp32 convolutions run on GPUs (model.float32_matmul_precision); CPUs ignore it.
+enum class Float32MatmulPrecision {
+  highest,  // "highest": true fp32, TF32 off (matches the CPU path)
+  high,     // "high": TF32 tensor cores allowed, as PyTorch does for cuDNN convolutions
+};
+// The names of model.float32_matmul_precision: "highest", "high".
+const std::vector<std::string>& float32_matmul_precision_names();
+// One of float32_matmul_precision_names(); throws UserError listing them for anything else.
+Float32MatmulPrecision parse_float32_matmul_precision(const std::string& name);
 // The value x has after a round trip through the precision's 16-bit type (x itself for fp32).
 float round_to_precision(Precision p, float x);
 

@@ -7,15 +7,22 @@
 #include <cmath>      // std::cos, std::sin, std::isnan
 #include <limits>     // std::numeric_limits
 
-#include "data/rng.hpp"    // KeyedRng, RngPurpose
-#include "util/error.hpp"  // UserError
+#include "data/rng.hpp"        // KeyedRng, RngPurpose
+#include "util/error.hpp"      // UserError
+#include "util/name_list.hpp"  // join_names
 
 namespace trainer::data {
 
+const std::vector<std::string>& imgaug_names() {
+  static const std::vector<std::string> names = {"default", "dlc"};
+  return names;
+}
+
 Augmentation parse_imgaug(const std::string& name) {
-  if (name == "default" || name == "none") return Augmentation::kNone;
+  if (name == "default") return Augmentation::kNone;
   if (name == "dlc") return Augmentation::kDlc;
-  throw UserError("training.imgaug = '" + name + "' is not supported", "use default (resize only) or dlc");
+  throw UserError("training.imgaug = '" + name + "' is not supported",
+                  "use one of " + join_names(imgaug_names()) + " (default: resize only)");
 }
 
 FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmentation aug, std::uint64_t seed,

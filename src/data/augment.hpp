@@ -9,6 +9,7 @@
 // so a keypoint transformed here lands on the same image content.
 #include <cstdint>  // std::uint8_t, std::uint64_t, std::int64_t
 #include <string>   // std::string
+#include <vector>   // std::vector
 
 #include "data/augment_pixels.hpp"  // PixelAugment (the image-space dlc steps)
 
@@ -16,7 +17,10 @@ namespace trainer::data {
 
 enum class Augmentation { kNone, kDlc };
 
-// "default" (resize only) or "dlc"; anything else is a UserError.
+// The names of training.imgaug, in the order help and docs list them:
+// "default" (resize only) and "dlc".
+const std::vector<std::string>& imgaug_names();
+// One of imgaug_names(); anything else is a UserError listing them.
 Augmentation parse_imgaug(const std::string& name);
 
 // ImageNet statistics used for the network input: x = (v / 255 - mean[c]) / std[c].

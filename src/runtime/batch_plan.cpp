@@ -3,7 +3,8 @@
 #include <algorithm>  // std::clamp
 #include <cmath>      // std::ceil, std::sqrt
 
-#include "util/error.hpp"  // UserError
+#include "util/error.hpp"      // UserError
+#include "util/name_list.hpp"  // join_names
 
 namespace trainer::runtime {
 namespace {
@@ -68,18 +69,29 @@ int workers_per_rank(int num_workers, const Env& env, int cores_per_node, int ra
   return workers;
 }
 
+const std::vector<std::string>& lr_scaling_names() {
+  static const std::vector<std::string> names = {"none", "linear", "sqrt"};
+  return names;
+}
+
+LrScaling parse_lr_scaling(const std::string& mode) {
+  if (mode == "none") return LrScaling::none;
+  if (mode == "linear") return LrScaling::linear;
+  if (mode == "sqrt") return LrScaling::sqrt;
+  throw UserError("training.lr_scaling=\"" + mode + "\" is not one of " + join_names(lr_scaling_names()),
+                  "none keeps learning_rate; linear and sqrt scale it by the effective global batch over "
+                  "reference_batch_size");
+}
+
 double scaled_learning_rate(double base_lr, const std::string& mode, int effective_batch, int reference_batch) {
-  if (mode == "none") return base_lr;
+  const LrScaling scaling = parse_lr_scaling(mode);
+  if (scaling == LrScaling::none) return base_lr;
   if (reference_batch < 1) {
     throw UserError("training.reference_batch_size=" + std::to_string(reference_batch) + " must be at least 1",
                     "it is the global batch the learning rate was tuned for");
   }
   const double ratio = static_cast<double>(effective_batch) / reference_batch;
-  if (mode == "linear") return base_lr * ratio;
-  if (mode == "sqrt") return base_lr * std::sqrt(ratio);
-  throw UserError("training.lr_scaling=\"" + mode + "\" is not one of none, linear, sqrt",
-                  "none keeps learning_rate; linear and sqrt scale it by the effective global batch over "
-                  "reference_batch_size");
+  return scaling == LrScaling::linear ? base_lr * ratio : base_lr * std::sqrt(ratio);
 }
 
 }  // namespace trainer::runtime

@@ -24,8 +24,15 @@ int workers_per_rank(int num_workers, const Env& env, int cores_per_node, int ra
                      std::vector<std::string>* warnings);
 inline constexpr int kMaxWorkersPerRank = 8;
 
-// lr_scaling none | linear | sqrt of `base_lr`, tuned for `reference_batch`, to
-// `effective_batch`. Throws UserError on an unknown mode or reference_batch < 1.
+// How the learning rate follows the global batch (training.lr_scaling).
+enum class LrScaling { none, linear, sqrt };
+// The names of training.lr_scaling: "none", "linear", "sqrt".
+const std::vector<std::string>& lr_scaling_names();
+// One of lr_scaling_names(); throws UserError listing them for anything else.
+LrScaling parse_lr_scaling(const std::string& mode);
+
+// `base_lr`, tuned for `reference_batch`, scaled to `effective_batch` by `mode` (one of
+// lr_scaling_names()). Throws UserError on an unknown mode or reference_batch < 1.
 double scaled_learning_rate(double base_lr, const std::string& mode, int effective_batch, int reference_batch);
 
 }  // namespace trainer::runtime

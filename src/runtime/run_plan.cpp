@@ -8,8 +8,19 @@
 #include "runtime/launcher_check.hpp"  // check_launcher, check_num_nodes
 #include "runtime/visible_gpus.hpp"    // built_with_cuda
 #include "util/error.hpp"              // UserError
+#include "util/name_list.hpp"          // join_names
 
 namespace trainer::runtime {
+
+const std::vector<std::string>& accelerator_names() {
+  static const std::vector<std::string> names = {"auto", "cpu", "gpu"};
+  return names;
+}
+
+const std::vector<std::string>& backend_names() {
+  static const std::vector<std::string> names = {"auto", "nccl", "mpi", "gloo"};
+  return names;
+}
 
 std::string resolve_accelerator(const std::string& requested, int visible_gpus, bool devices_ask_for_none,
                                 std::string* note) {
@@ -35,7 +46,7 @@ std::string resolve_accelerator(const std::string& requested, int visible_gpus, 
     }
     return "cpu";
   }
-  throw UserError("distributed.accelerator=\"" + requested + "\" is not one of cpu, gpu, auto",
+  throw UserError("distributed.accelerator=\"" + requested + "\" is not one of " + join_names(accelerator_names()),
                   "auto uses the GPUs when there are any, else the CPU");
 }
 
@@ -49,7 +60,7 @@ std::string resolve_backend(const std::string& requested, const std::string& acc
     return "nccl";
   }
   if (requested == "mpi" || requested == "gloo") return requested;
-  throw UserError("distributed.backend=\"" + requested + "\" is not one of nccl, mpi, gloo, auto",
+  throw UserError("distributed.backend=\"" + requested + "\" is not one of " + join_names(backend_names()),
                   "auto is nccl on GPUs and gloo on CPUs");
 }
 

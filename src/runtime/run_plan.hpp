@@ -41,7 +41,7 @@ struct RunPlan {
   int context_batch_size = 0;    // global, as configured
   int effective_train_batch = 0; // per-rank x G
   int effective_val_batch = 0;
-  std::string lr_scaling;        // none | linear | sqrt
+  std::string lr_scaling;        // one of lr_scaling_names() (batch_plan.hpp)
   int reference_batch_size = 0;
   double base_learning_rate = 0;
   double learning_rate = 0;      // after lr_scaling
@@ -68,11 +68,18 @@ struct ClusterShape {
 };
 std::vector<RunPlan> plan_hypothetical(const Config& config, const ClusterShape& shape);
 
-// Resolution steps, exposed for tests.
-// accelerator cpu|gpu|auto -> "cpu"/"gpu"; `note` explains an auto choice.
+// The names of distributed.accelerator: "auto", "cpu", "gpu".
+const std::vector<std::string>& accelerator_names();
+// The names of distributed.backend: "auto", "nccl", "mpi", "gloo" (auto is resolved here;
+// the others are comm::make_communicator's backends).
+const std::vector<std::string>& backend_names();
+
+// Resolution steps (the parse functions of the two choices above), exposed for tests.
+// accelerator_names() -> "cpu"/"gpu"; `note` explains an auto choice; anything else
+// is a UserError listing the names.
 std::string resolve_accelerator(const std::string& requested, int visible_gpus, bool devices_ask_for_none,
                                 std::string* note);
-// backend nccl|mpi|gloo|auto for the resolved accelerator.
+// backend_names() -> "nccl", "mpi" or "gloo" for the resolved accelerator.
 std::string resolve_backend(const std::string& requested, const std::string& accelerator);
 
 }  // namespace trainer::runtime

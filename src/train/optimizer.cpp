@@ -1,14 +1,24 @@
 // Adam / AdamW over flat buffers (see optimizer.hpp).
 #include "train/optimizer.hpp"
 
-#include "util/error.hpp"  // UserError
+#include "util/error.hpp"      // UserError
+#include "util/name_list.hpp"  // join_names
 
 namespace trainer::train {
 
+const std::vector<std::string>& optimizer_names() {
+  static const std::vector<std::string> names = {"Adam", "AdamW"};
+  return names;
+}
+
+OptimizerType parse_optimizer(const std::string& name) {
+  if (name == "Adam") return OptimizerType::adam;
+  if (name == "AdamW") return OptimizerType::adamw;
+  throw UserError("unknown optimizer '" + name + "'", "training.optimizer is one of " + join_names(optimizer_names()));
+}
+
 Optimizer::Optimizer(model::ParameterStore& store, const OptimizerConfig& config)
-    : store_(&store), config_(config) {
-  if (config.type != "Adam" && config.type != "AdamW")
-    throw UserError("unknown optimizer '" + config.type + "'", "training.optimizer is Adam or AdamW");
+    : store_(&store), config_(config), type_(parse_optimizer(config.type)) {
   const model::ParamGroup ids[2] = {model::ParamGroup::backbone, model::ParamGroup::head};
   for (int i = 0; i < 2; ++i) {
     const auto r = store.group_range(ids[i]);
@@ -32,8 +42,9 @@ void Optimizer::step(compute::Stream& stream) {
     ++g.step;
     compute::AdamParams p;
     p.lr = float(g.lr);
-    p.weight_decay = config_.type == "AdamW" ? float(config_.weight_decay) : 0.f;
-    p.decoupled_weight_decay = config_.type == "AdamW";
+    const bool adamw = type_ == OptimizerType::adamw;
+    p.weight_decay = adamw ? float(config_.weight_decay) : 0.f;
+    p.decoupled_weight_decay = adamw;
     p.step = g.step;
     store_->backend().adam_update(store_->params_data() + g.offset, store_->grads_data() + g.offset,
                                   m_.data() + g.offset, v_.data() + g.offset, g.count, p, stream);

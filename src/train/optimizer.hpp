@@ -5,14 +5,22 @@
 // step per parameter and the backbone joins the optimizer only when unfrozen.
 #include <cstddef>  // std::size_t
 #include <string>   // std::string
+#include <vector>   // std::vector
 
 #include "compute/backend.hpp"        // compute::Backend, DeviceBuffer, AdamParams
 #include "model/parameter_store.hpp"  // model::ParameterStore, ParamGroup
 
 namespace trainer::train {
 
+enum class OptimizerType { adam, adamw };
+
+// The names of training.optimizer: "Adam" and "AdamW".
+const std::vector<std::string>& optimizer_names();
+// One of optimizer_names(); anything else is a UserError listing them.
+OptimizerType parse_optimizer(const std::string& name);
+
 struct OptimizerConfig {
-  std::string type = "Adam";  // Adam | AdamW
+  std::string type = "Adam";  // one of optimizer_names()
   double weight_decay = 0.0;  // AdamW only (torch's AdamW default 1e-2 is not used)
 };
 
@@ -46,6 +54,7 @@ class Optimizer {
  private:
   model::ParameterStore* store_;
   OptimizerConfig config_;
+  OptimizerType type_;
   Group groups_[2];
   compute::DeviceBuffer m_, v_;
 };

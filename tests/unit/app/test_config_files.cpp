@@ -1,12 +1,16 @@
 // The shipped example configs parse, and docs/CONFIG.md lists every key with its
-// real default, so neither can drift from the key table.
+// real default and every NAME key with exactly the names the code accepts, so
+// neither can drift from the key table.
 #include <catch2/catch.hpp>
 
 #include <fstream>  // std::ifstream
 #include <sstream>  // std::ostringstream
+#include <string>   // std::string
+#include <vector>   // std::vector
 
 #include "app/config_keys.hpp"
 #include "app/config_parse.hpp"
+#include "util/name_list.hpp"  // join_names
 #include "config_test_util.hpp"
 
 namespace {
@@ -17,6 +21,56 @@ std::string read_text(const std::string& path) {
   text << in.rdbuf();
   return text.str();
 }
+
+// The cells of one markdown table row "| a | b\\|c |" -> {"a", "b\\|c"}, trimmed; an
+// escaped bar "\\|" stays inside its cell.
+std::vector<std::string> table_cells(const std::string& row) {
+  std::vector<std::string> cells;
+  std::string cell;
+  for (std::size_t i = 0; i < row.size(); ++i) {
+    if (row[i] == '\\' && i + 1 < row.size() && row[i + 1] == '|') {
+      cell += "\\|";
+      ++i;
+    } else if (row[i] == '|') {
+      cells.push_back(cell);
+      cell.clear();
+    } else {
+      cell += row[i];
+    }
+  }
+  cells.push_back(cell);
+  for (auto& c : cells) {
+    const auto first = c.find_first_not_of(' ');
+    c = first == std::string::npos ? "" : c.substr(first, c.find_last_not_of(' ') - first + 1);
+  }
+  // Drop what lies outside the first and last bar.
+  if (cells.size() >= 2) cells = std::vector<std::string>(cells.begin() + 1, cells.end() - 1);
+  return cells;
+}
+
+// The "values" cell of a NAME key, "a\\|b\\|(empty)", as the names {"a", "b", ""}.
+std::vector<std::string> listed_names(const std::string& values) {
+  std::vector<std::string> names;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t bar = values.find("\\|", start);
+    const std::string name = values.substr(start, bar == std::string::npos ? std::string::npos : bar - start);
+    names.push_back(name == "(empty)" ? "" : name);
+    if (bar == std::string::npos) break;
+    start = bar + 2;
+  }
+  return names;
+}
+
+// The row of `full_name` in docs/CONFIG.md's key tables, split into cells; empty when missing.
+std::vector<std::string> doc_row(const std::string& doc, const std::string& full_name) {
+  const std::string start = "| `" + full_name + "` |";
+  const std::size_t at = doc.find("\n" + start);
+  if (at == std::string::npos) return {};
+  const std::size_t end = doc.find('\n', at + 1);
+  return table_cells(doc.substr(at + 1, end == std::string::npos ? std::string::npos : end - at - 1));
+}
+
 }  // namespace
 
 TEST_CASE("inputs/demo.cfg is the small synthetic demo", "[app][config]") {
@@ -62,4 +116,32 @@ TEST_CASE("docs/CONFIG.md lists every key with its default", "[app][config]") {
     INFO(row);
     CHECK(doc.find(row) != std::string::npos);
   }
+}
+
+// Reads the names through the key table, so a choice added or changed in any layer
+// (loss, backbone, model type included) is checked without touching this test.
+TEST_CASE("docs/CONFIG.md lists exactly the names every choice key accepts", "[app][config]") {
+  const std::string doc = read_text(std::string(TRAINER_SOURCE_DIR) + "/docs/CONFIG.md");
+  int choice_keys = 0;
+  for (const auto& key : trainer::app::config_detail::config_keys()) {
+    INFO(key.full_name());
+    const auto cells = doc_row(doc, key.full_name());
+    REQUIRE(cells.size() >= 3);  // key | default | values | ...
+    const std::string& values = cells[2];
+    if (key.choices.empty()) {
+      // Only a NAME key may list names in the values column.
+      CHECK(values.find("\\|") == std::string::npos);
+      continue;
+    }
+    ++choice_keys;
+    CHECK(listed_names(values) == key.choices);
+    CHECK(key.value_name == trainer::join_names(key.choices, "|"));  // what --help shows
+    // Every listed name is accepted by the key as it is written.
+    for (const auto& name : key.choices) {
+      trainer::Config config;
+      key.set(config, name);
+      CHECK(key.get(config) == name);
+    }
+  }
+  CHECK(choice_keys >= 11);  // imgaug, optimizer, lr_scaling, model_type, backbone, heatmap_loss_type, ...
 }
