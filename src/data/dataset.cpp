@@ -11,7 +11,7 @@
 #include <zlib.h>  // uncompress (deflate chunks, outside HDF5's lock)
 
 #include "util/error.hpp"  // UserError, SystemError
-#include "util/h5_io.hpp"  // h5::read_strings, h5::read_int64, h5::read_int_attribute
+#include "util/h5_io.hpp"  // h5::read_strings, h5::read_int64, h5::read_int_attribute, h5::stored_element_count
 
 namespace trainer::data {
 
@@ -148,7 +148,11 @@ ShardMeta read_shard_meta(const std::string& path) {
     if (kdims[0] != n)
       bad(path, kKeypoints, "N mismatch: " + std::to_string(kdims[0]) + " rows but " + kImages + " has " +
                                 std::to_string(n) + " frames");
-    meta.keypoints.resize(kdims[0] * kdims[1] * 2);
+    try {
+      meta.keypoints.resize(h5::stored_element_count(kp.get()));
+    } catch (const UserError& e) {
+      bad(path, kKeypoints, e.what());
+    }
     if (!meta.keypoints.empty())
       H5_CHECK(H5Dread(kp.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, meta.keypoints.data()));
 

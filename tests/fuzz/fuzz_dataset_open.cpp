@@ -1,0 +1,21 @@
+// libFuzzer harness: opening an HDF5 dataset file (data/dataset.cpp on top of
+// util/h5*.cpp), as `trainer train` does with data_files, then reading its first
+// and last frame through whichever read path the file's layout selects.
+#include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint8_t
+#include <vector>   // std::vector
+
+#include "data/dataset.hpp"  // Dataset
+#include "fuzz_support.hpp"  // ScratchFile, expect_user_errors_only
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static const trainer::fuzz::ScratchFile input(".h5");
+  input.write(data, size);
+  trainer::fuzz::expect_user_errors_only([&] {
+    const trainer::data::Dataset dataset = trainer::data::Dataset::open({input.path()});
+    std::vector<std::uint8_t> frame(dataset.frame_bytes());
+    dataset.read_image(0, frame.data());
+    dataset.read_image(dataset.size() - 1, frame.data());
+  });
+  return 0;
+}
