@@ -1,5 +1,5 @@
 #pragma once
-// What the three harnesses share: one scratch file per fuzzing process (the parsers
+// What the harnesses share: one scratch file per fuzzing process (the parsers
 // under test read paths, not memory), and the rule for what counts as a finding.
 #include <unistd.h>  // getpid
 
@@ -10,6 +10,8 @@
 #include <filesystem>  // std::filesystem::temp_directory_path, remove
 #include <fstream>     // std::ofstream
 #include <string>      // std::string
+
+#include <hdf5.h>  // H5Fget_obj_count
 
 #include "util/error.hpp"  // UserError
 
@@ -57,6 +59,13 @@ void expect_user_errors_only(Parse&& parse) {
   } catch (const std::exception& e) {
     ScratchFile::finding(std::string("exception other than UserError: ") + e.what());
   }
+}
+
+// After an input is done with, no HDF5 identifier may still be open: a leaked
+// handle keeps the file open (and locked) for the rest of the run.
+inline void expect_no_open_hdf5_objects() {
+  const ssize_t open = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+  if (open != 0) ScratchFile::finding(std::to_string(open) + " HDF5 objects still open after the input");
 }
 
 }  // namespace trainer::fuzz
