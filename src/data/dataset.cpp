@@ -6,6 +6,7 @@
 
 #include <algorithm>   // std::sort
 #include <filesystem>  // std::filesystem::exists
+#include <limits>      // std::numeric_limits
 #include <sstream>     // std::ostringstream
 
 #include <zlib.h>  // uncompress (deflate chunks, outside HDF5's lock)
@@ -129,6 +130,11 @@ ShardMeta read_shard_meta(const std::string& path) {
     if (idims[3] != 1 && idims[3] != 3)
       bad(path, kImages, "has " + std::to_string(idims[3]) + " channels, expected 1 (grayscale) or 3 (RGB)");
     if (idims[0] == 0 || idims[1] == 0 || idims[2] == 0) bad(path, kImages, "is empty: shape " + shape_text(idims));
+    // Height and width are ints from here on; a larger extent would wrap around.
+    constexpr hsize_t kMaxSide = std::numeric_limits<int>::max();
+    if (idims[1] > kMaxSide || idims[2] > kMaxSide)
+      bad(path, kImages, "frames of " + std::to_string(idims[1]) + "x" + std::to_string(idims[2]) +
+                             " pixels are too large (at most " + std::to_string(kMaxSide) + " a side)");
     meta.shape.num_frames = static_cast<std::int64_t>(idims[0]);
     meta.shape.height = static_cast<int>(idims[1]);
     meta.shape.width = static_cast<int>(idims[2]);

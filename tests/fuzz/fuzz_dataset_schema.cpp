@@ -176,6 +176,20 @@ bool write_file(const std::string& path, FuzzedDataProvider& in) {
   }
 }
 
+// An opened dataset must report the frame shape the file really has.
+void check_frame_shape(const trainer::data::Dataset& dataset, const std::string& path) {
+  Handle file = H5_OWN(file, H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+  Handle images = H5_OWN(dataset, H5Dopen2(file.get(), trainer::data::kImages, H5P_DEFAULT));
+  const std::vector<hsize_t> dims = trainer::h5::dims_of(images.get());
+  if (dims.size() != 4 || dims[1] != static_cast<hsize_t>(dataset.height()) ||
+      dims[2] != static_cast<hsize_t>(dataset.width()) || dims[3] != static_cast<hsize_t>(dataset.channels()))
+    trainer::fuzz::ScratchFile::finding("opened with frames " + std::to_string(dataset.height()) + "x" +
+                                        std::to_string(dataset.width()) + "x" + std::to_string(dataset.channels()) +
+                                        " but /images has shape [" + std::to_string(dims.at(0)) + ", " +
+                                        std::to_string(dims.at(1)) + ", " + std::to_string(dims.at(2)) + ", " +
+                                        std::to_string(dims.at(3)) + "]");
+}
+
 void read_first_and_last(const trainer::data::Dataset& dataset) {
   if (dataset.frame_bytes() > kMaxFrameBytes) return;
   std::vector<std::uint8_t> frame(dataset.frame_bytes());
@@ -193,7 +207,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!write_file(input.path(), in)) return 0;
   trainer::fuzz::expect_user_errors_only([&] {
     using trainer::data::Dataset;
-    read_first_and_last(two_shards ? Dataset::open({input.path(), input.path()}) : Dataset::open({input.path()}));
+    const Dataset dataset = two_shards ? Dataset::open({input.path(), input.path()}) : Dataset::open({input.path()});
+    check_frame_shape(dataset, input.path());
+    read_first_and_last(dataset);
   });
   trainer::fuzz::expect_no_open_hdf5_objects();
   return 0;

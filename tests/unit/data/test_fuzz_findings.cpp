@@ -13,11 +13,15 @@
 #include "data/dataset.hpp"  // Dataset
 #include "scratch_dir.hpp"   // ScratchDir
 #include "util/error.hpp"    // UserError
+#include "util/h5.hpp"       // Handle, H5_OWN, H5_CHECK
+#include "util/h5_io.hpp"    // write_strings, write_dataset
 
 using trainer::UserError;
 using trainer::data::Dataset;
 
 namespace {
+
+namespace h5 = trainer::h5;
 
 // A corpus seed of the fuzz_dataset_open harness with bytes replaced at offsets.
 std::string patched_seed(const std::string& seed, const std::vector<std::pair<std::size_t, unsigned char>>& patches) {
@@ -31,11 +35,8 @@ std::string patched_seed(const std::string& seed, const std::vector<std::pair<st
   return bytes;
 }
 
-// Dataset::open of the bytes must throw a UserError containing `fragment`.
-void expect_open_fails(const std::string& bytes, const std::string& fragment) {
-  trainer::data::testing::ScratchDir dir("fuzz-finding");
-  const std::string path = dir.file("finding.h5");
-  std::ofstream(path, std::ios::binary) << bytes;
+// Dataset::open of the file must throw a UserError containing `fragment`.
+void expect_file_fails(const std::string& path, const std::string& fragment) {
   try {
     Dataset::open({path});
     FAIL("no error for the fuzzer's input");
@@ -45,12 +46,45 @@ void expect_open_fails(const std::string& bytes, const std::string& fragment) {
   }
 }
 
+// The same for a file holding `bytes`.
+void expect_bytes_fail(const std::string& bytes, const std::string& fragment) {
+  trainer::data::testing::ScratchDir dir("fuzz-finding");
+  const std::string path = dir.file("finding.h5");
+  std::ofstream(path, std::ios::binary) << bytes;
+  expect_file_fails(path, fragment);
+}
+
 }  // namespace
 
 TEST_CASE("fuzz finding: a string dataset whose dataspace claims 2^60 elements", "[data][fuzz]") {
   // The extent of /keypoint_names (1 in rgb-deflate.h5) became 15 << 56 in the file,
   // above its own maximum extent; HDF5 opens the dataset anyway, and read_strings
   // reserved room for every string: std::length_error instead of a UserError.
-  expect_open_fails(patched_seed("rgb-deflate.h5", {{7408, 0}, {7415, 15}, {13566, 52}}),
+  expect_bytes_fail(patched_seed("rgb-deflate.h5", {{7408, 0}, {7415, 15}, {13566, 52}}),
                     "dataset /keypoint_names: claims 1080863910568919040 elements");
+}
+
+TEST_CASE("fuzz finding: frames taller than an int can count", "[data][fuzz]") {
+  // fuzz_dataset_schema's recipe: /images uint8 [3, 2^32 + 1, 4, 3], chunked one frame
+  // per chunk (extendible) and never written, so the file stays small; the other
+  // datasets are valid. The height was cast to int and the dataset opened with 1x4x3
+  // frames, silently reading the wrong pixels.
+  trainer::data::testing::ScratchDir dir("fuzz-finding");
+  const std::string path = dir.file("tall.h5");
+  {
+    h5::silence_errors_on_this_thread();
+    h5::Handle file = H5_OWN(file, H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    const hsize_t dims[4] = {3, (hsize_t{1} << 32) + 1, 4, 3};
+    const hsize_t max[4] = {H5S_UNLIMITED, H5S_UNLIMITED, H5S_UNLIMITED, H5S_UNLIMITED};
+    const hsize_t chunk[4] = {1, 64, 4, 3};
+    h5::Handle space = H5_OWN(dataspace, H5Screate_simple(4, dims, max));
+    h5::Handle plist = H5_OWN(plist, H5Pcreate(H5P_DATASET_CREATE));
+    H5_CHECK(H5Pset_chunk(plist.get(), 4, chunk));
+    H5_OWN(dataset, H5Dcreate2(file.get(), "/images", H5T_STD_U8LE, space.get(), H5P_DEFAULT, plist.get(), H5P_DEFAULT));
+    const std::vector<float> keypoints(3 * 2 * 2, 1.0f);
+    h5::write_dataset(file.get(), "/keypoints", {3, 2, 2}, keypoints.data());
+    h5::write_strings(file.get(), "/keypoint_names", {"nose", "tail"});
+    h5::write_strings(file.get(), "/frame_paths", {"a.png", "b.png", "c.png"});
+  }
+  expect_file_fails(path, "dataset /images: frames of 4294967297x4 pixels");
 }
