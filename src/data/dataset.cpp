@@ -4,7 +4,7 @@
 #include <glob.h>    // glob, globfree
 #include <unistd.h>  // access
 
-#include <algorithm>   // std::sort
+#include <algorithm>   // std::sort, std::max_element
 #include <filesystem>  // std::filesystem::exists
 #include <limits>      // std::numeric_limits
 #include <sstream>     // std::ostringstream
@@ -202,6 +202,8 @@ ShardMeta read_shard_meta(const std::string& path) {
           bad(path, name, "N mismatch: " + std::to_string(out->size()) + " entries but " + kImages + " has " +
                               std::to_string(n) + " frames");
       }
+      for (const std::int64_t v : meta.video_id)
+        if (v < 0) bad(path, kVideoId, "video id " + std::to_string(v) + " is negative");
     }
   } catch (const SystemError& e) {
     throw UserError("cannot read data file " + path + " (truncated or damaged?): " + e.what());
@@ -278,11 +280,12 @@ Dataset Dataset::open(const std::vector<std::string>& files, const DatasetExpect
     if (meta.video_id.empty()) {
       video_info = false;
     } else if (video_info) {
-      std::int64_t max_id = 0;
-      for (auto v : meta.video_id) {
-        ds.video_id_.push_back(v + video_offset);
-        max_id = std::max(max_id, v);
-      }
+      // Shard s's videos are shifted past those of shards 0..s-1 (ids are >= 0).
+      const std::int64_t max_id = *std::max_element(meta.video_id.begin(), meta.video_id.end());
+      if (max_id > std::numeric_limits<std::int64_t>::max() - 1 - video_offset)
+        throw UserError("data file " + path + ", dataset " + kVideoId + ": video id " + std::to_string(max_id) +
+                        " is too large to number the videos of all shards apart");
+      for (auto v : meta.video_id) ds.video_id_.push_back(v + video_offset);
       video_offset += max_id + 1;
       ds.frame_number_.insert(ds.frame_number_.end(), meta.frame_number.begin(), meta.frame_number.end());
     }

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>  // TEST_CASE, REQUIRE, CHECK
 
 #include <cstddef>     // std::size_t
+#include <cstdint>     // std::int64_t, std::uint8_t
 #include <fstream>     // std::ifstream, std::ofstream
 #include <iterator>    // std::istreambuf_iterator
 #include <string>      // std::string
@@ -33,6 +34,25 @@ std::string patched_seed(const std::string& seed, const std::vector<std::pair<st
     bytes[offset] = static_cast<char>(value);
   }
   return bytes;
+}
+
+// A valid file of three 4x4 gray frames (one keypoint) with these video ids.
+void write_with_videos(const std::string& path, const std::vector<std::int64_t>& video_ids) {
+  h5::silence_errors_on_this_thread();
+  h5::Handle file = H5_OWN(file, H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  const std::vector<float> keypoints(3 * 2, 1.0f);
+  const hsize_t dims[4] = {3, 4, 4, 1};
+  h5::Handle space = H5_OWN(dataspace, H5Screate_simple(4, dims, nullptr));
+  h5::Handle set = H5_OWN(dataset, H5Dcreate2(file.get(), "/images", H5T_STD_U8LE, space.get(), H5P_DEFAULT,
+                                              H5P_DEFAULT, H5P_DEFAULT));
+  const std::vector<std::uint8_t> pixels(3 * 4 * 4, 7);
+  H5_CHECK(H5Dwrite(set.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, pixels.data()));
+  h5::write_dataset(file.get(), "/keypoints", {3, 1, 2}, keypoints.data());
+  h5::write_strings(file.get(), "/keypoint_names", {"nose"});
+  h5::write_strings(file.get(), "/frame_paths", {"a.png", "b.png", "c.png"});
+  const std::vector<std::int64_t> frame_numbers = {0, 1, 2};
+  h5::write_dataset(file.get(), "/video_id", {3}, video_ids.data());
+  h5::write_dataset(file.get(), "/frame_number", {3}, frame_numbers.data());
 }
 
 // Dataset::open of the file must throw a UserError containing `fragment`.
@@ -87,4 +107,30 @@ TEST_CASE("fuzz finding: frames taller than an int can count", "[data][fuzz]") {
     h5::write_strings(file.get(), "/frame_paths", {"a.png", "b.png", "c.png"});
   }
   expect_file_fails(path, "dataset /images: frames of 4294967297x4 pixels");
+}
+
+TEST_CASE("fuzz finding: video ids that cannot be told apart across shards", "[data][fuzz]") {
+  trainer::data::testing::ScratchDir dir("fuzz-finding");
+  SECTION("ids near 2^63 overflow the offset that numbers the next shard's videos") {
+    // fuzz_dataset_schema's recipe: one file with /video_id values up to
+    // 8138269444283625712, opened as two shards; the second shard's ids were shifted
+    // by max + 1 in signed 64-bit arithmetic (UBSan: signed integer overflow).
+    const std::string path = dir.file("big_ids.h5");
+    write_with_videos(path, {0, 8138269444283625712, 8138269444283625712});
+    CHECK(Dataset::open({path}).video_id(2) == 8138269444283625712);  // one shard: no offset, fine
+    try {
+      Dataset::open({path, path});
+      FAIL("no error for two shards");
+    } catch (const UserError& e) {
+      INFO("message: " << e.what());
+      CHECK(std::string(e.what()).find("dataset /video_id: video id 8138269444283625712 is too large") !=
+            std::string::npos);
+    }
+  }
+  SECTION("negative ids: the next shard's videos would merge into this one's") {
+    const std::string first = dir.file("first.h5"), second = dir.file("second.h5");
+    write_with_videos(first, {0, 0, 1});
+    write_with_videos(second, {-2, -2, -1});  // shifted by 2 they were videos 0 and 1 again
+    expect_file_fails(second, "dataset /video_id: video id -2 is negative");
+  }
 }
