@@ -25,7 +25,7 @@ namespace {
 using trainer::h5::Handle;
 
 constexpr std::size_t kMaxWrittenElements = 4096;              // larger datasets stay unwritten (fill value)
-constexpr std::size_t kMaxFrameBytes = std::size_t{64} << 20;  // see fuzz_dataset_open.cpp
+constexpr std::size_t kMaxFrameBytes = std::size_t{64} << 20;  // larger frames are not read (fuzz_dataset_open.cpp)
 
 // Every choice below reads 0 from an exhausted input, and choice 0 is what the
 // format wants: the empty input is a valid file, and each byte of a longer one

@@ -1,9 +1,10 @@
 #pragma once
 // What the harnesses share: one scratch file per fuzzing process (the parsers
-// under test read paths, not memory), and the rule for what counts as a finding.
+// under test read paths, not memory), the rule for what counts as a finding, and
+// the check that no HDF5 handle outlives an input.
 #include <unistd.h>  // getpid
 
-#include <cstdint>     // std::uint8_t
+#include <cstddef>     // std::size_t
 #include <cstdio>      // std::fprintf
 #include <cstdlib>     // std::abort
 #include <exception>   // std::exception
@@ -11,7 +12,7 @@
 #include <fstream>     // std::ofstream
 #include <string>      // std::string
 
-#include <hdf5.h>  // H5Fget_obj_count
+#include <hdf5.h>  // H5Fget_obj_count, ssize_t
 
 #include "util/error.hpp"  // UserError
 
