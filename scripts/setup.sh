@@ -131,8 +131,7 @@ sanitizer_unit_tests() {
 # libFuzzer over the parsers of user input: a clang build of the harnesses only
 # (tests/fuzz), then 60 s per harness on a copy of the checked-in corpus.
 fuzz_parsers() {
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTRAINER_CUDA=OFF \
-        -DTRAINER_TESTS=OFF -DTRAINER_FUZZ=ON
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTRAINER_CUDA=OFF -DTRAINER_FUZZ=ON
   cmake --build build-fuzz -j "$JOBS"
   bash scripts/fuzz.sh 60
 }
