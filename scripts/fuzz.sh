@@ -21,6 +21,7 @@ HARNESSES=("$@")
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
+export TMPDIR=$scratch  # the harnesses' scratch files, also those a crash leaves behind
 findings=$BUILD/findings
 mkdir -p "$findings"
 failed=()
