@@ -5,7 +5,8 @@
 #   bash scripts/setup.sh demo   # install what is missing, build, run the 2-rank demo
 #   bash scripts/setup.sh test   # install, build (GPU code too when nvcc is there), run all
 #                                # tests, plus the CPU-only module build (Lmod +
-#                                # Makefile.hpc) and the unit tests under ASan+UBSan
+#                                # Makefile.hpc), the unit tests under ASan+UBSan, and
+#                                # 60 s of libFuzzer per parser of user input
 #
 # Runs as root or as a user with sudo. TRAINER_JOBS sets build parallelism (default: nproc).
 # CUDA: when /usr/local/cuda/bin/nvcc (or nvcc on PATH) exists, the CMake build compiles
@@ -22,11 +23,11 @@ fi
 JOBS=${TRAINER_JOBS:-$(nproc)}
 
 # Build and run dependencies (Debian package names). The test mode adds what the test
-# suite uses: Lmod for the module build, SLURM for the job-script tests, and Debian's
-# PyTorch for the reference comparisons.
+# suite uses: Lmod for the module build, SLURM for the job-script tests, Debian's
+# PyTorch for the reference comparisons, and clang (with libFuzzer) for the fuzzers.
 PACKAGES=(cmake g++ make git pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
           libboost-program-options-dev catch2 libgloo-dev libdnnl-dev libopencv-dev zlib1g-dev)
-TEST_PACKAGES=(lmod slurm-wlm munge python3-torch python3-torchvision python3-h5py)
+TEST_PACKAGES=(lmod slurm-wlm munge python3-torch python3-torchvision python3-h5py clang)
 
 say() { printf '\n=== %s\n' "$*"; }
 
@@ -127,6 +128,14 @@ sanitizer_unit_tests() {
     ctest --test-dir build-asan -L unit --output-on-failure
 }
 
+# libFuzzer over the parsers of user input: a clang build of the harnesses only
+# (tests/fuzz), then 60 s per harness on a copy of the checked-in corpus.
+fuzz_parsers() {
+  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTRAINER_CUDA=OFF -DTRAINER_FUZZ=ON
+  cmake --build build-fuzz -j "$JOBS"
+  bash scripts/fuzz.sh 60
+}
+
 install_packages
 find_nvcc
 if [[ $MODE == demo ]]; then
@@ -140,6 +149,7 @@ stage "GPU path compiled when nvcc is present" check_gpu_path_built
 stage "ctest (unit + integration)" run_ctest
 stage "Lmod module build: Makefile.hpc CUDA=0" bash scripts/ci-lmod.sh "$JOBS"
 stage "unit tests under ASan+UBSan (CPU-only)" sanitizer_unit_tests
+stage "fuzzers: config, label CSV, dataset (60 s each)" fuzz_parsers
 
 say "summary"
 failed=0

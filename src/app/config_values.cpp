@@ -99,6 +99,10 @@ std::vector<std::string> parse_list(const std::string& raw) {
     item = trim(item);
     if (item.empty()) throw BadValue("a list without empty elements, got '" + trim(raw) + "'");
     item = unquote(item);
+    // format_list quotes an element with the quote it does not contain; one with both
+    // could not be written back (--print-config, a run's config.ini).
+    if (item.find('"') != std::string::npos && item.find('\'') != std::string::npos)
+      throw BadValue("a list whose elements contain ' or \" but not both, got '" + trim(raw) + "'");
   }
   return items;
 }

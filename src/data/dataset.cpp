@@ -4,14 +4,15 @@
 #include <glob.h>    // glob, globfree
 #include <unistd.h>  // access
 
-#include <algorithm>   // std::sort
+#include <algorithm>   // std::sort, std::max_element
 #include <filesystem>  // std::filesystem::exists
+#include <limits>      // std::numeric_limits
 #include <sstream>     // std::ostringstream
 
 #include <zlib.h>  // uncompress (deflate chunks, outside HDF5's lock)
 
 #include "util/error.hpp"  // UserError, SystemError
-#include "util/h5_io.hpp"  // h5::read_strings, h5::read_int64, h5::read_int_attribute
+#include "util/h5_io.hpp"  // h5::read_strings, h5::read_int64, h5::read_int_attribute, h5::stored_element_count
 
 namespace trainer::data {
 
@@ -133,6 +134,11 @@ ShardMeta read_shard_meta(const std::string& path) {
     if (idims[3] != 1 && idims[3] != 3)
       bad(path, kImages, "has " + std::to_string(idims[3]) + " channels, expected 1 (grayscale) or 3 (RGB)");
     if (idims[0] == 0 || idims[1] == 0 || idims[2] == 0) bad(path, kImages, "is empty: shape " + shape_text(idims));
+    // Height and width are ints from here on; a larger extent would wrap around.
+    constexpr hsize_t kMaxSide = std::numeric_limits<int>::max();
+    if (idims[1] > kMaxSide || idims[2] > kMaxSide)
+      bad(path, kImages, "frames of " + std::to_string(idims[1]) + "x" + std::to_string(idims[2]) +
+                             " pixels are too large (at most " + std::to_string(kMaxSide) + " a side)");
     meta.shape.num_frames = static_cast<std::int64_t>(idims[0]);
     meta.shape.height = static_cast<int>(idims[1]);
     meta.shape.width = static_cast<int>(idims[2]);
@@ -152,7 +158,11 @@ ShardMeta read_shard_meta(const std::string& path) {
     if (kdims[0] != n)
       bad(path, kKeypoints, "N mismatch: " + std::to_string(kdims[0]) + " rows but " + kImages + " has " +
                                 std::to_string(n) + " frames");
-    meta.keypoints.resize(kdims[0] * kdims[1] * 2);
+    try {
+      meta.keypoints.resize(h5::stored_element_count(kp.get()));
+    } catch (const UserError& e) {
+      bad(path, kKeypoints, e.what());
+    }
     if (!meta.keypoints.empty())
       H5_CHECK(H5Dread(kp.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, meta.keypoints.data()));
 
@@ -196,6 +206,8 @@ ShardMeta read_shard_meta(const std::string& path) {
           bad(path, name, "N mismatch: " + std::to_string(out->size()) + " entries but " + kImages + " has " +
                               std::to_string(n) + " frames");
       }
+      for (const std::int64_t v : meta.video_id)
+        if (v < 0) bad(path, kVideoId, "video id " + std::to_string(v) + " is negative");
     }
   } catch (const SystemError& e) {
     throw UserError("cannot read data file " + path + " (truncated or damaged?): " + e.what());
@@ -272,11 +284,12 @@ Dataset Dataset::open(const std::vector<std::string>& files, const DatasetExpect
     if (meta.video_id.empty()) {
       video_info = false;
     } else if (video_info) {
-      std::int64_t max_id = 0;
-      for (auto v : meta.video_id) {
-        ds.video_id_.push_back(v + video_offset);
-        max_id = std::max(max_id, v);
-      }
+      // Shard s's videos are shifted past those of shards 0..s-1 (ids are >= 0).
+      const std::int64_t max_id = *std::max_element(meta.video_id.begin(), meta.video_id.end());
+      if (max_id > std::numeric_limits<std::int64_t>::max() - 1 - video_offset)
+        throw UserError("data file " + path + ", dataset " + kVideoId + ": video id " + std::to_string(max_id) +
+                        " is too large to number the videos of all shards apart");
+      for (auto v : meta.video_id) ds.video_id_.push_back(v + video_offset);
       video_offset += max_id + 1;
       ds.frame_number_.insert(ds.frame_number_.end(), meta.frame_number.begin(), meta.frame_number.end());
     }

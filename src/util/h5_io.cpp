@@ -63,10 +63,32 @@ size_t one_dimensional_length(hid_t dataset, hid_t file_type, H5T_class_t expect
   if (H5Tget_class(file_type) != expected) throw UserError(std::string("is not ") + what + " dataset");
   const auto dims = dims_of(dataset);
   if (dims.size() != 1) throw UserError("must be one-dimensional, has rank " + std::to_string(dims.size()));
-  return dims[0];
+  return stored_element_count(dataset);
 }
 
 }  // namespace
+
+std::size_t stored_element_count(hid_t dataset) {
+  std::size_t count = 1;
+  for (const hsize_t d : dims_of(dataset)) {
+    if (__builtin_mul_overflow(count, d, &count))
+      throw UserError("claims more elements than fit in memory (truncated or damaged?)");
+  }
+  if (count == 0) return 0;
+  // H5Dget_storage_size says what the layout claims (0 when nothing is allocated);
+  // the file's size is what is really there.
+  hsize_t stored = H5Dget_storage_size(dataset);
+  Handle file = H5_OWN(file, H5Iget_file_id(dataset));
+  hsize_t file_size = 0;
+  H5_CHECK(H5Fget_filesize(file.get(), &file_size));
+  if (stored > file_size) stored = file_size;
+  Handle plist = H5_OWN(plist, H5Dget_create_plist(dataset));
+  const hsize_t ratio = H5_CHECK(H5Pget_nfilters(plist.get())) > 0 ? kMaxFilterRatio : 1;
+  if (count / ratio > stored)
+    throw UserError("claims " + std::to_string(count) + " elements but the file stores only " +
+                    std::to_string(stored) + " bytes for it (truncated or damaged?)");
+  return count;
+}
 
 void write_dataset(hid_t parent, const std::string& name, const std::vector<hsize_t>& dims, const float* values) {
   write_whole_dataset(parent, name, dims, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, values);

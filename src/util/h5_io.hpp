@@ -4,6 +4,7 @@
 // Failed HDF5 calls throw SystemError (H5_CHECK); data of the wrong kind for a
 // reader is the caller's to report, so readers say so by throwing UserError with a
 // bare reason (datasets) or by returning false (attributes).
+#include <cstddef>  // std::size_t
 #include <cstdint>  // std::int64_t
 #include <string>   // std::string
 #include <vector>   // std::vector
@@ -34,8 +35,16 @@ void write_fixed_string_attribute(hid_t object, const char* name, const std::str
 
 // ---- reading ----
 
+// The number of elements of a dataset that is about to be read whole, after checking
+// that the file can really hold them: a damaged dataspace may claim 2^60 elements,
+// and allocating room for them fails long before HDF5 would notice. Every element
+// takes at least one stored byte, or 1/kMaxFilterRatio of one when filters compress
+// it, and the stored bytes lie within the file. A UserError with a bare reason if not.
+inline constexpr hsize_t kMaxFilterRatio = 1032;  // deflate's best possible ratio
+std::size_t stored_element_count(hid_t dataset);
+
 // One-dimensional datasets: strings accept fixed- and variable-length storage,
-// integers any integer type.
+// integers any integer type. Both check stored_element_count first.
 std::vector<std::string> read_strings(hid_t dataset);
 std::vector<std::int64_t> read_int64(hid_t dataset);
 
