@@ -2,7 +2,8 @@
 // The effective configuration of a run. Keys mirror lightning-pose's YAML so a user
 // can translate theirs line by line; the INI file has one section per struct below
 // and every key is also a command-line option `--<section>.<key>`.
-// Parsing, validation, --print-config and the key table live in config.cpp.
+// Plain data, below every layer that reads it (src/LAYERS); parsing, validation,
+// --print-config and the key table live in app/config_*.cpp.
 #include <cstdint>  // std::uint64_t
 #include <string>   // std::string
 #include <vector>   // std::vector
