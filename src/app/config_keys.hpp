@@ -8,7 +8,7 @@
 #include <string>      // std::string
 #include <vector>      // std::vector
 
-#include "app/config.hpp"  // Config
+#include "config/config.hpp"  // Config
 
 namespace trainer::app::config_detail {
 

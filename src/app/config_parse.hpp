@@ -8,7 +8,7 @@
 #include <boost/program_options.hpp>  // options_description, variables_map
 
 #include "app/commands.hpp"  // Args
-#include "app/config.hpp"    // Config
+#include "config/config.hpp"    // Config
 
 namespace trainer::app {
 

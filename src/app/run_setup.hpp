@@ -6,7 +6,7 @@
 #include <string>  // std::string
 #include <vector>  // std::vector
 
-#include "app/config.hpp"      // Config
+#include "config/config.hpp"      // Config
 #include "compute/backend.hpp"  // compute::Backend
 #include "data/dataset.hpp"    // data::Dataset
 #include "data/split.hpp"      // data::Split

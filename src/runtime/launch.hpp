@@ -10,7 +10,7 @@
 #include <string>  // std::string
 #include <vector>  // std::vector
 
-#include "app/config.hpp"          // trainer::Config
+#include "config/config.hpp"          // trainer::Config
 #include "runtime/env.hpp"         // Env
 #include "runtime/mpi_session.hpp" // MpiSession
 #include "runtime/run_plan.hpp"    // RunPlan

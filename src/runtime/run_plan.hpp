@@ -5,7 +5,7 @@
 #include <string>  // std::string
 #include <vector>  // std::vector
 
-#include "app/config.hpp"     // trainer::Config
+#include "config/config.hpp"     // trainer::Config
 #include "runtime/env.hpp"    // Env
 #include "runtime/world.hpp"  // World
 

@@ -17,7 +17,7 @@
 #include <memory>  // std::unique_ptr
 #include <string>  // std::string
 
-#include "app/config.hpp"             // DistributedConfig
+#include "config/config.hpp"             // DistributedConfig
 #include "comm/communicator.hpp"      // comm::Communicator
 #include "model/pose_model.hpp"       // model::PoseModel
 #include "runtime/watchdog.hpp"       // runtime::Watchdog

@@ -2,8 +2,9 @@
 // The effective configuration of a run. Keys mirror lightning-pose's YAML so a user
 // can translate theirs line by line; the INI file has one section per struct below
 // and every key is also a command-line option `--<section>.<key>`.
-// Parsing, validation, --print-config and the key table live in config_*.cpp. A NAME
-// key's accepted names are exported by the layer that implements the choice.
+// Plain data, below every layer that reads it (src/LAYERS); parsing, validation,
+// --print-config and the key table live in app/config_*.cpp. A NAME key's accepted
+// names are exported by the layer that implements the choice.
 #include <cstdint>  // std::uint64_t
 #include <string>   // std::string
 #include <vector>   // std::vector
