@@ -16,7 +16,8 @@
 #include <boost/program_options.hpp>  // options_description
 
 #include "app/commands.hpp"         // bench_step, Args
-#include "app/run_setup.hpp"        // make_directories, make_backend
+#include "app/make_backend.hpp"     // make_backend
+#include "app/output_files.hpp"     // make_directories
 #include "compute/backend.hpp"      // compute::Backend
 #include "data/batch.hpp"           // data::Batch
 #include "model/heatmap_model.hpp"  // model::HeatmapModel

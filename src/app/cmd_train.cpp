@@ -3,7 +3,6 @@
 //   -> optional --init-weights / --resume -> epoch loop -> checkpoints, metrics.csv
 // Rank 0 writes the output folder: config.ini (the effective configuration),
 // split.csv, metrics.csv and checkpoints/{initial,best,last}.h5.
-#include <algorithm>  // std::min, std::max
 #include <iostream>  // std::cout
 #include <memory>    // std::unique_ptr
 #include <optional>  // std::optional: a watchdog stage that ends early
@@ -14,14 +13,16 @@
 #include "app/commands.hpp"         // run_train, Args
 #include "app/config_parse.hpp"     // parse_command_line, config_to_ini
 #include "app/loader_source.hpp"    // LoaderSource
-#include "app/run_setup.hpp"        // open_run_data, make_run_backend, output folder helpers
-#include "compute/backend.hpp"      // compute::make_cpu_backend
-#include "data/augment.hpp"         // data::parse_imgaug
+#include "app/make_backend.hpp"     // make_run_backend
+#include "app/output_files.hpp"     // timestamped_output_dir, make_directories, remove_stale_temp_files_in
+#include "app/run_data.hpp"         // open_run_data, check_train_batch_fits
+#include "app/run_options.hpp"      // Config -> loader, sampler, model, optimizer and loop options
+#include "compute/backend.hpp"      // compute::Backend, Stream
 #include "data/loader.hpp"          // data::Loader
-#include "data/sampler.hpp"         // data::samples_per_rank
 #include "data/split.hpp"           // data::write_split_csv
 #include "model/make_model.hpp"     // model::make_pose_model
 #include "runtime/agreed_failure.hpp"  // runtime::on_every_rank_or_none
+#include "runtime/broadcast_string.hpp"  // runtime::broadcast_string: rank 0's output folder
 #include "runtime/env.hpp"          // runtime::capture_environment
 #include "runtime/mpi_session.hpp"  // runtime::MpiSession
 #include "runtime/run_plan.hpp"     // runtime::plan_run
@@ -31,6 +32,7 @@
 #include "train/optimizer.hpp"      // train::Optimizer
 #include "train/step.hpp"           // train::StepRunner
 #include "train/train_loop.hpp"     // train::TrainLoop
+#include "util/atomic_write.hpp"    // write_file_atomically
 #include "util/error.hpp"           // UserError
 #include "util/log.hpp"             // Log
 
@@ -106,7 +108,7 @@ int run_train(const Args& args) {
   std::string out_dir = cl.own.count("out") ? cl.own["out"].as<std::string>()
                         : !resume.empty()   ? run_dir_of_checkpoint(resume)
                                             : timestamped_output_dir();
-  out_dir = broadcast_string(world, out_dir);
+  out_dir = runtime::broadcast_string(world, out_dir);
 
   // ---- data ----------------------------------------------------------------
   // Rank-local failures (a file one node cannot read, an --out rank 0 cannot write)
@@ -119,7 +121,7 @@ int run_train(const Args& args) {
     make_directories(out_dir + "/checkpoints");  // here, not at the first checkpoint, so a bad --out fails early
     remove_stale_temp_files_in(out_dir, log);
     remove_stale_temp_files_in(out_dir + "/checkpoints", log);
-    write_text_atomically(out_dir + "/config.ini", config_to_ini(config));
+    write_file_atomically(out_dir + "/config.ini", config_to_ini(config));
     data::write_split_csv(out_dir + "/split.csv", run.split, dataset.frame_paths());
   });
   log.info("data: " + std::to_string(dataset.size()) + " frames (" + std::to_string(run.split.train.size()) +
@@ -128,49 +130,23 @@ int run_train(const Args& args) {
 
   // The backend first: loader batches live in its (pinned) host memory.
   auto backend = runtime::on_every_rank_or_none(session, [&] {
-    return make_run_backend(config, plan, log);  // run_setup.hpp: precision, CPU emulation warning
+    return make_run_backend(config, plan, log);  // make_backend.hpp: precision, CPU emulation warning
   });
   compute::Stream& stream = backend->default_stream();
-  data::LoaderOptions train_opts;
-  train_opts.allocator = batch_allocator(*backend);
-  train_opts.batch_size = plan.rank.train_batch_size;
-  train_opts.height = config.data.image_resize_height;
-  train_opts.width = config.data.image_resize_width;
-  train_opts.augmentation = data::parse_imgaug(config.training.imgaug);
-  train_opts.seed = config.training.rng_seed_data_pt;
-  train_opts.num_workers = plan.rank.num_workers;
-  train_opts.drop_last = config.training.drop_last;
-  train_opts.context = model::needs_context_frames(config.model.model_type);
-  data::LoaderOptions val_opts = train_opts;
-  // A rank never holds more val rows than ceil(val / ranks): a larger batch would only allocate more.
-  val_opts.batch_size = static_cast<int>(std::max<std::int64_t>(
-      1, std::min<std::int64_t>(plan.rank.val_batch_size,
-                                data::samples_per_rank(static_cast<std::int64_t>(run.split.val.size()), world.size, false))));
-  val_opts.augmentation = data::Augmentation::kNone;
-  val_opts.drop_last = false;
+  const data::LoaderOptions train_opts = train_loader_options(config, plan, *backend);
   data::Loader train_loader(dataset, train_opts);
-  data::Loader val_loader(dataset, val_opts);
-  data::SamplerOptions sampler;
-  sampler.num_replicas = world.size;
-  sampler.rank = world.rank;
-  sampler.seed = config.training.rng_seed_data_pt;
-  sampler.drop_last = config.training.drop_last;
+  data::Loader val_loader(dataset, val_loader_options(train_opts, plan, std::int64_t(run.split.val.size()), world.size));
+  data::SamplerOptions sampler = sampler_options(config, world);
   LoaderSource train_source(train_loader, run.split.train, sampler);
   sampler.shuffle = false;
   LoaderSource val_source(val_loader, run.split.val, sampler);
 
   // ---- model and optimizer -------------------------------------------------
-  model::ModelSpec spec;
-  spec.backbone = config.model.backbone;
-  spec.num_keypoints = dataset.num_keypoints();
-  spec.downsample_factor = config.data.downsample_factor;
+  const model::ModelSpec spec = model_spec(config, dataset.num_keypoints());
   const auto network = model::make_pose_model(*backend, config.model.model_type, spec);
   model::PoseModel& net = *network;
   net.initialize(config.training.rng_seed_model_pt, stream);
-  train::OptimizerConfig opt_config;
-  opt_config.type = config.training.optimizer;
-  opt_config.weight_decay = config.training.weight_decay;
-  train::Optimizer optimizer(net.store(), opt_config);
+  train::Optimizer optimizer(net.store(), optimizer_config(config));
 
   train::TrainingState state;
   // Every rank reads the checkpoint; one that cannot stops them all with the cause.
@@ -211,17 +187,7 @@ int run_train(const Args& args) {
   state.downsample_factor = spec.downsample_factor;
 
   // ---- the loop ------------------------------------------------------------
-  train::LoopConfig loop;
-  loop.max_epochs = config.training.max_epochs;
-  loop.min_epochs = config.training.min_epochs;
-  loop.max_steps = config.training.max_steps;
-  loop.check_val_every_n_epoch = config.training.check_val_every_n_epoch;
-  loop.early_stop_patience = config.training.early_stop_patience;
-  loop.log_every_n_steps = config.training.log_every_n_steps;
-  loop.lr.base_lr = plan.learning_rate;
-  loop.lr.milestones = config.training.lr_scheduler_milestones;
-  loop.lr.gamma = config.training.lr_scheduler_gamma;
-  loop.lr.unfreezing_epoch = config.training.unfreezing_epoch;
+  train::LoopConfig loop = loop_config(config, plan);
   loop.out_dir = out_dir;
   loop.save_initial = cl.own.count("save-initial") > 0;
   loop.world_size = world.size;
