@@ -21,7 +21,7 @@
 #include "app/commands.hpp"         // run_predict, Args
 #include "app/config_parse.hpp"     // parse_command_line, FallbackConfig
 #include "app/make_backend.hpp"     // make_predict_backend
-#include "app/output_files.hpp"     // remove_stale_temp_files_in
+#include "app/output_files.hpp"     // remove_stale_temp_files_in, run_dir_of_checkpoint
 #include "app/run_data.hpp"         // open_run_data
 #include "app/run_options.hpp"      // predict_loader_options
 #include "compute/backend.hpp"      // compute::Backend
@@ -40,14 +40,6 @@ namespace po = boost::program_options;
 namespace trainer::app {
 
 namespace {
-std::string run_dir_of(const std::string& checkpoint) {
-  const auto slash = checkpoint.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : checkpoint.substr(0, slash);
-  const auto parent = dir.rfind('/');
-  if (dir.size() >= 11 && dir.compare(dir.size() - 11, 11, "checkpoints") == 0)
-    dir = parent == std::string::npos ? "." : dir.substr(0, parent);
-  return dir;
-}
 bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
 
 // The predictions CSV must be a file in an existing folder: found out before the
@@ -94,7 +86,7 @@ int run_predict(const Args& args_in) {
   FallbackConfig stored;
   const FallbackConfig* fallback = nullptr;
   if (!has_config && !checkpoint.empty()) {
-    const std::string beside = run_dir_of(checkpoint) + "/config.ini";
+    const std::string beside = run_dir_of_checkpoint(checkpoint) + "/config.ini";
     if (file_exists(beside)) {
       args.insert(args.begin(), {"--config", beside});
       config_note = "configuration: " + beside;
@@ -113,7 +105,7 @@ int run_predict(const Args& args_in) {
   if (!cl.own.count("checkpoint"))
     throw UserError("predict needs --checkpoint FILE.h5", "e.g. --checkpoint outputs/<run>/checkpoints/best.h5");
   checkpoint = cl.own["checkpoint"].as<std::string>();
-  const std::string out = cl.own.count("out") ? cl.own["out"].as<std::string>() : run_dir_of(checkpoint) + "/predictions.csv";
+  const std::string out = cl.own.count("out") ? cl.own["out"].as<std::string>() : run_dir_of_checkpoint(checkpoint) + "/predictions.csv";
   check_output_file(out);  // before any work
   const Config& config = cl.config;
   const Log log(0);

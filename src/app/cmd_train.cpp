@@ -3,6 +3,7 @@
 //   -> optional --init-weights / --resume -> epoch loop -> checkpoints, metrics.csv
 // Rank 0 writes the output folder: config.ini (the effective configuration),
 // split.csv, metrics.csv and checkpoints/{initial,best,last}.h5.
+#include <cstdint>   // std::int64_t
 #include <iostream>  // std::cout
 #include <memory>    // std::unique_ptr
 #include <optional>  // std::optional: a watchdog stage that ends early
@@ -14,7 +15,7 @@
 #include "app/config_parse.hpp"     // parse_command_line, config_to_ini
 #include "app/loader_source.hpp"    // LoaderSource
 #include "app/make_backend.hpp"     // make_run_backend
-#include "app/output_files.hpp"     // timestamped_output_dir, make_directories, remove_stale_temp_files_in
+#include "app/output_files.hpp"     // run folder helpers: timestamped_output_dir, run_dir_of_checkpoint, ...
 #include "app/run_data.hpp"         // open_run_data, check_train_batch_fits
 #include "app/run_options.hpp"      // Config -> loader, sampler, model, optimizer and loop options
 #include "compute/backend.hpp"      // compute::Backend, Stream
@@ -42,14 +43,24 @@ namespace trainer::app {
 
 namespace {
 
-// The checkpoint's run folder: <run>/checkpoints/x.h5 -> <run>.
-std::string run_dir_of_checkpoint(const std::string& path) {
-  const auto slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  const auto parent = dir.rfind('/');
-  if (dir.size() >= 11 && dir.compare(dir.size() - 11, 11, "checkpoints") == 0)
-    return parent == std::string::npos ? "." : dir.substr(0, parent);
-  return dir;
+// A checkpoint resumes only the model it holds: the same type, backbone, keypoints
+// and downsampling as the configuration asks for.
+void check_resumable(const std::string& resume, const train::TrainingState& state, const std::string& model_type,
+                     const model::ModelSpec& spec) {
+  if (!state.model_type.empty() && state.model_type != model_type)
+    throw UserError("checkpoint '" + resume + "' is a " + state.model_type + " model but the configuration asks for " +
+                        model_type,
+                    "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
+                        "/config.ini)");
+  if (state.backbone != spec.backbone || state.num_keypoints != spec.num_keypoints ||
+      state.downsample_factor != spec.downsample_factor)
+    throw UserError("checkpoint '" + resume + "' is a " + state.backbone + " with " +
+                        std::to_string(state.num_keypoints) + " keypoints (downsample " +
+                        std::to_string(state.downsample_factor) + ") but the configuration asks for " +
+                        spec.backbone + " with " + std::to_string(spec.num_keypoints) + " (downsample " +
+                        std::to_string(spec.downsample_factor) + ")",
+                    "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
+                        "/config.ini)");
 }
 
 }  // namespace
@@ -153,20 +164,7 @@ int run_train(const Args& args) {
   runtime::on_every_rank_or_none(session, [&] {
     if (!resume.empty()) {
       state = train::load_training_state(resume);
-      if (!state.model_type.empty() && state.model_type != config.model.model_type)
-        throw UserError("checkpoint '" + resume + "' is a " + state.model_type + " model but the configuration asks for " +
-                            config.model.model_type,
-                        "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
-                            "/config.ini)");
-      if (state.backbone != spec.backbone || state.num_keypoints != spec.num_keypoints ||
-          state.downsample_factor != spec.downsample_factor)
-        throw UserError("checkpoint '" + resume + "' is a " + state.backbone + " with " +
-                            std::to_string(state.num_keypoints) + " keypoints (downsample " +
-                            std::to_string(state.downsample_factor) + ") but the configuration asks for " +
-                            spec.backbone + " with " + std::to_string(spec.num_keypoints) + " (downsample " +
-                            std::to_string(spec.downsample_factor) + ")",
-                        "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
-                            "/config.ini)");
+      check_resumable(resume, state, config.model.model_type, spec);
       train::load_model(resume, net.store(), stream);
       train::load_optimizer(resume, optimizer, stream);
       log.info("resumed from " + resume + " after epoch " + std::to_string(state.epochs_completed - 1) + ", step " +

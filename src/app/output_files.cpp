@@ -12,6 +12,15 @@
 
 namespace trainer::app {
 
+std::string run_dir_of_checkpoint(const std::string& path) {
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  const auto parent = dir.rfind('/');
+  if (dir.size() >= 11 && dir.compare(dir.size() - 11, 11, "checkpoints") == 0)
+    return parent == std::string::npos ? "." : dir.substr(0, parent);
+  return dir;
+}
+
 std::string timestamped_output_dir() {
   const std::time_t now = std::time(nullptr);
   std::tm tm{};

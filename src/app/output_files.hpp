@@ -7,6 +7,9 @@
 
 namespace trainer::app {
 
+// The checkpoint's run folder: <run>/checkpoints/x.h5 -> <run> (any other folder:
+// the checkpoint's own).
+std::string run_dir_of_checkpoint(const std::string& path);
 // outputs/YYYY-MM-DD/HH-MM-SS (local time), as lightning-pose's hydra folders.
 std::string timestamped_output_dir();
 // mkdir -p; throws UserError when it cannot.
