@@ -17,7 +17,7 @@
 #include "comm/host_stream.hpp"        // HostStream
 #include "comm/make_communicator.hpp"  // make_communicator
 #include "comm/self_check.hpp"         // run_self_check
-#include "runtime/env.hpp"             // runtime::capture_environment
+#include "util/env.hpp"             // capture_environment
 #include "runtime/mpi_session.hpp"     // runtime::MpiSession
 #include "runtime/visible_gpus.hpp"    // runtime::visible_gpu_count
 #include "util/error.hpp"              // UserError
@@ -100,7 +100,7 @@ int bench_allreduce(const Args& args) {
 
   Args spawn_args{"bench", "allreduce"};
   spawn_args.insert(spawn_args.end(), args.begin(), args.end());
-  runtime::MpiSession session(spawn_args, nprocs, runtime::capture_environment(), timeout_s);
+  runtime::MpiSession session(spawn_args, nprocs, capture_environment(), timeout_s);
   // NCCL: one GPU per rank on a node, the rank's local index.
   const int device = backend == "nccl" ? session.world().local_rank : -1;
   if (backend == "nccl" && runtime::visible_gpu_count() <= device)

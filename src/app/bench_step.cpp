@@ -16,7 +16,8 @@
 #include <boost/program_options.hpp>  // options_description
 
 #include "app/commands.hpp"         // bench_step, Args
-#include "app/run_setup.hpp"        // make_directories, make_backend
+#include "app/make_backend.hpp"     // make_backend
+#include "app/output_files.hpp"     // make_directories
 #include "compute/backend.hpp"      // compute::Backend
 #include "compute/precision.hpp"    // compute::precision_names, float32_matmul_precision_names
 #include "data/batch.hpp"           // data::Batch

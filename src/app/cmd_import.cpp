@@ -4,7 +4,8 @@
 #include <iostream>  // std::cout
 
 #include "app/commands.hpp"  // run_import, Args
-#include "app/run_setup.hpp" // folder_of, remove_stale_temp_files_in
+#include "app/output_files.hpp" // remove_stale_temp_files_in
+#include "util/atomic_write.hpp" // folder_of
 #include "data/import.hpp"   // ImportOptions, import_project, parse_resize
 #include "util/error.hpp"    // UserError
 #include "util/log.hpp"      // Log

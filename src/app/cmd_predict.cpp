@@ -9,7 +9,6 @@
 // run's split, recomputed from its configuration and seed).
 #include <sys/stat.h>  // stat, S_ISDIR
 
-#include <algorithm>  // std::min
 #include <cstdio>    // std::snprintf
 #include <fstream>   // std::ifstream
 #include <memory>    // std::unique_ptr
@@ -21,17 +20,18 @@
 
 #include "app/commands.hpp"         // run_predict, Args
 #include "app/config_parse.hpp"     // parse_command_line, FallbackConfig
-#include "app/loader_source.hpp"    // batch_allocator
-#include "app/run_setup.hpp"        // open_run_data, make_backend, write_text_atomically, folder_of,
-                                    // remove_stale_temp_files_in
+#include "app/make_backend.hpp"     // make_predict_backend
+#include "app/output_files.hpp"     // remove_stale_temp_files_in, run_dir_of_checkpoint
+#include "app/run_data.hpp"         // open_run_data
+#include "app/run_options.hpp"      // predict_loader_options
 #include "compute/backend.hpp"      // compute::Backend
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::set_names
 #include "model/make_model.hpp"     // model::make_pose_model
-#include "runtime/visible_gpus.hpp" // runtime::visible_gpu_count
 #include "runtime/world.hpp"        // runtime::World
 #include "train/checkpoint.hpp"     // load_training_state, load_model
 #include "train/step.hpp"           // train::StepRunner
+#include "util/atomic_write.hpp"    // write_file_atomically, folder_of
 #include "util/error.hpp"           // UserError
 #include "util/log.hpp"             // Log
 
@@ -40,14 +40,6 @@ namespace po = boost::program_options;
 namespace trainer::app {
 
 namespace {
-std::string run_dir_of(const std::string& checkpoint) {
-  const auto slash = checkpoint.rfind('/');
-  std::string dir = slash == std::string::npos ? "." : checkpoint.substr(0, slash);
-  const auto parent = dir.rfind('/');
-  if (dir.size() >= 11 && dir.compare(dir.size() - 11, 11, "checkpoints") == 0)
-    dir = parent == std::string::npos ? "." : dir.substr(0, parent);
-  return dir;
-}
 bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
 
 // The predictions CSV must be a file in an existing folder: found out before the
@@ -63,18 +55,6 @@ void check_output_file(const std::string& out) {
     throw UserError("predict: the folder of --out '" + out + "' does not exist", "create " + folder + " first");
 }
 
-// One process on one device: the first visible GPU when distributed.accelerator
-// allows it (gpu, or auto with a GPU visible in a CUDA build), else the CPU.
-// Prediction runs in fp32 whatever the training precision was.
-std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, const Log& log) {
-  const std::string& accelerator = config.distributed.accelerator;
-  BackendRequest request;
-  request.gpu = accelerator == "gpu" || (accelerator == "auto" && runtime::visible_gpu_count() > 0);
-  request.float32_matmul = config.model.float32_matmul_precision;
-  auto backend = make_backend(request, log);
-  if (request.gpu) log.info("predicting on GPU 0 (fp32)");
-  return backend;
-}
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -106,7 +86,7 @@ int run_predict(const Args& args_in) {
   FallbackConfig stored;
   const FallbackConfig* fallback = nullptr;
   if (!has_config && !checkpoint.empty()) {
-    const std::string beside = run_dir_of(checkpoint) + "/config.ini";
+    const std::string beside = run_dir_of_checkpoint(checkpoint) + "/config.ini";
     if (file_exists(beside)) {
       args.insert(args.begin(), {"--config", beside});
       config_note = "configuration: " + beside;
@@ -125,7 +105,7 @@ int run_predict(const Args& args_in) {
   if (!cl.own.count("checkpoint"))
     throw UserError("predict needs --checkpoint FILE.h5", "e.g. --checkpoint outputs/<run>/checkpoints/best.h5");
   checkpoint = cl.own["checkpoint"].as<std::string>();
-  const std::string out = cl.own.count("out") ? cl.own["out"].as<std::string>() : run_dir_of(checkpoint) + "/predictions.csv";
+  const std::string out = cl.own.count("out") ? cl.own["out"].as<std::string>() : run_dir_of_checkpoint(checkpoint) + "/predictions.csv";
   check_output_file(out);  // before any work
   const Config& config = cl.config;
   const Log log(0);
@@ -151,15 +131,8 @@ int run_predict(const Args& args_in) {
   train::load_model(checkpoint, net.store(), stream);
   train::StepRunner runner(*backend, stream, net, compute::HeatmapLoss::mse);
 
-  data::LoaderOptions opts;
   // A batch larger than the data set would only allocate more.
-  opts.batch_size = static_cast<int>(std::min<std::int64_t>(config.training.test_batch_size, dataset.size()));
-  opts.height = config.data.image_resize_height;
-  opts.width = config.data.image_resize_width;
-  opts.num_workers = config.training.num_workers > 0 ? config.training.num_workers : 1;
-  opts.context = model::needs_context_frames(model_type);
-  opts.allocator = batch_allocator(*backend);
-  data::Loader loader(dataset, opts);
+  data::Loader loader(dataset, predict_loader_options(config, model_type, dataset.size(), *backend));
   std::vector<data::SampleRow> rows(static_cast<std::size_t>(dataset.size()));
   for (std::int64_t i = 0; i < dataset.size(); ++i) rows[std::size_t(i)].frame = i;
   loader.start_epoch(0, rows);
@@ -191,7 +164,7 @@ int run_predict(const Args& args_in) {
       ++done;
     }
   }
-  write_text_atomically(out, csv.str());
+  write_file_atomically(out, csv.str());
   log.info("predicted " + std::to_string(done) + " frames with " + checkpoint + " -> " + out);
   return 0;
 }

@@ -3,7 +3,7 @@
 //   -> optional --init-weights / --resume -> epoch loop -> checkpoints, metrics.csv
 // Rank 0 writes the output folder: config.ini (the effective configuration),
 // split.csv, metrics.csv and checkpoints/{initial,best,last}.h5.
-#include <algorithm>  // std::min, std::max
+#include <cstdint>   // std::int64_t
 #include <iostream>  // std::cout
 #include <memory>    // std::unique_ptr
 #include <optional>  // std::optional: a watchdog stage that ends early
@@ -14,15 +14,17 @@
 #include "app/commands.hpp"         // run_train, Args
 #include "app/config_parse.hpp"     // parse_command_line, config_to_ini
 #include "app/loader_source.hpp"    // LoaderSource
-#include "app/run_setup.hpp"        // open_run_data, make_run_backend, output folder helpers
-#include "compute/backend.hpp"      // compute::make_cpu_backend
-#include "data/augment.hpp"         // data::parse_imgaug
+#include "app/make_backend.hpp"     // make_run_backend
+#include "app/output_files.hpp"     // run folder helpers: timestamped_output_dir, run_dir_of_checkpoint, ...
+#include "app/run_data.hpp"         // open_run_data, check_train_batch_fits
+#include "app/run_options.hpp"      // Config -> loader, sampler, model, optimizer and loop options
+#include "compute/backend.hpp"      // compute::Backend, Stream
 #include "data/loader.hpp"          // data::Loader
-#include "data/sampler.hpp"         // data::samples_per_rank
 #include "data/split.hpp"           // data::write_split_csv
 #include "model/make_model.hpp"     // model::make_pose_model
 #include "runtime/agreed_failure.hpp"  // runtime::on_every_rank_or_none
-#include "runtime/env.hpp"          // runtime::capture_environment
+#include "runtime/broadcast_string.hpp"  // runtime::broadcast_string: rank 0's output folder
+#include "util/env.hpp"          // capture_environment
 #include "runtime/mpi_session.hpp"  // runtime::MpiSession
 #include "runtime/run_plan.hpp"     // runtime::plan_run
 #include "runtime/visible_gpus.hpp" // runtime::visible_gpu_count
@@ -31,6 +33,7 @@
 #include "train/optimizer.hpp"      // train::Optimizer
 #include "train/step.hpp"           // train::StepRunner
 #include "train/train_loop.hpp"     // train::TrainLoop
+#include "util/atomic_write.hpp"    // write_file_atomically
 #include "util/error.hpp"           // UserError
 #include "util/log.hpp"             // Log
 
@@ -40,14 +43,24 @@ namespace trainer::app {
 
 namespace {
 
-// The checkpoint's run folder: <run>/checkpoints/x.h5 -> <run>.
-std::string run_dir_of_checkpoint(const std::string& path) {
-  const auto slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
-  const auto parent = dir.rfind('/');
-  if (dir.size() >= 11 && dir.compare(dir.size() - 11, 11, "checkpoints") == 0)
-    return parent == std::string::npos ? "." : dir.substr(0, parent);
-  return dir;
+// A checkpoint resumes only the model it holds: the same type, backbone, keypoints
+// and downsampling as the configuration asks for.
+void check_resumable(const std::string& resume, const train::TrainingState& state, const std::string& model_type,
+                     const model::ModelSpec& spec) {
+  if (!state.model_type.empty() && state.model_type != model_type)
+    throw UserError("checkpoint '" + resume + "' is a " + state.model_type + " model but the configuration asks for " +
+                        model_type,
+                    "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
+                        "/config.ini)");
+  if (state.backbone != spec.backbone || state.num_keypoints != spec.num_keypoints ||
+      state.downsample_factor != spec.downsample_factor)
+    throw UserError("checkpoint '" + resume + "' is a " + state.backbone + " with " +
+                        std::to_string(state.num_keypoints) + " keypoints (downsample " +
+                        std::to_string(state.downsample_factor) + ") but the configuration asks for " +
+                        spec.backbone + " with " + std::to_string(spec.num_keypoints) + " (downsample " +
+                        std::to_string(spec.downsample_factor) + ")",
+                    "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
+                        "/config.ini)");
 }
 
 }  // namespace
@@ -91,7 +104,7 @@ int run_train(const Args& args) {
 
   Args spawn_args{"train"};
   spawn_args.insert(spawn_args.end(), args.begin(), args.end());
-  const runtime::Env env = runtime::capture_environment();
+  const Env env = capture_environment();
   runtime::MpiSession session(spawn_args, cl.own["nprocs"].as<int>(), env, config.distributed.collective_timeout);
   const runtime::World& world = session.world();
   const Log log(world.rank);
@@ -106,7 +119,7 @@ int run_train(const Args& args) {
   std::string out_dir = cl.own.count("out") ? cl.own["out"].as<std::string>()
                         : !resume.empty()   ? run_dir_of_checkpoint(resume)
                                             : timestamped_output_dir();
-  out_dir = broadcast_string(world, out_dir);
+  out_dir = runtime::broadcast_string(world, out_dir);
 
   // ---- data ----------------------------------------------------------------
   // Rank-local failures (a file one node cannot read, an --out rank 0 cannot write)
@@ -119,7 +132,7 @@ int run_train(const Args& args) {
     make_directories(out_dir + "/checkpoints");  // here, not at the first checkpoint, so a bad --out fails early
     remove_stale_temp_files_in(out_dir, log);
     remove_stale_temp_files_in(out_dir + "/checkpoints", log);
-    write_text_atomically(out_dir + "/config.ini", config_to_ini(config));
+    write_file_atomically(out_dir + "/config.ini", config_to_ini(config));
     data::write_split_csv(out_dir + "/split.csv", run.split, dataset.frame_paths());
   });
   log.info("data: " + std::to_string(dataset.size()) + " frames (" + std::to_string(run.split.train.size()) +
@@ -128,69 +141,30 @@ int run_train(const Args& args) {
 
   // The backend first: loader batches live in its (pinned) host memory.
   auto backend = runtime::on_every_rank_or_none(session, [&] {
-    return make_run_backend(config, plan, log);  // run_setup.hpp: precision, CPU emulation warning
+    return make_run_backend(config, plan, log);  // make_backend.hpp: precision, CPU emulation warning
   });
   compute::Stream& stream = backend->default_stream();
-  data::LoaderOptions train_opts;
-  train_opts.allocator = batch_allocator(*backend);
-  train_opts.batch_size = plan.rank.train_batch_size;
-  train_opts.height = config.data.image_resize_height;
-  train_opts.width = config.data.image_resize_width;
-  train_opts.augmentation = data::parse_imgaug(config.training.imgaug);
-  train_opts.seed = config.training.rng_seed_data_pt;
-  train_opts.num_workers = plan.rank.num_workers;
-  train_opts.drop_last = config.training.drop_last;
-  train_opts.context = model::needs_context_frames(config.model.model_type);
-  data::LoaderOptions val_opts = train_opts;
-  // A rank never holds more val rows than ceil(val / ranks): a larger batch would only allocate more.
-  val_opts.batch_size = static_cast<int>(std::max<std::int64_t>(
-      1, std::min<std::int64_t>(plan.rank.val_batch_size,
-                                data::samples_per_rank(static_cast<std::int64_t>(run.split.val.size()), world.size, false))));
-  val_opts.augmentation = data::Augmentation::kNone;
-  val_opts.drop_last = false;
+  const data::LoaderOptions train_opts = train_loader_options(config, plan, *backend);
   data::Loader train_loader(dataset, train_opts);
-  data::Loader val_loader(dataset, val_opts);
-  data::SamplerOptions sampler;
-  sampler.num_replicas = world.size;
-  sampler.rank = world.rank;
-  sampler.seed = config.training.rng_seed_data_pt;
-  sampler.drop_last = config.training.drop_last;
+  data::Loader val_loader(dataset, val_loader_options(train_opts, plan, std::int64_t(run.split.val.size()), world.size));
+  data::SamplerOptions sampler = sampler_options(config, world);
   LoaderSource train_source(train_loader, run.split.train, sampler);
   sampler.shuffle = false;
   LoaderSource val_source(val_loader, run.split.val, sampler);
 
   // ---- model and optimizer -------------------------------------------------
-  model::ModelSpec spec;
-  spec.backbone = config.model.backbone;
-  spec.num_keypoints = dataset.num_keypoints();
-  spec.downsample_factor = config.data.downsample_factor;
+  const model::ModelSpec spec = model_spec(config, dataset.num_keypoints());
   const auto network = model::make_pose_model(*backend, config.model.model_type, spec);
   model::PoseModel& net = *network;
   net.initialize(config.training.rng_seed_model_pt, stream);
-  train::OptimizerConfig opt_config;
-  opt_config.type = config.training.optimizer;
-  opt_config.weight_decay = config.training.weight_decay;
-  train::Optimizer optimizer(net.store(), opt_config);
+  train::Optimizer optimizer(net.store(), optimizer_config(config));
 
   train::TrainingState state;
   // Every rank reads the checkpoint; one that cannot stops them all with the cause.
   runtime::on_every_rank_or_none(session, [&] {
     if (!resume.empty()) {
       state = train::load_training_state(resume);
-      if (!state.model_type.empty() && state.model_type != config.model.model_type)
-        throw UserError("checkpoint '" + resume + "' is a " + state.model_type + " model but the configuration asks for " +
-                            config.model.model_type,
-                        "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
-                            "/config.ini)");
-      if (state.backbone != spec.backbone || state.num_keypoints != spec.num_keypoints ||
-          state.downsample_factor != spec.downsample_factor)
-        throw UserError("checkpoint '" + resume + "' is a " + state.backbone + " with " +
-                            std::to_string(state.num_keypoints) + " keypoints (downsample " +
-                            std::to_string(state.downsample_factor) + ") but the configuration asks for " +
-                            spec.backbone + " with " + std::to_string(spec.num_keypoints) + " (downsample " +
-                            std::to_string(spec.downsample_factor) + ")",
-                        "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
-                            "/config.ini)");
+      check_resumable(resume, state, config.model.model_type, spec);
       train::load_model(resume, net.store(), stream);
       train::load_optimizer(resume, optimizer, stream);
       log.info("resumed from " + resume + " after epoch " + std::to_string(state.epochs_completed - 1) + ", step " +
@@ -211,17 +185,7 @@ int run_train(const Args& args) {
   state.downsample_factor = spec.downsample_factor;
 
   // ---- the loop ------------------------------------------------------------
-  train::LoopConfig loop;
-  loop.max_epochs = config.training.max_epochs;
-  loop.min_epochs = config.training.min_epochs;
-  loop.max_steps = config.training.max_steps;
-  loop.check_val_every_n_epoch = config.training.check_val_every_n_epoch;
-  loop.early_stop_patience = config.training.early_stop_patience;
-  loop.log_every_n_steps = config.training.log_every_n_steps;
-  loop.lr.base_lr = plan.learning_rate;
-  loop.lr.milestones = config.training.lr_scheduler_milestones;
-  loop.lr.gamma = config.training.lr_scheduler_gamma;
-  loop.lr.unfreezing_epoch = config.training.unfreezing_epoch;
+  train::LoopConfig loop = loop_config(config, plan);
   loop.out_dir = out_dir;
   loop.save_initial = cl.own.count("save-initial") > 0;
   loop.world_size = world.size;

@@ -3,7 +3,6 @@
 #include "app/config_parse.hpp"
 
 #include <algorithm>  // std::find
-#include <cstdlib>    // std::getenv
 #include <iostream>   // std::cout
 #include <map>       // std::map
 #include <sstream>   // std::ostringstream
@@ -11,6 +10,7 @@
 #include "app/config_ini.hpp"     // read_ini_file, parse_ini, IniEntry
 #include "app/config_keys.hpp"    // config_keys, find_key, validate_combinations
 #include "app/config_values.hpp"  // BadValue, closest, trim
+#include "util/env.hpp"        // Env: the launcher's rank variables
 #include "util/error.hpp"         // UserError
 
 namespace po = boost::program_options;
@@ -36,10 +36,10 @@ const std::map<std::string, std::string>& shortcuts() {
 
 // Under mpirun/srun every rank parses the same command line; only the first prints
 // help and --print-config, so the text appears once. The launcher's environment is
-// read directly because MPI may not be initialized yet when arguments are parsed.
-bool prints_for_the_job() {
+// read because MPI may not be initialized yet when arguments are parsed.
+bool prints_for_the_job(const Env& env) {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
-    if (const char* value = std::getenv(name)) return std::string(value) == "0";
+    if (const auto value = env_get(env, name)) return *value == "0";
   }
   return true;
 }
@@ -241,7 +241,7 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
   }
 
   if (result.own.count("help")) {
-    if (prints_for_the_job()) print_help(subcommand, own_options, layout);
+    if (prints_for_the_job(capture_environment())) print_help(subcommand, own_options, layout);
     result.help = true;
     return result;
   }
@@ -286,7 +286,7 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
   });
 
   if (result.own.count("print-config")) {
-    if (prints_for_the_job()) std::cout << config_to_ini(result.config);
+    if (prints_for_the_job(capture_environment())) std::cout << config_to_ini(result.config);
     result.help = true;
     result.print_config = true;
   }

@@ -76,7 +76,7 @@ void validate_combinations(const Config& c, const OriginOf& origin_of) {
   }
   // model.precision: every value is valid with every accelerator. On CPUs the
   // mixed ones emulate the GPU's 16-bit rounding in fp32 (same numerics, no
-  // speed-up); make_run_backend (run_setup.cpp) warns about it once, on rank 0.
+  // speed-up); make_run_backend (make_backend.cpp) warns about it once, on rank 0.
 }
 
 }  // namespace trainer::app::config_detail

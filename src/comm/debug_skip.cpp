@@ -1,6 +1,5 @@
 #include "comm/debug_skip.hpp"
 
-#include <cstdlib>    // std::getenv
 #include <stdexcept>  // std::logic_error (from std::stoi)
 
 #include "util/error.hpp"  // UserError
@@ -31,9 +30,8 @@ SkipCollective parse_skip_collective(const std::string& text) {
   return skip;
 }
 
-SkipCollective skip_collective_from_env() {
-  const char* text = std::getenv("TRAINER_DEBUG_SKIP_COLLECTIVE");
-  return parse_skip_collective(text ? text : "");
+SkipCollective skip_collective_from_env(const Env& env) {
+  return parse_skip_collective(env_get(env, "TRAINER_DEBUG_SKIP_COLLECTIVE").value_or(""));
 }
 
 }  // namespace trainer::comm

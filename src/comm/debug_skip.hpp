@@ -6,6 +6,8 @@
 // would. The other ranks then hit `collective_timeout` and must name it.
 #include <string>  // std::string
 
+#include "util/env.hpp"  // Env
+
 namespace trainer::comm {
 
 struct SkipCollective {
@@ -16,7 +18,7 @@ struct SkipCollective {
 
 // Parses "<rank>:<n>"; empty text means no skip. Throws UserError when malformed.
 SkipCollective parse_skip_collective(const std::string& text);
-// Reads TRAINER_DEBUG_SKIP_COLLECTIVE.
-SkipCollective skip_collective_from_env();
+// Reads TRAINER_DEBUG_SKIP_COLLECTIVE from `env`.
+SkipCollective skip_collective_from_env(const Env& env);
 
 }  // namespace trainer::comm

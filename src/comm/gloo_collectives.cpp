@@ -4,7 +4,6 @@
 
 #include <algorithm>  // std::max
 #include <chrono>     // std::chrono::milliseconds
-#include <cstdlib>    // std::getenv
 #include <cstring>    // std::memcpy
 #include <string>     // std::string
 
@@ -56,14 +55,13 @@ std::string host_name() {
 
 }  // namespace
 
-GlooCollectives::GlooCollectives(MPI_Comm world, double timeout_s) {
+GlooCollectives::GlooCollectives(MPI_Comm world, double timeout_s, const std::string& socket_ifname) {
   MPI_CHECK(MPI_Comm_rank(world, &rank_));
   MPI_CHECK(MPI_Comm_size(world, &size_));
   gloo::transport::tcp::attr attr;
-  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-  if (ifname && *ifname) {
-    attr.iface = ifname;
-    endpoint_ = std::string("interface ") + ifname + " (GLOO_SOCKET_IFNAME)";
+  if (!socket_ifname.empty()) {
+    attr.iface = socket_ifname;
+    endpoint_ = "interface " + socket_ifname + " (GLOO_SOCKET_IFNAME)";
   } else {
     attr.hostname = host_name();
     endpoint_ = "hostname " + attr.hostname;

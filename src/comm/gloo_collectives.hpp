@@ -7,6 +7,7 @@
 
 #include <cstdint>  // std::uint32_t
 #include <memory>   // std::shared_ptr
+#include <string>   // std::string
 
 #include "comm/host_collectives.hpp"  // HostCollectives
 
@@ -18,7 +19,9 @@ namespace trainer::comm {
 
 class GlooCollectives final : public HostCollectives {
  public:
-  GlooCollectives(MPI_Comm world, double timeout_s);
+  // `socket_ifname`: GLOO_SOCKET_IFNAME, the interface to listen on (empty: the
+  // address of this host's name).
+  GlooCollectives(MPI_Comm world, double timeout_s, const std::string& socket_ifname);
   ~GlooCollectives() override;
   std::string name() const override { return "gloo"; }
   int rank() const override { return rank_; }

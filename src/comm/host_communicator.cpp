@@ -38,12 +38,12 @@ class HostWork final : public Work {
 }  // namespace
 
 HostCommunicator::HostCommunicator(std::unique_ptr<HostCollectives> backend, MPI_Comm world,
-                                   double timeout_s, const runtime::Watchdog* watchdog)
+                                   double timeout_s, const runtime::Watchdog* watchdog, SkipCollective skip)
     : backend_(std::move(backend)),
       inspector_(world, backend_->name(), watchdog),
       watchdog_(watchdog),
       timeout_s_(timeout_s),
-      skip_(skip_collective_from_env()),
+      skip_(skip),
       thread_(std::make_unique<CommThread>(mpi_allows_comm_thread())) {}
 
 HostCommunicator::~HostCommunicator() { thread_.reset(); }

@@ -22,8 +22,9 @@ namespace trainer::comm {
 class HostCommunicator final : public Communicator {
  public:
   // `watchdog` (may be null): the session's, whose heartbeats name silent ranks.
+  // `skip`: the debugging stall of TRAINER_DEBUG_SKIP_COLLECTIVE (debug_skip.hpp).
   HostCommunicator(std::unique_ptr<HostCollectives> backend, MPI_Comm world, double timeout_s,
-                   const runtime::Watchdog* watchdog = nullptr);
+                   const runtime::Watchdog* watchdog = nullptr, SkipCollective skip = {});
   ~HostCommunicator() override;
 
   std::string name() const override { return backend_->name(); }

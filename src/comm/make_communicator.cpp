@@ -4,6 +4,7 @@
 #include "comm/host_communicator.hpp"  // HostCommunicator
 #include "comm/mpi_collectives.hpp"    // MpiCollectives
 #include "comm/nccl_debug.hpp"         // parse_nccl_debug
+#include "util/env.hpp"              // capture_environment, env_get
 #include "util/error.hpp"              // UserError
 // The NCCL communicator lives in comm/cuda/ (the CUDA build only).
 #if defined(TRAINER_WITH_CUDA) && __has_include("comm/cuda/nccl_communicator.hpp")
@@ -36,14 +37,17 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_
     throw UserError("distributed.collective_timeout must be positive (got " + std::to_string(timeout_s) + ")",
                     "it is the number of seconds a collective may wait for the slowest rank; default 600");
   }
+  // The debugging and network variables, read once for this communicator.
+  const Env env = capture_environment();
   if (backend == "mpi") {
-    return for_device(
-        std::make_unique<HostCommunicator>(std::make_unique<MpiCollectives>(world), world, timeout_s, watchdog),
-        device);
+    return for_device(std::make_unique<HostCommunicator>(std::make_unique<MpiCollectives>(world), world, timeout_s,
+                                                         watchdog, skip_collective_from_env(env)),
+                      device);
   }
   if (backend == "gloo") {
-    return for_device(std::make_unique<HostCommunicator>(std::make_unique<GlooCollectives>(world, timeout_s),
-                                                         world, timeout_s, watchdog),
+    const std::string ifname = env_get(env, "GLOO_SOCKET_IFNAME").value_or("");
+    return for_device(std::make_unique<HostCommunicator>(std::make_unique<GlooCollectives>(world, timeout_s, ifname),
+                                                         world, timeout_s, watchdog, skip_collective_from_env(env)),
                       device);
   }
   if (backend == "nccl") {

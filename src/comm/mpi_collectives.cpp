@@ -41,7 +41,7 @@ bool wait_until(MPI_Request& request, Deadline deadline) {
   }
 }
 
-MpiCollectives::MpiCollectives(MPI_Comm world) : comm_(OwnedMpiComm::duplicate(world)) {
+MpiCollectives::MpiCollectives(MPI_Comm world) : comm_(runtime::OwnedMpiComm::duplicate(world)) {
   rank_ = comm_.rank();
   size_ = comm_.size();
 }

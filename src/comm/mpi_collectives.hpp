@@ -6,7 +6,7 @@
 #include <mpi.h>  // MPI_Comm, MPI_Datatype
 
 #include "comm/host_collectives.hpp"  // HostCollectives
-#include "comm/owned_mpi_comm.hpp"    // OwnedMpiComm
+#include "runtime/owned_mpi_comm.hpp"  // runtime::OwnedMpiComm
 
 namespace trainer::comm {
 
@@ -27,7 +27,7 @@ class MpiCollectives final : public HostCollectives {
   bool sum_chunks(void* data, std::size_t count, std::size_t elem_size, MPI_Datatype type,
                   Deadline deadline);
 
-  OwnedMpiComm comm_;
+  runtime::OwnedMpiComm comm_;
   int rank_ = 0;
   int size_ = 1;
 };

@@ -16,7 +16,7 @@ constexpr int kArrivalTag = 7301;
 }
 
 StallInspector::StallInspector(MPI_Comm world, std::string backend, const runtime::Watchdog* watchdog)
-    : world_(world), watchdog_(watchdog), channel_(OwnedMpiComm::duplicate(world)), backend_(std::move(backend)) {
+    : world_(world), watchdog_(watchdog), channel_(runtime::OwnedMpiComm::duplicate(world)), backend_(std::move(backend)) {
   rank_ = channel_.rank();
   size_ = channel_.size();
   latest_.assign(size_, 0);

@@ -16,7 +16,7 @@
 #include <string>  // std::string
 #include <vector>  // std::vector
 
-#include "comm/owned_mpi_comm.hpp"  // OwnedMpiComm
+#include "runtime/owned_mpi_comm.hpp"  // runtime::OwnedMpiComm
 #include "runtime/watchdog.hpp"     // runtime::Watchdog: heartbeats of every rank
 
 namespace trainer::comm {
@@ -61,7 +61,7 @@ class StallInspector {
 
   MPI_Comm world_;
   const runtime::Watchdog* watchdog_;
-  OwnedMpiComm channel_;
+  runtime::OwnedMpiComm channel_;
   std::string backend_;
   int rank_ = 0;
   int size_ = 1;

@@ -4,7 +4,7 @@
 #include <string>  // std::string
 #include <vector>  // std::vector
 
-#include "runtime/env.hpp"  // Env
+#include "util/env.hpp"  // Env
 
 namespace trainer::runtime {
 

@@ -11,7 +11,7 @@
 #include <vector>  // std::vector
 
 #include "config/config.hpp"          // trainer::Config
-#include "runtime/env.hpp"         // Env
+#include "util/env.hpp"         // Env
 #include "runtime/mpi_session.hpp" // MpiSession
 #include "runtime/run_plan.hpp"    // RunPlan
 #include "runtime/world.hpp"       // World

@@ -69,9 +69,11 @@ MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int npro
     if (parent != MPI_COMM_NULL) {
       // A copy spawned by a `--nprocs` parent: join it, after the parent's ranks.
       kind_ = LaunchKind::spawned_child;
-      intercomm_ = parent;
+      intercomm_ = OwnedMpiComm::adopt(parent);
       const auto stage = watchdog_->stage("start-up: joining the --nprocs parent (MPI_Intercomm_merge)");
-      MPI_CHECK(MPI_Intercomm_merge(intercomm_, 1, &owned_world_));
+      MPI_Comm merged = MPI_COMM_NULL;
+      MPI_CHECK(MPI_Intercomm_merge(intercomm_.get(), 1, &merged));
+      owned_world_ = OwnedMpiComm::adopt(merged);
     } else {
       int world_size = 1;
       MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &world_size));
@@ -91,18 +93,18 @@ MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int npro
         // Heartbeats need no communicator of their own, so they cover the duplicate too.
         start_heartbeats(MPI_COMM_WORLD);
         const auto stage = watchdog_->stage("start-up: MPI_Comm_dup of the world");
-        MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &owned_world_));
+        owned_world_ = OwnedMpiComm::duplicate(MPI_COMM_WORLD);
         kind_ = launcher == Launcher::mpirun ? LaunchKind::mpirun
                 : launcher == Launcher::srun ? LaunchKind::srun
                                              : LaunchKind::singleton;
       }
     }
-    MPI_Comm_set_errhandler(owned_world_, MPI_ERRORS_RETURN);
-    start_heartbeats(owned_world_);
-    watchdog_->set_abort_comm(owned_world_);
+    MPI_Comm_set_errhandler(owned_world_.get(), MPI_ERRORS_RETURN);
+    start_heartbeats(owned_world_.get());
+    watchdog_->set_abort_comm(owned_world_.get());
     {
       const auto stage = watchdog_->stage("start-up: node discovery (MPI_Comm_split_type)");
-      world_ = describe_world(owned_world_);
+      world_ = describe_world(owned_world_.get());
     }
     world_.watchdog = watchdog_.get();
     world_.launched_by = launch_kind_name(kind_);
@@ -119,8 +121,10 @@ void MpiSession::spawn_and_merge(const std::vector<std::string>& subcommand_args
   for (const auto& arg : subcommand_args) argv.push_back(const_cast<char*>(arg.c_str()));
   argv.push_back(nullptr);
   std::vector<int> errcodes(static_cast<std::size_t>(nprocs - 1), MPI_SUCCESS);
+  MPI_Comm children = MPI_COMM_NULL;
   const int rc = MPI_Comm_spawn(command.c_str(), argv.data(), nprocs - 1, MPI_INFO_NULL, 0, MPI_COMM_SELF,
-                                &intercomm_, errcodes.data());
+                                &children, errcodes.data());
+  intercomm_ = OwnedMpiComm::adopt(children);
   if (rc != MPI_SUCCESS) {
     char message[MPI_MAX_ERROR_STRING];
     int length = 0;
@@ -132,7 +136,9 @@ void MpiSession::spawn_and_merge(const std::vector<std::string>& subcommand_args
                         "and OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1)");
   }
   // The parent is the low group: it becomes rank 0 of the merged communicator.
-  MPI_CHECK(MPI_Intercomm_merge(intercomm_, 0, &owned_world_));
+  MPI_Comm merged = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Intercomm_merge(intercomm_.get(), 0, &merged));
+  owned_world_ = OwnedMpiComm::adopt(merged);
 }
 
 void MpiSession::start_heartbeats(MPI_Comm comm) {
@@ -146,8 +152,8 @@ void MpiSession::finalize() {
   // so it gets a deadline too.
   watchdog_->mpi_closing();
   const auto stage = watchdog_->stage("shutdown: MPI_Finalize");
-  if (owned_world_ != MPI_COMM_NULL) MPI_Comm_free(&owned_world_);
-  if (intercomm_ != MPI_COMM_NULL) MPI_Comm_free(&intercomm_);
+  owned_world_.reset();
+  intercomm_.reset();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (owns_mpi_ && !finalized) MPI_Finalize();
@@ -159,7 +165,10 @@ MpiSession::~MpiSession() {
   if (unwinding && world_.size > 1 && !failure_collective_) {
     // Other ranks may be waiting in a collective this rank will never join; MPI_Finalize
     // would wait for them forever. Leave without it: main prints the error, and the
-    // launcher ends the job when this process exits.
+    // launcher ends the job when this process exits. Nor are the communicators
+    // freed (the watchdog may still abort through the world).
+    owned_world_.abandon();
+    intercomm_.abandon();
     return;
   }
   finalize();

@@ -17,7 +17,8 @@
 
 #include <mpi.h>  // MPI_Comm
 
-#include "runtime/env.hpp"       // Env
+#include "util/env.hpp"       // Env
+#include "runtime/owned_mpi_comm.hpp"  // OwnedMpiComm
 #include "runtime/watchdog.hpp"  // Watchdog
 #include "runtime/world.hpp"     // World
 
@@ -66,8 +67,9 @@ class MpiSession {
   World world_;
   LaunchKind kind_ = LaunchKind::singleton;
   int thread_level_ = MPI_THREAD_SINGLE;
-  MPI_Comm owned_world_ = MPI_COMM_NULL;  // dup of MPI_COMM_WORLD or the merged communicator
-  MPI_Comm intercomm_ = MPI_COMM_NULL;    // to the parent / to the spawned children
+  // Freed explicitly in finalize(), in this order, before MPI_Finalize.
+  OwnedMpiComm owned_world_;  // dup of MPI_COMM_WORLD or the merged communicator
+  OwnedMpiComm intercomm_;    // to the parent / to the spawned children
   bool owns_mpi_ = false;                 // false when MPI was already initialised by someone else
   bool failure_collective_ = false;
   int uncaught_at_start_ = 0;

@@ -6,7 +6,7 @@
 #include <vector>  // std::vector
 
 #include "config/config.hpp"     // trainer::Config
-#include "runtime/env.hpp"    // Env
+#include "util/env.hpp"    // Env
 #include "runtime/world.hpp"  // World
 
 namespace trainer::runtime {

@@ -22,7 +22,7 @@
 #include <thread>              // std::thread
 
 #include "runtime/debug_stop.hpp"  // DebugStop
-#include "runtime/env.hpp"         // Env
+#include "util/env.hpp"         // Env
 #include "runtime/heartbeats.hpp"  // Heartbeats
 
 namespace trainer::runtime {

@@ -2,7 +2,8 @@
 
 #include <unistd.h>  // gethostname
 
-#include "util/error.hpp"  // MPI_CHECK
+#include "runtime/owned_mpi_comm.hpp"  // OwnedMpiComm: the node and leader communicators
+#include "util/error.hpp"                // MPI_CHECK
 
 namespace trainer::runtime {
 namespace {
@@ -12,14 +13,6 @@ std::string this_hostname() {
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
   return name;
 }
-
-// Frees a communicator made here when leaving scope.
-struct CommGuard {
-  MPI_Comm comm = MPI_COMM_NULL;
-  ~CommGuard() {
-    if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
-  }
-};
 
 }  // namespace
 
@@ -31,22 +24,24 @@ World describe_world(MPI_Comm comm) {
   MPI_CHECK(MPI_Comm_size(comm, &world.size));
 
   // Ranks sharing memory are on one node; key=rank keeps the global order.
-  CommGuard node;
-  MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, world.rank, MPI_INFO_NULL, &node.comm));
-  MPI_CHECK(MPI_Comm_rank(node.comm, &world.local_rank));
-  MPI_CHECK(MPI_Comm_size(node.comm, &world.local_size));
+  MPI_Comm made = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, world.rank, MPI_INFO_NULL, &made));
+  const OwnedMpiComm node = OwnedMpiComm::adopt(made);
+  MPI_CHECK(MPI_Comm_rank(node.get(), &world.local_rank));
+  MPI_CHECK(MPI_Comm_size(node.get(), &world.local_size));
 
   // The first rank of each node joins the "leaders" communicator; its rank there is
   // the node's index, which it then broadcasts to the other ranks of its node.
-  CommGuard leaders;
   const int color = world.local_rank == 0 ? 0 : MPI_UNDEFINED;
-  MPI_CHECK(MPI_Comm_split(comm, color, world.rank, &leaders.comm));
+  made = MPI_COMM_NULL;
+  MPI_CHECK(MPI_Comm_split(comm, color, world.rank, &made));
+  const OwnedMpiComm leaders = OwnedMpiComm::adopt(made);  // MPI_COMM_NULL off the leaders
   int node_info[2] = {0, 0};
-  if (leaders.comm != MPI_COMM_NULL) {
-    MPI_CHECK(MPI_Comm_rank(leaders.comm, &node_info[0]));
-    MPI_CHECK(MPI_Comm_size(leaders.comm, &node_info[1]));
+  if (!leaders.empty()) {
+    MPI_CHECK(MPI_Comm_rank(leaders.get(), &node_info[0]));
+    MPI_CHECK(MPI_Comm_size(leaders.get(), &node_info[1]));
   }
-  MPI_CHECK(MPI_Bcast(node_info, 2, MPI_INT, 0, node.comm));
+  MPI_CHECK(MPI_Bcast(node_info, 2, MPI_INT, 0, node.get()));
   world.node_rank = node_info[0];
   world.num_nodes = node_info[1];
   return world;

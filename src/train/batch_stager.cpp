@@ -12,20 +12,9 @@ namespace trainer::train {
 BatchStager::BatchStager(compute::Backend& backend) : backend_(backend), copy_stream_(backend.create_stream()) {}
 
 BatchStager::~BatchStager() {
-  // Queued copies read the pinned staging: let them finish before it is freed.
+  // Queued copies read the pinned staging: let them finish before it is freed
+  // (the slots go after this body).
   copy_stream_->synchronize();
-  for (auto& slot : slots_) backend_.release_host(slot.host_keypoints);
-}
-
-float* BatchStager::host_keypoints(Slot& slot, std::size_t count) {
-  if (count > slot.host_capacity) {
-    backend_.release_host(slot.host_keypoints);
-    slot.host_keypoints = nullptr;
-    slot.host_capacity = 0;
-    slot.host_keypoints = static_cast<float*>(backend_.allocate_host(count * sizeof(float)));
-    slot.host_capacity = count;
-  }
-  return slot.host_keypoints;
 }
 
 const StagedBatch& BatchStager::stage(const data::Batch& batch, const StageLayout& layout,
@@ -44,7 +33,8 @@ const StagedBatch& BatchStager::stage(const data::Batch& batch, const StageLayou
   std::size_t keypoint_count = 0;
   if (layout.keypoints) {
     keypoint_count = std::size_t(n) * layout.branches * k * 2;
-    float* host = host_keypoints(slot, keypoint_count);
+    compute::ensure_capacity(backend_, slot.host_keypoints, keypoint_count);
+    float* host = slot.host_keypoints.data();
     // Network-input pixels -> heatmap pixels: x_hm = x * W_out / W_in (no half-pixel shift).
     const float sx = float(layout.heatmap_width) / float(batch.width);
     const float sy = float(layout.heatmap_height) / float(batch.height);
@@ -69,7 +59,7 @@ const StagedBatch& BatchStager::stage(const data::Batch& batch, const StageLayou
   backend_.upload(slot.images.data(), batch.images, s.image_shape.numel(), *copy_stream_);
   if (keypoint_count) {
     compute::ensure_capacity(backend_, slot.keypoints, keypoint_count);
-    backend_.upload(slot.keypoints.data(), slot.host_keypoints, keypoint_count, *copy_stream_);
+    backend_.upload(slot.keypoints.data(), slot.host_keypoints.data(), keypoint_count, *copy_stream_);
   }
   slot.copied = copy_stream_->record();
   compute.wait(*slot.copied);

@@ -16,6 +16,7 @@
 #include <vector>   // std::vector
 
 #include "compute/backend.hpp"  // compute::Backend, DeviceBuffer
+#include "compute/host_buffer.hpp"  // compute::HostBuffer
 #include "compute/stream.hpp"   // compute::Stream, Event
 #include "data/batch.hpp"       // data::Batch
 
@@ -55,13 +56,10 @@ class BatchStager {
  private:
   struct Slot {
     compute::DeviceBuffer images, keypoints;
-    float* host_keypoints = nullptr;  // pinned staging for the scaled keypoints
-    std::size_t host_capacity = 0;
+    compute::HostBuffer<float> host_keypoints;  // pinned staging for the scaled keypoints
     std::unique_ptr<compute::Event> copied, released;
     StagedBatch staged;
   };
-  float* host_keypoints(Slot& slot, std::size_t count);
-
   compute::Backend& backend_;
   std::unique_ptr<compute::Stream> copy_stream_;
   std::array<Slot, 2> slots_;

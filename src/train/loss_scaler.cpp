@@ -14,27 +14,23 @@ LossScaler::LossScaler(compute::Precision precision, LossScalerOptions options)
   state_.scale = options.init_scale;
 }
 
-LossScaler::~LossScaler() {
-  if (backend_ && host_flag_) backend_->release_host(host_flag_);
-}
-
 bool LossScaler::unscale_and_check(compute::Backend& backend, float* grads, std::size_t count,
                                    compute::Stream& stream) {
   if (!enabled_) return true;
   if (!backend_) {
     backend_ = &backend;
     flag_ = compute::DeviceBuffer(backend, 1);
-    host_flag_ = static_cast<float*>(backend.allocate_host(sizeof(float)));
+    host_flag_ = compute::HostBuffer<float>(backend, 1);
   }
   TRAINER_ASSERT(backend_ == &backend, "LossScaler used with two different backends");
   // Powers of two in practice, so 1/scale is exact (torch: reciprocal in double, then float).
   const float inv_scale = float(1.0 / double(state_.scale));
   backend.fill(flag_.data(), 0.f, 1, stream);
   backend.unscale_and_check(grads, count, inv_scale, flag_.data(), stream);
-  backend.download(host_flag_, flag_.data(), 1, stream);
+  backend.download(host_flag_.data(), flag_.data(), 1, stream);
   // The one host synchronization of a 16-mixed step (GradScaler's found_inf.item()).
   stream.synchronize();
-  const bool found_inf = *host_flag_ != 0.f;
+  const bool found_inf = host_flag_[0] != 0.f;
   update(found_inf);
   return !found_inf;
 }

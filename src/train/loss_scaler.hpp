@@ -25,6 +25,7 @@
 #include <cstddef>  // std::size_t
 
 #include "compute/backend.hpp"    // compute::Backend, DeviceBuffer, Stream
+#include "compute/host_buffer.hpp"  // compute::HostBuffer
 #include "compute/precision.hpp"  // compute::Precision
 
 namespace trainer::train {
@@ -46,7 +47,6 @@ class LossScaler {
  public:
   // Enabled only for Precision::fp16.
   explicit LossScaler(compute::Precision precision, LossScalerOptions options = {});
-  ~LossScaler();
   LossScaler(const LossScaler&) = delete;
   LossScaler& operator=(const LossScaler&) = delete;
 
@@ -76,9 +76,9 @@ class LossScaler {
   LossScalerOptions options_;
   LossScalerState state_;
   long skipped_ = 0;
-  compute::Backend* backend_ = nullptr;  // owner of flag_ and host_flag_
+  compute::Backend* backend_ = nullptr;  // where flag_ and host_flag_ live
   compute::DeviceBuffer flag_;           // one float: found_inf
-  float* host_flag_ = nullptr;           // pinned on CUDA (allocate_host)
+  compute::HostBuffer<float> host_flag_;  // one float, pinned on CUDA
 };
 
 }  // namespace trainer::train

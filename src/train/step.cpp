@@ -25,12 +25,11 @@ StepRunner::StepRunner(compute::Backend& backend, compute::Stream& stream, model
       scaler_(backend.precision()) {
   compute::ensure_capacity(backend_, loss_, 1);
   compute::ensure_capacity(backend_, loss_sum_, 1);
-  loss_host_ = static_cast<float*>(backend_.allocate_host(2 * sizeof(float)));
+  loss_host_ = compute::HostBuffer<float>(backend_, 2);
 }
 
 StepRunner::~StepRunner() {
-  stream_.synchronize();  // a pending loss copy writes into loss_host_
-  backend_.release_host(loss_host_);
+  stream_.synchronize();  // a pending loss copy writes into loss_host_, freed after this
 }
 
 const StagedBatch& StepRunner::stage(const data::Batch& batch, bool labels, bool drop_padded_rows) {

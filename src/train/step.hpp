@@ -8,6 +8,7 @@
 #include <vector>   // std::vector
 
 #include "compute/backend.hpp"      // compute::Backend, DeviceBuffer, HeatmapLoss
+#include "compute/host_buffer.hpp"  // compute::HostBuffer
 #include "data/batch.hpp"           // data::Batch
 #include "model/pose_model.hpp"     // model::PoseModel
 #include "model/hooks.hpp"          // model::BatchNormSync
@@ -88,7 +89,7 @@ class StepRunner {
   BatchStager stager_;
   LossScaler scaler_;
   compute::DeviceBuffer targets_, mask_, loss_, loss_sum_, dpred_, coords_, confidence_;
-  float* loss_host_ = nullptr;  // pinned: [0] requested loss, [1] loss sum
+  compute::HostBuffer<float> loss_host_;  // pinned: [0] requested loss, [1] loss sum
   std::unique_ptr<compute::Event> loss_copied_;
   long losses_summed_ = 0;
 };

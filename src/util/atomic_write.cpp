@@ -41,12 +41,6 @@ class Fd {
   int fd_;
 };
 
-std::string folder_of(const std::string& path) {
-  const auto slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 std::string errno_text() { return std::strerror(errno); }
 
 // fsync(2) of a file or folder by name.
@@ -57,6 +51,12 @@ void sync_path(const std::string& path, int flags) {
 }
 
 }  // namespace
+
+std::string folder_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
 
 std::string temp_path_for(const std::string& path) { return path + kTempMarker + std::to_string(::getpid()); }
 

@@ -13,6 +13,10 @@
 
 namespace trainer {
 
+// The folder of a file path ("." for a bare file name): where its temporary twin
+// lives and which folder a commit fsyncs.
+std::string folder_of(const std::string& path);
+
 // `<path>.tmp-<pid of this process>`.
 std::string temp_path_for(const std::string& path);
 

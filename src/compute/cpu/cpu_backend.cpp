@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "compute/cpu/cpu_conv_plan.hpp"
+#include "util/env.hpp"  // Env: OMP_NUM_THREADS, TRAINER_CPU_CONV_LAYOUT
 #include "util/error.hpp"
 
 namespace trainer::compute {
@@ -29,10 +30,10 @@ class CpuStream final : public Stream {
   void* native() const override { return nullptr; }
 };
 
-int resolve_threads(int requested) {
+int resolve_threads(int requested, const Env& env) {
   if (requested > 0) return requested;
-  if (const char* env = std::getenv("OMP_NUM_THREADS")) {
-    const int n = std::atoi(env);  // "4" or "4,2": the first level counts
+  if (const auto value = env_get(env, "OMP_NUM_THREADS")) {
+    const int n = std::atoi(value->c_str());  // "4" or "4,2": the first level counts
     if (n > 0) return n;
   }
   const unsigned hw = std::thread::hardware_concurrency();
@@ -40,11 +41,11 @@ int resolve_threads(int requested) {
 }
 
 // TRAINER_CPU_CONV_LAYOUT=plain|blocked (default: blocked); see docs/PERFORMANCE.md.
-bool blocked_layouts_from_env() {
-  const char* env = std::getenv("TRAINER_CPU_CONV_LAYOUT");
-  if (!env || !*env || std::string(env) == "blocked") return true;
-  if (std::string(env) == "plain") return false;
-  throw UserError("TRAINER_CPU_CONV_LAYOUT must be 'plain' or 'blocked', not '" + std::string(env) + "'",
+bool blocked_layouts_from_env(const Env& env) {
+  const std::string value = env_get(env, "TRAINER_CPU_CONV_LAYOUT").value_or("");
+  if (value.empty() || value == "blocked") return true;
+  if (value == "plain") return false;
+  throw UserError("TRAINER_CPU_CONV_LAYOUT must be 'plain' or 'blocked', not '" + value + "'",
                   "unset it to let oneDNN choose its layouts");
 }
 
@@ -59,9 +60,12 @@ std::unique_ptr<Backend> make_cpu_backend(int threads, Precision precision) {
 namespace cpu {
 
 CpuBackend::CpuBackend(int threads, Precision precision)
-    : threads_(resolve_threads(threads)),
+    : CpuBackend(threads, precision, capture_environment()) {}
+
+CpuBackend::CpuBackend(int threads, Precision precision, const Env& env)
+    : threads_(resolve_threads(threads, env)),
       precision_(precision),
-      blocked_layouts_(blocked_layouts_from_env()),
+      blocked_layouts_(blocked_layouts_from_env(env)),
       engine_(dnnl::engine::kind::cpu, 0),
       dnnl_stream_(engine_),
       default_stream_(std::make_unique<CpuStream>()) {}

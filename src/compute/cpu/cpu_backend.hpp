@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>  // dnnl::engine, dnnl::stream, primitives
 
 #include "compute/backend.hpp"  // Backend, geometries, views
+#include "util/env.hpp"      // Env
 
 namespace trainer::compute::cpu {
 
@@ -41,7 +42,10 @@ class StagingBuffer {
 
 class CpuBackend final : public Backend {
  public:
+  // Reads OMP_NUM_THREADS (threads = 0) and TRAINER_CPU_CONV_LAYOUT from `env`
+  // (the first form: from this process's environment).
   CpuBackend(int threads, Precision precision);
+  CpuBackend(int threads, Precision precision, const Env& env);
   ~CpuBackend() override;
 
   DeviceKind kind() const override { return DeviceKind::cpu; }

@@ -5,7 +5,7 @@
 
 #include "app/config_keys.hpp"
 #include "app/config_parse.hpp"
-#include "app/run_setup.hpp"  // cpu_precision_warning
+#include "app/make_backend.hpp"  // cpu_precision_warning
 #include "config_test_util.hpp"
 
 using config_test::expect_user_error;

@@ -31,6 +31,13 @@ TEST_CASE("TRAINER_DEBUG_SKIP_COLLECTIVE parses rank:index", "[comm]") {
   }
 }
 
+TEST_CASE("TRAINER_DEBUG_SKIP_COLLECTIVE is read from the Env it is given", "[comm]") {
+  CHECK(skip_collective_from_env({}).rank == -1);
+  const auto skip = skip_collective_from_env({{"TRAINER_DEBUG_SKIP_COLLECTIVE", "2:5"}});
+  CHECK(skip.matches(2, 5));
+  CHECK_THROWS_AS(skip_collective_from_env({{"TRAINER_DEBUG_SKIP_COLLECTIVE", "x"}}), UserError);
+}
+
 TEST_CASE("busbw follows nccl-tests: algbw * 2(n-1)/n", "[comm]") {
   CHECK(algbw_gbps(1000000000, 1.0) == Approx(1.0));
   CHECK(busbw_gbps(1000000000, 1.0, 1) == Approx(0.0));

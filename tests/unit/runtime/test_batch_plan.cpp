@@ -6,6 +6,7 @@
 #include "runtime/batch_plan.hpp"
 #include "user_error_matchers.hpp"
 
+using namespace trainer;
 using namespace trainer::runtime;
 using trainer::test::require_user_error;
 

@@ -4,6 +4,7 @@
 #include "runtime/devices.hpp"
 #include "user_error_matchers.hpp"
 
+using namespace trainer;
 using namespace trainer::runtime;
 using trainer::test::require_user_error;
 

@@ -5,6 +5,7 @@
 #include "runtime/launcher_check.hpp"
 #include "user_error_matchers.hpp"
 
+using namespace trainer;
 using namespace trainer::runtime;
 using trainer::test::require_user_error;
 

@@ -7,6 +7,7 @@
 #include "runtime/visible_gpus.hpp"
 #include "user_error_matchers.hpp"
 
+using namespace trainer;
 using namespace trainer::runtime;
 using trainer::Config;
 using trainer::test::require_user_error;

@@ -1,11 +1,11 @@
-#include "runtime/env.hpp"
+#include "util/env.hpp"
 
 #include <cerrno>   // errno
 #include <cstdlib>  // std::strtol
 
 extern char** environ;  // POSIX: the process environment
 
-namespace trainer::runtime {
+namespace trainer {
 
 Env capture_environment() {
   Env env;
@@ -34,4 +34,4 @@ std::optional<long> env_int(const Env& env, const std::string& key) {
   return number;
 }
 
-}  // namespace trainer::runtime
+}  // namespace trainer

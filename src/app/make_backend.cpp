@@ -1,0 +1,55 @@
+// Backend construction for the commands (see make_backend.hpp).
+#include "app/make_backend.hpp"
+
+#include "compute/precision.hpp"  // compute::parse_precision
+#ifdef TRAINER_WITH_CUDA
+#include "compute/cuda/cuda_backend.hpp"  // CudaBackendOptions (TF32)
+#endif
+#include "runtime/visible_gpus.hpp"  // runtime::visible_gpu_count
+#include "util/error.hpp"            // UserError
+
+namespace trainer::app {
+
+std::string cpu_precision_warning(const std::string& precision) {
+  return "precision " + precision +
+         " on CPU emulates the 16-bit rounding of the GPU path in fp32: same numerics, no speed-up";
+}
+
+std::unique_ptr<compute::Backend> make_backend(const BackendRequest& request, const Log& log) {
+  const compute::Precision precision = compute::parse_precision(request.precision);
+#ifdef TRAINER_WITH_CUDA
+  if (request.gpu) {
+    compute::CudaBackendOptions options;
+    options.precision = precision;
+    options.allow_tf32 = request.float32_matmul == "high";
+    return compute::make_cuda_backend(request.device, options);
+  }
+#endif
+  if (request.gpu)
+    throw UserError("a GPU was asked for, but this trainer was built without the GPU path",
+                    "rebuild with -DTRAINER_CUDA=ON or use --accelerator cpu");
+  if (precision != compute::Precision::fp32) log.warn(cpu_precision_warning(request.precision));
+  return compute::make_cpu_backend(request.cpu_threads, precision);
+}
+
+std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const runtime::RunPlan& plan,
+                                                   const Log& log) {
+  BackendRequest request;
+  request.gpu = plan.accelerator == "gpu";
+  request.device = plan.rank.device;
+  request.precision = config.model.precision;
+  request.float32_matmul = config.model.float32_matmul_precision;
+  return make_backend(request, log);
+}
+
+std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, const Log& log) {
+  const std::string& accelerator = config.distributed.accelerator;
+  BackendRequest request;
+  request.gpu = accelerator == "gpu" || (accelerator == "auto" && runtime::visible_gpu_count() > 0);
+  request.float32_matmul = config.model.float32_matmul_precision;
+  auto backend = make_backend(request, log);
+  if (request.gpu) log.info("predicting on GPU 0 (fp32)");
+  return backend;
+}
+
+}  // namespace trainer::app

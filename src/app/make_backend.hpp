@@ -1,0 +1,38 @@
+#pragma once
+// The one place compute backends are made (train, predict, bench step).
+#include <memory>  // std::unique_ptr
+#include <string>  // std::string
+
+#include "config/config.hpp"        // Config
+#include "compute/backend.hpp"   // compute::Backend
+#include "runtime/run_plan.hpp"  // runtime::RunPlan
+#include "util/log.hpp"          // Log
+
+namespace trainer::app {
+
+// What a command asks of the compute backend.
+struct BackendRequest {
+  bool gpu = false;                         // CUDA on `device`, else the CPU
+  int device = 0;
+  std::string precision = "32";             // model.precision
+  std::string float32_matmul = "highest";   // model.float32_matmul_precision (GPU only)
+  int cpu_threads = 0;                      // 0: OMP_NUM_THREADS or all cores
+};
+
+// A GPU asked of a CPU-only build is a user error; a mixed precision on the CPU is
+// emulated (same numerics as the GPU, no speed-up) and rank 0 warns once.
+std::unique_ptr<compute::Backend> make_backend(const BackendRequest& request, const Log& log);
+
+// The run's backend: CUDA on the planned GPU, or the CPU, with the configured precision.
+std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const runtime::RunPlan& plan,
+                                                   const Log& log);
+
+// Prediction's backend, one process on one device: the first visible GPU when
+// distributed.accelerator allows it (gpu, or auto with a GPU visible in a CUDA
+// build), else the CPU. Prediction runs in fp32 whatever the training precision was.
+std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, const Log& log);
+
+// The warning for a mixed `precision` ("bf16-mixed", "16-mixed") on the CPU.
+std::string cpu_precision_warning(const std::string& precision);
+
+}  // namespace trainer::app

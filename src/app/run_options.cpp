@@ -1,0 +1,89 @@
+// Config -> option structs (see run_options.hpp).
+#include "app/run_options.hpp"
+
+#include <algorithm>  // std::min, std::max
+
+#include "app/loader_source.hpp"  // batch_allocator
+#include "data/augment.hpp"       // data::parse_imgaug
+#include "model/make_model.hpp"   // model::needs_context_frames
+
+namespace trainer::app {
+
+data::LoaderOptions loader_options(const Config& config, const std::string& model_type, compute::Backend& backend) {
+  data::LoaderOptions options;
+  options.allocator = batch_allocator(backend);
+  options.height = config.data.image_resize_height;
+  options.width = config.data.image_resize_width;
+  options.context = model::needs_context_frames(model_type);
+  return options;
+}
+
+data::LoaderOptions train_loader_options(const Config& config, const runtime::RunPlan& plan,
+                                         compute::Backend& backend) {
+  data::LoaderOptions options = loader_options(config, config.model.model_type, backend);
+  options.batch_size = plan.rank.train_batch_size;
+  options.augmentation = data::parse_imgaug(config.training.imgaug);
+  options.seed = config.training.rng_seed_data_pt;
+  options.num_workers = plan.rank.num_workers;
+  options.drop_last = config.training.drop_last;
+  return options;
+}
+
+data::LoaderOptions val_loader_options(const data::LoaderOptions& train, const runtime::RunPlan& plan,
+                                       std::int64_t val_frames, int world_size) {
+  data::LoaderOptions options = train;
+  options.batch_size = static_cast<int>(std::max<std::int64_t>(
+      1, std::min<std::int64_t>(plan.rank.val_batch_size, data::samples_per_rank(val_frames, world_size, false))));
+  options.augmentation = data::Augmentation::kNone;
+  options.drop_last = false;
+  return options;
+}
+
+data::LoaderOptions predict_loader_options(const Config& config, const std::string& model_type, std::int64_t frames,
+                                           compute::Backend& backend) {
+  data::LoaderOptions options = loader_options(config, model_type, backend);
+  options.batch_size = static_cast<int>(std::min<std::int64_t>(config.training.test_batch_size, frames));
+  options.num_workers = config.training.num_workers > 0 ? config.training.num_workers : 1;
+  return options;
+}
+
+data::SamplerOptions sampler_options(const Config& config, const runtime::World& world) {
+  data::SamplerOptions sampler;
+  sampler.num_replicas = world.size;
+  sampler.rank = world.rank;
+  sampler.seed = config.training.rng_seed_data_pt;
+  sampler.drop_last = config.training.drop_last;
+  return sampler;
+}
+
+model::ModelSpec model_spec(const Config& config, int num_keypoints) {
+  model::ModelSpec spec;
+  spec.backbone = config.model.backbone;
+  spec.num_keypoints = num_keypoints;
+  spec.downsample_factor = config.data.downsample_factor;
+  return spec;
+}
+
+train::OptimizerConfig optimizer_config(const Config& config) {
+  train::OptimizerConfig optimizer;
+  optimizer.type = config.training.optimizer;
+  optimizer.weight_decay = config.training.weight_decay;
+  return optimizer;
+}
+
+train::LoopConfig loop_config(const Config& config, const runtime::RunPlan& plan) {
+  train::LoopConfig loop;
+  loop.max_epochs = config.training.max_epochs;
+  loop.min_epochs = config.training.min_epochs;
+  loop.max_steps = config.training.max_steps;
+  loop.check_val_every_n_epoch = config.training.check_val_every_n_epoch;
+  loop.early_stop_patience = config.training.early_stop_patience;
+  loop.log_every_n_steps = config.training.log_every_n_steps;
+  loop.lr.base_lr = plan.learning_rate;
+  loop.lr.milestones = config.training.lr_scheduler_milestones;
+  loop.lr.gamma = config.training.lr_scheduler_gamma;
+  loop.lr.unfreezing_epoch = config.training.unfreezing_epoch;
+  return loop;
+}
+
+}  // namespace trainer::app
