@@ -1,5 +1,6 @@
 // trainer: entry point. Dispatches to a subcommand and turns exceptions into
 // `error:` / `hint:` lines with exit code 2 (user errors) or 1 (system failures).
+#include <csignal>    // std::signal, SIGPIPE
 #include <exception>  // std::exception
 #include <new>        // std::bad_alloc
 #include <iostream>   // std::cout, std::cerr
@@ -73,6 +74,10 @@ void report(const std::string& message, const std::string& hint) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Peers that exit close their sockets (Gloo, MPI's TCP transport, heartbeats): a
+  // write to one must come back as an error the communicator reports and names,
+  // not end this rank silently with SIGPIPE.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     return dispatch(argc, argv);
   } catch (const trainer::UserError& e) {
