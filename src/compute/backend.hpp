@@ -185,10 +185,10 @@ class Backend {
   // Masked heatmap loss (lightning-pose semantics, docs/COMPUTE.md) written to the
   // device scalar loss[0]; dpred [N, K, H, W] receives d(loss * loss_scale)/d(pred)
   // when non-null (zero for excluded keypoints). The loss is the mean over the
-  // counted keypoints of `loss`'s per-plane value (compute/losses/heatmap_<name>.hpp:
-  // mse, kl, js, ...), times the weight 0.5. A keypoint counts where mask[n*K + k] != 0; with mask == nullptr, where its
-  // target is not all zero (lightning-pose's own rule). No counted keypoint: loss 0
-  // and zero gradient (lightning-pose would give NaN).
+  // counted keypoints of `type`'s per-plane value (compute/losses/heatmap_<name>.hpp:
+  // mse, kl, js, ...), times the weight 0.5. A keypoint counts where mask[n*K + k]
+  // != 0; with mask == nullptr, where its target is not all zero (lightning-pose's
+  // own rule). No counted keypoint: loss 0 and zero gradient (lightning-pose: NaN).
   virtual void heatmap_loss(ConstTensorView pred, ConstTensorView target, const float* mask,
                             const HeatmapLoss& type, float* loss, float* dpred, float loss_scale,
                             Stream& s) = 0;
