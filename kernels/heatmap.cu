@@ -74,92 +74,6 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, int siz
     dx[base + i] = scale * y[base + i] * (dy[base + i] - d);
 }
 
-// lightning-pose adds 1e-10 to both heatmaps before the KL / JS divergences.
-constexpr double kDivergenceEps = 1e-10;
-// lightning-pose's loss weight 1 / (2 exp(log_weight)) with log_weight 0.
-constexpr double kLossWeight = 0.5;
-
-// Whether plane i counts: mask != 0, or without a mask a target that is not all
-// zero (lightning-pose's own rule).
-__device__ inline bool plane_counts(const float* mask, const float* target, int plane, int size) {
-  if (mask) return mask[plane] != 0.f;
-  const float* t = target + std::size_t(plane) * size;
-  for (int i = 0; i < size; ++i)
-    if (t[i] != 0.f) return true;
-  return false;
-}
-
-// flags[plane] = 1 when the plane counts; one thread per plane.
-__global__ void count_planes_kernel(const float* mask, const float* target, int planes, int size,
-                                    double* flags) {
-  const int plane = blockIdx.x * blockDim.x + threadIdx.x;
-  if (plane < planes) flags[plane] = plane_counts(mask, target, plane, size) ? 1.0 : 0.0;
-}
-
-__device__ inline double sum_flags(const double* flags, int planes, double* shared) {
-  double c = 0.0;
-  for (int i = threadIdx.x; i < planes; i += blockDim.x) c += flags[i];
-  return block_sum(c, shared);
-}
-
-// Per plane: sums[plane] = the plane's loss (MSE: sum of squared errors, i.e. the
-// mean * H*W as lightning-pose scales it; KL(t' || p'); JS), and dpred. Arithmetic
-// in double, as the CPU twin.
-__global__ void loss_planes_kernel(const float* pred, const float* target, const double* flags,
-                                   int planes, int size, LossKind kind, float* dpred,
-                                   float loss_scale, double* sums) {
-  __shared__ double shared[32];
-  const int plane = blockIdx.x;
-  const double valid = sum_flags(flags, planes, shared);
-  const std::size_t base = std::size_t(plane) * size;
-  if (flags[plane] == 0.0) {
-    if (dpred)
-      for (int i = threadIdx.x; i < size; i += blockDim.x) dpred[base + i] = 0.f;
-    if (threadIdx.x == 0) sums[plane] = 0.0;
-    return;
-  }
-  const double gs = (valid > 0.0 ? kLossWeight / valid : 0.0) * double(loss_scale);
-  double acc = 0.0;
-  for (int i = threadIdx.x; i < size; i += blockDim.x) {
-    const double p = pred[base + i], t = target[base + i];
-    double grad = 0.0;
-    switch (kind) {
-      case LossKind::mse: {
-        const double d = p - t;
-        acc += d * d;
-        grad = 2.0 * d;
-        break;
-      }
-      case LossKind::kl: {
-        const double pe = p + kDivergenceEps, te = t + kDivergenceEps;
-        acc += te * (log(te) - log(pe));
-        grad = -te / pe;
-        break;
-      }
-      case LossKind::js: {
-        const double pe = p + kDivergenceEps, te = t + kDivergenceEps;
-        const double lm = log(0.5 * (pe + te)), lp = log(pe);
-        acc += 0.5 * te * (log(te) - lm) + 0.5 * pe * (lp - lm);
-        grad = 0.5 * (lp - lm);
-        break;
-      }
-    }
-    if (dpred) dpred[base + i] = static_cast<float>(gs * grad);
-  }
-  acc = block_sum(acc, shared);
-  if (threadIdx.x == 0) sums[plane] = acc;
-}
-
-// loss[0] = weight * (sum of plane losses) / (counted planes), 0 when none count.
-__global__ void loss_total_kernel(const double* sums, const double* flags, int planes, float* loss) {
-  __shared__ double shared[32];
-  double total = 0.0;
-  for (int i = threadIdx.x; i < planes; i += blockDim.x) total += sums[i];
-  total = block_sum(total, shared);
-  const double valid = sum_flags(flags, planes, shared);
-  if (threadIdx.x == 0) loss[0] = valid > 0.0 ? static_cast<float>(total * (kLossWeight / valid)) : 0.f;
-}
-
 // ---- soft-argmax ---------------------------------------------------------------
 
 // PyTorch's bicubic convolution coefficients (A = -0.75).
@@ -284,24 +198,6 @@ void spatial_softmax_backward(const float* y, const float* dy, int planes, int p
                               float temperature, float* dx, cudaStream_t s) {
   if (planes > 0)
     softmax_backward_kernel<<<planes, kThreads, 0, s>>>(y, dy, plane_size, temperature, dx);
-}
-
-std::size_t heatmap_loss_scratch_doubles(int planes) {
-  return 2 * std::size_t(planes > 0 ? planes : 1);  // flags and per-plane sums
-}
-
-void heatmap_loss(const float* pred, const float* target, const float* mask, int planes,
-                  int plane_size, LossKind kind, float* loss, float* dpred, float loss_scale,
-                  double* scratch, cudaStream_t s) {
-  double* flags = scratch;
-  double* sums = scratch + (planes > 0 ? planes : 1);
-  if (planes > 0) {
-    count_planes_kernel<<<(planes + kThreads - 1) / kThreads, kThreads, 0, s>>>(
-        mask, target, planes, plane_size, flags);
-    loss_planes_kernel<<<planes, kThreads, 0, s>>>(pred, target, flags, planes, plane_size, kind,
-                                                   dpred, loss_scale, sums);
-  }
-  loss_total_kernel<<<1, kThreads, 0, s>>>(sums, flags, planes, loss);
 }
 
 std::size_t soft_argmax_scratch_doubles(int planes, int h, int w, int upsamplings) {

@@ -1,10 +1,9 @@
 #pragma once
 // Heatmap kernels (lightning-pose semantics): Gaussian targets, spatial softmax
-// forward/backward, the masked heatmap loss (MSE, KL, JS) forward/backward, and the
-// soft-argmax with confidence (bicubic x2 upsampling + Gaussian pyramid blur,
-// tempered softmax, expectation, 5x5 confidence sum).
-// CPU twins: heatmap_targets, spatial_softmax_*, heatmap_loss and soft_argmax in
-// src/compute/cpu/. Every launcher only enqueues work on `stream`.
+// forward/backward, and the soft-argmax with confidence (bicubic x2 upsampling +
+// Gaussian pyramid blur, tempered softmax, expectation, 5x5 confidence sum).
+// CPU twins: heatmap_targets, spatial_softmax_* and soft_argmax in src/compute/cpu/.
+// The heatmap losses: heatmap_loss.cuh. Every launcher only enqueues work on `stream`.
 #include <cuda_runtime_api.h>  // cudaStream_t
 #include <cstddef>             // std::size_t
 
@@ -22,18 +21,6 @@ void spatial_softmax_forward(const float* x, int planes, int plane_size, float t
 // dx = temperature * y * (dy - sum(y * dy)) per plane.
 void spatial_softmax_backward(const float* y, const float* dy, int planes, int plane_size,
                               float temperature, float* dx, cudaStream_t stream);
-
-enum class LossKind { mse, kl, js };
-
-// Scratch (in doubles) that heatmap_loss needs.
-std::size_t heatmap_loss_scratch_doubles(int planes);
-// loss[0] = 0.5 * mean over the counted planes of the per-plane loss (0 when none
-// count); dpred (optional) = d(loss * loss_scale)/d(pred), zero on planes that do
-// not count. A plane counts where mask != 0, or, with mask null, where its target
-// is not all zero.
-void heatmap_loss(const float* pred, const float* target, const float* mask, int planes,
-                  int plane_size, LossKind kind, float* loss, float* dpred, float loss_scale,
-                  double* scratch, cudaStream_t stream);
 
 // Scratch (in doubles) that soft_argmax needs for `upsamplings` x2 steps.
 std::size_t soft_argmax_scratch_doubles(int planes, int h, int w, int upsamplings);

@@ -19,6 +19,7 @@
 #include "app/make_backend.hpp"     // make_backend
 #include "app/output_files.hpp"     // make_directories
 #include "compute/backend.hpp"      // compute::Backend
+#include "compute/losses/heatmap_mse.hpp"  // compute::heatmap_mse_loss
 #include "compute/precision.hpp"    // compute::precision_names, float32_matmul_precision_names
 #include "data/batch.hpp"           // data::Batch
 #include "model/backbone_registry.hpp"  // model::backbone_names
@@ -109,7 +110,7 @@ int bench_step(const Args& args) {
   train::Optimizer optimizer(net.store(), train::OptimizerConfig{});
   optimizer.set_group(model::ParamGroup::backbone, 1e-3, true);
   optimizer.set_group(model::ParamGroup::head, 1e-3, true);
-  train::StepRunner runner(*backend, stream, net, compute::HeatmapLoss::mse);
+  train::StepRunner runner(*backend, stream, net, compute::heatmap_mse_loss());
   train::LocalGradientSync sync;
 
   // Random normalized images and keypoints inside the frame.

@@ -25,6 +25,7 @@
 #include "app/run_data.hpp"         // open_run_data
 #include "app/run_options.hpp"      // predict_loader_options
 #include "compute/backend.hpp"      // compute::Backend
+#include "compute/losses/heatmap_mse.hpp"  // compute::heatmap_mse_loss (the runner needs one; predict computes none)
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::set_names
 #include "model/make_model.hpp"     // model::make_pose_model
@@ -129,7 +130,7 @@ int run_predict(const Args& args_in) {
                                               model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
   model::PoseModel& net = *network;
   train::load_model(checkpoint, net.store(), stream);
-  train::StepRunner runner(*backend, stream, net, compute::HeatmapLoss::mse);
+  train::StepRunner runner(*backend, stream, net, compute::heatmap_mse_loss());
 
   // A batch larger than the data set would only allocate more.
   data::Loader loader(dataset, predict_loader_options(config, model_type, dataset.size(), *backend));

@@ -19,6 +19,7 @@
 #include "app/run_data.hpp"         // open_run_data, check_train_batch_fits
 #include "app/run_options.hpp"      // Config -> loader, sampler, model, optimizer and loop options
 #include "compute/backend.hpp"      // compute::Backend, Stream
+#include "compute/losses/heatmap_loss_registry.hpp"  // compute::parse_heatmap_loss
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::write_split_csv
 #include "model/make_model.hpp"     // model::make_pose_model
@@ -195,7 +196,7 @@ int run_train(const Args& args) {
   log.info("model: " + spec.backbone + " " + config.model.model_type + ", " + std::to_string(net.store().parameter_count()) +
            " parameters; " + backend->description() + "; batch " + std::to_string(plan.rank.train_batch_size) +
            " per rank, lr " + std::to_string(plan.learning_rate));
-  train::StepRunner runner(*backend, stream, net, train::parse_heatmap_loss(config.model.heatmap_loss_type));
+  train::StepRunner runner(*backend, stream, net, compute::parse_heatmap_loss(config.model.heatmap_loss_type));
   runner.loss_scaler().restore({state.loss_scale, state.loss_scale_growth_tracker});  // 16-mixed resumes its scale
   // Data-parallel: rank 0's weights and optimizer state everywhere, then the
   // loop's gradient buckets, synchronized batch norm and metric sums (all no-ops

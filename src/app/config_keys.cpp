@@ -9,6 +9,7 @@
 
 #include "app/config_values.hpp"        // parse_*, format_*, BadValue
 #include "comm/nccl_debug.hpp"            // comm::nccl_debug_names
+#include "compute/losses/heatmap_loss_registry.hpp"  // compute::heatmap_loss_names
 #include "compute/precision.hpp"          // compute::precision_names, float32_matmul_precision_names
 #include "data/augment.hpp"               // data::imgaug_names
 #include "model/backbone_registry.hpp"    // backbone_names
@@ -309,8 +310,8 @@ std::vector<ConfigKey> build_table() {
       choice("model", "backbone", field(M, &MC::backbone), model::backbone_names(),
              "ResNet backbone")
           .lp("model.backbone"),
-      choice("model", "heatmap_loss_type", field(M, &MC::heatmap_loss_type), {"mse", "kl", "js"},
-             "heatmap loss: mse, kl or js")
+      choice("model", "heatmap_loss_type", field(M, &MC::heatmap_loss_type), compute::heatmap_loss_names(),
+             "heatmap loss (lightning-pose semantics: docs/COMPUTE.md)")
           .lp("model.heatmap_loss_type"),
       choice("model", "precision", field(M, &MC::precision), compute::precision_names(),
              "convolution precision: 32 = fp32; bf16-mixed / 16-mixed = 16-bit convolutions with fp32 "

@@ -24,6 +24,7 @@
 #include <string>   // std::string
 
 #include "compute/batchnorm_moments.hpp"  // batchnorm_moments_size (the moments layout)
+#include "compute/losses/heatmap_loss.hpp"  // HeatmapLoss (heatmap_loss's choice of loss)
 #include "compute/precision.hpp"  // Precision
 #include "compute/stream.hpp"     // Stream, Event
 #include "compute/tensor.hpp"  // Shape4, TensorView, ConstTensorView, DeviceKind
@@ -50,8 +51,6 @@ struct PoolGeometry {
   int pad = 1;
   int out(int in) const { return (in + 2 * pad - kernel) / stride + 1; }
 };
-
-enum class HeatmapLoss { mse, kl, js };
 
 struct AdamParams {
   float lr = 1e-3f;
@@ -185,16 +184,13 @@ class Backend {
                                         TensorView dx, Stream& s) = 0;
   // Masked heatmap loss (lightning-pose semantics, docs/COMPUTE.md) written to the
   // device scalar loss[0]; dpred [N, K, H, W] receives d(loss * loss_scale)/d(pred)
-  // when non-null (zero for excluded keypoints). With p' = pred + 1e-10, t' = target
-  // + 1e-10 and the mean taken over the counted keypoints, times the weight 0.5:
-  //   mse: sum over pixels of (pred - target)^2  (= MSE over H*W, times H*W)
-  //   kl:  sum t' log(t' / p')
-  //   js:  0.5 sum t' log(t' / m) + 0.5 sum p' log(p' / m), m = (t' + p') / 2
-  // A keypoint counts where mask[n*K + k] != 0; with mask == nullptr, where its
-  // target is not all zero (lightning-pose's own rule). No counted keypoint: loss 0
-  // and zero gradient (lightning-pose would give NaN).
+  // when non-null (zero for excluded keypoints). The loss is the mean over the
+  // counted keypoints of `type`'s per-plane value (compute/losses/heatmap_<name>.hpp:
+  // mse, kl, js, ...), times the weight 0.5. A keypoint counts where mask[n*K + k]
+  // != 0; with mask == nullptr, where its target is not all zero (lightning-pose's
+  // own rule). No counted keypoint: loss 0 and zero gradient (lightning-pose: NaN).
   virtual void heatmap_loss(ConstTensorView pred, ConstTensorView target, const float* mask,
-                            HeatmapLoss type, float* loss, float* dpred, float loss_scale,
+                            const HeatmapLoss& type, float* loss, float* dpred, float loss_scale,
                             Stream& s) = 0;
   // Soft-argmax keypoints from heatmaps (lightning-pose run_subpixelmaxima):
   // coords [N, K, 2] (x, y) in image pixels of the network input, confidence [N, K]

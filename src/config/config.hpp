@@ -53,7 +53,7 @@ struct TrainingConfig {
 struct ModelConfig {
   std::string model_type = "heatmap";      // heatmap | heatmap_mhcrnn
   std::string backbone = "resnet50";       // resnet18 | resnet34 | resnet50
-  std::string heatmap_loss_type = "mse";   // mse | kl | js
+  std::string heatmap_loss_type = "mse";   // one of compute::heatmap_loss_names()
   std::string precision = "32";            // one of compute::precision_names() (emulated on CPUs)
   std::string float32_matmul_precision = "highest";  // one of compute::float32_matmul_precision_names()
 };

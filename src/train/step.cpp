@@ -8,15 +8,8 @@
 
 namespace trainer::train {
 
-compute::HeatmapLoss parse_heatmap_loss(const std::string& name) {
-  if (name == "mse") return compute::HeatmapLoss::mse;
-  if (name == "kl") return compute::HeatmapLoss::kl;
-  if (name == "js") return compute::HeatmapLoss::js;
-  throw UserError("unknown heatmap loss '" + name + "'", "model.heatmap_loss_type is mse, kl or js");
-}
-
 StepRunner::StepRunner(compute::Backend& backend, compute::Stream& stream, model::PoseModel& model,
-                       compute::HeatmapLoss loss)
+                       const compute::HeatmapLoss& loss)
     : backend_(backend),
       stream_(stream),
       model_(model),

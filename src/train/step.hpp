@@ -24,8 +24,6 @@ inline constexpr float kHeatmapSigma = 1.25f;
 // Temperature of the soft-argmax that turns heatmaps into keypoints.
 inline constexpr float kSoftArgmaxTemperature = 1000.f;
 
-compute::HeatmapLoss parse_heatmap_loss(const std::string& name);
-
 // Sums over real (non-padded) labeled keypoints of one or more evaluated batches.
 struct EvalSums {
   double loss_weighted = 0;  // sum of batch loss x counted keypoints
@@ -47,7 +45,7 @@ struct Predictions {
 class StepRunner {
  public:
   StepRunner(compute::Backend& backend, compute::Stream& stream, model::PoseModel& model,
-             compute::HeatmapLoss loss);
+             const compute::HeatmapLoss& loss);
   ~StepRunner();
   StepRunner(const StepRunner&) = delete;
   StepRunner& operator=(const StepRunner&) = delete;
@@ -85,7 +83,7 @@ class StepRunner {
   compute::Backend& backend_;
   compute::Stream& stream_;
   model::PoseModel& model_;
-  compute::HeatmapLoss loss_type_;
+  const compute::HeatmapLoss& loss_type_;
   BatchStager stager_;
   LossScaler scaler_;
   compute::DeviceBuffer targets_, mask_, loss_, loss_sum_, dpred_, coords_, confidence_;

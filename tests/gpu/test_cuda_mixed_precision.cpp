@@ -11,6 +11,7 @@
 #include <limits>   // std::numeric_limits
 #include <vector>   // std::vector
 
+#include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
 #include "cast.cuh"                          // kernels::cast_to_16, cast_from_16, Dims4
 #include "compute/cuda/cuda_check.hpp"       // CUDA_CHECK
 #include "compute/cuda/cuda_stream.hpp"      // cuda::as_cuda
@@ -287,7 +288,7 @@ TEST_CASE("bf16 / fp16 training steps on the GPU follow the CPU emulation", "[gp
           : backend(b),
             net(b, model::ModelSpec{"resnet18", 3, 2}),
             optimizer(net.store(), train::OptimizerConfig{}),
-            runner(b, b.default_stream(), net, compute::HeatmapLoss::mse) {
+            runner(b, b.default_stream(), net, compute::heatmap_mse_loss()) {
         net.initialize(7, b.default_stream());
         optimizer.set_group(model::ParamGroup::head, 1e-3, true);
         optimizer.set_group(model::ParamGroup::backbone, 1e-4, true);

@@ -6,6 +6,7 @@
 #include <cstdint>  // std::uint8_t
 #include <limits>   // quiet_NaN
 
+#include "compute/losses/heatmap_loss_registry.hpp"  // heatmap_losses
 #include "gpu_test_util.hpp"
 
 using namespace trainer::compute;
@@ -297,7 +298,7 @@ TEST_CASE("cuda spatial softmax forward / backward", "[gpu]") {
   }
 }
 
-TEST_CASE("cuda masked heatmap loss (mse, kl, js) forward / backward", "[gpu]") {
+TEST_CASE("cuda masked heatmap loss (every registered loss) forward / backward", "[gpu]") {
   Twins t;
   const Shape4 s{2, 4, 16, 16};
   auto logits = random_vector(s.numel(), 91, -2.f, 2.f);
@@ -309,14 +310,14 @@ TEST_CASE("cuda masked heatmap loss (mse, kl, js) forward / backward", "[gpu]") 
   t.cpu->heatmap_targets(kp.data(), {target.data(), s}, 1.25f, mask.data(), t.cs());
   auto gp = t.device(pred), gt = t.device(target), gm = t.device(mask);
   auto gloss = t.zeros(1), gd = t.zeros(s.numel());
-  for (HeatmapLoss type : {HeatmapLoss::mse, HeatmapLoss::kl, HeatmapLoss::js}) {
+  for (const HeatmapLoss* type : heatmap_losses()) {
     for (bool with_mask : {true, false}) {
       std::vector<float> loss(1), d(s.numel());
-      t.gpu->heatmap_loss({gp.data(), s}, {gt.data(), s}, with_mask ? gm.data() : nullptr, type,
+      t.gpu->heatmap_loss({gp.data(), s}, {gt.data(), s}, with_mask ? gm.data() : nullptr, *type,
                           gloss.data(), gd.data(), 3.f, t.gs());
       t.cpu->heatmap_loss({pred.data(), s}, {target.data(), s}, with_mask ? mask.data() : nullptr,
-                          type, loss.data(), d.data(), 3.f, t.cs());
-      INFO("loss type " << int(type) << (with_mask ? " with mask" : " without mask"));
+                          *type, loss.data(), d.data(), 3.f, t.cs());
+      INFO("loss " << type->name() << (with_mask ? " with mask" : " without mask"));
       CHECK(rel_error(t.host(gloss), loss) < kTolerance);
       CHECK(rel_error(t.host(gd), d) < kTolerance);
     }
@@ -324,10 +325,13 @@ TEST_CASE("cuda masked heatmap loss (mse, kl, js) forward / backward", "[gpu]") 
   // No counted keypoint: zero loss and gradient on both.
   std::vector<float> none(8, 0.f), loss(1, 5.f);
   auto gnone = t.device(none);
-  t.gpu->heatmap_loss({gp.data(), s}, {gt.data(), s}, gnone.data(), HeatmapLoss::mse, gloss.data(),
-                      gd.data(), 1.f, t.gs());
-  CHECK(t.host(gloss) == std::vector<float>{0.f});
-  CHECK(t.host(gd) == std::vector<float>(s.numel(), 0.f));
+  for (const HeatmapLoss* type : heatmap_losses()) {
+    INFO("loss " << type->name());
+    t.gpu->heatmap_loss({gp.data(), s}, {gt.data(), s}, gnone.data(), *type, gloss.data(),
+                        gd.data(), 1.f, t.gs());
+    CHECK(t.host(gloss) == std::vector<float>{0.f});
+    CHECK(t.host(gd) == std::vector<float>(s.numel(), 0.f));
+  }
 }
 
 TEST_CASE("cuda soft-argmax with confidence", "[gpu]") {

@@ -8,6 +8,7 @@
 #include <cmath>   // NAN
 #include <vector>  // std::vector
 
+#include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
 #include "gpu_test_util.hpp"
 #include "data/batch.hpp"
 #include "model/heatmap_model.hpp"
@@ -53,7 +54,7 @@ struct Trainer {
       : backend(std::move(b)),
         net(*backend, model::ModelSpec{"resnet18", 3, 2}),
         optimizer(net.store(), train::OptimizerConfig{}),
-        runner(*backend, backend->default_stream(), net, compute::HeatmapLoss::mse) {
+        runner(*backend, backend->default_stream(), net, compute::heatmap_mse_loss()) {
     net.initialize(7, backend->default_stream());
     optimizer.set_group(model::ParamGroup::head, 1e-3, true);
     optimizer.set_group(model::ParamGroup::backbone, 1e-4, true);

@@ -118,7 +118,7 @@ class CpuBackend final : public Backend {
   void spatial_softmax_backward(ConstTensorView y, ConstTensorView dy, float temperature,
                                 TensorView dx, Stream& s) override;
   void heatmap_loss(ConstTensorView pred, ConstTensorView target, const float* mask,
-                    HeatmapLoss type, float* loss, float* dpred, float loss_scale,
+                    const HeatmapLoss& type, float* loss, float* dpred, float loss_scale,
                     Stream& s) override;
   void soft_argmax(ConstTensorView heatmaps, int downsample_factor, float temperature,
                    float* coords, float* confidence, Stream& s) override;

@@ -6,7 +6,8 @@
 #include <vector>
 
 #include "compute/cpu/cpu_backend.hpp"
-#include "compute/keypoint_rule.hpp"  // keypoint_counts
+#include "compute/keypoint_rule.hpp"        // keypoint_counts
+#include "compute/losses/heatmap_loss.hpp"  // HeatmapLoss, kHeatmapLossWeight
 #include "util/error.hpp"
 
 namespace trainer::compute::cpu {
@@ -109,14 +110,12 @@ void CpuBackend::spatial_softmax_backward(ConstTensorView y, ConstTensorView dy,
   }
 }
 
-// lightning-pose HeatmapMSELoss / HeatmapKLLoss / HeatmapJSLoss with weight 0.5
-// (1 / (2 exp(log_weight)), log_weight 0), mean over the counted keypoints of:
-//   mse: sum over pixels of (p - t)^2        (= mean squared error * H*W)
-//   kl:  sum t' (log t' - log p')             (kornia kl_div_loss_2d(p', t'))
-//   js:  0.5 KL(t' || m) + 0.5 KL(p' || m), m = (t' + p') / 2
-// with p' = p + 1e-10, t' = t + 1e-10. No counted keypoint: loss 0, gradient 0.
+// lightning-pose's heatmap losses (HeatmapMSELoss, HeatmapKLLoss, ...) with weight
+// 0.5 (1 / (2 exp(log_weight)), log_weight 0): the mean over the counted keypoints
+// of the loss's per-plane value (compute/losses/). No counted keypoint: loss 0,
+// gradient 0.
 void CpuBackend::heatmap_loss(ConstTensorView pred, ConstTensorView target, const float* mask,
-                              HeatmapLoss type, float* loss, float* dpred, float loss_scale,
+                              const HeatmapLoss& type, float* loss, float* dpred, float loss_scale,
                               Stream&) {
   TRAINER_ASSERT(pred.shape == target.shape, "heatmap_loss shapes " << pred.shape.str() << " "
                                                                     << target.shape.str());
@@ -136,48 +135,19 @@ void CpuBackend::heatmap_loss(ConstTensorView pred, ConstTensorView target, cons
     counted[i] = c;
     nvalid += c;
   }
-  const double weight = 0.5;
-  const double per_kp = nvalid ? weight / nvalid : 0.0;
+  const double per_kp = nvalid ? kHeatmapLossWeight / nvalid : 0.0;
   // Per-keypoint sums, added up serially afterwards: an OpenMP reduction would add
   // the threads' partial sums in arrival order, and --resume must be bit-exact.
   std::vector<double> per(nk, 0.0);
-  constexpr double kEps = 1e-10;
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < nk; ++i) {
-    const float* p = pred.data + long(i) * hw;
-    const float* t = target.data + long(i) * hw;
     float* g = dpred ? dpred + long(i) * hw : nullptr;
     if (!counted[i]) {
       if (g) std::fill(g, g + hw, 0.f);
       continue;
     }
-    const double gs = per_kp * loss_scale;
-    double acc = 0;
-    for (long j = 0; j < hw; ++j) {
-      const double pv = p[j], tv = t[j];
-      switch (type) {
-        case HeatmapLoss::mse: {
-          const double d = pv - tv;
-          acc += d * d;
-          if (g) g[j] = float(gs * 2.0 * d);
-          break;
-        }
-        case HeatmapLoss::kl: {
-          const double pe = pv + kEps, te = tv + kEps;
-          acc += te * (std::log(te) - std::log(pe));
-          if (g) g[j] = float(-gs * te / pe);
-          break;
-        }
-        case HeatmapLoss::js: {
-          const double pe = pv + kEps, te = tv + kEps, m = 0.5 * (pe + te);
-          const double lm = std::log(m);
-          acc += 0.5 * te * (std::log(te) - lm) + 0.5 * pe * (std::log(pe) - lm);
-          if (g) g[j] = float(gs * 0.5 * (std::log(pe) - lm));
-          break;
-        }
-      }
-    }
-    per[i] = acc;
+    per[i] = type.plane_cpu(pred.data + long(i) * hw, target.data + long(i) * hw, hw,
+                            per_kp * loss_scale, g);
   }
   double total = 0;
   for (double v : per) total += v;

@@ -19,7 +19,8 @@
 #include "compute/cuda/cuda_stream.hpp"   // CudaStream, as_cuda
 #include "compute/cuda/cudnn_raii.hpp"    // CudnnHandle, CublasHandle
 #include "elementwise.cuh"                // kernels::fill, relu, ...
-#include "heatmap.cuh"                    // kernels::heatmap_*, soft_argmax
+#include "heatmap.cuh"                    // kernels::heatmap_targets, spatial_softmax_*, soft_argmax
+#include "heatmap_loss.cuh"               // kernels::count_loss_planes, heatmap_loss_total
 #include "image.cuh"                      // kernels::normalize_images, pixel_shuffle_*
 #include "pool.cuh"                       // kernels::maxpool2d_*
 #include "util/error.hpp"                 // UserError, TRAINER_ASSERT
@@ -349,18 +350,19 @@ class CudaBackend final : public Backend {
   }
 
   void heatmap_loss(ConstTensorView pred, ConstTensorView target, const float* mask,
-                    HeatmapLoss type, float* loss, float* dpred, float loss_scale,
+                    const HeatmapLoss& type, float* loss, float* dpred, float loss_scale,
                     Stream& s) override {
     SHAPE_CHECK(pred.shape == target.shape, "heatmap_loss shapes");
     auto& cs = as_cuda(s);
     const int planes = pred.shape.n * pred.shape.c;
     auto* scratch =
         static_cast<double*>(cs.scratch(kernels::heatmap_loss_scratch_doubles(planes) * sizeof(double)));
-    const kernels::LossKind kind = type == HeatmapLoss::mse  ? kernels::LossKind::mse
-                                   : type == HeatmapLoss::kl ? kernels::LossKind::kl
-                                                             : kernels::LossKind::js;
-    kernels::heatmap_loss(pred.data, target.data, mask, planes, int(pred.shape.plane()), kind, loss,
-                          dpred, loss_scale, scratch, cs.get());
+    const int plane_size = int(pred.shape.plane());
+    double* sums = kernels::loss_scratch_sums(scratch, planes);
+    kernels::count_loss_planes(mask, target.data, planes, plane_size, scratch, cs.get());
+    type.planes_cuda({pred.data, target.data, scratch, planes, plane_size, dpred, loss_scale, sums},
+                     cs.get());
+    kernels::heatmap_loss_total(sums, scratch, planes, loss, cs.get());
     CUDA_CHECK_LAUNCH();
   }
 

@@ -9,6 +9,7 @@
 
 #include "app/config_keys.hpp"      // config_keys, find_key
 #include "comm/nccl_debug.hpp"      // nccl_debug_names, parse_nccl_debug
+#include "compute/losses/heatmap_loss_registry.hpp"  // heatmap_loss_names, parse_heatmap_loss
 #include "compute/precision.hpp"    // precision_names, parse_precision, float32_matmul_precision_*
 #include "data/augment.hpp"         // imgaug_names, parse_imgaug
 #include "runtime/batch_plan.hpp"   // lr_scaling_names, parse_lr_scaling
@@ -34,6 +35,8 @@ std::vector<Owned> owned_choices() {
       {"training.optimizer", trainer::train::optimizer_names(),
        [](const std::string& n) { trainer::train::parse_optimizer(n); }},
       {"training.lr_scaling", rt::lr_scaling_names(), [](const std::string& n) { rt::parse_lr_scaling(n); }},
+      {"model.heatmap_loss_type", trainer::compute::heatmap_loss_names(),
+       [](const std::string& n) { trainer::compute::parse_heatmap_loss(n); }},
       {"model.precision", trainer::compute::precision_names(),
        [](const std::string& n) { trainer::compute::parse_precision(n); }},
       {"model.float32_matmul_precision", trainer::compute::float32_matmul_precision_names(),

@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "compute/backend.hpp"
+#include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
 #include "test_util.hpp"
 
 using namespace trainer::compute;
@@ -163,7 +164,7 @@ TEST_CASE("benchmark: heatmap ops for 17 keypoints, 128x128 input (32x32 heatmap
   const double sf = time_ms([&] { be->spatial_softmax_forward({raw.data(), hs}, 1.f, {hm.data(), hs}, s); }, 5);
   const double sb = time_ms([&] { be->spatial_softmax_backward({hm.data(), hs}, {raw.data(), hs}, 1.f, {dx.data(), hs}, s); }, 5);
   const double tg = time_ms([&] { be->heatmap_targets(kp.data(), {t.data(), hs}, 1.25f, mask.data(), s); }, 5);
-  const double ls = time_ms([&] { be->heatmap_loss({hm.data(), hs}, {t.data(), hs}, mask.data(), HeatmapLoss::mse, &loss, dx.data(), 1.f, s); }, 5);
+  const double ls = time_ms([&] { be->heatmap_loss({hm.data(), hs}, {t.data(), hs}, mask.data(), heatmap_mse_loss(), &loss, dx.data(), 1.f, s); }, 5);
   const double sa = time_ms([&] { be->soft_argmax({hm.data(), hs}, 2, 1000.f, coords.data(), conf.data(), s); }, 5);
   std::printf("%s: softmax fwd %.2f bwd %.2f, targets %.2f, mse loss+grad %.2f, soft-argmax (d=2) %.2f ms\n",
               hs.str().c_str(), sf, sb, tg, ls, sa);

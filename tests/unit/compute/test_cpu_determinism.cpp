@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "compute/backend.hpp"
+#include "compute/losses/heatmap_js.hpp"  // heatmap_js_loss
 #include "test_util.hpp"
 
 using namespace trainer::compute;
@@ -29,7 +30,7 @@ TEST_CASE("cpu ops are bit-reproducible run to run (3 threads)", "[compute]") {
     auto p = random_vector(hs.numel(), 4, 0.f, 1.f), t = random_vector(hs.numel(), 5, 0.f, 1.f);
     float loss = 0;
     std::vector<float> dp(hs.numel());
-    be->heatmap_loss({p.data(), hs}, {t.data(), hs}, nullptr, HeatmapLoss::js, &loss, dp.data(),
+    be->heatmap_loss({p.data(), hs}, {t.data(), hs}, nullptr, heatmap_js_loss(), &loss, dp.data(),
                      1.f, s);
     out = y;
     out.insert(out.end(), dx.begin(), dx.end());

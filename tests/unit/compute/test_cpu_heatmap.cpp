@@ -3,8 +3,10 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "compute/backend.hpp"
+#include "compute/losses/heatmap_loss_registry.hpp"  // heatmap_losses, parse_heatmap_loss
 #include "test_util.hpp"
 
 using namespace trainer::compute;
@@ -94,21 +96,31 @@ TEST_CASE("spatial softmax: temperature multiplies (kornia), backward by finite 
   }
 }
 
-TEST_CASE("heatmap losses: lightning-pose values, masking, gradients", "[compute]") {
+namespace {
+// Softmaxed random predictions and targets [2, 3, 4, 4]; keypoint 1 of sample 0
+// is excluded (all-zero target, mask 0).
+struct LossInputs {
+  Shape4 s{2, 3, 4, 4};
+  std::vector<float> t, p, mask{1, 0, 1, 1, 1, 1};
+  explicit LossInputs(Backend& be) : t(s.numel()), p(s.numel()) {
+    auto raw_t = random_vector(s.numel(), 71, -2.f, 2.f), raw_p = random_vector(s.numel(), 72, -2.f, 2.f);
+    be.spatial_softmax_forward({raw_t.data(), s}, 1.f, {t.data(), s}, be.default_stream());
+    be.spatial_softmax_forward({raw_p.data(), s}, 1.f, {p.data(), s}, be.default_stream());
+    for (int i = 16; i < 32; ++i) t[i] = 0.f;
+  }
+};
+}  // namespace
+
+TEST_CASE("heatmap losses mse, kl, js: lightning-pose values", "[compute]") {
   auto be = make_cpu_backend(2);
   Stream& st = be->default_stream();
-  const Shape4 s{2, 3, 4, 4};
-  // targets: softmaxed random planes, keypoint 1 of sample 0 excluded (all zero)
-  auto raw_t = random_vector(s.numel(), 71, -2.f, 2.f), raw_p = random_vector(s.numel(), 72, -2.f, 2.f);
-  std::vector<float> t(s.numel()), p(s.numel());
-  be->spatial_softmax_forward({raw_t.data(), s}, 1.f, {t.data(), s}, st);
-  be->spatial_softmax_forward({raw_p.data(), s}, 1.f, {p.data(), s}, st);
-  for (int i = 16; i < 32; ++i) t[i] = 0.f;
-  std::vector<float> mask{1, 0, 1, 1, 1, 1};
+  const LossInputs in(*be);
+  const Shape4 s = in.s;
+  const auto &p = in.p, &t = in.t, &mask = in.mask;
   const int hw = 16;
-
-  for (HeatmapLoss type : {HeatmapLoss::mse, HeatmapLoss::kl, HeatmapLoss::js}) {
-    INFO("loss " << int(type));
+  for (const char* name : {"mse", "kl", "js"}) {
+    INFO("loss " << name);
+    const std::string type = name;
     // reference: 0.5 * mean over counted keypoints of the per-keypoint value
     double ref = 0;
     for (int k = 0; k < 6; ++k) {
@@ -116,24 +128,41 @@ TEST_CASE("heatmap losses: lightning-pose values, masking, gradients", "[compute
       double acc = 0;
       for (int j = 0; j < hw; ++j) {
         const double pv = p[k * hw + j], tv = t[k * hw + j];
-        if (type == HeatmapLoss::mse) {
+        if (type == "mse") {
           acc += (pv - tv) * (pv - tv) / hw * hw;  // mean squared error * H*W
         } else {
           const double pe = pv + 1e-10, te = tv + 1e-10, m = (pe + te) / 2;
-          acc += type == HeatmapLoss::kl ? te * std::log(te / pe)
-                                         : 0.5 * te * std::log(te / m) + 0.5 * pe * std::log(pe / m);
+          acc += type == "kl" ? te * std::log(te / pe)
+                              : 0.5 * te * std::log(te / m) + 0.5 * pe * std::log(pe / m);
         }
       }
       ref += acc;
     }
     ref = 0.5 * ref / 5;
     float loss = -1;
-    std::vector<float> dp(s.numel(), 9.f);
-    be->heatmap_loss({p.data(), s}, {t.data(), s}, mask.data(), type, &loss, dp.data(), 3.f, st);
+    be->heatmap_loss({p.data(), s}, {t.data(), s}, mask.data(), parse_heatmap_loss(type), &loss, nullptr,
+                     1.f, st);
     CHECK(loss == Approx(ref).epsilon(1e-5));
+  }
+}
+
+// Found through the registry: a new loss gets these checks without a test edit.
+TEST_CASE("every registered heatmap loss: masking, gradients, nothing counted", "[compute]") {
+  auto be = make_cpu_backend(2);
+  Stream& st = be->default_stream();
+  const LossInputs in(*be);
+  const Shape4 s = in.s;
+  const auto &p = in.p, &t = in.t, &mask = in.mask;
+  REQUIRE(!heatmap_losses().empty());
+  for (const HeatmapLoss* type : heatmap_losses()) {
+    INFO("loss " << type->name());
+    float loss = -1;
+    std::vector<float> dp(s.numel(), 9.f);
+    be->heatmap_loss({p.data(), s}, {t.data(), s}, mask.data(), *type, &loss, dp.data(), 3.f, st);
+    CHECK(std::isfinite(loss));
     // a null mask uses lightning-pose's own rule (all-zero target excluded): same value
     float loss2 = -1;
-    be->heatmap_loss({p.data(), s}, {t.data(), s}, nullptr, type, &loss2, nullptr, 1.f, st);
+    be->heatmap_loss({p.data(), s}, {t.data(), s}, nullptr, *type, &loss2, nullptr, 1.f, st);
     CHECK(loss2 == Approx(loss).epsilon(1e-6));
     for (int j = 16; j < 32; ++j) REQUIRE(dp[j] == 0.f);  // excluded keypoint: no gradient
     // gradient of loss * loss_scale (3) by central differences, in double through the op
@@ -144,18 +173,17 @@ TEST_CASE("heatmap losses: lightning-pose values, masking, gradients", "[compute
       pp[j] += h;
       pm[j] -= h;
       float lp = 0, lm = 0;
-      be->heatmap_loss({pp.data(), s}, {t.data(), s}, mask.data(), type, &lp, nullptr, 1.f, st);
-      be->heatmap_loss({pm.data(), s}, {t.data(), s}, mask.data(), type, &lm, nullptr, 1.f, st);
+      be->heatmap_loss({pp.data(), s}, {t.data(), s}, mask.data(), *type, &lp, nullptr, 1.f, st);
+      be->heatmap_loss({pm.data(), s}, {t.data(), s}, mask.data(), *type, &lm, nullptr, 1.f, st);
       CHECK(dp[j] == Approx(3.0 * (double(lp) - lm) / (2 * h)).margin(1e-2 * std::max(1.0, std::fabs(double(dp[j])))));
     }
+    // nothing counted: zero loss, zero gradient (lightning-pose would give NaN)
+    std::vector<float> none(6, 0.f), dz(s.numel(), 9.f);
+    float zero = -1;
+    be->heatmap_loss({p.data(), s}, {t.data(), s}, none.data(), *type, &zero, dz.data(), 1.f, st);
+    CHECK(zero == 0.f);
+    CHECK(dz == std::vector<float>(s.numel(), 0.f));
   }
-  // nothing counted: zero loss, zero gradient (lightning-pose would give NaN)
-  std::vector<float> none(6, 0.f), dp(s.numel(), 9.f);
-  float loss = -1;
-  be->heatmap_loss({p.data(), s}, {t.data(), s}, none.data(), HeatmapLoss::mse, &loss, dp.data(),
-                   1.f, st);
-  CHECK(loss == 0.f);
-  CHECK(dp[0] == 0.f);
 }
 
 namespace {

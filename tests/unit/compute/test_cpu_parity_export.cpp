@@ -14,6 +14,7 @@
 #include <string>
 
 #include "compute/backend.hpp"
+#include "compute/losses/heatmap_loss_registry.hpp"  // heatmap_losses
 #include "test_util.hpp"
 
 using namespace trainer::compute;
@@ -244,16 +245,14 @@ TEST_CASE("export op inputs and outputs for the PyTorch parity check", "[.parity
     auto raw = random_vector(ts.numel(), 131, -3.f, 3.f);
     std::vector<float> pred(ts.numel());
     be->spatial_softmax_forward({raw.data(), ts}, 1.f, {pred.data(), ts}, s);
-    const std::pair<HeatmapLoss, const char*> types[] = {
-        {HeatmapLoss::mse, "mse"}, {HeatmapLoss::kl, "kl"}, {HeatmapLoss::js, "js"}};
-    for (const auto& [type, tname] : types) {
+    for (const HeatmapLoss* type : heatmap_losses()) {  // ops_parity.py needs a reference for each
       float loss = 0;
       std::vector<float> dpred(ts.numel());
-      be->heatmap_loss({pred.data(), ts}, {t.data(), ts}, mask.data(), type, &loss, dpred.data(),
+      be->heatmap_loss({pred.data(), ts}, {t.data(), ts}, mask.data(), *type, &loss, dpred.data(),
                        1.f, s);
-      CaseWriter lc(root, std::string("loss_") + tname);
+      CaseWriter lc(root, std::string("loss_") + type->name());
       lc.param("op", "heatmap_loss");
-      lc.param("type", tname);
+      lc.param("type", type->name());
       lc.tensor("pred", pred, ts);
       lc.tensor("target", t, ts);
       lc.tensor("loss", {loss}, flat(1));

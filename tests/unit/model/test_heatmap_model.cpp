@@ -6,6 +6,7 @@
 #include <numeric>
 #include <set>
 
+#include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
 #include "model_test_util.hpp"
 
 using namespace trainer;
@@ -30,7 +31,7 @@ double loss_of(compute::Backend& b, HeatmapModel& m, compute::DeviceBuffer& x, c
   compute::DeviceBuffer targets(b, y.shape.numel()), mask(b, std::size_t(y.shape.n) * y.shape.c),
       loss(b, 1), dpred(b, y.shape.numel());
   b.heatmap_targets(kp.data(), {targets.data(), y.shape}, 1.25f, mask.data(), s);
-  b.heatmap_loss(y, {targets.data(), y.shape}, mask.data(), compute::HeatmapLoss::mse, loss.data(), dpred.data(), 1.f, s);
+  b.heatmap_loss(y, {targets.data(), y.shape}, mask.data(), compute::heatmap_mse_loss(), loss.data(), dpred.data(), 1.f, s);
   float l = 0;
   b.download(&l, loss.data(), 1, s);
   if (dpred_out) {

@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
 #include "data/batch.hpp"
 #include "model/mhcrnn_model.hpp"
 #include "model_test_util.hpp"
@@ -20,7 +21,7 @@ TEST_CASE("StepRunner with heatmap_mhcrnn: loss over both branches, merged predi
   const int B = 2, K = 3, H = 64, W = 64, F = 5;
   model::MhcrnnModel m(*b, model::ModelSpec{"resnet18", K, 2});
   m.initialize(21, s);
-  train::StepRunner runner(*b, s, m, compute::HeatmapLoss::mse);
+  train::StepRunner runner(*b, s, m, compute::heatmap_mse_loss());
 
   auto images = model_test::random_vector(std::size_t(B) * F * 3 * H * W, 8);
   data::Batch batch;
@@ -54,7 +55,7 @@ TEST_CASE("StepRunner with heatmap_mhcrnn: loss over both branches, merged predi
   double branch_loss[2];
   for (int br = 0; br < 2; ++br) {
     float v = 0;
-    b->heatmap_loss({y.data + br * half.numel(), half}, {targets.data(), half}, mask.data(), compute::HeatmapLoss::mse,
+    b->heatmap_loss({y.data + br * half.numel(), half}, {targets.data(), half}, mask.data(), compute::heatmap_mse_loss(),
                     l.data(), nullptr, 1.f, s);
     b->download(&v, l.data(), 1, s);
     s.synchronize();

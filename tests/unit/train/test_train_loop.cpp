@@ -11,6 +11,7 @@
 #include <string>
 
 #include "compute/backend.hpp"
+#include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
 #include "model/heatmap_model.hpp"
 #include "train/checkpoint.hpp"
 #include "train/optimizer.hpp"
@@ -39,7 +40,7 @@ struct Run {
   Run(const char* arch, int k)
       : net(*backend, model::ModelSpec{arch, k, 2}),
         optimizer(net.store(), train::OptimizerConfig{}),
-        runner(*backend, backend->default_stream(), net, compute::HeatmapLoss::mse) {
+        runner(*backend, backend->default_stream(), net, compute::heatmap_mse_loss()) {
     net.initialize(0, backend->default_stream());
   }
   std::vector<float> params() {
@@ -215,7 +216,7 @@ TEST_CASE("16-mixed: an overflowing step is skipped and the loss scale backs off
   train::Optimizer optimizer(net.store(), train::OptimizerConfig{});
   optimizer.set_group(model::ParamGroup::head, 1e-3, true);
   optimizer.set_group(model::ParamGroup::backbone, 1e-3, true);
-  train::StepRunner runner(*backend, backend->default_stream(), net, compute::HeatmapLoss::mse);
+  train::StepRunner runner(*backend, backend->default_stream(), net, compute::heatmap_mse_loss());
   REQUIRE(runner.loss_scaler().enabled());
   const auto params = [&] {
     std::vector<float> p(net.store().parameter_count());
