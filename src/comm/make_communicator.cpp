@@ -19,11 +19,16 @@ namespace {
 
 // GPU compute with a host backend: collectives see device pointers, so they go
 // through pinned host staging. CPU compute uses the host communicator as it is.
-std::unique_ptr<Communicator> for_device(std::unique_ptr<Communicator> host, int device) {
+std::unique_ptr<Communicator> for_device(std::unique_ptr<Communicator> host, int device,
+                                         compute::Backend* device_memory) {
 #ifdef TRAINER_HAVE_NCCL_COMMUNICATOR
-  if (device >= 0) return make_host_staged_communicator(std::move(host));
+  if (device >= 0) {
+    TRAINER_ASSERT(device_memory, "a host communicator for GPU buffers needs the CUDA backend to stage them");
+    return make_host_staged_communicator(std::move(host), *device_memory);
+  }
 #else
   (void)device;
+  (void)device_memory;
 #endif
   return host;
 }
@@ -32,7 +37,8 @@ std::unique_ptr<Communicator> for_device(std::unique_ptr<Communicator> host, int
 
 std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_Comm world,
                                                 double timeout_s, int device, const NcclSettings& nccl,
-                                                const runtime::Watchdog* watchdog) {
+                                                const runtime::Watchdog* watchdog,
+                                                compute::Backend* device_memory) {
   if (!(timeout_s > 0)) {
     throw UserError("distributed.collective_timeout must be positive (got " + std::to_string(timeout_s) + ")",
                     "it is the number of seconds a collective may wait for the slowest rank; default 600");
@@ -42,13 +48,13 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_
   if (backend == "mpi") {
     return for_device(std::make_unique<HostCommunicator>(std::make_unique<MpiCollectives>(world), world, timeout_s,
                                                          watchdog, skip_collective_from_env(env)),
-                      device);
+                      device, device_memory);
   }
   if (backend == "gloo") {
     const std::string ifname = env_get(env, "GLOO_SOCKET_IFNAME").value_or("");
     return for_device(std::make_unique<HostCommunicator>(std::make_unique<GlooCollectives>(world, timeout_s, ifname),
                                                          world, timeout_s, watchdog, skip_collective_from_env(env)),
-                      device);
+                      device, device_memory);
   }
   if (backend == "nccl") {
 #ifdef TRAINER_HAVE_NCCL_COMMUNICATOR

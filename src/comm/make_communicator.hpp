@@ -7,6 +7,7 @@
 #include <string>  // std::string
 
 #include "comm/communicator.hpp"  // Communicator
+#include "compute/backend.hpp"    // compute::Backend: pinned staging memory
 #include "runtime/watchdog.hpp"   // runtime::Watchdog: heartbeats name silent ranks
 
 namespace trainer::comm {
@@ -24,9 +25,12 @@ struct NcclSettings {
 // memory: the host communicator is wrapped to stage them through pinned memory.
 // watchdog: the session's (may be null); its heartbeats let a stall or failure
 // report name the rank that stopped or died.
+// device_memory: with a GPU and a host backend, the CUDA backend whose pinned host
+// memory stages the buffers (required then; it must outlive the communicator).
 std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_Comm world,
                                                 double timeout_s, int device = -1,
                                                 const NcclSettings& nccl = {},
-                                                const runtime::Watchdog* watchdog = nullptr);
+                                                const runtime::Watchdog* watchdog = nullptr,
+                                                compute::Backend* device_memory = nullptr);
 
 }  // namespace trainer::comm

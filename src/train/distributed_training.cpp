@@ -64,8 +64,11 @@ DistributedTraining::DistributedTraining(MPI_Comm world, const std::string& back
   MPI_CHECK(MPI_Comm_rank(world, &rank_));
   MPI_CHECK(MPI_Comm_size(world, &size_));
   if (size_ == 1) return;
+  // With GPU buffers and a host backend, the model's (CUDA) backend gives the pinned
+  // staging memory.
   comm_ = comm::make_communicator(backend, world, config.collective_timeout, device,
-                                  comm::NcclSettings{config.nccl_debug, config.nccl_socket_nthreads}, watchdog);
+                                  comm::NcclSettings{config.nccl_debug, config.nccl_socket_nthreads}, watchdog,
+                                  &model.store().backend());
   comm::Communicator* scalars = comm_.get();
   if (comm_->uses_device_buffers()) {
     host_comm_ = comm::make_communicator("mpi", world, config.collective_timeout, -1, {}, watchdog);

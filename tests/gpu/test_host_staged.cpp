@@ -15,7 +15,7 @@ using namespace trainer::compute::gpu_test;
 
 TEST_CASE("host-staged mpi communicator with device buffers", "[gpu][comm]") {
   Twins t;
-  auto comm = comm::make_host_staged_communicator(comm::make_communicator("mpi", MPI_COMM_WORLD, 60.0));
+  auto comm = comm::make_host_staged_communicator(comm::make_communicator("mpi", MPI_COMM_WORLD, 60.0), *t.gpu);
   CHECK(comm->name() == "mpi");
   CHECK(comm->uses_device_buffers());
   const std::size_t n = 300007;

@@ -1,10 +1,11 @@
 #include "comm/cuda/host_staged_communicator.hpp"
 
-#include <cuda_runtime_api.h>  // cudaMemcpyAsync, cudaMallocHost
+#include <cuda_runtime_api.h>  // cudaMemcpyAsync, cudaPointerGetAttributes
 
 #include <cstddef>  // std::size_t
 
 #include "comm/host_stream.hpp"          // HostStream for the wrapped communicator
+#include "compute/host_buffer.hpp"       // compute::HostBuffer, ensure_capacity
 #include "compute/cuda/cuda_check.hpp"   // CUDA_CHECK
 #include "compute/cuda/cuda_stream.hpp"  // as_cuda
 #include "util/error.hpp"                // TRAINER_ASSERT
@@ -21,31 +22,6 @@ bool is_device_pointer(const void* p) {
   return attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged;
 }
 
-// A growable pinned host buffer.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  ~PinnedBuffer() {
-    if (ptr_) cudaFreeHost(ptr_);
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  void* get(std::size_t bytes) {
-    if (bytes > bytes_) {
-      if (ptr_) CUDA_CHECK(cudaFreeHost(ptr_));
-      ptr_ = nullptr;
-      bytes_ = 0;
-      CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
-      bytes_ = bytes;
-    }
-    return ptr_;
-  }
-
- private:
-  void* ptr_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
 // The host backends complete their work before wait() returns; staged work has
 // already been copied back when the Work is made.
 class DoneWork final : public Work {
@@ -55,7 +31,8 @@ class DoneWork final : public Work {
 
 class HostStagedCommunicator final : public Communicator {
  public:
-  explicit HostStagedCommunicator(std::unique_ptr<Communicator> host) : host_(std::move(host)) {
+  HostStagedCommunicator(std::unique_ptr<Communicator> host, compute::Backend& memory)
+      : host_(std::move(host)), memory_(memory) {
     TRAINER_ASSERT(host_ && !host_->uses_device_buffers(),
                    "host staging wraps a host communicator (mpi or gloo)");
   }
@@ -84,7 +61,7 @@ class HostStagedCommunicator final : public Communicator {
     if (!count) return;
     if (!is_device_pointer(data)) return host_->broadcast(data, count, root, host_stream_, what);
     cudaStream_t s = compute::cuda::as_cuda(stream).get();
-    auto* host = static_cast<float*>(staging_.get(count * sizeof(float)));
+    auto* host = staging<float>(count);
     to_host(host, data, count * sizeof(float), s);
     host_->broadcast(host, count, root, host_stream_, what);
     to_device(data, host, count * sizeof(float), s);
@@ -97,7 +74,7 @@ class HostStagedCommunicator final : public Communicator {
       return host_->all_gather(send, recv, count_per_rank, host_stream_, what);
     cudaStream_t s = compute::cuda::as_cuda(stream).get();
     const std::size_t send_bytes = count_per_rank * sizeof(float);
-    auto* host = static_cast<float*>(staging_.get(send_bytes * (size() + 1)));
+    auto* host = staging<float>(count_per_rank * (size() + 1));
     float* host_send = host + count_per_rank * size();  // after the receive area
     to_host(host_send, send, send_bytes, s);
     host_->all_gather(host_send, host, count_per_rank, host_stream_, what);
@@ -108,12 +85,19 @@ class HostStagedCommunicator final : public Communicator {
   void set_step(long step) override { host_->set_step(step); }
 
  private:
+  // The staging area as `count` elements of T, grown (never shrunk) as needed. Every
+  // collective waits for its copies, so the area is free again when one returns.
+  template <typename T>
+  T* staging(std::size_t count) {
+    compute::ensure_capacity(memory_, staging_, count * sizeof(T));
+    return reinterpret_cast<T*>(staging_.data());
+  }
   template <typename T>
   void reduce(T* data, std::size_t count, ReduceOp op, compute::Stream& stream, const char* what) {
     if (!count) return;
     if (!is_device_pointer(data)) return host_->all_reduce(data, count, op, host_stream_, what);
     cudaStream_t s = compute::cuda::as_cuda(stream).get();
-    auto* host = static_cast<T*>(staging_.get(count * sizeof(T)));
+    auto* host = staging<T>(count);
     to_host(host, data, count * sizeof(T), s);
     host_->all_reduce(host, count, op, host_stream_, what);
     to_device(data, host, count * sizeof(T), s);
@@ -132,13 +116,15 @@ class HostStagedCommunicator final : public Communicator {
 
   std::unique_ptr<Communicator> host_;
   HostStream host_stream_;
-  PinnedBuffer staging_;
+  compute::Backend& memory_;
+  compute::HostBuffer<unsigned char> staging_;  // pinned: the CUDA backend's host memory
 };
 
 }  // namespace
 
-std::unique_ptr<Communicator> make_host_staged_communicator(std::unique_ptr<Communicator> host) {
-  return std::make_unique<HostStagedCommunicator>(std::move(host));
+std::unique_ptr<Communicator> make_host_staged_communicator(std::unique_ptr<Communicator> host,
+                                                            compute::Backend& memory) {
+  return std::make_unique<HostStagedCommunicator>(std::move(host), memory);
 }
 
 }  // namespace trainer::comm

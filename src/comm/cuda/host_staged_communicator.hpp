@@ -7,11 +7,15 @@
 #include <memory>  // std::unique_ptr
 
 #include "comm/communicator.hpp"  // comm::Communicator
+#include "compute/backend.hpp"     // compute::Backend: its pinned host memory stages the buffers
 
 namespace trainer::comm {
 
 // `host` must keep its buffers on the host (uses_device_buffers() == false). The
-// result reports uses_device_buffers() == true and the host backend's name.
-std::unique_ptr<Communicator> make_host_staged_communicator(std::unique_ptr<Communicator> host);
+// result reports uses_device_buffers() == true and the host backend's name; its
+// staging memory comes from `memory` (the CUDA backend, whose host memory is pinned),
+// which must outlive it.
+std::unique_ptr<Communicator> make_host_staged_communicator(std::unique_ptr<Communicator> host,
+                                                            compute::Backend& memory);
 
 }  // namespace trainer::comm
