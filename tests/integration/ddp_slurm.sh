@@ -3,17 +3,9 @@
 # 2 ranks started by srun: it must train, checkpoint, and report the 2-rank
 # all-reduce. (tests/integration/slurm_sbatch.sh checks the plan of both ranks.)
 source "$(dirname "$0")/lib/common.sh"
+source "$(dirname "$0")/lib/slurm.sh"
 
-for b in sbatch srun slurmctld slurmd munged; do
-  command -v "$b" >/dev/null 2>&1 || [[ -x /usr/sbin/$b ]] || skip "SLURM binaries missing ($b)"
-done
-[[ $(id -u) == 0 ]] || skip "the local SLURM cluster needs root (slurmd), running as $(id -un)"
-
-export SLURM_LOCAL_DIR=$(mktemp -d /tmp/trainer-slurm-ddp.XXXXXX) SLURM_LOCAL_CPUS=16
-export SLURM_LOCAL_CTLD_PORT=${SLURM_LOCAL_CTLD_PORT:-16927} SLURM_LOCAL_SLURMD_PORT=${SLURM_LOCAL_SLURMD_PORT:-16928}
-trap 'bash "$REPO/scripts/slurm-local.sh" stop || true; rm -rf "$SLURM_LOCAL_DIR"' EXIT
-bash "$REPO/scripts/slurm-local.sh" start || fail "could not start the local SLURM cluster"
-export SLURM_CONF=$SLURM_LOCAL_DIR/slurm.conf
+start_local_slurm ddp 16927 16928
 
 export TRAINER TRAINER_ARGS="train --config $REPO/inputs/demo.cfg --backend gloo --accelerator cpu --max-steps 4 --training.log_every_n_steps 2 --data.synthetic_file $SCRATCH/synthetic.h5 --out $SCRATCH/run"
 timeout 600 sbatch --wait --chdir="$SCRATCH" --output="$SCRATCH/job.out" "$REPO/slurm/multi_gpu.sh" \

@@ -4,21 +4,12 @@
 # plan on CPU, wait for it, and check both ranks ran with the SLURM-derived plan.
 # The daemons are stopped at the end, whatever happens.
 source "$(dirname "$0")/lib/common.sh"
-
-for b in sbatch srun sinfo slurmctld slurmd munged; do
-  command -v "$b" >/dev/null 2>&1 || [[ -x /usr/sbin/$b ]] || skip "SLURM binaries missing ($b); apt-get install slurm-wlm munge"
-done
-[[ $(id -u) == 0 ]] || skip "the local SLURM cluster needs root (slurmd), running as $(id -un)"
+source "$(dirname "$0")/lib/slurm.sh"
 
 bash -n "$REPO/slurm/multi_gpu.sh" || fail "slurm/multi_gpu.sh has a syntax error"
 bash -n "$REPO/slurm/multi_node.sh" || fail "slurm/multi_node.sh has a syntax error"
 
-# A short state path: slurmd and PMIx put unix sockets there (108-byte limit).
-export SLURM_LOCAL_DIR=$(mktemp -d /tmp/trainer-slurm-test.XXXXXX) SLURM_LOCAL_CPUS=16
-export SLURM_LOCAL_CTLD_PORT=${SLURM_LOCAL_CTLD_PORT:-16917} SLURM_LOCAL_SLURMD_PORT=${SLURM_LOCAL_SLURMD_PORT:-16918}
-trap 'bash "$REPO/scripts/slurm-local.sh" stop || true; cp -r "$SLURM_LOCAL_DIR/log" "$SCRATCH/slurm-logs" 2>/dev/null; rm -rf "$SLURM_LOCAL_DIR"' EXIT
-bash "$REPO/scripts/slurm-local.sh" start || fail "could not start the local SLURM cluster"
-export SLURM_CONF=$SLURM_LOCAL_DIR/slurm.conf
+start_local_slurm test 16917 16918
 
 # The job script as shipped; only what it runs is overridden (sbatch exports our env).
 # --cpus-per-task=8 from the script -> workers 7 per rank.

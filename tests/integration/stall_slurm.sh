@@ -4,17 +4,9 @@
 # MPI_Comm_dup and a 5 s collective_timeout: the job ends within seconds, and its
 # output names rank 1 as stopped.
 source "$(dirname "$0")/lib/common.sh"
+source "$(dirname "$0")/lib/slurm.sh"
 
-for b in sbatch srun slurmctld slurmd munged; do
-  command -v "$b" >/dev/null 2>&1 || [[ -x /usr/sbin/$b ]] || skip "SLURM binaries missing ($b)"
-done
-[[ $(id -u) == 0 ]] || skip "the local SLURM cluster needs root (slurmd), running as $(id -un)"
-
-export SLURM_LOCAL_DIR=$(mktemp -d /tmp/trainer-slurm-stall.XXXXXX) SLURM_LOCAL_CPUS=16
-export SLURM_LOCAL_CTLD_PORT=${SLURM_LOCAL_CTLD_PORT:-16937} SLURM_LOCAL_SLURMD_PORT=${SLURM_LOCAL_SLURMD_PORT:-16938}
-trap 'bash "$REPO/scripts/slurm-local.sh" stop || true; rm -rf "$SLURM_LOCAL_DIR"' EXIT
-bash "$REPO/scripts/slurm-local.sh" start || fail "could not start the local SLURM cluster"
-export SLURM_CONF=$SLURM_LOCAL_DIR/slurm.conf
+start_local_slurm stall 16937 16938
 
 "$TRAINER" synth --out "$SCRATCH/synthetic.h5" >/dev/null || fail "synth failed"
 export TRAINER
