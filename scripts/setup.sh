@@ -24,10 +24,11 @@ JOBS=${TRAINER_JOBS:-$(nproc)}
 
 # Build and run dependencies (Debian package names). The test mode adds what the test
 # suite uses: Lmod for the module build, SLURM for the job-script tests, Debian's
-# PyTorch for the reference comparisons, and clang (with libFuzzer) for the fuzzers.
+# PyTorch for the reference comparisons, and clang (with libFuzzer, and libomp for
+# OpenMP) for the fuzzers.
 PACKAGES=(cmake g++ make git pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
           libboost-program-options-dev catch2 libgloo-dev libdnnl-dev libopencv-dev zlib1g-dev)
-TEST_PACKAGES=(lmod slurm-wlm munge python3-torch python3-torchvision python3-h5py clang)
+TEST_PACKAGES=(lmod slurm-wlm munge python3-torch python3-torchvision python3-h5py clang libomp-dev)
 
 say() { printf '\n=== %s\n' "$*"; }
 
