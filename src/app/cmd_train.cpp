@@ -124,9 +124,9 @@ int run_train(const Args& args) {
   train_opts.context = model::needs_context_frames(config.model.model_type);
   data::LoaderOptions val_opts = train_opts;
   // A rank never holds more val rows than ceil(val / ranks): a larger batch would only allocate more.
-  val_opts.batch_size = static_cast<int>(std::max<std::int64_t>(
-      1, std::min<std::int64_t>(plan.rank.val_batch_size,
-                                data::samples_per_rank(static_cast<std::int64_t>(run.split.val.size()), world.size, false))));
+  const std::int64_t val_rows =
+      data::samples_per_rank(static_cast<std::int64_t>(run.split.val.size()), world.size, false);
+  val_opts.batch_size = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(plan.rank.val_batch_size, val_rows)));
   val_opts.augmentation = data::Augmentation::kNone;
   val_opts.drop_last = false;
   data::Loader train_loader(dataset, train_opts);
