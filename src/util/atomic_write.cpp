@@ -7,7 +7,7 @@
 #include <sys/stat.h>  // lstat, S_ISREG
 #include <unistd.h>    // getpid, fsync, write, close, unlink
 
-#include <cerrno>   // errno, ESRCH, EINTR
+#include <cerrno>   // errno, ESRCH, EINTR, EINVAL, ENOTSUP
 #include <cstdio>   // std::rename
 #include <cstring>  // std::strerror
 #include <memory>   // std::unique_ptr (the DIR handle)
@@ -43,11 +43,14 @@ class Fd {
 
 std::string errno_text() { return std::strerror(errno); }
 
-// fsync(2) of a file or folder by name.
+// fsync(2) of a file or folder by name. Some file systems cannot sync a folder
+// (EINVAL, ENOTSUP): there is nothing more to do for the rename then.
 void sync_path(const std::string& path, int flags) {
   Fd fd(::open(path.c_str(), flags | O_CLOEXEC));
   if (fd.get() < 0) throw SystemError("cannot open '" + path + "' to sync it: " + errno_text());
-  if (::fsync(fd.get()) != 0) throw SystemError("cannot sync '" + path + "' to disk: " + errno_text());
+  if (::fsync(fd.get()) == 0) return;
+  if ((flags & O_DIRECTORY) && (errno == EINVAL || errno == ENOTSUP)) return;
+  throw SystemError("cannot sync '" + path + "' to disk: " + errno_text());
 }
 
 }  // namespace

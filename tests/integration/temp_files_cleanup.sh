@@ -1,7 +1,8 @@
 # Files left behind: temporary files (`<file>.tmp-<pid>`) of writers that were killed
 # are removed at the next start (train's run folder and checkpoints/, synth, import
 # and predict output folders), those of live processes are kept; a SIGTERM or SIGHUP
-# during a write removes the temporary file before the process ends.
+# during a write removes the temporary file before the process ends; files are
+# fsynced before the rename and their folder after it.
 source "$(dirname "$0")/lib/common.sh"
 S=$SCRATCH
 sh -c 'exit 0' & dead=$!
@@ -62,4 +63,12 @@ for sig in TERM HUP; do
   [[ $rc -gt 128 ]] || fail "synth did not end by SIG$sig (exit $rc)"
   [[ -z $(ls -A "$S/sig$sig") ]] || fail "SIG$sig left files behind: $(ls -A "$S/sig$sig")"
 done
+# Durability: the temporary file is fsynced before the rename and the folder after it.
+if command -v strace >/dev/null; then
+  strace -f -o "$S/trace.txt" -e trace=fsync,rename "$TRAINER" synth --out "$S/data/f.h5" --frames 2 --size 32 >/dev/null
+  calls=$(grep -oE 'fsync|rename\("[^"]*f.h5' "$S/trace.txt" | sed 's/(.*//' | tr '\n' ' ')
+  [[ $calls == *"fsync rename fsync"* ]] || fail "expected fsync, rename, fsync of the folder; got: $calls"
+else
+  echo "note: no strace, the fsync order is not checked"
+fi
 echo "OK"
