@@ -125,7 +125,14 @@ int run_train(const Args& args) {
   // ---- data ----------------------------------------------------------------
   // Rank-local failures (a file one node cannot read, an --out rank 0 cannot write)
   // stop every rank with the cause, not with a transport error on the others.
-  RunData run = runtime::on_every_rank_or_none(session, [&] { return open_run_data(config, world, log); });
+  RunData run = runtime::on_every_rank_or_none(
+      session, [&] { return open_run_data(config, world, log, import_dir_beside(out_dir)); });
+  if (!run.imported.empty()) {
+    // The run's config.ini names the imported file, so predict and --resume read it
+    // without importing again.
+    config.data.data_files = {run.imported};
+    config.data.csv_file.clear();
+  }
   const data::Dataset& dataset = *run.dataset;
   check_train_batch_fits(config, plan, run, world);  // every rank, so all stop together
   runtime::on_every_rank_or_none(session, [&] {

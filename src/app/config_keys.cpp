@@ -212,7 +212,7 @@ std::vector<ConfigKey> build_table() {
       text_list("data", "data_files", field(D, &DC::data_files),
                 "HDF5 datasets made by `trainer import` (paths or glob patterns, relative to the working directory); "
                 "empty: the embedded synthetic demo data")
-          .lp("data.data_dir + data.csv_file").alias("data_file"),
+          .alias("data_file"),
       integer("data", "image_resize_height", field(D, &DC::image_resize_height), 32, 4096,
               "network input height in pixels; frames are resized to it", 32)
           .lp("data.image_resize_dims.height").alias("image_resize_dims.height"),
@@ -230,6 +230,13 @@ std::vector<ConfigKey> build_table() {
           .lp("data.downsample_factor"),
       text("data", "synthetic_file", field(D, &DC::synthetic_file), "PATH",
            "where the synthetic demo dataset is generated when data_files is empty"),
+      text("data", "data_dir", field(D, &DC::data_dir), "PATH",
+           "lightning-pose project folder: csv_file and the image paths in it are relative to it")
+          .lp("data.data_dir"),
+      text("data", "csv_file", field(D, &DC::csv_file), "PATH",
+           "label CSV (relative to data_dir) imported on first use into a cached HDF5 file in the output "
+           "folder; replaces data_files")
+          .lp("data.csv_file"),
       // [training]
       choice("training", "imgaug", field(T, &TC::imgaug), data::imgaug_names(),
              "augmentation pipeline: default (resize only) or dlc (DeepLabCut-style)")
@@ -255,7 +262,7 @@ std::vector<ConfigKey> build_table() {
       integer("training", "max_epochs", field(T, &TC::max_epochs), 1, kIntMax, "stop after this many epochs")
           .lp("training.max_epochs"),
       integer("training", "min_epochs", field(T, &TC::min_epochs), 0, kIntMax,
-              "early stopping never stops before this many epochs")
+              "early stopping never stops before this many epochs (capped at max_epochs)")
           .lp("training.min_epochs"),
       integer("training", "max_steps", field(T, &TC::max_steps), -1, kLongMax,
               "stop after this many optimizer steps; -1: no limit")
@@ -299,10 +306,17 @@ std::vector<ConfigKey> build_table() {
               "run validation every n epochs")
           .lp("training.check_val_every_n_epoch"),
       integer("training", "early_stop_patience", field(T, &TC::early_stop_patience), 1, kIntMax,
-              "stop after this many validation checks without improvement")
+              "with early_stopping: stop after this many validation checks without improvement")
           .lp("training.early_stop_patience"),
       boolean("training", "drop_last", field(T, &TC::drop_last),
               "drop the last incomplete training batch of each epoch"),
+      boolean("training", "early_stopping", field(T, &TC::early_stopping),
+              "stop when the validation loss has not improved in early_stop_patience checks (after min_epochs)")
+          .lp("training.early_stopping"),
+      boolean("training", "uniform_heatmaps_for_nan_keypoints", field(T, &TC::uniform_heatmaps_for_nan_keypoints),
+              "a keypoint missing from the labels gets a uniform target heatmap and counts in the loss; "
+              "false: it is left out of the loss")
+          .lp("training.uniform_heatmaps_for_nan_keypoints"),
       // [model]
       choice("model", "model_type", field(M, &MC::model_type), model::model_type_names(),
              "heatmap, or heatmap_mhcrnn (context frames t-2..t+2)")

@@ -3,12 +3,14 @@
 #include "app/config_parse.hpp"
 
 #include <algorithm>  // std::find
-#include <iostream>   // std::cout
+#include <iostream>   // std::cout, std::cerr
 #include <map>       // std::map
 #include <sstream>   // std::ostringstream
 
 #include "app/config_ini.hpp"     // read_ini_file, parse_ini, IniEntry
 #include "app/config_keys.hpp"    // config_keys, find_key, validate_combinations
+#include "app/config_lp_keys.hpp" // apply_yaml_leaves, config_to_yaml, set_config_key
+#include "app/config_yaml.hpp"    // is_yaml_config, parse_yaml_leaves, parse_override
 #include "app/config_values.hpp"  // BadValue, closest, trim
 #include "util/env.hpp"        // Env: the launcher's rank variables
 #include "util/error.hpp"         // UserError
@@ -72,8 +74,13 @@ void build_layout(Layout& layout) {
   const Config defaults;
   layout.common.add_options()
       ("config", po::value<std::string>()->value_name("FILE"),
-       "INI config file ([data] [training] [model] [distributed]); command-line keys override it")
-      ("print-config", "print the effective configuration as INI (reusable with --config) and exit")
+       "config file: lightning-pose's YAML (.yaml/.yml) or INI ([data] [training] [model] [distributed]); "
+       "also accepted as the first argument (trainer train config.yaml); command-line keys override it")
+      ("overrides", po::value<std::vector<std::string>>()->multitoken()->value_name("KEY=VALUE..."),
+       "Hydra-style overrides with dotted lightning-pose names, e.g. --overrides training.max_epochs=10 "
+       "model.backbone=resnet18 (values are YAML: null, [1, 2])")
+      ("print-config", "print the effective configuration (YAML when the config file was YAML, else INI; "
+       "reusable with --config) and exit")
       ("backend", po::value<std::string>()->value_name("NAME"), "same as --distributed.backend")
       ("accelerator", po::value<std::string>()->value_name("NAME"), "same as --distributed.accelerator")
       ("devices", po::value<std::string>()->value_name("DEVICES"), "same as --distributed.devices")
@@ -120,19 +127,8 @@ Args take_key_args(const Args& args, const std::string& subcommand, std::vector<
   return rest;
 }
 
-std::string default_of(const ConfigKey& key) {
-  const std::string value = key.get(Config{});
-  return value.empty() ? "empty" : value;
-}
-
-// Sets one key, turning a malformed value into an error that says where it came from.
 void set_key(Config& config, const ConfigKey& key, const std::string& value, const std::string& where) {
-  try {
-    key.set(config, value);
-  } catch (const BadValue& e) {
-    throw UserError(where + ": bad value for " + key.full_name() + ": expected " + e.what(),
-                    key.full_name() + ": " + key.meaning + " (default: " + default_of(key) + ")");
-  }
+  config_detail::set_config_key(config, key, value, where);
 }
 
 // `entries` come from the INI text called `path` (a file, or a checkpoint's configuration).
@@ -187,8 +183,9 @@ void apply_entries(Config& config, const std::vector<config_detail::IniEntry>& e
 }
 
 void print_help(const std::string& subcommand, const po::options_description& own, const Layout& layout) {
-  std::cout << "usage: trainer " << subcommand << " [options]\n"
-            << "Configuration: defaults <- --config FILE <- --<section>.<key> VALUE (the command line wins).\n"
+  std::cout << "usage: trainer " << subcommand << " [config.yaml] [options]\n"
+            << "Configuration: defaults <- --config FILE (lightning-pose YAML or INI) <- --overrides a.b=VALUE ... <-\n"
+            << "  --<section>.<key> VALUE (the command line wins).\n"
             << "Lists are written a, b or [a, b]. Every key is explained in docs/CONFIG.md.\n\n";
   if (!own.options().empty()) std::cout << own << "\n";
   std::cout << layout.common << "\n";
@@ -206,7 +203,20 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
 
   CommandLine result;
   std::vector<KeyArg> key_args;
-  const Args rest = take_key_args(args, subcommand, key_args);
+  Args rest = take_key_args(args, subcommand, key_args);
+  // lightning-pose's form, `litpose train config.yaml --overrides ...`: a YAML file
+  // as the first argument is the config file.
+  std::string positional_config;
+  if (!rest.empty() && rest.front().rfind("-", 0) != 0) {
+    const std::string first = rest.front();
+      const auto ends = [&first](const std::string& t) {
+      return first.size() > t.size() && first.compare(first.size() - t.size(), t.size(), t) == 0;
+    };
+    if (ends(".yaml") || ends(".yml") || ends(".YAML") || ends(".YML")) {
+      positional_config = first;
+      rest.erase(rest.begin());
+    }
+  }
   const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
   try {
     const po::parsed_options parsed = po::command_line_parser(rest).options(everything).style(style).run();
@@ -251,15 +261,46 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
     throw UserError(subcommand + ": " + std::string(e.what()) + " (command line)", help_hint(subcommand));
   }
 
+  if (!positional_config.empty() && result.own.count("config")) {
+    throw UserError(subcommand + ": two config files: " + positional_config + " and --config " +
+                        result.own["config"].as<std::string>(),
+                    "give one of them");
+  }
+  std::vector<config_detail::YamlLeaf> overrides;
+  if (result.own.count("overrides")) {
+    for (const auto& text : result.own["overrides"].as<std::vector<std::string>>())
+      overrides.push_back(config_detail::parse_override(text));
+  }
+  const Env env = capture_environment();
+  const config_detail::EnvLookup env_lookup = [&env](const std::string& name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
   std::map<std::string, std::string> origin;
   std::string source = "defaults";
-  if (result.own.count("config")) {
-    source = result.own["config"].as<std::string>();
-    apply_entries(result.config, config_detail::read_ini_file(source), source, subcommand, origin);
+  const std::string config_path =
+      !positional_config.empty() ? positional_config
+                                 : result.own.count("config") ? result.own["config"].as<std::string>() : "";
+  bool overrides_applied = false;
+  if (!config_path.empty()) {
+    source = config_path;
+    const std::string text = config_detail::read_config_text(config_path);
+    if (config_detail::is_yaml_config(config_path, text)) {
+      result.yaml = true;
+      config_detail::apply_yaml_leaves(result.config, config_detail::parse_yaml_leaves(text, config_path), overrides,
+                                       env_lookup, origin, result.warnings);
+      overrides_applied = true;
+    } else {
+      apply_entries(result.config, config_detail::parse_ini(text, config_path), config_path, subcommand, origin);
+    }
   } else if (fallback) {
     source = fallback->name;
     apply_entries(result.config, config_detail::parse_ini(fallback->text, source), source, subcommand, origin);
   }
+
+  if (!overrides_applied && !overrides.empty())
+    config_detail::apply_yaml_leaves(result.config, {}, overrides, env_lookup, origin, result.warnings);
+  if (!overrides.empty()) source += " + overrides";
 
   // Command-line keys, in the order given; each may be set once (counting shortcuts and aliases).
   std::map<std::string, std::string> given_as;
@@ -285,12 +326,23 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
     return it == origin.end() ? std::string("the default") : it->second;
   });
 
+  if (prints_for_the_job(env)) {
+    for (const auto& warning : result.warnings) std::cerr << "warning: " << warning << "\n";
+  }
   if (result.own.count("print-config")) {
-    if (prints_for_the_job(capture_environment())) std::cout << config_to_ini(result.config);
+    if (prints_for_the_job(env))
+      std::cout << (result.yaml ? config_to_yaml(result.config) : config_to_ini(result.config));
     result.help = true;
     result.print_config = true;
   }
   return result;
+}
+
+std::string config_to_yaml(const Config& config) {
+  std::string header = "# trainer configuration";
+  if (!config.source_description.empty()) header += " (from " + config.source_description + ")";
+  header += "\n# lightning-pose's layout; use it with: trainer train --config FILE.yaml (docs/CONFIG.md)\n";
+  return header + config_detail::config_to_yaml(config);
 }
 
 std::string config_to_ini(const Config& config) {

@@ -4,6 +4,7 @@
 // shortcuts --backend --accelerator --devices, --print-config, --help, plus the
 // subcommand's own options. Precedence: defaults <- config file <- command line.
 #include <string>  // std::string
+#include <vector>  // std::vector
 
 #include <boost/program_options.hpp>  // options_description, variables_map
 
@@ -18,6 +19,8 @@ struct CommandLine {
   bool help = false;          // --help or --print-config given: the text was already printed to stdout
                               // (by the job's first rank only); the caller returns 0
   bool print_config = false;  // it was --print-config (help is also true)
+  bool yaml = false;          // the config file was YAML (lightning-pose's format): --print-config writes YAML
+  std::vector<std::string> warnings;  // lightning-pose keys accepted whose effect the trainer does not have yet
 };
 
 // Configuration text that stands in for a missing --config file (predict: the
@@ -38,5 +41,7 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
 // The configuration as INI text in the format --config reads (for --print-config
 // and for saving the effective configuration next to a run); re-parsable.
 std::string config_to_ini(const Config& config);
+// The same as YAML in lightning-pose's layout (--print-config after a YAML config).
+std::string config_to_yaml(const Config& config);
 
 }  // namespace trainer::app

@@ -23,12 +23,8 @@ void validate_combinations(const Config& c, const OriginOf& origin_of) {
                     "the test set gets 1 - train_prob - val_prob of the frames; lower one of them, e.g. "
                     "train_prob = 0.8, val_prob = 0.1");
   }
-  if (t.min_epochs > t.max_epochs) {
-    throw UserError("training.min_epochs = " + std::to_string(t.min_epochs) + from(origin_of, "training.min_epochs") +
-                        " is more than training.max_epochs = " + std::to_string(t.max_epochs) +
-                        from(origin_of, "training.max_epochs"),
-                    "raise max_epochs or lower min_epochs");
-  }
+  // min_epochs > max_epochs is fine, as in Lightning: max_epochs ends the run, and
+  // lightning-pose's own configs pair min_epochs 300 with a lowered max_epochs.
   for (std::size_t i = 1; i < t.lr_scheduler_milestones.size(); ++i) {
     if (t.lr_scheduler_milestones[i] <= t.lr_scheduler_milestones[i - 1]) {
       throw UserError("training.lr_scheduler_milestones" + from(origin_of, "training.lr_scheduler_milestones") +
@@ -45,6 +41,12 @@ void validate_combinations(const Config& c, const OriginOf& origin_of) {
   }
 
   const DataConfig& d = c.data;
+  if (!d.csv_file.empty() && !d.data_files.empty()) {
+    throw UserError("data.csv_file" + from(origin_of, "data.csv_file") + " and data.data_files" +
+                        from(origin_of, "data.data_files") + " are both set",
+                    "csv_file (with data_dir) imports a lightning-pose CSV project; data_files names HDF5 files "
+                    "made by `trainer import`: give one of them");
+  }
   if (d.num_keypoints > 0 && !d.keypoint_names.empty() &&
       static_cast<int>(d.keypoint_names.size()) != d.num_keypoints) {
     throw UserError("data.keypoint_names" + from(origin_of, "data.keypoint_names") + " lists " +

@@ -1,18 +1,100 @@
 // The run's data set and split (see run_data.hpp).
 #include "app/run_data.hpp"
 
+#include <cstdint>     // std::uint64_t
+#include <cstdio>      // std::snprintf
+#include <filesystem>  // std::filesystem
+#include <fstream>     // std::ifstream
+#include <sstream>     // std::ostringstream
+
 #include "app/output_files.hpp"        // make_directories, remove_stale_temp_files_in
 #include "data/sampler.hpp"            // data::samples_per_rank
 #include "data/synth.hpp"              // data::ensure_synthetic_dataset
 #include "runtime/broadcast_string.hpp"  // runtime::broadcast_string: rank 0's outcome
 #include "util/atomic_write.hpp"       // folder_of
 #include "util/error.hpp"              // UserError
+#include "data/import.hpp"             // data::import_project
 
 namespace trainer::app {
+namespace {
 
-RunData open_run_data(const Config& config, const runtime::World& world, const Log& log) {
+namespace fs = std::filesystem;
+
+// FNV-1a: a stable 64-bit fingerprint (not a secret, only a cache key).
+std::uint64_t fnv1a(const std::string& bytes, std::uint64_t h = 1469598103934665603ull) {
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+// Rank 0: imports data_dir/csv_file into the cache unless it is there; returns its path.
+std::string import_csv_project(const Config& config, const std::string& import_dir, const Log& log) {
+  const fs::path dir = fs::absolute(config.data.data_dir.empty() ? fs::path(".") : fs::path(config.data.data_dir));
+  const fs::path csv_path = fs::path(config.data.csv_file);
+  const fs::path csv = (csv_path.is_absolute() ? csv_path : dir / csv_path).lexically_normal();
+  std::ifstream in(csv, std::ios::binary);
+  if (!in)
+    throw UserError("cannot read data.csv_file " + csv.string() +
+                        (csv_path.is_absolute() ? std::string() : " (data.csv_file is relative to data.data_dir)"),
+                    "set data.data_dir to the project folder and data.csv_file to its label CSV");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  const std::uint64_t key = fnv1a(dir.lexically_normal().string() + "\n", fnv1a(bytes.str()));
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(key));
+  const std::string out = (fs::absolute(import_dir) / (csv.stem().string() + "-" + hex + ".h5")).string();
+  if (fs::exists(out)) {
+    log.info("data: " + csv.string() + " (imported before: " + out + ")");
+    return out;
+  }
+  make_directories(fs::path(out).parent_path().string());
+  remove_stale_temp_files_in(folder_of(out), log);
+  data::ImportOptions options;
+  options.csv = csv.string();
+  options.out = out;
+  options.root = dir.string();  // lightning-pose: image paths are relative to data_dir
+  const data::ImportSummary s = data::import_project(options);
+  log.info("data: imported " + std::to_string(s.frames) + " frames (" + std::to_string(s.height) + "x" +
+           std::to_string(s.width) + ", " + std::to_string(s.keypoints) + " keypoints) from " + csv.string() +
+           " into " + out);
+  return out;
+}
+
+}  // namespace
+
+std::string import_dir_beside(const std::string& run_dir) {
+  const fs::path run = fs::path(run_dir).lexically_normal();
+  const fs::path parent = (run.has_filename() ? run : run.parent_path()).parent_path();
+  return ((parent.empty() ? fs::path(".") : parent) / "imported").string();
+}
+
+RunData open_run_data(const Config& config, const runtime::World& world, const Log& log,
+                      const std::string& import_dir) {
   RunData run;
-  if (config.data.data_files.empty()) {
+  if (!config.data.csv_file.empty()) {
+    // Rank 0's outcome for all: "ok:<path>", or the error and its hint split by \x1f.
+    std::string outcome;
+    if (world.rank == 0) {
+      try {
+        outcome = "ok:" + import_csv_project(config, import_dir, log);
+      } catch (const UserError& e) {
+        outcome = std::string(e.what()) + '\x1f' + e.hint();
+      } catch (const std::exception& e) {
+        outcome = std::string(e.what()) + '\x1f';
+      }
+    }
+    outcome = runtime::broadcast_string(world, outcome);
+    if (outcome.rfind("ok:", 0) != 0) {
+      const std::size_t split = outcome.find('\x1f');
+      const std::string hint = split == std::string::npos ? "" : outcome.substr(split + 1);
+      throw UserError("data.csv_file: " + outcome.substr(0, split),
+                      hint.empty() ? "check data.data_dir and data.csv_file (docs/DATA.md: the CSV format)" : hint);
+    }
+    run.imported = outcome.substr(3);
+    run.files = {run.imported};
+  } else if (config.data.data_files.empty()) {
     const std::string path = config.data.synthetic_file;
     std::string error;
     if (world.rank == 0) {

@@ -17,13 +17,23 @@ namespace trainer::app {
 
 struct RunData {
   std::vector<std::string> files;
+  std::string imported;  // data.csv_file's cached HDF5 (absolute), or empty when data_files were used
   std::unique_ptr<data::Dataset> dataset;
   data::Split split;
 };
 
-// Collective: with no data_files, rank 0 writes the synthetic demo data set
-// (data.synthetic_file) if it does not exist yet; every rank then opens the data.
-RunData open_run_data(const Config& config, const runtime::World& world, const Log& log);
+// Collective: with data.csv_file (lightning-pose's data_dir + csv_file), rank 0
+// imports the CSV project into `import_dir`/<csv name>-<hash>.h5 unless that file
+// exists (the hash covers the CSV's bytes and the data_dir, so a changed CSV is
+// imported anew); with no data_files either, rank 0 writes the synthetic demo data
+// set (data.synthetic_file) if it does not exist yet. Every rank learns rank 0's
+// outcome (no rank waits on a failed one), then opens the data.
+RunData open_run_data(const Config& config, const runtime::World& world, const Log& log,
+                      const std::string& import_dir = "outputs/imported");
+
+// Where a training run caches its import: `imported/` beside the run folder, so the
+// runs of one folder share it (outputs/<date>/<time> -> outputs/<date>/imported).
+std::string import_dir_beside(const std::string& run_dir);
 
 // Every rank, before any work: a train batch larger than the train split (or, with
 // drop_last, than a rank's share of it) is a UserError instead of a run of no steps.

@@ -74,7 +74,8 @@ train::OptimizerConfig optimizer_config(const Config& config) {
 train::LoopConfig loop_config(const Config& config, const runtime::RunPlan& plan) {
   train::LoopConfig loop;
   loop.max_epochs = config.training.max_epochs;
-  loop.min_epochs = config.training.min_epochs;
+  loop.min_epochs = std::min(config.training.min_epochs, config.training.max_epochs);
+  loop.early_stopping = config.training.early_stopping;
   loop.max_steps = config.training.max_steps;
   loop.check_val_every_n_epoch = config.training.check_val_every_n_epoch;
   loop.early_stop_patience = config.training.early_stop_patience;

@@ -19,6 +19,8 @@ struct DataConfig {
   std::vector<std::string> keypoint_names; // empty: take them from the data
   int downsample_factor = 2;               // heatmap = image / 2^d, d in {1,2,3}
   std::string synthetic_file = "outputs/synthetic.h5"; // generated on first use when data_files is empty
+  std::string data_dir;                    // lightning-pose project folder: csv_file and image paths are relative to it
+  std::string csv_file;                    // labels to import (cached HDF5 next to the run); empty: use data_files
 };
 
 struct TrainingConfig {
@@ -30,7 +32,7 @@ struct TrainingConfig {
   int num_gpus = 0;                        // 0: from devices/world (warns when set to 0 explicitly)
   int num_workers = -1;                    // -1: from the batch plan
   int max_epochs = 300;
-  int min_epochs = 1;
+  int min_epochs = 300;                    // lightning-pose's default; only matters with early_stopping
   long max_steps = -1;                     // -1: unlimited
   double train_prob = 0.95;
   double val_prob = 0.05;
@@ -47,6 +49,8 @@ struct TrainingConfig {
   int log_every_n_steps = 10;
   int check_val_every_n_epoch = 5;
   int early_stop_patience = 3;             // in validation checks
+  bool early_stopping = false;             // lightning-pose's default: train max_epochs
+  bool uniform_heatmaps_for_nan_keypoints = true;  // missing labels: uniform target that counts in the loss
   bool drop_last = false;
 };
 

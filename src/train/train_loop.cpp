@@ -190,7 +190,8 @@ TrainingState TrainLoop::run(TrainingState state) {
       std::snprintf(line, sizeof line, "epoch %d  validation: loss %.6g  RMSE %.3f px%s", epoch, row.val_loss,
                     row.val_rmse, improved ? "  (best)" : "");
       log_.info(line);
-      if (state.bad_checks >= config_.early_stop_patience && epoch + 1 >= config_.min_epochs) {
+      if (config_.early_stopping && state.bad_checks >= config_.early_stop_patience &&
+          epoch + 1 >= config_.min_epochs) {
         log_.info("early stopping: no improvement of the validation loss in " +
                   std::to_string(state.bad_checks) + " checks");
         stop = true;

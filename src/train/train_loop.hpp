@@ -25,6 +25,7 @@ struct LoopConfig {
   long max_steps = -1;  // -1: unlimited
   int check_val_every_n_epoch = 5;
   int early_stop_patience = 3;  // validation checks without improvement
+  bool early_stopping = false;  // lightning-pose's training.early_stopping
   int log_every_n_steps = 10;
   LrScheduleConfig lr;
   std::string out_dir;          // metrics.csv and checkpoints/ go here
