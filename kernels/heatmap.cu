@@ -4,7 +4,7 @@
 
 #include <cfloat>  // FLT_MAX
 
-#include "compute/keypoint_rule.hpp"  // keypoint_counts
+#include "compute/keypoint_rule.hpp"  // keypoint_counts, wants_uniform_target
 #include "launch.cuh"                  // blocks_for, kThreads, block_sum, block_max
 
 namespace trainer::kernels {
@@ -26,7 +26,13 @@ __global__ void targets_kernel(const float* keypoints, int h, int w, float sigma
   float* out = targets + std::size_t(plane) * size;
   const float kx = keypoints[2 * plane], ky = keypoints[2 * plane + 1];
   const bool valid = keypoint_counts(kx, ky, h, w);
-  if (mask && threadIdx.x == 0) mask[plane] = valid ? 1.f : 0.f;
+  const bool uniform = compute::wants_uniform_target(kx, ky);
+  if (mask && threadIdx.x == 0) mask[plane] = (valid || uniform) ? 1.f : 0.f;
+  if (uniform) {  // the same value as the CPU twin: 1/(h*w) computed in double
+    const float u = static_cast<float>(1.0 / double(size));
+    for (int i = threadIdx.x; i < size; i += blockDim.x) out[i] = u;
+    return;
+  }
   if (!valid) {
     for (int i = threadIdx.x; i < size; i += blockDim.x) out[i] = 0.f;
     return;

@@ -205,6 +205,7 @@ int run_train(const Args& args) {
            " per rank, lr " + std::to_string(plan.learning_rate));
   train::StepRunner runner(*backend, stream, net, compute::parse_heatmap_loss(config.model.heatmap_loss_type));
   runner.loss_scaler().restore({state.loss_scale, state.loss_scale_growth_tracker});  // 16-mixed resumes its scale
+  runner.set_uniform_heatmaps_for_missing(config.training.uniform_heatmaps_for_nan_keypoints);
   // Data-parallel: rank 0's weights and optimizer state everywhere, then the
   // loop's gradient buckets, synchronized batch norm and metric sums (all no-ops
   // with one rank).

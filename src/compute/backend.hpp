@@ -171,7 +171,9 @@ class Backend {
   // Writes the Gaussian targets [N, K, H, W], exp(-((c-x)^2 + (r-y)^2) / (2 sigma^2))
   // at pixel (r, c), normalized to sum 1, and mask[N*K] = 1 where the keypoint counts
   // in the loss. lightning-pose's rule: a keypoint with a NaN coordinate or with
-  // x < -1, x > W + 1, y < -1 or y > H + 1 gets an all-zero target and mask 0.
+  // x < -1, x > W + 1, y < -1 or y > H + 1 gets an all-zero target and mask 0; one
+  // marked with kUniformTargetMark (keypoint_rule.hpp: a label missing from the data,
+  // with uniform_heatmaps_for_nan_keypoints) gets the uniform target 1/(H*W) and mask 1.
   virtual void heatmap_targets(const float* keypoints, TensorView targets, float sigma,
                                float* mask, Stream& s) = 0;
   // Softmax over H*W of each (n, c) plane of temperature * x (kornia's

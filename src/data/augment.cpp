@@ -3,7 +3,7 @@
 
 #include <opencv2/imgproc.hpp>  // cv::warpAffine
 
-#include <algorithm>  // std::clamp
+#include <algorithm>  // std::clamp, std::copy, std::min
 #include <cmath>      // std::cos, std::sin, std::isnan
 #include <limits>     // std::numeric_limits
 
@@ -14,13 +14,15 @@
 namespace trainer::data {
 
 const std::vector<std::string>& imgaug_names() {
-  static const std::vector<std::string> names = {"default", "dlc"};
+  static const std::vector<std::string> names = {"default", "none", "dlc", "dlc-lr", "dlc-top-down"};
   return names;
 }
 
 Augmentation parse_imgaug(const std::string& name) {
-  if (name == "default") return Augmentation::kNone;
+  if (name == "default" || name == "none") return Augmentation::kNone;
   if (name == "dlc") return Augmentation::kDlc;
+  if (name == "dlc-lr") return Augmentation::kDlcLr;
+  if (name == "dlc-top-down") return Augmentation::kDlcTopDown;
   throw UserError("training.imgaug = '" + name + "' is not supported",
                   "use one of " + join_names(imgaug_names()) + " (default: resize only)");
 }
@@ -32,7 +34,7 @@ FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmen
   const double sy = static_cast<double>(dst_h) / src_h;
   // Start with the resize D = diag(sx, sy).
   double a = sx, b = 0, c = 0, d = 0, e = sy, f = 0;
-  if (aug == Augmentation::kDlc) {
+  if (aug != Augmentation::kNone) {
     KeyedRng rng(seed, static_cast<std::uint64_t>(RngPurpose::kAugment), static_cast<std::uint64_t>(epoch),
                  static_cast<std::uint64_t>(frame));
     // Every draw is made whether or not it is used, so one choice never shifts the others.
@@ -65,6 +67,44 @@ FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmen
       t.contrast = static_cast<float>(contrast);
       t.brightness = static_cast<float>(brightness);
     }
+    // Quarter turns (imgaug Rot90, keep_size) come first in lightning-pose's
+    // pipeline: M = G * Q * D, with Q mapping the dst frame onto itself.
+    const int turns = aug == Augmentation::kDlcLr        ? 2 * std::min(1, static_cast<int>(rng.uniform(0.0, 2.0)))
+                      : aug == Augmentation::kDlcTopDown ? std::min(3, static_cast<int>(rng.uniform(0.0, 4.0)))
+                                                         : 0;
+    double Q[6];
+    const double W = dst_w, H = dst_h;
+    switch (turns % 4) {
+      case 1: {  // clockwise: (x, y) -> ((H - y) W / H, x H / W)
+        const double Q1[6] = {0, -W / H, W, H / W, 0, 0};
+        std::copy(Q1, Q1 + 6, Q);
+        break;
+      }
+      case 2: {  // (x, y) -> (W - x, H - y)
+        const double Q2[6] = {-1, 0, W, 0, -1, H};
+        std::copy(Q2, Q2 + 6, Q);
+        break;
+      }
+      case 3: {  // counter-clockwise: (x, y) -> (y W / H, (W - x) H / W)
+        const double Q3[6] = {0, W / H, 0, -H / W, 0, H};
+        std::copy(Q3, Q3 + 6, Q);
+        break;
+      }
+      default: {
+        const double I[6] = {1, 0, 0, 0, 1, 0};
+        std::copy(I, I + 6, Q);
+      }
+    }
+    // (G * D) * ... is already in a..f with D on the right; insert Q between them:
+    // G * Q * D = [G linear](Q * D) + g. With D = diag(sx, sy):
+    const double qd[6] = {Q[0] * sx, Q[1] * sy, Q[2], Q[3] * sx, Q[4] * sy, Q[5]};
+    const double g0 = r00, g1 = r01, g3 = r10, g4 = r11;
+    a = g0 * qd[0] + g1 * qd[3];
+    b = g0 * qd[1] + g1 * qd[4];
+    c = g0 * qd[2] + g1 * qd[5] + gx;
+    d = g3 * qd[0] + g4 * qd[3];
+    e = g3 * qd[1] + g4 * qd[4];
+    f = g3 * qd[2] + g4 * qd[5] + gy;
   }
   t.m[0] = a; t.m[1] = b; t.m[2] = c;
   t.m[3] = d; t.m[4] = e; t.m[5] = f;

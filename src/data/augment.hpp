@@ -15,10 +15,17 @@
 
 namespace trainer::data {
 
-enum class Augmentation { kNone, kDlc };
+// lightning-pose's imgaug presets (lightning_pose/data/augmentations.py):
+//   kNone        "default" / "none": resize only
+//   kDlc         "dlc": the DeepLabCut-style pipeline below
+//   kDlcLr       "dlc-lr": a rotation by 0 or 180 degrees (uniform), then dlc
+//   kDlcTopDown  "dlc-top-down": a rotation by 0, 90, 180 or 270 degrees, then dlc
+// The quarter turns are imgaug's Rot90 with keep_size: the frame is turned and
+// stretched back to its own size (a 90-degree turn of a non-square frame scales it).
+enum class Augmentation { kNone, kDlc, kDlcLr, kDlcTopDown };
 
 // The names of training.imgaug, in the order help and docs list them:
-// "default" (resize only) and "dlc".
+// "default", "none", "dlc", "dlc-lr", "dlc-top-down".
 const std::vector<std::string>& imgaug_names();
 // One of imgaug_names(); anything else is a UserError listing them.
 Augmentation parse_imgaug(const std::string& name);
@@ -42,7 +49,9 @@ struct FrameTransform {
 //   scale      p = 0.5, uniform in [0.85, 1.15]
 //   translation p = 0.5, uniform in [-10 %, 10 %] of width / height
 //   brightness / contrast p = 0.5, brightness in [-25, 25], contrast in [0.75, 1.25]
-// then, from the same stream, the image-space steps (draw_pixel_augment).
+// then, from the same stream, the image-space steps (draw_pixel_augment), and last
+// (so that dlc's own draws stay what they are) the quarter turns of dlc-lr and
+// dlc-top-down, applied before everything else.
 FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmentation aug, std::uint64_t seed,
                               int epoch, std::int64_t frame);
 

@@ -25,6 +25,10 @@ struct Batch {
   // Keypoints in network-input pixels [size, K, 2] (of the centre frame), NaN
   // where unlabeled or pushed out of the frame by augmentation.
   std::vector<float> keypoints;
+  // [size, K]: 1 where the data set has no label for the keypoint (NaN in the file),
+  // as opposed to a label that augmentation pushed out of the frame. lightning-pose's
+  // uniform_heatmaps_for_nan_keypoints treats the two differently.
+  std::vector<std::uint8_t> missing;
   // Global frame index of each row (across shards), for split/prediction output.
   std::vector<std::int64_t> frame_index;
   // 1 for real rows, 0 for rows the distributed sampler padded (exclude them from metrics).

@@ -4,6 +4,8 @@
 #include <opencv2/imgcodecs.hpp>  // cv::imdecode
 #include <opencv2/imgproc.hpp>    // cv::cvtColor, cv::resize
 
+#include <algorithm>   // std::find
+#include <cctype>      // std::isdigit
 #include <cerrno>      // errno
 #include <cstdio>      // std::sscanf
 #include <cstring>     // std::strerror
@@ -74,16 +76,49 @@ cv::Mat read_frame(const LabelTable& table, size_t row, const fs::path& root) {
 ImportSummary import_project(const ImportOptions& o) {
   if (o.csv.empty()) throw UserError("import: --csv is required", "run `trainer import --help`");
   if (o.out.empty()) throw UserError("import: --out is required", "run `trainer import --help`");
-  const LabelTable table = parse_label_csv(o.csv);
-  const fs::path root = o.root.empty() ? fs::path(o.csv).parent_path() : fs::path(o.root);
-  const size_t n = table.num_frames();
+  LabeledFolder folder;
+  folder.table = parse_label_csv(o.csv);
+  folder.root = o.root.empty() ? fs::path(o.csv).parent_path().string() : o.root;
+  return import_label_tables({folder}, o, false);
+}
 
+namespace {
+
+// The frame number in an image name: its last run of digits (img0123.png -> 123), or -1.
+long frame_number_in(const std::string& frame_path) {
+  const std::string stem = fs::path(frame_path).stem().string();
+  std::size_t end = stem.size();
+  while (end > 0 && !std::isdigit(static_cast<unsigned char>(stem[end - 1]))) --end;
+  std::size_t start = end;
+  while (start > 0 && std::isdigit(static_cast<unsigned char>(stem[start - 1]))) --start;
+  if (start == end || end - start > 9) return -1;
+  return std::stol(stem.substr(start, end - start));
+}
+
+}  // namespace
+
+ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, const ImportOptions& o, bool video_ids) {
+  if (o.out.empty()) throw UserError("import: --out is required", "run `trainer import --help`");
+  if (folders.empty()) throw UserError("import: no labeled frames to import");
+  const LabelTable& first = folders.front().table;
+  for (const auto& f : folders) {
+    if (f.table.keypoint_names != first.keypoint_names)
+      throw UserError("the keypoints of " + f.table.source + " differ from those of " + first.source,
+                      "every labeled folder of a project must label the same bodyparts in the same order");
+  }
+  // (folder, row) of every frame, in order.
+  std::vector<std::pair<std::size_t, std::size_t>> frames;
+  for (std::size_t f = 0; f < folders.size(); ++f)
+    for (std::size_t r = 0; r < folders[f].table.num_frames(); ++r) frames.emplace_back(f, r);
+  const size_t n = frames.size();
+  if (n == 0) throw UserError("import: " + first.source + " has no labeled frames");
   // Pass 1: sizes and channels of every frame (errors before anything is written).
   int channels = 1;
   int h0 = 0, w0 = 0;
   size_t first_mismatch = n;
   for (size_t i = 0; i < n; ++i) {
-    const cv::Mat img = read_frame(table, i, root);
+    const auto& [f, r] = frames[i];
+    const cv::Mat img = read_frame(folders[f].table, r, folders[f].root);
     if (img.channels() == 3) channels = 3;
     if (i == 0) {
       h0 = img.rows;
@@ -91,9 +126,10 @@ ImportSummary import_project(const ImportOptions& o) {
     } else if ((img.rows != h0 || img.cols != w0) && first_mismatch == n) {
       first_mismatch = i;
       if (o.resize_height == 0) {
-        throw UserError("frames differ in size: " + table.frame_paths[0] + " is " + std::to_string(h0) + "x" +
-                            std::to_string(w0) + " but " + table.frame_paths[i] + " (" + table.source + ":" +
-                            std::to_string(table.lines[i]) + ") is " + std::to_string(img.rows) + "x" +
+        const LabelTable& table = folders[f].table;
+        throw UserError("frames differ in size: " + first.frame_paths[0] + " is " + std::to_string(h0) + "x" +
+                            std::to_string(w0) + " but " + table.frame_paths[r] + " (" + table.source + ":" +
+                            std::to_string(table.lines[r]) + ") is " + std::to_string(img.rows) + "x" +
                             std::to_string(img.cols) + " (HxW)",
                         "pass --resize HxW to bring every frame (and its keypoints) to one size");
       }
@@ -105,19 +141,22 @@ ImportSummary import_project(const ImportOptions& o) {
   shape.height = resize ? o.resize_height : h0;
   shape.width = resize ? o.resize_width : w0;
   shape.channels = channels;
-  shape.keypoint_names = table.keypoint_names;
+  shape.keypoint_names = first.keypoint_names;
   WriterOptions wo;
   wo.deflate_level = o.deflate_level;
-  wo.source = fs::absolute(o.csv).string();
+  wo.with_video_info = video_ids;
+  wo.source = fs::absolute(o.csv.empty() ? first.source : o.csv).string();
   DatasetWriter writer(o.out, shape, wo);
 
   // Pass 2: convert and write.
-  const size_t K = table.num_keypoints();
+  const size_t K = first.num_keypoints();
   std::vector<float> kp(K * 2);
   for (size_t i = 0; i < n; ++i) {
-    cv::Mat img = read_frame(table, i, root);
+    const auto& [f, r] = frames[i];
+    const LabelTable& table = folders[f].table;
+    cv::Mat img = read_frame(table, r, folders[f].root);
     if (channels == 3 && img.channels() == 1) cv::cvtColor(img, img, cv::COLOR_GRAY2RGB);
-    const float* src = table.keypoints.data() + i * K * 2;
+    const float* src = table.keypoints.data() + r * K * 2;
     const double sx = static_cast<double>(shape.width) / img.cols, sy = static_cast<double>(shape.height) / img.rows;
     if (img.rows != shape.height || img.cols != shape.width) {
       cv::Mat resized;
@@ -130,7 +169,9 @@ ImportSummary import_project(const ImportOptions& o) {
       kp[2 * k + 1] = static_cast<float>(src[2 * k + 1] * sy);
     }
     if (!img.isContinuous()) img = img.clone();
-    writer.write_frame(static_cast<std::int64_t>(i), img.ptr<std::uint8_t>(), kp.data(), table.frame_paths[i]);
+    const long number = frame_number_in(table.frame_paths[r]);
+    writer.write_frame(static_cast<std::int64_t>(i), img.ptr<std::uint8_t>(), kp.data(), table.frame_paths[r],
+                       static_cast<int>(f), static_cast<int>(number >= 0 ? number : static_cast<long>(r)));
   }
   writer.finish();
 
@@ -140,7 +181,10 @@ ImportSummary import_project(const ImportOptions& o) {
   s.width = shape.width;
   s.channels = channels;
   s.keypoints = static_cast<int>(K);
-  s.skipped_coords = table.skipped_coords;
+  for (const auto& folder : folders)
+    for (const auto& c : folder.table.skipped_coords)
+      if (std::find(s.skipped_coords.begin(), s.skipped_coords.end(), c) == s.skipped_coords.end())
+        s.skipped_coords.push_back(c);
   s.resized = resize;
   return s;
 }

@@ -5,6 +5,8 @@
 #include <string>   // std::string
 #include <vector>   // std::vector
 
+#include "data/label_csv.hpp"  // LabelTable
+
 namespace trainer::data {
 
 struct ImportOptions {
@@ -27,5 +29,19 @@ struct ImportSummary {
 void parse_resize(const std::string& text, int* height, int* width);
 
 ImportSummary import_project(const ImportOptions& options);
+
+// Labels of one video's frames and the folder their image paths are relative to.
+struct LabeledFolder {
+  LabelTable table;
+  std::string root;
+};
+
+// Several label tables into one HDF5 file (options.csv is unused; options.root
+// is each folder's `root`). With `video_ids`, folder i's frames get video id i and
+// the frame number in their image name (img0123.png -> 123; the row within the
+// folder when the name has no digits), so context frames stay within a video.
+// Every table must have the same keypoints, in the same order.
+ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, const ImportOptions& options,
+                                  bool video_ids);
 
 }  // namespace trainer::data

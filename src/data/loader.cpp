@@ -4,6 +4,7 @@
 #include <opencv2/core.hpp>  // cv::setNumThreads
 
 #include <algorithm>  // std::min
+#include <cmath>      // std::isnan
 #include <new>        // operator new with alignment
 
 #include "data/augment_pixels.hpp"  // PixelAugmenter
@@ -54,6 +55,7 @@ Loader::Loader(const Dataset& dataset, LoaderOptions options) : dataset_(dataset
     b.width = options_.width;
     b.num_keypoints = k;
     b.keypoints.resize(static_cast<std::size_t>(options_.batch_size) * k * 2);
+    b.missing.resize(static_cast<std::size_t>(options_.batch_size) * k);
     b.frame_index.resize(options_.batch_size);
     b.is_real.resize(options_.batch_size);
     b.scale_x.resize(options_.batch_size);
@@ -87,6 +89,7 @@ void resize_rows(Batch& b, int rows) {
   b.size = rows;
   const auto n = static_cast<std::size_t>(rows);
   b.keypoints.resize(n * b.num_keypoints * 2);
+  b.missing.resize(n * b.num_keypoints);
   b.frame_index.resize(n);
   b.is_real.resize(n);
   b.scale_x.resize(n);
@@ -221,7 +224,10 @@ void Loader::load_row(Scratch& scratch, Slot& slot, int row, const SampleRow& sa
     load_frame(sample.frame, row_images);
   }
   float* keypoints = batch.keypoints.data() + static_cast<std::size_t>(row) * k * 2;
-  transform_keypoints(t, dataset_.keypoints(sample.frame), keypoints, k, oh, ow);
+  const float* labels = dataset_.keypoints(sample.frame);
+  transform_keypoints(t, labels, keypoints, k, oh, ow);
+  std::uint8_t* missing = batch.missing.data() + static_cast<std::size_t>(row) * k;
+  for (int j = 0; j < k; ++j) missing[j] = (std::isnan(labels[2 * j]) || std::isnan(labels[2 * j + 1])) ? 1 : 0;
   if (pixels) pixels->move_keypoints(keypoints, k);  // only the elastic step moves them
   batch.frame_index[static_cast<std::size_t>(row)] = sample.frame;
   batch.is_real[static_cast<std::size_t>(row)] = sample.is_real ? 1 : 0;

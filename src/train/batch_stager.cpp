@@ -4,7 +4,7 @@
 #include <algorithm>  // std::copy_n
 #include <cmath>      // NAN
 
-#include "compute/keypoint_rule.hpp"  // keypoint_counts
+#include "compute/keypoint_rule.hpp"  // keypoint_has_target, kUniformTargetMark
 #include "util/error.hpp"             // TRAINER_ASSERT
 
 namespace trainer::train {
@@ -42,9 +42,11 @@ const StagedBatch& BatchStager::stage(const data::Batch& batch, const StageLayou
       const bool drop = layout.drop_padded_rows && !batch.is_real.empty() && !batch.is_real[std::size_t(i)];
       for (int j = 0; j < k; ++j) {
         const std::size_t at = (std::size_t(i) * k + j) * 2;
-        host[at] = drop ? NAN : batch.keypoints[at] * sx;
-        host[at + 1] = drop ? NAN : batch.keypoints[at + 1] * sy;
-        if (compute::keypoint_counts(host[at], host[at + 1], layout.heatmap_height, layout.heatmap_width))
+        const bool uniform = !drop && layout.uniform_missing && !batch.missing.empty() &&
+                             batch.missing[std::size_t(i) * k + j];
+        host[at] = drop ? NAN : uniform ? compute::kUniformTargetMark : batch.keypoints[at] * sx;
+        host[at + 1] = drop ? NAN : uniform ? compute::kUniformTargetMark : batch.keypoints[at + 1] * sy;
+        if (compute::keypoint_has_target(host[at], host[at + 1], layout.heatmap_height, layout.heatmap_width))
           s.counted += layout.branches;
       }
     }

@@ -29,6 +29,9 @@ struct StageLayout {
   int branches = 1;
   bool keypoints = true;         // false: images only (prediction)
   bool drop_padded_rows = false; // evaluation: rows the sampler padded get no label
+  // lightning-pose's uniform_heatmaps_for_nan_keypoints: a keypoint the data set has
+  // no label for gets a uniform target and counts in the loss (else: left out).
+  bool uniform_missing = false;
 };
 
 struct StagedBatch {

@@ -39,6 +39,7 @@ const StagedBatch& StepRunner::stage(const data::Batch& batch, bool labels, bool
   layout.branches = model_.branches();
   layout.keypoints = labels;
   layout.drop_padded_rows = drop_padded_rows;
+  layout.uniform_missing = uniform_missing_;
   const StagedBatch& staged = stager_.stage(batch, layout, stream_);
   if (labels) {
     const compute::Shape4 hm = staged.heatmap_shape;

@@ -66,6 +66,10 @@ class StepRunner {
   // The fp16 loss scaler (disabled unless the backend computes in fp16); its
   // state goes into checkpoints.
   LossScaler& loss_scaler() { return scaler_; }
+  // lightning-pose's training.uniform_heatmaps_for_nan_keypoints (off until set): a
+  // keypoint missing from the labels gets a uniform target heatmap and counts in the
+  // loss, in training and validation alike; off, it is left out of the loss.
+  void set_uniform_heatmaps_for_missing(bool on) { uniform_missing_ = on; }
 
   // Forward only (running BN statistics): loss and RMSE sums over real rows;
   // predictions filled when non-null.
@@ -84,6 +88,7 @@ class StepRunner {
   compute::Stream& stream_;
   model::PoseModel& model_;
   const compute::HeatmapLoss& loss_type_;
+  bool uniform_missing_ = false;
   BatchStager stager_;
   LossScaler scaler_;
   compute::DeviceBuffer targets_, mask_, loss_, loss_sum_, dpred_, coords_, confidence_;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "compute/cpu/cpu_backend.hpp"
-#include "compute/keypoint_rule.hpp"        // keypoint_counts
+#include "compute/keypoint_rule.hpp"        // keypoint_counts, wants_uniform_target
 #include "compute/losses/heatmap_loss.hpp"  // HeatmapLoss, kHeatmapLossWeight
 #include "util/error.hpp"
 
@@ -45,7 +45,12 @@ void CpuBackend::heatmap_targets(const float* keypoints, TensorView targets, flo
     const float x = keypoints[2 * i], y = keypoints[2 * i + 1];
     float* out = targets.data + long(i) * hw;
     const bool valid = keypoint_counts(x, y, h, w);
-    if (mask) mask[i] = valid ? 1.f : 0.f;
+    const bool uniform = wants_uniform_target(x, y);
+    if (mask) mask[i] = (valid || uniform) ? 1.f : 0.f;
+    if (uniform) {
+      std::fill(out, out + hw, float(1.0 / double(hw)));
+      continue;
+    }
     if (!valid) {
       std::fill(out, out + hw, 0.f);
       continue;

@@ -1,0 +1,97 @@
+# trainer import --dlc-project: a small DeepLabCut project written here (config.yaml,
+# labeled-data/<video>/CollectedData_<scorer>.csv, and .h5 twins written by pandas
+# when PyTables is at hand) becomes one HDF5 file with a video id per folder.
+source "$(dirname "$0")/lib/common.sh"
+PY=/usr/bin/python3
+$PY -c "import numpy, h5py" 2>/dev/null || skip "needs /usr/bin/python3 with numpy and h5py"
+HAVE_PANDAS_H5=1
+$PY -c "import pandas, tables" 2>/dev/null || HAVE_PANDAS_H5=0
+P="$SCRATCH/proj-alice-2024-01-01"
+$PY - "$P" "$HAVE_PANDAS_H5" <<'PY'
+import os, struct, sys, zlib
+import numpy as np
+root, have_h5 = sys.argv[1], sys.argv[2] == "1"
+def png(path, img):  # 8-bit grayscale PNG, no dependencies
+    h, w = img.shape
+    raw = b"".join(b"\x00" + img[r].tobytes() for r in range(h))
+    def chunk(t, d): return struct.pack(">I", len(d)) + t + d + struct.pack(">I", zlib.crc32(t + d) & 0xffffffff)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 0, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+os.makedirs(root)
+with open(f"{root}/config.yaml", "w") as f:
+    f.write("Task: proj\nscorer: alice\ndate: Jan1\nmultianimalproject: false\n"
+            "video_sets:\n  /videos/vidA.mp4:\n    crop: 0, 64, 0, 48\n"
+            "bodyparts:\n- nose\n- tail\nstart: 0\nstop: 1\nnumframes2pick: 20\n")
+rng = np.random.default_rng(0)
+def frames(video, numbers):
+    d = f"{root}/labeled-data/{video}"
+    os.makedirs(d, exist_ok=True)
+    for n in numbers: png(f"{d}/img{n:04d}.png", rng.integers(0, 255, (48, 64), dtype=np.uint8))
+    return d
+# vidA: a CSV with DeepLabCut 2.3's three index columns.
+d = frames("vidA", [3, 10, 42])
+rows = ["scorer,,,alice,alice,alice,alice", "bodyparts,,,nose,nose,tail,tail", "coords,,,x,y,x,y",
+        "labeled-data,vidA,img0003.png,10.5,20.5,30,40",
+        "labeled-data,vidA,img0010.png,11.5,21.5,,",
+        "labeled-data,vidA,img0042.png,12.5,22.5,32,42"]
+open(f"{d}/CollectedData_alice.csv", "w").write("\n".join(rows) + "\n")
+# vidB and vidD: only the .h5 twin (pandas "table" with a one-level index, "fixed"
+# with DeepLabCut's three-level index); written only when PyTables is at hand.
+if have_h5:
+    import pandas as pd
+    cols = pd.MultiIndex.from_product([["alice"], ["nose", "tail"], ["x", "y"]], names=["scorer", "bodyparts", "coords"])
+    d = frames("vidB", [7, 8])
+    df = pd.DataFrame([[1.25, 2.25, 3.25, 4.25], [5.0, 6.0, np.nan, np.nan]], columns=cols,
+                      index=["labeled-data/vidB/img0007.png", "labeled-data/vidB/img0008.png"])
+    df.to_hdf(f"{d}/CollectedData_alice.h5", key="df_with_missing", format="table", mode="w")
+    d = frames("vidD", [100])
+    df = pd.DataFrame([[7.0, 8.0, 9.0, 10.0]], columns=cols,
+                      index=pd.MultiIndex.from_tuples([("labeled-data", "vidD", "img0100.png")]))
+    df.to_hdf(f"{d}/CollectedData_alice.h5", key="keypoints", mode="w")
+# vidC: extracted but not labeled yet.
+frames("vidC", [1])
+PY
+
+"$TRAINER" import --dlc-project "$P" --out "$SCRATCH/dlc.h5" | tee "$SCRATCH/import.txt"
+grep -q "skipped folders without CollectedData_alice.csv/.h5: vidC" "$SCRATCH/import.txt" || fail "vidC not reported"
+if [[ $HAVE_PANDAS_H5 == 1 ]]; then
+  grep -q "imported 6 frames (48x64x1, 2 keypoints)" "$SCRATCH/import.txt" || fail "import summary"
+  grep -q "read from the .h5 label file (no .csv): vidB vidD" "$SCRATCH/import.txt" || fail ".h5 folders not reported"
+else
+  echo "SKIPPED (part): no pandas+PyTables at /usr/bin/python3: the .h5 label files are not tested"
+  grep -q "imported 3 frames (48x64x1, 2 keypoints)" "$SCRATCH/import.txt" || fail "import summary"
+fi
+$PY - "$SCRATCH/dlc.h5" "$HAVE_PANDAS_H5" <<'PY' || fail "imported values differ"
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], "r")
+have_h5 = sys.argv[2] == "1"
+paths = [p.decode() if isinstance(p, bytes) else p for p in f["frame_paths"][:]]
+want = ["labeled-data/vidA/img0003.png", "labeled-data/vidA/img0010.png", "labeled-data/vidA/img0042.png"]
+vid, num = [0, 0, 0], [3, 10, 42]
+kp = [[10.5, 20.5, 30, 40], [11.5, 21.5, np.nan, np.nan], [12.5, 22.5, 32, 42]]
+if have_h5:
+    want += ["labeled-data/vidB/img0007.png", "labeled-data/vidB/img0008.png", "labeled-data/vidD/img0100.png"]
+    vid += [1, 1, 2]; num += [7, 8, 100]
+    kp += [[1.25, 2.25, 3.25, 4.25], [5, 6, np.nan, np.nan], [7, 8, 9, 10]]
+assert paths == want, paths
+assert list(f["video_id"][:]) == vid, f["video_id"][:]
+assert list(f["frame_number"][:]) == num, f["frame_number"][:]
+got = f["keypoints"][:].reshape(len(want), 4)
+assert np.allclose(got, np.array(kp, dtype=np.float32), equal_nan=True), got
+names = [n.decode() if isinstance(n, bytes) else n for n in f["keypoint_names"][:]]
+assert names == ["nose", "tail"], names
+assert f["images"].shape == (len(want), 48, 64, 1)
+print("values OK:", len(want), "frames,", len(set(vid)), "videos")
+PY
+
+# Errors: exit 2 with the cause.
+expect_fail 2 "error: .*has no config.yaml" "$TRAINER" import --dlc-project "$SCRATCH" --out "$SCRATCH/x.h5"
+expect_fail 2 "error: import: give --csv or --dlc-project, not both" \
+  "$TRAINER" import --dlc-project "$P" --csv "$P/x.csv" --out "$SCRATCH/x.h5"
+sed -i 's/^scorer: alice/scorer: bob/' "$P/config.yaml"
+expect_fail 2 "error: .*has no CollectedData_bob.csv \(or .h5\)" "$TRAINER" import --dlc-project "$P" --out "$SCRATCH/x.h5"
+sed -i 's/^scorer: bob/scorer: alice/; s/^- tail/- tailbase/' "$P/config.yaml"
+expect_fail 2 "error: .*bodyparts \(nose, tail\) differ" "$TRAINER" import --dlc-project "$P" --out "$SCRATCH/x.h5"
+[[ ! -e $SCRATCH/x.h5 ]] || fail "a failed import left x.h5"
+echo "OK"
