@@ -239,7 +239,8 @@ std::vector<ConfigKey> build_table() {
           .lp("data.csv_file"),
       // [training]
       choice("training", "imgaug", field(T, &TC::imgaug), data::imgaug_names(),
-             "augmentation pipeline: default (resize only) or dlc (DeepLabCut-style)")
+             "augmentation pipeline: default or none (resize only), dlc (DeepLabCut-style), dlc-lr (a 0 or 180 "
+             "degree turn, then dlc), dlc-top-down (a 0, 90, 180 or 270 degree turn, then dlc)")
           .lp("training.imgaug"),
       integer("training", "train_batch_size", field(T, &TC::train_batch_size), 1, kIntMax,
               "global training batch, summed over all ranks")

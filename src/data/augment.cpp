@@ -24,7 +24,7 @@ Augmentation parse_imgaug(const std::string& name) {
   if (name == "dlc-lr") return Augmentation::kDlcLr;
   if (name == "dlc-top-down") return Augmentation::kDlcTopDown;
   throw UserError("training.imgaug = '" + name + "' is not supported",
-                  "use one of " + join_names(imgaug_names()) + " (default: resize only)");
+                  "use one of " + join_names(imgaug_names()) + " (default and none: resize only)");
 }
 
 FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmentation aug, std::uint64_t seed,

@@ -6,6 +6,7 @@
 #include <cstdint>  // std::uint8_t
 #include <limits>   // quiet_NaN
 
+#include "compute/keypoint_rule.hpp"  // kUniformTargetMark
 #include "compute/losses/heatmap_loss_registry.hpp"  // heatmap_losses
 #include "gpu_test_util.hpp"
 
@@ -264,8 +265,9 @@ TEST_CASE("cuda heatmap targets and masks", "[gpu]") {
   Twins t;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const int H = 24, W = 20;
+  const float mark = kUniformTargetMark;  // a missing label with uniform_heatmaps_for_nan_keypoints
   std::vector<float> kp{3.3f, 2.7f, nan, 1.f, -1.f, 9.f, 21.f, 0.f, -1.5f, 2.f,
-                        3.f,  25.5f, 19.2f, 23.9f, 0.f, nan, 10.5f, 12.25f, 0.f, 0.f};
+                        3.f,  25.5f, 19.2f, 23.9f, 0.f, nan, 10.5f, 12.25f, 0.f, 0.f, mark, mark};
   const int K = int(kp.size() / 2);
   const Shape4 ts{1, K, H, W};
   auto gkp = t.device(kp), gt = t.zeros(ts.numel()), gm = t.zeros(K);

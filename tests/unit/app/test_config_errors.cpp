@@ -119,7 +119,7 @@ TEST_CASE("malformed values name the key, the location and what was expected", "
       {"training", "early_stop_patience = 0", "training.early_stop_patience", ">= 1"},
       {"training", "unfreezing_epoch = -1", "training.unfreezing_epoch", ">= 0"},
       {"training", "reference_batch_size = 0", "training.reference_batch_size", ">= 1"},
-      {"training", "imgaug = heavy", "training.imgaug", "one of default, dlc; got 'heavy'"},
+      {"training", "imgaug = heavy", "training.imgaug", "one of default, none, dlc, dlc-lr, dlc-top-down; got 'heavy'"},
       {"training", "optimizer = SGD", "training.optimizer", "one of Adam, AdamW"},
       {"training", "lr_scaling = cubic", "training.lr_scaling", "one of none, linear, sqrt"},
       {"training", "drop_last = maybe", "training.drop_last", "true or false, got 'maybe'"},
@@ -219,9 +219,14 @@ TEST_CASE("impossible combinations name every key involved and its origin", "[ap
                        "training.val_prob = 0.2 (from the command line (--training.val_prob))", "more than 1"},
                       "train_prob = 0.8");
   }
-  SECTION("min_epochs > max_epochs") {
-    expect_user_error([&] { parse({"--training.max_epochs", "5", "--training.min_epochs", "6"}); },
-                      {"training.min_epochs = 6", "training.max_epochs = 5", "(from the command line"}, "max_epochs");
+  SECTION("min_epochs > max_epochs is accepted: max_epochs ends the run, as in Lightning") {
+    const auto c = parse({"--training.max_epochs", "5", "--training.min_epochs", "6"}).config;
+    CHECK(c.training.min_epochs == 6);
+    CHECK(c.training.max_epochs == 5);
+  }
+  SECTION("csv_file and data_files") {
+    expect_user_error([&] { parse({"--data.csv_file", "a.csv", "--data.data_files", "b.h5"}); },
+                      {"data.csv_file (from the command line", "data.data_files", "both set"}, "give one of them");
   }
   SECTION("milestones not increasing") {
     expect_user_error([&] { parse_file(dir, "[training]\nlr_scheduler_milestones = 20, 10\n"); },

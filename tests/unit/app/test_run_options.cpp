@@ -27,6 +27,7 @@ Config sample_config() {
   c.training.max_steps = 40;
   c.training.check_val_every_n_epoch = 3;
   c.training.early_stop_patience = 4;
+  c.training.early_stopping = true;
   c.training.log_every_n_steps = 5;
   c.training.lr_scheduler_milestones = {4, 6};
   c.training.lr_scheduler_gamma = 0.1;
@@ -117,6 +118,10 @@ TEST_CASE("sampler, model, optimizer and loop options come from the config", "[a
   CHECK(loop.max_steps == 40);
   CHECK(loop.check_val_every_n_epoch == 3);
   CHECK(loop.early_stop_patience == 4);
+  CHECK(loop.early_stopping);
+  Config late = config;
+  late.training.min_epochs = 50;  // above max_epochs: capped, as Lightning's max_epochs ends the run first
+  CHECK(app::loop_config(late, sample_plan()).min_epochs == 9);
   CHECK(loop.log_every_n_steps == 5);
   CHECK(loop.lr.base_lr == 0.5);  // the plan's (scaled) rate
   CHECK(loop.lr.milestones == std::vector<int>{4, 6});

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "compute/backend.hpp"
+#include "compute/keypoint_rule.hpp"  // kUniformTargetMark
 #include "compute/losses/heatmap_loss_registry.hpp"  // heatmap_losses, parse_heatmap_loss
 #include "test_util.hpp"
 
@@ -237,4 +238,32 @@ TEST_CASE("soft-argmax: lightning-pose run_subpixelmaxima test vectors", "[compu
     CHECK(coords[2 * k + 1] == Approx(4 * (2 + k % 4)).margin(1e-3));
     CHECK(conf[k] == Approx(1.0).margin(1e-4));
   }
+}
+
+TEST_CASE("heatmap targets: a keypoint marked missing gets the uniform target and counts", "[compute]") {
+  // lightning-pose's uniform_heatmaps_for_nan_keypoints (generate_heatmaps, visibility 1).
+  auto be = make_cpu_backend(2);
+  const int H = 6, W = 8;
+  const float mark = trainer::compute::kUniformTargetMark;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> kp{3.f, 2.f, mark, mark, nan, nan, 40.f, 2.f};
+  const int K = 4;
+  std::vector<float> t(std::size_t(K) * H * W, 9.f), mask(K, 9.f);
+  be->heatmap_targets(kp.data(), {t.data(), {1, K, H, W}}, 1.25f, mask.data(), be->default_stream());
+  CHECK(mask == std::vector<float>{1, 1, 0, 0});
+  for (int i = 0; i < H * W; ++i) {
+    CHECK(t[std::size_t(H * W + i)] == float(1.0 / (H * W)));  // uniform
+    CHECK(t[std::size_t(2 * H * W + i)] == 0.f);               // NaN: no target
+  }
+  // The uniform plane counts in the loss: the MSE of a flat prediction against it is 0,
+  // so the mean over the two counted planes is half the Gaussian plane's.
+  std::vector<float> pred(t.size(), float(1.0 / (H * W))), loss(1), dpred(t.size());
+  const auto& mse = parse_heatmap_loss("mse");
+  be->heatmap_loss({pred.data(), {1, K, H, W}}, {t.data(), {1, K, H, W}}, mask.data(), mse, loss.data(), dpred.data(),
+                   1.f, be->default_stream());
+  std::vector<float> loss_one(1), mask_one{1, 0, 0, 0};
+  be->heatmap_loss({pred.data(), {1, K, H, W}}, {t.data(), {1, K, H, W}}, mask_one.data(), mse, loss_one.data(),
+                   nullptr, 1.f, be->default_stream());
+  CHECK(loss[0] == Approx(loss_one[0] / 2).epsilon(1e-6));
+  for (int i = 0; i < H * W; ++i) CHECK(dpred[std::size_t(H * W + i)] == 0.f);  // flat matches uniform
 }

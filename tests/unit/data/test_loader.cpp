@@ -1,8 +1,9 @@
 // Loader: augmentation geometry, determinism across worker counts, context frames.
 #include <catch2/catch.hpp>
 
-#include <cmath>    // std::exp, std::isnan
+#include <cmath>    // std::exp, std::isnan, std::abs
 #include <cstring>  // std::memcmp
+#include <utility>  // std::pair
 
 #include "data/augment.hpp"
 #include "data/context.hpp"
@@ -78,6 +79,9 @@ TEST_CASE("keypoints pushed out of the frame become NaN", "[data]") {
 TEST_CASE("imgaug names", "[data]") {
   CHECK(parse_imgaug("default") == Augmentation::kNone);
   CHECK(parse_imgaug("dlc") == Augmentation::kDlc);
+  CHECK(parse_imgaug("none") == Augmentation::kNone);
+  CHECK(parse_imgaug("dlc-lr") == Augmentation::kDlcLr);
+  CHECK(parse_imgaug("dlc-top-down") == Augmentation::kDlcTopDown);
   CHECK_THROWS_AS(parse_imgaug("heavy"), trainer::UserError);
 }
 
@@ -268,4 +272,53 @@ TEST_CASE("deflate-compressed frames read back identically, from several threads
   Loader threaded(packed, o);
   const EpochDump x = run_epoch(reference, frames, 0, 0, 1), y = run_epoch(threaded, frames, 0, 0, 1);
   CHECK(same_floats(x.images, y.images));
+}
+
+// lightning-pose's dlc-lr / dlc-top-down: imgaug's Rot90 (keep_size) before the dlc
+// pipeline. With the same seed the dlc draws are the same, so each frame's transform
+// is dlc's composed with one quarter turn of the source frame, stretched back to its
+// size: T(p) == T_dlc(Q(p)).
+TEST_CASE("dlc-lr and dlc-top-down: dlc after a random quarter turn of the frame", "[data]") {
+  const int h = 90, w = 120, oh = 64, ow = 96;
+  const double W = w, H = h;
+  auto turned = [&](int k, double x, double y) -> std::pair<double, double> {
+    switch (k) {
+      case 1: return {(H - y) * W / H, x * H / W};
+      case 2: return {W - x, H - y};
+      case 3: return {y * W / H, (W - x) * H / W};
+      default: return {x, y};
+    }
+  };
+  auto apply = [](const FrameTransform& t, double x, double y) {
+    return std::pair<double, double>{t.m[0] * x + t.m[1] * y + t.m[2], t.m[3] * x + t.m[4] * y + t.m[5]};
+  };
+  const double probes[3][2] = {{10.5, 20.25}, {100.0, 80.0}, {60.0, 3.0}};
+  for (const auto aug : {Augmentation::kDlcLr, Augmentation::kDlcTopDown}) {
+    int seen[4] = {0, 0, 0, 0};
+    for (int frame = 0; frame < 200; ++frame) {
+      const FrameTransform dlc = make_transform(h, w, oh, ow, Augmentation::kDlc, 7, 2, frame);
+      const FrameTransform t = make_transform(h, w, oh, ow, aug, 7, 2, frame);
+      CHECK(t.contrast == dlc.contrast);
+      CHECK(t.brightness == dlc.brightness);
+      int match = -1;
+      for (int k = 0; k < 4 && match < 0; ++k) {
+        bool all = true;
+        for (const auto& p : probes) {
+          const auto q = turned(k, p[0], p[1]);
+          const auto a = apply(t, p[0], p[1]), b = apply(dlc, q.first, q.second);
+          all = all && std::abs(a.first - b.first) < 1e-9 && std::abs(a.second - b.second) < 1e-9;
+        }
+        if (all) match = k;
+      }
+      REQUIRE(match >= 0);
+      ++seen[match];
+    }
+    INFO("turns 0/1/2/3: " << seen[0] << " " << seen[1] << " " << seen[2] << " " << seen[3]);
+    if (aug == Augmentation::kDlcLr) {
+      CHECK((seen[1] == 0 && seen[3] == 0));
+      CHECK((seen[0] > 60 && seen[2] > 60));
+    } else {
+      for (int k = 0; k < 4; ++k) CHECK(seen[k] > 25);
+    }
+  }
 }

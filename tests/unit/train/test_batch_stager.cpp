@@ -96,3 +96,33 @@ TEST_CASE("staging replicates keypoints per branch and drops padded rows when as
   CHECK(s3.images == first);
   stager.release(f.stream);
 }
+
+TEST_CASE("uniform_missing: a label missing from the data gets the uniform target, an out-of-frame one none",
+          "[train][stager]") {
+  Fixture f;
+  // Row 0: keypoint 1 is NaN because the data set has no label; keypoint 2 is NaN
+  // because augmentation pushed it out (its label exists).
+  f.batch.keypoints = {10.f, 20.f, NAN, NAN, NAN, NAN, 0.f, 0.f, 8.f, 8.f, 63.f, 63.f};
+  f.batch.missing = {0, 1, 0, 0, 0, 0};
+  f.batch.is_real = {1, 1};
+  for (const bool uniform : {false, true}) {
+    INFO("uniform_missing " << uniform);
+    train::BatchStager stager(*f.backend);
+    train::StageLayout layout;
+    layout.heatmap_height = layout.heatmap_width = 16;
+    layout.uniform_missing = uniform;
+    const train::StagedBatch& s = stager.stage(f.batch, layout, f.stream);
+    CHECK(s.counted == (uniform ? 5 : 4));
+    compute::DeviceBuffer targets(*f.backend, s.heatmap_shape.numel()), mask(*f.backend, 6);
+    f.backend->heatmap_targets(s.keypoints, targets.view(s.heatmap_shape), 1.25f, mask.data(), f.stream);
+    const auto m = f.device(mask.data(), 6);
+    CHECK(m[1] == (uniform ? 1.f : 0.f));
+    CHECK(m[2] == 0.f);
+    double device_count = 0;
+    for (float v : m) device_count += v;
+    CHECK(device_count == s.counted);  // the host count agrees with the device mask
+    const auto t = f.device(targets.data(), s.heatmap_shape.numel());
+    CHECK(t[256 + 17] == (uniform ? 1.f / 256 : 0.f));  // plane (0, 1)
+    stager.release(f.stream);
+  }
+}
