@@ -68,52 +68,52 @@ std::vector<LpKeyRule> build_rules() {
       ignored("data.mirrored_column_matches", "used only by the pca_multiview loss: accepted, not used"),
       ignored("data.columns_for_singleview_pca", "used only by the pca_singleview loss: accepted, not used"),
       only_if("data.view_names", "multiview projects: refused unless null", [](const YamlLeaf&) { return false; },
-              "multiview projects (data.view_names) are not supported",
+              "multiview projects are not supported",
               "train one view per run with data.csv_file set to that view's CSV"),
       only_if("data.bbox_file", "multiview bounding boxes: refused unless null", [](const YamlLeaf&) { return false; },
-              "bounding-box files (data.bbox_file) are not supported", "remove data.bbox_file"),
+              "bounding-box files are not supported", "remove data.bbox_file"),
       // training
       only_if("training.imgaug_hflip", "horizontal flips with _left/_right swapping: false accepted, true refused",
-              is_false, "training.imgaug_hflip = true (flips with left/right keypoint swapping) is not supported",
+              is_false, "horizontal flips with left/right keypoint swapping are not supported",
               "set training.imgaug_hflip=false"),
       only_if("training.imgaug_3d", "multiview 3D augmentation: false accepted, true refused", is_false,
-              "training.imgaug_3d (multiview 3D augmentation) is not supported", "set training.imgaug_3d=false"),
+              "multiview 3D augmentation is not supported", "set training.imgaug_3d=false"),
       only_if("training.train_frames", "subsampling of the train split: 1 accepted (all train frames), other "
                                        "values refused",
-              is_one, "training.train_frames other than 1 (a subset of the train frames) is not supported",
+              is_one, "a subset of the train frames (train_frames other than 1) is not supported",
               "set training.train_frames=1, or lower training.train_prob"),
       only_if("training.lr_scheduler", "multisteplr accepted (training.lr_scheduler_milestones / gamma), others "
                                        "refused",
               [](const YamlLeaf& leaf) { return leaf.value == "multisteplr"; },
-              "training.lr_scheduler: only multisteplr is supported",
+              "only multisteplr is supported",
               "set training.lr_scheduler=multisteplr (milestones and gamma under lr_scheduler_params.multisteplr)"),
       ignored("training.dropout_rate", "not read by lightning-pose's heatmap models either: accepted, not used"),
       only_if("training.unfreezing_step", "step-based schedule: refused",
-              [](const YamlLeaf&) { return false; }, "training.unfreezing_step (step-based schedule) is not supported",
+              [](const YamlLeaf&) { return false; }, "step-based schedules are not supported",
               "use training.unfreezing_epoch"),
       only_if("training.min_steps", "step-based schedule: refused", [](const YamlLeaf&) { return false; },
-              "training.min_steps (step-based schedule) is not supported",
+              "step-based schedules are not supported",
               "use training.min_epochs (training.max_steps is supported)"),
       only_if("training.lr_scheduler_params.multisteplr.milestone_steps", "step-based schedule: refused",
               [](const YamlLeaf&) { return false; },
-              "training.lr_scheduler_params.multisteplr.milestone_steps (step-based schedule) is not supported",
+              "step-based schedules are not supported",
               "use training.lr_scheduler_params.multisteplr.milestones (epochs)"),
       ignored_section("training.patch_mask", "multiview transformer patch masking: accepted, not used"),
       only_if("training.ckpt_every_n_epochs", "periodic checkpoints: null accepted (best and last are saved), "
                                               "a number refused until checkpoint cadence lands",
               [](const YamlLeaf&) { return false; },
-              "training.ckpt_every_n_epochs is not supported yet (the trainer saves the best and the last "
+              "periodic checkpoints are not supported yet (the trainer saves the best and the last "
               "checkpoint)",
               "set training.ckpt_every_n_epochs=null"),
       // model
       only_if("model.losses_to_use", "unsupervised losses: the empty list accepted, any loss refused",
-              is_empty_list, "model.losses_to_use: unsupervised losses are not yet available in the trainer",
+              is_empty_list, "unsupervised losses are not yet available in the trainer",
               "train the supervised model: --overrides model.losses_to_use=[]"),
       ignored("model.model_name", "a label for logged metrics: accepted, not used (the run folder is named by "
                                   "the trainer)"),
       only_if("model.checkpoint", "lightning-pose .ckpt to start from: null accepted, a path refused",
               [](const YamlLeaf&) { return false; },
-              "model.checkpoint: lightning-pose .ckpt files cannot be loaded",
+              "lightning-pose .ckpt files cannot be loaded",
               "continue a trainer run with `trainer train --resume RUN/checkpoints/last.h5`, or start from "
               "pretrained backbone weights"),
       // dali (NVIDIA DALI video reading for unsupervised losses and video prediction)
@@ -127,10 +127,10 @@ std::vector<LpKeyRule> build_rules() {
       // eval: what lightning-pose does after training
       warn_unless("eval.predict_vids_after_training", "video prediction after training: accepted; true warns "
                                                       "that it is not done yet",
-                  is_false, "eval.predict_vids_after_training = true: videos are not predicted after training yet"),
+                  is_false, "videos are not predicted after training yet"),
       warn_unless("eval.save_vids_after_training", "labeled videos after training: accepted; true warns that "
                                                    "they are not written yet",
-                  is_false, "eval.save_vids_after_training = true: labeled videos are not written yet"),
+                  is_false, "labeled videos are not written yet"),
       ignored("eval.test_videos_directory", "videos to predict after training: accepted, not read"),
       ignored("eval.colormap", "colours of labeled videos: accepted, not used"),
       ignored("eval.confidence_thresh_for_vid", "confidence threshold of labeled videos: accepted, not used"),
@@ -230,6 +230,12 @@ void set_config_key(Config& config, const ConfigKey& key, const std::string& val
 void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves, const std::vector<YamlLeaf>& overrides,
                        const EnvLookup& env, std::map<std::string, std::string>& origin,
                        std::vector<std::string>& warnings) {
+  // A misspelled override is reported first, as Hydra does, before the file's keys.
+  for (const auto& o : overrides) {
+    if (key_for_yaml_path(o.path) || find_lp_rule(o.path)) continue;
+    refuse_section_under_key(o);
+    unknown_key(o);
+  }
   std::vector<YamlLeaf> leaves = file_leaves;
   const std::size_t from_file = leaves.size();
   for (const auto& o : overrides) {
@@ -294,7 +300,8 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
         throw UserError(leaf.where + ": " + leaf.path + " = " + describe(leaf) + ": " + verdict.message,
                         verdict.hint);
       }
-      if (verdict.kind == LpVerdict::kWarn) warnings.push_back(leaf.where + ": " + verdict.message);
+      if (verdict.kind == LpVerdict::kWarn)
+        warnings.push_back(leaf.where + ": " + leaf.path + " = " + describe(leaf) + ": " + verdict.message);
       continue;
     }
     refuse_section_under_key(leaf);

@@ -55,7 +55,14 @@ std::string import_csv_project(const Config& config, const std::string& import_d
   options.csv = csv.string();
   options.out = out;
   options.root = dir.string();  // lightning-pose: image paths are relative to data_dir
-  const data::ImportSummary s = data::import_project(options);
+  data::ImportSummary s;
+  try {
+    s = data::import_project(options);
+  } catch (const UserError& e) {
+    // import's hints speak of its --root option; here the folder is data.data_dir.
+    if (e.hint().find("--root") == std::string::npos) throw;
+    throw UserError(e.what(), "image paths in the CSV are relative to data.data_dir (" + dir.string() + ")");
+  }
   log.info("data: imported " + std::to_string(s.frames) + " frames (" + std::to_string(s.height) + "x" +
            std::to_string(s.width) + ", " + std::to_string(s.keypoints) + " keypoints) from " + csv.string() +
            " into " + out);
