@@ -92,7 +92,8 @@ std::vector<IniEntry> parse_ini(const std::string& text_in, const std::string& n
     if (eq == std::string::npos) {
       const bool yaml = line.find(':') != std::string::npos;
       throw UserError(where + ": expected 'key = value', got '" + line + "'",
-                      yaml ? "config files are INI, not YAML: write 'key = value' under a [section] header"
+                      yaml ? "this looks like YAML: name the file .yaml (lightning-pose's format), or write "
+                             "'key = value' under a [section] header for INI"
                            : "write one 'key = value' per line under a [section] header");
     }
     IniEntry entry;
