@@ -3,11 +3,13 @@
 
 #include <cmath>    // std::exp, std::isnan, std::abs
 #include <cstring>  // std::memcmp
+#include <string>   // std::to_string
 #include <utility>  // std::pair
 
 #include "data/augment.hpp"
 #include "data/context.hpp"
 #include "data/dataset.hpp"
+#include "data/format.hpp"   // DatasetWriter
 #include "data/loader.hpp"
 #include "data/sampler.hpp"
 #include "data/synth.hpp"
@@ -321,4 +323,53 @@ TEST_CASE("dlc-lr and dlc-top-down: dlc after a random quarter turn of the frame
       for (int k = 0; k < 4; ++k) CHECK(seen[k] > 25);
     }
   }
+}
+
+TEST_CASE("batches say which keypoints have no label in the data, apart from those augmentation pushed out",
+          "[data]") {
+  testing::ScratchDir dir("loader_missing");
+  DatasetShape shape;
+  shape.num_frames = 12;
+  shape.height = shape.width = 32;
+  shape.channels = 1;
+  shape.keypoint_names = {"a", "b", "c"};
+  {
+    DatasetWriter writer(dir.file("m.h5"), shape, WriterOptions{});
+    std::vector<std::uint8_t> image(32 * 32, 100);
+    for (int i = 0; i < 12; ++i) {
+      // b is unlabeled in even frames; c sits at the corner, where rotations push it out.
+      const float kp[6] = {16.f, 16.f, i % 2 ? 10.f : NAN, i % 2 ? 12.f : NAN, 0.5f, 0.5f};
+      writer.write_frame(i, image.data(), kp, "f" + std::to_string(i) + ".png");
+    }
+    writer.finish();
+  }
+  const Dataset ds = Dataset::open({dir.file("m.h5")});
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.height = o.width = 32;
+  o.augmentation = Augmentation::kDlcTopDown;
+  o.num_workers = 0;
+  o.allocator.allocate = [](std::size_t n) { return ::operator new(n); };
+  o.allocator.release = [](void* p) { ::operator delete(p); };
+  Loader loader(ds, o);
+  std::vector<std::int64_t> frames;
+  for (std::int64_t i = 0; i < 12; ++i) frames.push_back(i);
+  int pushed_out = 0;
+  for (int epoch = 0; epoch < 4; ++epoch) {
+    SamplerOptions so;
+    so.num_replicas = 1;
+    so.rank = 0;
+    loader.start_epoch(epoch, distributed_rows(frames, so, epoch));
+    while (const Batch* b = loader.next()) {
+      REQUIRE(b->missing.size() == std::size_t(b->size) * 3);
+      for (int r = 0; r < b->size; ++r) {
+        const bool even = b->frame_index[std::size_t(r)] % 2 == 0;
+        CHECK(b->missing[std::size_t(r) * 3 + 0] == 0);
+        CHECK(b->missing[std::size_t(r) * 3 + 1] == (even ? 1 : 0));
+        CHECK(b->missing[std::size_t(r) * 3 + 2] == 0);  // labeled, even when pushed out of the frame
+        if (std::isnan(b->keypoints[(std::size_t(r) * 3 + 2) * 2])) ++pushed_out;
+      }
+    }
+  }
+  CHECK(pushed_out > 0);  // the case the flag tells apart did occur
 }
