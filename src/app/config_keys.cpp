@@ -274,6 +274,10 @@ std::vector<ConfigKey> build_table() {
       real("training", "val_prob", field(T, &TC::val_prob), 0.0, true, 1.0,
            "fraction used for validation; the rest (1 - train - val) is the test set")
           .lp("training.val_prob"),
+      real("training", "train_frames", field(T, &TC::train_frames), 0.0, true, kRealMax,
+           "train frames to use: 1 = all of the train split, below 1 a fraction of it, above 1 a count (the "
+           "rest is unused)")
+          .lp("training.train_frames"),
       seed("training", "rng_seed_data_pt", field(T, &TC::rng_seed_data_pt),
            "seed of the train/val/test split and of data shuffling")
           .lp("training.rng_seed_data_pt"),

@@ -51,14 +51,6 @@ bool is_empty_list(const YamlLeaf& leaf) {
     return false;
   }
 }
-bool is_one(const YamlLeaf& leaf) {
-  try {
-    return parse_real(leaf.value) == 1.0;
-  } catch (const BadValue&) {
-    return false;
-  }
-}
-
 std::vector<LpKeyRule> build_rules() {
   const char* unsupervised = "used only by the unsupervised losses listed in model.losses_to_use";
   return {
@@ -78,10 +70,6 @@ std::vector<LpKeyRule> build_rules() {
               "set training.imgaug_hflip=false"),
       only_if("training.imgaug_3d", "multiview 3D augmentation: false accepted, true refused", is_false,
               "multiview 3D augmentation is not supported", "set training.imgaug_3d=false"),
-      only_if("training.train_frames", "subsampling of the train split: 1 accepted (all train frames), other "
-                                       "values refused",
-              is_one, "a subset of the train frames (train_frames other than 1) is not supported",
-              "set training.train_frames=1, or lower training.train_prob"),
       only_if("training.lr_scheduler", "multisteplr accepted (training.lr_scheduler_milestones / gamma), others "
                                        "refused",
               [](const YamlLeaf& leaf) { return leaf.value == "multisteplr"; },
@@ -235,6 +223,18 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
     if (key_for_yaml_path(o.path) || find_lp_rule(o.path)) continue;
     refuse_section_under_key(o);
     unknown_key(o);
+  }
+  // A DeepLabCut project's config.yaml given to train: say what to do with it.
+  bool has_scorer = false, has_bodyparts = false;
+  for (const auto& leaf : file_leaves) {
+    has_scorer = has_scorer || leaf.path == "scorer";
+    has_bodyparts = has_bodyparts || leaf.path == "bodyparts";
+  }
+  if (has_scorer && has_bodyparts) {
+    const std::string file = file_leaves.front().where.substr(0, file_leaves.front().where.rfind(':'));
+    throw UserError(file + " is a DeepLabCut project's config.yaml, not a training configuration",
+                    "import the project first: trainer import --dlc-project <its folder> --out data.h5, then train "
+                    "with --data.data_files data.h5");
   }
   std::vector<YamlLeaf> leaves = file_leaves;
   const std::size_t from_file = leaves.size();

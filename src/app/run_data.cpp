@@ -7,6 +7,7 @@
 #include <fstream>     // std::ifstream
 #include <sstream>     // std::ostringstream
 
+#include "app/config_values.hpp"       // config_detail::format_real
 #include "app/output_files.hpp"        // make_directories, remove_stale_temp_files_in
 #include "data/sampler.hpp"            // data::samples_per_rank
 #include "data/synth.hpp"              // data::ensure_synthetic_dataset
@@ -133,6 +134,13 @@ RunData open_run_data(const Config& config, const runtime::World& world, const L
   const auto sizes = data::split_sizes_from_probabilities(run.dataset->size(), config.training.train_prob,
                                                           config.training.val_prob);
   run.split = data::make_split(run.dataset->size(), sizes, config.training.rng_seed_data_pt);
+  const std::int64_t keep = data::train_frames_to_use(static_cast<std::int64_t>(run.split.train.size()),
+                                                      config.training.train_frames);
+  if (keep < static_cast<std::int64_t>(run.split.train.size())) {
+    run.split.train.resize(static_cast<std::size_t>(keep));
+    log.info("data: training.train_frames = " + config_detail::format_real(config.training.train_frames) + ": " +
+             std::to_string(keep) + " of the train frames are used, the rest are unused");
+  }
   return run;
 }
 

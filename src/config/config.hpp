@@ -36,6 +36,7 @@ struct TrainingConfig {
   long max_steps = -1;                     // -1: unlimited
   double train_prob = 0.95;
   double val_prob = 0.05;
+  double train_frames = 1.0;               // lightning-pose: <= 1 a fraction of the train split, > 1 a count
   std::uint64_t rng_seed_data_pt = 0;
   std::uint64_t rng_seed_model_pt = 0;
   std::string optimizer = "Adam";          // one of train::optimizer_names()

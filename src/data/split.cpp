@@ -73,6 +73,13 @@ Split make_split(std::int64_t total, const SplitSizes& sizes, std::uint64_t seed
   return s;
 }
 
+std::int64_t train_frames_to_use(std::int64_t train_size, double train_frames) {
+  if (!(train_frames > 0)) throw UserError("training.train_frames must be > 0");
+  if (train_frames >= static_cast<double>(train_size) || train_frames == 1.0) return train_size;
+  if (train_frames > 1.0) return static_cast<std::int64_t>(train_frames);
+  return static_cast<std::int64_t>(train_frames * static_cast<double>(train_size));
+}
+
 std::vector<std::string> set_names(const Split& split, std::int64_t total) {
   std::vector<std::string> names(static_cast<size_t>(total), "unused");
   for (auto i : split.train) names[static_cast<size_t>(i)] = "train";

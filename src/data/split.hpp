@@ -29,6 +29,12 @@ struct Split {
 };
 Split make_split(std::int64_t total, const SplitSizes& sizes, std::uint64_t seed);
 
+// lightning-pose's training.train_frames (compute_num_train_frames): how many of the
+// `train_size` train frames to use. 1 (or any value >= train_size): all; > 1: that
+// many (whole part); in (0, 1): that fraction, floored. The split keeps the first
+// ones of its (random) train order; the rest are "unused".
+std::int64_t train_frames_to_use(std::int64_t train_size, double train_frames);
+
 // "train", "val" or "test" for each frame (size N), from a split.
 std::vector<std::string> set_names(const Split& split, std::int64_t total);
 

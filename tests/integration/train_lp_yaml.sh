@@ -30,9 +30,13 @@ grep -q "^csv_file =$" "$SCRATCH/runs/a/config.ini" || fail "config.ini still im
 [[ $(tail -n +2 "$SCRATCH/runs/a/metrics.csv" | wc -l) -ge 2 ]] || fail "metrics.csv lacks epoch rows"
 
 # The second run reuses the import.
+# (With lightning-pose's train_frames: half of the 72 train frames, the rest unused.)
 $MPIRUN -np 2 "$TRAINER" train "$CONFIG" --overrides "${OVERRIDES[@]}" training.max_epochs=1 \
-  --out "$SCRATCH/runs/b" >"$SCRATCH/b.txt" 2>&1 || { cat "$SCRATCH/b.txt"; fail "second run failed"; }
+  training.train_frames=0.5 --out "$SCRATCH/runs/b" >"$SCRATCH/b.txt" 2>&1 ||
+  { cat "$SCRATCH/b.txt"; fail "second run failed"; }
 grep -q "imported before" "$SCRATCH/b.txt" || { cat "$SCRATCH/b.txt"; fail "the cached import was not reused"; }
+grep -q "data: 90 frames (36 train, 9 val, 9 test)" "$SCRATCH/b.txt" || fail "train_frames=0.5 did not keep 36"
+[[ $(grep -c ",unused$" "$SCRATCH/runs/b/split.csv") == 36 ]] || fail "split.csv lacks the 36 unused frames"
 [[ $(ls "$SCRATCH"/runs/imported/*.h5 | wc -l) == 1 ]] || fail "a second import was made"
 
 # A changed CSV is imported again (a copy of the CSV; the images stay where they are).

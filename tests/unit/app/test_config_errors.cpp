@@ -66,7 +66,7 @@ TEST_CASE("config file errors name file:line and hint at the fix", "[app][config
   }
   SECTION("YAML instead of INI") {
     expect_user_error([&] { parse_file(dir, "[training]\nmax_epochs: 3\n"); },
-                      {f + ":2:", "expected 'key = value'"}, "not YAML");
+                      {f + ":2:", "expected 'key = value'"}, "name the file .yaml");
   }
   SECTION("line that is no assignment") {
     expect_user_error([&] { parse_file(dir, "[training]\nmax_epochs\n"); }, {f + ":2:", "expected 'key = value'"},

@@ -148,6 +148,8 @@ TEST_CASE("unknown and misplaced YAML keys are errors naming the key", "[app][co
                     {"g.yaml:2", "only multisteplr"}, "multisteplr");
   expect_user_error([&] { parse({dir.write("h.yaml", "model:\n  checkpoint: /x/epoch=3.ckpt\n")}); },
                     {"h.yaml:2", "model.checkpoint"}, "--resume");
+  expect_user_error([&] { parse({dir.write("dlc.yaml", "Task: mouse\nscorer: alice\nbodyparts:\n- nose\n")}); },
+                    {"dlc.yaml is a DeepLabCut project's config.yaml"}, "trainer import --dlc-project");
 }
 
 TEST_CASE("malformed YAML is an error with its line", "[app][config][yaml]") {

@@ -66,3 +66,14 @@ TEST_CASE("split.csv lists every frame with its set", "[data]") {
   }
   CHECK_FALSE(std::getline(in, line));
 }
+
+TEST_CASE("train_frames: lightning-pose's compute_num_train_frames", "[data][split]") {
+  using trainer::data::train_frames_to_use;
+  CHECK(train_frames_to_use(72, 1.0) == 72);    // 1 is "all", not one frame
+  CHECK(train_frames_to_use(72, 0.5) == 36);    // a fraction, floored
+  CHECK(train_frames_to_use(72, 0.99) == 71);
+  CHECK(train_frames_to_use(72, 10.0) == 10);   // a count
+  CHECK(train_frames_to_use(72, 10.7) == 10);
+  CHECK(train_frames_to_use(72, 500.0) == 72);  // more than there are: all
+  CHECK_THROWS_AS(train_frames_to_use(72, 0.0), trainer::UserError);
+}
