@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>  // YAML::Load, Node, Emitter, ParserException
 
 #include <cctype>      // std::isspace
+#include <cstdint>     // std::uint32_t
 #include <filesystem>  // std::filesystem::status, is_regular_file
 #include <fstream>     // std::ifstream
 #include <set>         // std::set
@@ -88,7 +89,36 @@ void flatten(const YAML::Node& node, const std::string& prefix, const std::strin
   }
 }
 
+// The 1-based line of the first byte that is not UTF-8 (YAML text is Unicode; yaml-cpp
+// would pass such bytes on, and write them back changed), or 0.
+int first_invalid_utf8_line(const std::string& text) {
+  int line = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') ++line;
+    int extra = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xE ? 2 : (c >> 3) == 0x1E ? 3 : -1;
+    if (extra < 0 || (extra == 1 && c < 0xC2) || i + extra >= text.size() + (extra ? 0 : 1)) return line;
+    std::uint32_t code = extra == 0 ? c : c & (0x3F >> extra);
+    for (int k = 1; k <= extra; ++k) {
+      const auto d = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
+      if ((d & 0xC0) != 0x80) return line;
+      code = (code << 6) | (d & 0x3F);
+    }
+    // Overlong forms, surrogates and code points above U+10FFFF.
+    if ((extra == 2 && code < 0x800) || (extra == 3 && (code < 0x10000 || code > 0x10FFFF)) ||
+        (code >= 0xD800 && code <= 0xDFFF))
+      return line;
+    i += static_cast<std::size_t>(extra) + 1;
+  }
+  return 0;
+}
+
 YAML::Node load(const std::string& text, const std::string& name) {
+  if (const int line = first_invalid_utf8_line(text)) {
+    throw UserError(name + (name.rfind("the command line", 0) == 0 ? "" : ":" + std::to_string(line)) +
+                        ": not valid YAML: the text is not UTF-8",
+                    "save the file as UTF-8");
+  }
   try {
     return YAML::Load(text);
   } catch (const YAML::ParserException& e) {

@@ -159,6 +159,10 @@ TEST_CASE("malformed YAML is an error with its line", "[app][config][yaml]") {
   expect_user_error([&] { parse({dir.write("list.yaml", "- a\n- b\n")}); }, {"list.yaml:1", "top level"});
   expect_user_error([&] { parse({dir.write("dup.yaml", "training:\n  max_epochs: 1\n  max_epochs: 2\n")}); },
                     {"dup.yaml:3", "training.max_epochs is set twice"});
+  expect_user_error([&] { parse({dir.write("latin1.yaml", "data:\n  csv_file: caf\xe9.csv\n")}); },
+                    {"latin1.yaml:2", "not UTF-8"}, "UTF-8");
+  CHECK(parse({dir.write("utf8.yaml", "\xEF\xBB\xBF" "data:\n  csv_file: caf\xC3\xA9.csv\n")}).config.data.csv_file ==
+        "caf\xC3\xA9.csv");  // a byte order mark and UTF-8 are fine
   // An empty YAML file is every default.
   CHECK(parse({dir.write("empty.yaml", "# nothing\n")}).config.training.max_epochs == 300);
 }
