@@ -17,7 +17,9 @@ struct ConfigKey {
   std::string name;                    // "train_batch_size"
   std::string value_name;              // INT, REAL, BOOL, NAME, TEXT, LIST, PATH...
   std::string meaning;                 // one line for --help and docs
-  std::string lightning_pose;          // YAML key in lightning-pose, or "" when trainer-only
+  std::string lightning_pose;          // YAML key in lightning-pose, or "" when trainer-only; a dotted
+                                       // path here is what a lightning-pose YAML config sets the key
+                                       // with (config_lp_keys.cpp), besides <section>.<name>
   std::vector<std::string> aliases;    // other accepted spellings, e.g. "image_resize_dims.height"
   std::vector<std::string> choices;    // NAME keys: the accepted names, as their owning layer exports them
   // Reads `text` into the config; throws BadValue("<what was expected>") on bad input.

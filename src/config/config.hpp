@@ -1,7 +1,7 @@
 #pragma once
-// The effective configuration of a run. Keys mirror lightning-pose's YAML so a user
-// can translate theirs line by line; the INI file has one section per struct below
-// and every key is also a command-line option `--<section>.<key>`.
+// The effective configuration of a run. Keys mirror lightning-pose's YAML: its own
+// config.yaml is read directly (app/config_lp_keys.cpp), the INI file has one section
+// per struct below, and every key is also a command-line option `--<section>.<key>`.
 // Plain data, below every layer that reads it (src/LAYERS); parsing, validation,
 // --print-config and the key table live in app/config_*.cpp. A NAME key's accepted
 // names are exported by the layer that implements the choice.
