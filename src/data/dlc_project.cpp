@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>  // YAML::LoadFile, for the project's config.yaml
 
 #include <algorithm>   // std::sort, std::replace
+#include <cctype>      // std::tolower
 #include <filesystem>  // std::filesystem
 
 #include "data/label_csv.hpp"  // parse_label_csv
@@ -43,8 +44,11 @@ DlcProject read_dlc_project(const std::string& dir) {
     if (!config.IsMap() || !config["scorer"] || !config["scorer"].IsScalar())
       throw UserError(config_path.string() + " has no scorer", "DeepLabCut's config.yaml names the labeler: scorer: NAME");
     p.scorer = config["scorer"].as<std::string>();
-    const bool multi = config["multianimalproject"] && config["multianimalproject"].IsScalar() &&
-                       config["multianimalproject"].as<std::string>() == "true";
+    std::string multi_text = config["multianimalproject"] && config["multianimalproject"].IsScalar()
+                                 ? config["multianimalproject"].as<std::string>()
+                                 : "false";
+    for (char& c : multi_text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const bool multi = multi_text == "true" || multi_text == "yes";
     if (!multi) {
       p.bodyparts = string_list(config["bodyparts"]);
       if (p.bodyparts.empty())
