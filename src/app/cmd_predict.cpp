@@ -75,7 +75,10 @@ int run_predict(const Args& args_in) {
   // predict the synthetic demo data with a real model).
   Args args = args_in;
   std::string checkpoint;
-  bool has_config = false;
+  // `trainer predict config.yaml ...`: a YAML file as the first argument is the config.
+  bool has_config = !args.empty() && args[0].rfind("-", 0) != 0 &&
+                    (args[0].size() > 5 && (args[0].compare(args[0].size() - 5, 5, ".yaml") == 0 ||
+                                            args[0].compare(args[0].size() - 4, 4, ".yml") == 0));
   bool wants_help = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--config" || args[i].rfind("--config=", 0) == 0) has_config = true;
