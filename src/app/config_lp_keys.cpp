@@ -161,6 +161,17 @@ std::string describe(const YamlLeaf& leaf) { return leaf.is_null ? "null" : leaf
   throw UserError(leaf.where + ": unknown key '" + leaf.path + "'", hint);
 }
 
+// Whether `path` is a section that holds known keys (training, training.optimizer_params).
+bool is_section(const std::string& path) {
+  const std::string start = path + ".";
+  for (const auto& key : config_keys()) {
+    if (key.full_name().rfind(start, 0) == 0 || key.lightning_pose.rfind(start, 0) == 0) return true;
+  }
+  for (const auto& rule : lp_key_rules())
+    if (rule.path.rfind(start, 0) == 0) return true;
+  return false;
+}
+
 // A leaf under a key that takes one value (training.imgaug.Affine.p).
 void refuse_section_under_key(const YamlLeaf& leaf) {
   std::string prefix = leaf.path;
@@ -304,6 +315,8 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
         warnings.push_back(leaf.where + ": " + leaf.path + " = " + describe(leaf) + ": " + verdict.message);
       continue;
     }
+    // An empty section (`losses:` or `eval: {}`) sets nothing.
+    if ((leaf.is_null || leaf.value == "{}") && is_section(leaf.path)) continue;
     refuse_section_under_key(leaf);
     unknown_key(leaf);
   }

@@ -163,6 +163,10 @@ TEST_CASE("malformed YAML is an error with its line", "[app][config][yaml]") {
                     {"latin1.yaml:2", "not UTF-8"}, "UTF-8");
   CHECK(parse({dir.write("utf8.yaml", "\xEF\xBB\xBF" "data:\n  csv_file: caf\xC3\xA9.csv\n")}).config.data.csv_file ==
         "caf\xC3\xA9.csv");  // a byte order mark and UTF-8 are fine
+  // Empty sections set nothing; an empty section that does not exist is still unknown.
+  CHECK(parse({dir.write("sections.yaml", "training:\nmodel: {}\nlosses:\ndata:\n  image_resize_dims:\n")})
+            .config.training.max_epochs == 300);
+  expect_user_error([&] { parse({dir.write("nosection.yaml", "trainning:\n")}); }, {"unknown key 'trainning'"});
   // An empty YAML file is every default.
   CHECK(parse({dir.write("empty.yaml", "# nothing\n")}).config.training.max_epochs == 300);
 }
