@@ -27,7 +27,7 @@ int run_import(const Args& args) {
       "options");
   desc.add_options()
       ("help,h", "show this help")
-      ("csv", po::value(&o.csv), "label file, e.g. PROJECT/CollectedData.csv")
+      ("csv", po::value(&o.csv), "label file, e.g. PROJECT/CollectedData.csv (DeepLabCut's pandas .h5 works too)")
       ("dlc-project", po::value<std::string>()->value_name("DIR"),
        "a DeepLabCut project folder (instead of --csv): all its labeled videos in one file")
       ("out", po::value(&o.out), "output HDF5 file (required)")

@@ -56,6 +56,7 @@ std::string import_csv_project(const Config& config, const std::string& import_d
   options.csv = csv.string();
   options.out = out;
   options.root = dir.string();  // lightning-pose: image paths are relative to data_dir
+  options.keypoint_names = config.data.keypoint_names;  // for a pandas .h5 label file
   data::ImportSummary s;
   try {
     s = data::import_project(options);

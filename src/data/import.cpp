@@ -16,6 +16,7 @@
 
 #include "data/format.hpp"     // DatasetWriter
 #include "data/label_csv.hpp"  // parse_label_csv
+#include "data/pandas_h5.hpp"  // read_pandas_label_h5
 #include "util/error.hpp"      // UserError
 
 namespace trainer::data {
@@ -77,7 +78,12 @@ ImportSummary import_project(const ImportOptions& o) {
   if (o.csv.empty()) throw UserError("import: --csv is required", "run `trainer import --help`");
   if (o.out.empty()) throw UserError("import: --out is required", "run `trainer import --help`");
   LabeledFolder folder;
-  folder.table = parse_label_csv(o.csv);
+  // DeepLabCut's CollectedData_<scorer>.h5 (pandas) is read as well as its CSV twin.
+  const std::string ext = fs::path(o.csv).extension().string();
+  if (ext == ".h5" || ext == ".hdf5" || ext == ".H5")
+    folder.table = read_pandas_label_h5(o.csv, o.keypoint_names);
+  else
+    folder.table = parse_label_csv(o.csv);
   folder.root = o.root.empty() ? fs::path(o.csv).parent_path().string() : o.root;
   return import_label_tables({folder}, o, false);
 }

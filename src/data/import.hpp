@@ -1,6 +1,7 @@
 #pragma once
-// `trainer import`: a DeepLabCut / lightning-pose project (CollectedData.csv plus
-// PNG/JPEG frames) into the HDF5 dataset format.
+// `trainer import`: a DeepLabCut / lightning-pose project (CollectedData.csv, or
+// DeepLabCut's pandas CollectedData_<scorer>.h5, plus PNG/JPEG frames) into the HDF5
+// dataset format.
 #include <cstdint>  // std::int64_t
 #include <string>   // std::string
 #include <vector>   // std::vector
@@ -16,6 +17,10 @@ struct ImportOptions {
   int resize_height = 0;     // 0: keep; frames of different sizes are then an error
   int resize_width = 0;
   int deflate_level = 0;
+  // A pandas .h5 label file in the "table" layout keeps its column names pickled: the
+  // keypoint names must be given (lightning-pose's data.keypoint_names, DeepLabCut's
+  // bodyparts). Checked against the file's own names when it has them.
+  std::vector<std::string> keypoint_names;
 };
 
 struct ImportSummary {

@@ -214,7 +214,12 @@ void read_table(hid_t group, const std::string& path, LabelTable& t, const std::
   for (std::size_t r = 0; r < rows; ++r) t.frame_paths.emplace_back(names.data() + r * (width + 1));
 
   // Column names are pickled in the table's attributes: take them from config.yaml.
-  if (bodyparts.empty() || cols != 2 * bodyparts.size())
+  if (bodyparts.empty())
+    throw UserError("label file " + path + ": its pandas 'table' layout keeps the column names pickled, so the "
+                    "keypoint names must come from elsewhere",
+                    "import the whole project with --dlc-project DIR (names from its config.yaml), or import "
+                    "the .csv twin");
+  if (cols != 2 * bodyparts.size())
     fail(path, "its 'table' layout has " + std::to_string(cols) + " value columns; with the project's " +
                    std::to_string(bodyparts.size()) +
                    " bodyparts (config.yaml) they must be their x and y (multi-animal tables: use the .csv)");

@@ -85,6 +85,16 @@ assert f["images"].shape == (len(want), 48, 64, 1)
 print("values OK:", len(want), "frames,", len(set(vid)), "videos")
 PY
 
+# A single .h5 label file works with --csv too ("fixed" layout: it names its columns).
+if [[ $HAVE_PANDAS_H5 == 1 ]]; then
+  "$TRAINER" import --csv "$P/labeled-data/vidD/CollectedData_alice.h5" --root "$P" --out "$SCRATCH/d.h5" |
+    tee "$SCRATCH/d.txt"
+  grep -q "imported 1 frames (48x64x1, 2 keypoints)" "$SCRATCH/d.txt" || fail "--csv of a fixed-layout .h5"
+  expect_fail 2 "error: label file .*vidB/CollectedData_alice.h5: its pandas 'table' layout keeps the column names pickled" \
+    "$TRAINER" import --csv "$P/labeled-data/vidB/CollectedData_alice.h5" --root "$P" --out "$SCRATCH/b.h5"
+  grep -q "hint: import the whole project with --dlc-project" "$SCRATCH/err.txt" || fail "no --dlc-project hint"
+fi
+
 # Errors: exit 2 with the cause.
 expect_fail 2 "error: .*has no config.yaml" "$TRAINER" import --dlc-project "$SCRATCH" --out "$SCRATCH/x.h5"
 expect_fail 2 "error: import: give --csv or --dlc-project, not both" \
