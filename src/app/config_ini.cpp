@@ -4,8 +4,6 @@
 
 #include <cctype>   // std::isspace, std::isalnum
 #include <cstdio>   // std::snprintf
-#include <filesystem>  // std::filesystem::status, is_regular_file
-#include <fstream>  // std::ifstream
 #include <sstream>  // std::istringstream, std::ostringstream
 
 #include "app/config_values.hpp"  // trim
@@ -109,25 +107,6 @@ std::vector<IniEntry> parse_ini(const std::string& text_in, const std::string& n
     entries.push_back(entry);
   }
   return entries;
-}
-
-std::vector<IniEntry> read_ini_file(const std::string& path) {
-  std::error_code ignored;
-  // Only regular files: opening a FIFO would block until a writer comes, forever.
-  const auto status = std::filesystem::status(path, ignored);
-  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-    throw UserError("cannot read config file '" + path + "': not a regular file",
-                    "check the path; example configs are in inputs/ (e.g. --config inputs/demo.cfg)");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw UserError("cannot read config file '" + path + "'",
-                    "check the path; example configs are in inputs/ (e.g. --config inputs/demo.cfg)");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw UserError("error while reading config file '" + path + "'");
-  return parse_ini(text.str(), path);
 }
 
 }  // namespace trainer::app::config_detail

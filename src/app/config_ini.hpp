@@ -19,9 +19,8 @@ struct IniEntry {
   int section_line = 0; // line of the [section] header (0: none)
 };
 
-// Reads `path`; a missing or unreadable file is a UserError.
-std::vector<IniEntry> read_ini_file(const std::string& path);
-// Parses INI text; `name` is used for file:line in messages.
+// Parses INI text; `name` is used for file:line in messages (the file is read by
+// read_config_text, config_yaml.hpp, which also tells INI from YAML).
 std::vector<IniEntry> parse_ini(const std::string& text, const std::string& name);
 
 }  // namespace trainer::app::config_detail

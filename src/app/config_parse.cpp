@@ -7,10 +7,10 @@
 #include <map>       // std::map
 #include <sstream>   // std::ostringstream
 
-#include "app/config_ini.hpp"     // read_ini_file, parse_ini, IniEntry
+#include "app/config_ini.hpp"     // parse_ini, IniEntry
 #include "app/config_keys.hpp"    // config_keys, find_key, validate_combinations
 #include "app/config_lp_keys.hpp" // apply_yaml_leaves, config_to_yaml, set_config_key
-#include "app/config_yaml.hpp"    // is_yaml_config, parse_yaml_leaves, parse_override
+#include "app/config_yaml.hpp"    // read_config_text, is_yaml_config, parse_yaml_leaves, parse_override
 #include "app/config_values.hpp"  // BadValue, closest, trim
 #include "util/env.hpp"        // Env: the launcher's rank variables
 #include "util/error.hpp"         // UserError
@@ -209,7 +209,7 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
   std::string positional_config;
   if (!rest.empty() && rest.front().rfind("-", 0) != 0) {
     const std::string first = rest.front();
-      const auto ends = [&first](const std::string& t) {
+    const auto ends = [&first](const std::string& t) {
       return first.size() > t.size() && first.compare(first.size() - t.size(), t.size(), t) == 0;
     };
     if (ends(".yaml") || ends(".yml") || ends(".YAML") || ends(".YML")) {
