@@ -242,6 +242,10 @@ std::vector<ConfigKey> build_table() {
              "augmentation pipeline: default or none (resize only), dlc (DeepLabCut-style), dlc-lr (a 0 or 180 "
              "degree turn, then dlc), dlc-top-down (a 0, 90, 180 or 270 degree turn, then dlc)")
           .lp("training.imgaug"),
+      boolean("training", "imgaug_hflip", field(T, &TC::imgaug_hflip),
+              "also mirror each training frame with probability 0.5; keypoints named *_left and *_right swap "
+              "(every _left needs its _right)")
+          .lp("training.imgaug_hflip"),
       integer("training", "train_batch_size", field(T, &TC::train_batch_size), 1, kIntMax,
               "global training batch, summed over all ranks")
           .lp("training.train_batch_size"),

@@ -65,9 +65,6 @@ std::vector<LpKeyRule> build_rules() {
       only_if("data.bbox_file", "multiview bounding boxes: refused unless null", [](const YamlLeaf&) { return false; },
               "bounding-box files are not supported", "remove data.bbox_file"),
       // training
-      only_if("training.imgaug_hflip", "horizontal flips with _left/_right swapping: false accepted, true refused",
-              is_false, "horizontal flips with left/right keypoint swapping are not supported",
-              "set training.imgaug_hflip=false"),
       only_if("training.imgaug_3d", "multiview 3D augmentation: false accepted, true refused", is_false,
               "multiview 3D augmentation is not supported", "set training.imgaug_3d=false"),
       only_if("training.lr_scheduler", "multisteplr accepted (training.lr_scheduler_milestones / gamma), others "

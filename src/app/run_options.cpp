@@ -23,6 +23,7 @@ data::LoaderOptions train_loader_options(const Config& config, const runtime::Ru
   data::LoaderOptions options = loader_options(config, config.model.model_type, backend);
   options.batch_size = plan.rank.train_batch_size;
   options.augmentation = data::parse_imgaug(config.training.imgaug);
+  options.hflip = config.training.imgaug_hflip;
   options.seed = config.training.rng_seed_data_pt;
   options.num_workers = plan.rank.num_workers;
   options.drop_last = config.training.drop_last;
@@ -35,6 +36,7 @@ data::LoaderOptions val_loader_options(const data::LoaderOptions& train, const r
   options.batch_size = static_cast<int>(std::max<std::int64_t>(
       1, std::min<std::int64_t>(plan.rank.val_batch_size, data::samples_per_rank(val_frames, world_size, false))));
   options.augmentation = data::Augmentation::kNone;
+  options.hflip = false;
   options.drop_last = false;
   return options;
 }

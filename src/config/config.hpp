@@ -25,6 +25,7 @@ struct DataConfig {
 
 struct TrainingConfig {
   std::string imgaug = "dlc";              // one of data::imgaug_names()
+  bool imgaug_hflip = false;               // random horizontal flips, _left/_right keypoints swapped
   int train_batch_size = 16;               // global, across all GPUs
   int val_batch_size = 32;                 // global
   int test_batch_size = 32;                // not divided

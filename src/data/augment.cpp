@@ -3,7 +3,7 @@
 
 #include <opencv2/imgproc.hpp>  // cv::warpAffine
 
-#include <algorithm>  // std::clamp, std::copy, std::min
+#include <algorithm>  // std::clamp, std::copy, std::min, std::find
 #include <cmath>      // std::cos, std::sin, std::isnan
 #include <limits>     // std::numeric_limits
 
@@ -27,8 +27,34 @@ Augmentation parse_imgaug(const std::string& name) {
                   "use one of " + join_names(imgaug_names()) + " (default and none: resize only)");
 }
 
+std::vector<int> hflip_partners(const std::vector<std::string>& names) {
+  const auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  std::vector<int> partner(names.size());
+  std::vector<std::string> unmatched;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    partner[i] = static_cast<int>(i);
+    const bool left = ends_with(names[i], "_left"), right = ends_with(names[i], "_right");
+    if (!left && !right) continue;
+    const std::string base = names[i].substr(0, names[i].size() - (left ? 5 : 6));
+    const std::string other = base + (left ? "_right" : "_left");
+    const auto it = std::find(names.begin(), names.end(), other);
+    if (it == names.end()) {
+      unmatched.push_back(names[i]);
+    } else {
+      partner[i] = static_cast<int>(it - names.begin());
+    }
+  }
+  if (!unmatched.empty())
+    throw UserError("training.imgaug_hflip needs matching _left/_right keypoint pairs, but " + join_names(unmatched) +
+                        (unmatched.size() == 1 ? " has" : " have") + " no partner",
+                    "rename the keypoints so each _left has a _right, or set training.imgaug_hflip = false");
+  return partner;
+}
+
 FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmentation aug, std::uint64_t seed,
-                              int epoch, std::int64_t frame) {
+                              int epoch, std::int64_t frame, bool hflip) {
   FrameTransform t;
   const double sx = static_cast<double>(dst_w) / src_w;
   const double sy = static_cast<double>(dst_h) / src_h;
@@ -105,6 +131,17 @@ FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmen
     d = g3 * qd[0] + g4 * qd[3];
     e = g3 * qd[1] + g4 * qd[4];
     f = g3 * qd[2] + g4 * qd[5] + gy;
+  }
+  if (hflip) {
+    // A stream of its own, so every other draw is the same with or without the flip.
+    KeyedRng flip(seed, static_cast<std::uint64_t>(RngPurpose::kFlip), static_cast<std::uint64_t>(epoch),
+                  static_cast<std::uint64_t>(frame));
+    if (flip.chance(0.5)) {
+      t.flipped = true;
+      a = -a;
+      b = -b;
+      c = dst_w - c;
+    }
   }
   t.m[0] = a; t.m[1] = b; t.m[2] = c;
   t.m[3] = d; t.m[4] = e; t.m[5] = f;

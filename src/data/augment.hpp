@@ -42,7 +42,16 @@ struct FrameTransform {
   // Image-space steps applied after the warp (see augment_pixels.hpp); all off
   // unless dlc.
   PixelAugment pixels;
+  // lightning-pose's imgaug_hflip: the frame was mirrored (x -> W - x, folded into m),
+  // so keypoint i must take the place of its _left/_right partner (hflip_partners).
+  bool flipped = false;
 };
+
+// lightning-pose's imgaug_hflip pairs: entry i is the keypoint whose coordinates land
+// at i after a horizontal flip: a name ending in _left and the same name ending in
+// _right swap, every other keypoint stays. A _left without its _right (or the other
+// way round) is a UserError naming them.
+std::vector<int> hflip_partners(const std::vector<std::string>& keypoint_names);
 
 // The dlc draws (all from a stream keyed by seed, epoch and frame index):
 //   rotation   p = 0.4, uniform in [-25, 25] degrees about the image centre
@@ -52,8 +61,11 @@ struct FrameTransform {
 // then, from the same stream, the image-space steps (draw_pixel_augment), and last
 // (so that dlc's own draws stay what they are) the quarter turns of dlc-lr and
 // dlc-top-down, applied before everything else.
+// With `hflip` (lightning-pose's imgaug_hflip, training only), last of all and with
+// probability 0.5 (from a stream of its own), the result is mirrored in the network
+// input: x -> dst_w - x.
 FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmentation aug, std::uint64_t seed,
-                              int epoch, std::int64_t frame);
+                              int epoch, std::int64_t frame, bool hflip = false);
 
 // Applies the geometry to K (x, y) pairs; a keypoint outside [0, W) x [0, H) of the
 // output, or NaN on input, becomes NaN.

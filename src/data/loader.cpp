@@ -4,6 +4,7 @@
 #include <opencv2/core.hpp>  // cv::setNumThreads
 
 #include <algorithm>  // std::min
+#include <utility>    // std::swap
 #include <cmath>      // std::isnan
 #include <new>        // operator new with alignment
 
@@ -39,6 +40,7 @@ Loader::Loader(const Dataset& dataset, LoaderOptions options) : dataset_(dataset
   if (options_.prefetch_batches < 1) options_.prefetch_batches = 1;
   if (!options_.allocator.allocate || !options_.allocator.release) options_.allocator = default_host_allocator();
   if (options_.context) context_ = std::make_unique<ContextIndex>(dataset_);
+  if (options_.hflip) hflip_partner_ = hflip_partners(dataset_.keypoint_names());
   const int frames = options_.context ? kContextFrames : 1;
   const std::size_t floats =
       static_cast<std::size_t>(options_.batch_size) * frames * 3 * options_.height * options_.width;
@@ -203,7 +205,8 @@ void Loader::load_row(Scratch& scratch, Slot& slot, int row, const SampleRow& sa
   const int oh = options_.height, ow = options_.width;
   const int k = dataset_.num_keypoints();
   Batch& batch = slot.batch;
-  const FrameTransform t = make_transform(h, w, oh, ow, options_.augmentation, options_.seed, epoch, sample.frame);
+  const FrameTransform t =
+      make_transform(h, w, oh, ow, options_.augmentation, options_.seed, epoch, sample.frame, options_.hflip);
   scratch.raw.resize(dataset_.frame_bytes());
   scratch.warped.resize(static_cast<std::size_t>(oh) * ow * c);
   const std::size_t frame_floats = static_cast<std::size_t>(3) * oh * ow;
@@ -228,6 +231,15 @@ void Loader::load_row(Scratch& scratch, Slot& slot, int row, const SampleRow& sa
   transform_keypoints(t, labels, keypoints, k, oh, ow);
   std::uint8_t* missing = batch.missing.data() + static_cast<std::size_t>(row) * k;
   for (int j = 0; j < k; ++j) missing[j] = (std::isnan(labels[2 * j]) || std::isnan(labels[2 * j + 1])) ? 1 : 0;
+  if (t.flipped) {  // the mirror image of a left paw is a right paw: swap the pairs
+    for (int j = 0; j < k; ++j) {
+      const int p = hflip_partner_[static_cast<std::size_t>(j)];
+      if (p <= j) continue;
+      std::swap(keypoints[2 * j], keypoints[2 * p]);
+      std::swap(keypoints[2 * j + 1], keypoints[2 * p + 1]);
+      std::swap(missing[j], missing[p]);
+    }
+  }
   if (pixels) pixels->move_keypoints(keypoints, k);  // only the elastic step moves them
   batch.frame_index[static_cast<std::size_t>(row)] = sample.frame;
   batch.is_real[static_cast<std::size_t>(row)] = sample.is_real ? 1 : 0;

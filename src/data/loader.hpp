@@ -49,6 +49,7 @@ struct LoaderOptions {
   int prefetch_batches = 2;      // batches prepared ahead of the one being used
   bool context = false;          // 5 frames per row (heatmap_mhcrnn)
   bool drop_last = false;        // drop the final partial batch of an epoch
+  bool hflip = false;            // lightning-pose's imgaug_hflip (training only): mirror half the rows
   HostAllocator allocator;       // empty: default_host_allocator()
 };
 
@@ -80,6 +81,7 @@ class Loader {
   const Dataset& dataset_;
   LoaderOptions options_;
   std::unique_ptr<ContextIndex> context_;
+  std::vector<int> hflip_partner_;  // with hflip: where each keypoint goes on a flip
   std::vector<std::unique_ptr<Slot>> slots_;
   std::unique_ptr<Scratch> own_scratch_;  // for num_workers = 0
 

@@ -373,3 +373,74 @@ TEST_CASE("batches say which keypoints have no label in the data, apart from tho
   }
   CHECK(pushed_out > 0);  // the case the flag tells apart did occur
 }
+
+TEST_CASE("imgaug_hflip: half the frames mirrored, _left/_right keypoints swapped", "[data]") {
+  CHECK(hflip_partners({"nose", "paw_left", "tail", "paw_right"}) == std::vector<int>{0, 3, 2, 1});
+  CHECK(hflip_partners({"a", "b"}) == std::vector<int>{0, 1});
+  CHECK_THROWS_AS(hflip_partners({"ear_left", "ear_rght"}), trainer::UserError);
+  // The flip is the mirror of the same transform: T_flip(p).x = W - T(p).x.
+  int flipped = 0;
+  for (int frame = 0; frame < 100; ++frame) {
+    const FrameTransform plain = make_transform(40, 60, 32, 48, Augmentation::kDlc, 3, 1, frame);
+    const FrameTransform t = make_transform(40, 60, 32, 48, Augmentation::kDlc, 3, 1, frame, true);
+    if (!t.flipped) {
+      for (int i = 0; i < 6; ++i) CHECK(t.m[i] == plain.m[i]);
+      continue;
+    }
+    ++flipped;
+    const double x = 17.5, y = 9.25;
+    CHECK(t.m[0] * x + t.m[1] * y + t.m[2] == Approx(48 - (plain.m[0] * x + plain.m[1] * y + plain.m[2])));
+    CHECK(t.m[3] * x + t.m[4] * y + t.m[5] == Approx(plain.m[3] * x + plain.m[4] * y + plain.m[5]));
+    CHECK(t.contrast == plain.contrast);  // the other draws do not change
+  }
+  CHECK(flipped > 30);
+  CHECK(flipped < 70);
+
+  // In the loader: a flipped row carries the left label at the right index.
+  testing::ScratchDir dir("loader_hflip");
+  DatasetShape shape;
+  shape.num_frames = 8;
+  shape.height = shape.width = 32;
+  shape.channels = 1;
+  shape.keypoint_names = {"paw_left", "nose", "paw_right"};
+  {
+    DatasetWriter writer(dir.file("h.h5"), shape, WriterOptions{});
+    std::vector<std::uint8_t> image(32 * 32, 100);
+    const float kp[6] = {8.f, 10.f, 16.f, 16.f, NAN, NAN};  // the right paw is unlabeled
+    for (int i = 0; i < 8; ++i) writer.write_frame(i, image.data(), kp, "f" + std::to_string(i) + ".png");
+    writer.finish();
+  }
+  const Dataset ds = Dataset::open({dir.file("h.h5")});
+  LoaderOptions o;
+  o.batch_size = 8;
+  o.height = o.width = 32;
+  o.hflip = true;
+  o.seed = 5;
+  o.allocator.allocate = [](std::size_t n) { return ::operator new(n); };
+  o.allocator.release = [](void* p) { ::operator delete(p); };
+  Loader loader(ds, o);
+  std::vector<std::int64_t> frames = {0, 1, 2, 3, 4, 5, 6, 7};
+  SamplerOptions so;
+  so.num_replicas = 1;
+  loader.start_epoch(0, distributed_rows(frames, so, 0));
+  const Batch* b = loader.next();
+  REQUIRE(b != nullptr);
+  int mirrored = 0;
+  for (int r = 0; r < b->size; ++r) {
+    const float* kp = b->keypoints.data() + r * 6;
+    const std::uint8_t* missing = b->missing.data() + r * 3;
+    if (std::isnan(kp[0])) {  // flipped: the left slot holds the (unlabeled) right paw
+      ++mirrored;
+      CHECK(missing[0] == 1);
+      CHECK(missing[2] == 0);
+      CHECK(kp[4] == Approx(32 - 8.f));  // the left paw, mirrored, now at the right index
+      CHECK(kp[5] == Approx(10.f));
+      CHECK(kp[2] == Approx(16.f));      // nose at x = 16 mirrors onto itself
+    } else {
+      CHECK(missing[2] == 1);
+      CHECK(kp[0] == Approx(8.f));
+    }
+  }
+  CHECK(mirrored > 0);
+  CHECK(mirrored < b->size);
+}
