@@ -326,7 +326,8 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
     return it == origin.end() ? std::string("the default") : it->second;
   });
 
-  if (prints_for_the_job(env)) {
+  // What training will not do concerns `train` only (predict and plan share the config).
+  if (subcommand == "train" && prints_for_the_job(env)) {
     for (const auto& warning : result.warnings) std::cerr << "warning: " << warning << "\n";
   }
   if (result.own.count("print-config")) {
