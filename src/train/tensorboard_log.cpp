@@ -54,10 +54,13 @@ void TensorBoardLog::step(const StepMetrics& m) {
   scalar("epoch", m.epoch, m.step);
 }
 
-void TensorBoardLog::epoch_start(int epoch, long step, double lr_head, double lr_backbone) {
+void TensorBoardLog::epoch_start(int epoch, long steps_done, double lr_head, double lr_backbone) {
   (void)epoch;
-  scalar("lr-" + names_.optimizer + "/backbone", lr_backbone, step);
-  scalar("lr-" + names_.optimizer + "/head", lr_head, step);
+  // At the epoch's first step: Lightning's LearningRateMonitor uses the step before it,
+  // which is also where the previous epoch's validation sits, so a run resumed there
+  // could not replace the one without dropping the other.
+  scalar("lr-" + names_.optimizer + "/backbone", lr_backbone, steps_done + 1);
+  scalar("lr-" + names_.optimizer + "/head", lr_head, steps_done + 1);
 }
 
 void TensorBoardLog::epoch_end(const EpochMetrics& m) {

@@ -4,7 +4,7 @@
 // in its folder layout: <run>/tb_logs/<model.model_name>/version_<n>/ (TensorBoardLogger).
 //   every log_every_n_steps steps: train_supervised_loss, train_heatmap_<type>_loss
 //     (unweighted), train_heatmap_<type>_loss_weighted, heatmap_<type>_weight, epoch;
-//   each epoch's start: lr-<optimizer>/backbone and lr-<optimizer>/head;
+//   each epoch's first step: lr-<optimizer>/backbone and lr-<optimizer>/head;
 //   each validation: val_supervised_loss, val_supervised_rmse, val_heatmap_<type>_loss,
 //     val_heatmap_<type>_loss_weighted.
 // Rank 0 only. Written as the loop goes and flushed at each epoch's end, so a killed
@@ -32,7 +32,7 @@ class TensorBoardLog {
   TensorBoardLog(const std::string& run_dir, TensorBoardNames names, long resume_step);
 
   void step(const StepMetrics& m);
-  void epoch_start(int epoch, long step, double lr_head, double lr_backbone);
+  void epoch_start(int epoch, long steps_done, double lr_head, double lr_backbone);
   void epoch_end(const EpochMetrics& m);  // and flush
   const std::string& path() const { return events_.path(); }
 

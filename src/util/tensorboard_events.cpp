@@ -18,7 +18,7 @@ namespace tfevents {
 namespace {
 
 // Field numbers of tensorflow/core/util/event.proto and framework/summary.proto.
-constexpr int kEventWallTime = 1, kEventStep = 2, kEventFileVersion = 3, kEventSummary = 5, kEventSessionLog = 6;
+constexpr int kEventWallTime = 1, kEventStep = 2, kEventFileVersion = 3, kEventSummary = 5, kEventSessionLog = 7;
 constexpr int kSessionLogStatus = 1, kSessionLogStart = 1;
 constexpr int kSummaryValue = 1;
 constexpr int kValueTag = 1, kValueSimpleValue = 2;

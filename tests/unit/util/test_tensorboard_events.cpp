@@ -65,7 +65,7 @@ TEST_CASE("the first event names the file version; a zero step is left out", "[u
 
 TEST_CASE("a session start is Event{step, session_log{status: START}}", "[util][tensorboard]") {
   const std::string got = tfevents::encode_session_start_event(0.5, 7);
-  CHECK(got == "\x09" + bytes_of(0.5) + "\x10\x07" + std::string("\x32\x02\x08\x01", 4));
+  CHECK(got == "\x09" + bytes_of(0.5) + "\x10\x07" + std::string("\x3a\x02\x08\x01", 4));
 }
 
 TEST_CASE("a TFRecord is length, masked CRC of it, payload, masked CRC of it", "[util][tensorboard]") {
