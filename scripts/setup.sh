@@ -30,7 +30,13 @@ PACKAGES=(cmake g++ make git pkg-config openmpi-bin libopenmpi-dev libhdf5-dev h
           libboost-program-options-dev catch2 libgloo-dev libdnnl-dev libopencv-dev zlib1g-dev
           libyaml-cpp-dev)
 TEST_PACKAGES=(lmod slurm-wlm munge python3-torch python3-torchvision python3-h5py clang libomp-dev
-               python3-pandas python3-tables)
+               python3-pandas python3-tables python3-venv)
+
+# Test tools that Debian does not package, from PyPI, into a virtual environment beside
+# the build (it sees Debian's python3-torch, -h5py and -pandas too); integration tests
+# find it through tests/integration/lib/common.sh (test_python).
+PIP_TEST_PACKAGES=(tensorboard)
+PYTHON_TEST_ENV=build/python-test-env
 
 say() { printf '\n=== %s\n' "$*"; }
 
@@ -139,8 +145,15 @@ fuzz_parsers() {
   bash scripts/fuzz.sh 60
 }
 
+install_python_test_tools() {
+  say "PyPI test tools into $PYTHON_TEST_ENV: ${PIP_TEST_PACKAGES[*]}"
+  [[ -x $PYTHON_TEST_ENV/bin/python3 ]] || /usr/bin/python3 -m venv --system-site-packages "$PYTHON_TEST_ENV"
+  "$PYTHON_TEST_ENV/bin/python3" -m pip install -q --disable-pip-version-check "${PIP_TEST_PACKAGES[@]}"
+}
+
 install_packages
 find_nvcc
+if [[ $MODE == test ]]; then install_python_test_tools; fi
 if [[ $MODE == demo ]]; then
   build_cmake
   run_demo

@@ -330,6 +330,9 @@ std::vector<ConfigKey> build_table() {
       choice("model", "model_type", field(M, &MC::model_type), model::model_type_names(),
              "heatmap, or heatmap_mhcrnn (context frames t-2..t+2)")
           .lp("model.model_type"),
+      text("model", "model_name", field(M, &MC::model_name), "NAME",
+           "the run's name in TensorBoard: event files go to <run>/tb_logs/<model_name>/version_<n>/")
+          .lp("model.model_name"),
       choice("model", "backbone", field(M, &MC::backbone), model::backbone_names(),
              "ResNet backbone")
           .lp("model.backbone"),

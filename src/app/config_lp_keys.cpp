@@ -94,8 +94,6 @@ std::vector<LpKeyRule> build_rules() {
       only_if("model.losses_to_use", "unsupervised losses: the empty list accepted, any loss refused",
               is_empty_list, "unsupervised losses are not yet available in the trainer",
               "train the supervised model: --overrides model.losses_to_use=[]"),
-      ignored("model.model_name", "a label for logged metrics: accepted, not used (the run folder is named by "
-                                  "the trainer)"),
       only_if("model.checkpoint", "lightning-pose .ckpt to start from: null accepted, a path refused",
               [](const YamlLeaf&) { return false; },
               "lightning-pose .ckpt files cannot be loaded",

@@ -86,6 +86,9 @@ train::LoopConfig loop_config(const Config& config, const runtime::RunPlan& plan
   loop.lr.milestones = config.training.lr_scheduler_milestones;
   loop.lr.gamma = config.training.lr_scheduler_gamma;
   loop.lr.unfreezing_epoch = config.training.unfreezing_epoch;
+  loop.tensorboard.model_name = config.model.model_name;
+  loop.tensorboard.heatmap_loss = "heatmap_" + config.model.heatmap_loss_type;
+  loop.tensorboard.optimizer = config.training.optimizer;
   return loop;
 }
 

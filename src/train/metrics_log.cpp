@@ -11,10 +11,24 @@
 namespace trainer::train {
 
 const char* MetricsLog::header() {
-  return "epoch,step,train_loss,val_loss,val_rmse_px,lr_head,lr_backbone,images_per_s,elapsed_s";
+  // New columns go at the end, so scripts that cut the first ones keep working.
+  return "epoch,step,train_loss,val_loss,val_rmse_px,lr_head,lr_backbone,images_per_s,elapsed_s,train_loss_step";
 }
 
-MetricsLog::MetricsLog(std::string path, int keep_before) : path_(std::move(path)) {
+namespace {
+// The step of a row: its second cell; -1 when unreadable (such a row is dropped).
+long row_step(const std::string& line) {
+  const auto comma = line.find(',');
+  if (comma == std::string::npos) return -1;
+  try {
+    return std::stol(line.substr(comma + 1));
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+}  // namespace
+
+MetricsLog::MetricsLog(std::string path, long keep_through_step) : path_(std::move(path)) {
   std::ifstream in(path_);
   std::string line;
   bool first = true;
@@ -24,7 +38,8 @@ MetricsLog::MetricsLog(std::string path, int keep_before) : path_(std::move(path
       continue;  // header
     }
     if (line.empty()) continue;
-    if (std::stoi(line.substr(0, line.find(','))) < keep_before) rows_.push_back(line);
+    const long step = row_step(line);
+    if (step >= 0 && step <= keep_through_step) rows_.push_back(line);
   }
 }
 
@@ -33,10 +48,17 @@ void MetricsLog::append(const EpochMetrics& m) {
   if (m.val_loss >= 0) std::snprintf(val_loss, sizeof val_loss, "%.8g", m.val_loss);
   if (m.val_rmse >= 0) std::snprintf(val_rmse, sizeof val_rmse, "%.6g", m.val_rmse);
   char row[512];
-  std::snprintf(row, sizeof row, "%d,%ld,%.8g,%s,%s,%.6g,%.6g,%.2f,%.2f", m.epoch, m.step, m.train_loss,
+  std::snprintf(row, sizeof row, "%d,%ld,%.8g,%s,%s,%.6g,%.6g,%.2f,%.2f,", m.epoch, m.step, m.train_loss,
                 val_loss, val_rmse, m.lr_head, m.lr_backbone, m.images_per_s, m.elapsed_s);
   rows_.push_back(row);
   write();
+}
+
+void MetricsLog::append(const StepMetrics& m) {
+  char row[512];
+  std::snprintf(row, sizeof row, "%d,%ld,,,,%.6g,%.6g,%.2f,%.2f,%.8g", m.epoch, m.step, m.lr_head, m.lr_backbone,
+                m.images_per_s, m.elapsed_s, m.loss);
+  rows_.push_back(row);
 }
 
 void MetricsLog::write() const {

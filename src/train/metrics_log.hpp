@@ -1,7 +1,14 @@
 #pragma once
-// metrics.csv in the output folder (rank 0 only): one row per epoch, rewritten
-// atomically (temporary file + rename) after every epoch, so a crash leaves the
-// previous complete file. A resumed run keeps the rows of the epochs it resumes after.
+// metrics.csv in the output folder (rank 0 only), in the shape of Lightning's
+// CSVLogger: one header, and two kinds of rows that leave each other's cells empty:
+//   - a step row every log_every_n_steps: epoch, step, lr, images/s, elapsed, and the
+//     step's loss in `train_loss_step`;
+//   - an epoch row at each epoch's end: the epoch's mean `train_loss`, the validation
+//     cells when it validated, lr, images/s, elapsed.
+// So `df[df.train_loss.notna()]` are the epochs and `df[df.train_loss_step.notna()]`
+// the steps. The file is rewritten atomically (temporary file + rename) at each epoch's
+// end, so a crash leaves the previous complete file. A resumed run keeps the rows up
+// to the step it resumes from and drops the rest, which it will log again.
 #include <string>  // std::string
 #include <vector>  // std::vector
 
@@ -18,11 +25,22 @@ struct EpochMetrics {
   double elapsed_s = 0;
 };
 
+struct StepMetrics {
+  int epoch = 0;
+  long step = 0;              // optimizer steps done, this one included
+  double loss = 0;            // this step's training loss, averaged over ranks
+  double lr_head = 0, lr_backbone = 0;
+  double images_per_s = 0;    // since the epoch started, all ranks
+  double elapsed_s = 0;
+};
+
 class MetricsLog {
  public:
-  // Keeps existing rows with epoch < keep_before (resume), drops the rest.
-  MetricsLog(std::string path, int keep_before);
-  void append(const EpochMetrics& m);
+  // Keeps the existing rows of steps <= keep_through_step (resume), drops the rest.
+  MetricsLog(std::string path, long keep_through_step);
+  void append(const EpochMetrics& m);   // and writes the file
+  void append(const StepMetrics& m);    // written with the next epoch row (or flush())
+  void flush() const { write(); }
   const std::string& path() const { return path_; }
   static const char* header();
 

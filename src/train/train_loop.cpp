@@ -6,10 +6,12 @@
 #include <chrono>   // std::chrono::steady_clock
 #include <cmath>    // std::isfinite
 #include <cstdio>   // std::snprintf
+#include <memory>   // std::unique_ptr
 #include <string>   // std::string
 
 #include "train/gradient_dump.hpp"  // write_gradient_dump
 #include "train/metrics_log.hpp"    // MetricsLog
+#include "train/tensorboard_log.hpp"  // TensorBoardLog
 #include "util/error.hpp"           // UserError
 
 namespace trainer::train {
@@ -68,7 +70,26 @@ EvalSums TrainLoop::validate() {
 }
 
 TrainingState TrainLoop::run(TrainingState state) {
-  MetricsLog metrics(config_.out_dir + "/metrics.csv", state.epochs_completed);
+  MetricsLog metrics(config_.out_dir + "/metrics.csv", state.global_step);
+  // TensorBoard is a view of what metrics.csv also holds: a full disk or a lost
+  // network mount there warns once and stops it, it never stops the training.
+  std::unique_ptr<TensorBoardLog> tensorboard;
+  const auto to_tensorboard = [&](auto&& write) {
+    if (!tensorboard) return;
+    try {
+      write(*tensorboard);
+    } catch (const std::exception& e) {
+      log_.warn(std::string("TensorBoard logging stops: ") + e.what());
+      tensorboard.reset();
+    }
+  };
+  if (log_.is_root()) {
+    try {
+      tensorboard = std::make_unique<TensorBoardLog>(config_.out_dir, config_.tensorboard, state.global_step);
+    } catch (const std::exception& e) {
+      log_.warn(std::string("no TensorBoard logs: ") + e.what());
+    }
+  }
   if (config_.save_initial && state.global_step == 0) {
     save("initial", state);
     log_.info("saved " + checkpoint_path("initial"));
@@ -96,27 +117,37 @@ TrainingState TrainLoop::run(TrainingState state) {
     optimizer_.set_group(model::ParamGroup::backbone, lr.backbone, lr.backbone_trainable);
     if (epoch == config_.lr.unfreezing_epoch && epoch > 0)
       log_.info("epoch " + std::to_string(epoch) + ": unfreezing the backbone");
+    to_tensorboard([&](TensorBoardLog& tb) { tb.epoch_start(epoch, state.global_step, lr.head, lr.backbone); });
 
     train_.start_epoch(epoch);
     runner_.take_loss_sum();  // start the epoch's sum at zero
     const auto epoch_start = Clock::now();
     long steps = 0, images = 0;
     long batch_index = 0;
-    // A progress line waits for its step's loss until the next step is queued,
-    // so printing never leaves the device idle.
+    // A logged step's loss is read only after the next step is queued, so logging
+    // never leaves the device idle. It is averaged over ranks (Lightning's
+    // sync_dist), so every rank takes part, at the same steps.
     struct {
-      std::string before_loss, after_loss;  // empty: nothing pending
+      bool waiting = false;
+      StepMetrics metrics;
+      std::string before_loss, after_loss;
     } pending;
-    const auto print_pending = [&] {
-      if (pending.before_loss.empty()) return;
-      char loss[32];
-      std::snprintf(loss, sizeof loss, "%.6g", runner_.requested_loss());
-      log_.info(pending.before_loss + "  loss " + loss + "  " + pending.after_loss);
-      pending.before_loss.clear();
+    const auto log_pending = [&] {
+      if (!pending.waiting) return;
+      pending.waiting = false;
+      double loss = runner_.requested_loss();
+      hooks_.metrics->sum(&loss, 1);
+      pending.metrics.loss = loss / config_.world_size;
+      char text[32];
+      std::snprintf(text, sizeof text, "%.6g", pending.metrics.loss);
+      log_.info(pending.before_loss + "  loss " + text + "  " + pending.after_loss);
+      if (!log_.is_root()) return;
+      metrics.append(pending.metrics);
+      to_tensorboard([&](TensorBoardLog& tb) { tb.step(pending.metrics); });
     };
     while (const data::Batch* batch = train_.next()) {
       runner_.train_step(*batch, optimizer_, *hooks_.gradients, lr.backbone_trainable, hooks_.bn_sync);
-      print_pending();
+      log_pending();
       ++state.global_step;
       ++steps;
       ++steps_this_run;
@@ -146,13 +177,15 @@ TrainingState TrainLoop::run(TrainingState state) {
                       format_duration(eta).c_str());
         pending.before_loss = before;
         pending.after_loss = after;
+        pending.metrics = StepMetrics{epoch, state.global_step, 0, lr.head, lr.backbone, ips, elapsed};
+        pending.waiting = true;
       }
       if (config_.max_steps >= 0 && state.global_step >= config_.max_steps) {
         stop = true;
         break;
       }
     }
-    print_pending();
+    log_pending();
     const double loss_sum = runner_.take_loss_sum().first;  // waits for the epoch's last step
     const double epoch_seconds = seconds_since(epoch_start);
     const bool epoch_done = !stop || batch_index == per_epoch;
@@ -198,6 +231,7 @@ TrainingState TrainLoop::run(TrainingState state) {
       }
     }
     if (log_.is_root()) metrics.append(row);
+    to_tensorboard([&](TensorBoardLog& tb) { tb.epoch_end(row); });
     save("last", state);
     if (improved || (val_ == nullptr && log_.is_root())) save("best", state);
   }

@@ -15,6 +15,7 @@
 #include "train/lr_schedule.hpp"    // LrScheduleConfig
 #include "train/optimizer.hpp"      // Optimizer
 #include "train/step.hpp"           // StepRunner
+#include "train/tensorboard_log.hpp"  // TensorBoardNames
 #include "util/log.hpp"             // Log
 
 namespace trainer::train {
@@ -28,7 +29,8 @@ struct LoopConfig {
   bool early_stopping = false;  // lightning-pose's training.early_stopping
   int log_every_n_steps = 10;
   LrScheduleConfig lr;
-  std::string out_dir;          // metrics.csv and checkpoints/ go here
+  std::string out_dir;          // metrics.csv, tb_logs/ and checkpoints/ go here
+  TensorBoardNames tensorboard; // lightning-pose's names for the TensorBoard scalars
   bool save_initial = false;    // checkpoints/initial.h5 before the first step
   int world_size = 1;
   // Debugging: write the reduced gradients of step `dump_gradients_step` (1-based

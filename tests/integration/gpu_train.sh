@@ -21,7 +21,7 @@ import csv, sys
 cpu, gpu = ([row for row in csv.DictReader(open(p))] for p in sys.argv[1:3])
 assert len(cpu) == len(gpu) and cpu, f"epochs: cpu {len(cpu)}, gpu {len(gpu)}"
 for a, b in zip(cpu, gpu):
-    for key in ("train_loss", "val_loss"):
+    for key in ("train_loss", "val_loss", "train_loss_step"):
         if not a[key]:
             continue
         x, y = float(a[key]), float(b[key])

@@ -30,11 +30,14 @@ for f in config.ini split.csv metrics.csv checkpoints/initial.h5 checkpoints/las
 done
 grep -q "epoch 0/2  step 2 (2/5)  loss" "$SCRATCH/train.log" || { cat "$SCRATCH/train.log"; fail "no progress line"; }
 grep -q "validation: loss" "$SCRATCH/train.log" || fail "no validation line"
-[[ $(wc -l <"$SCRATCH/run/metrics.csv") == 3 ]] || { cat "$SCRATCH/run/metrics.csv"; fail "metrics.csv should have a header and 2 rows"; }
+[[ $(epoch_rows "$SCRATCH/run/metrics.csv" | wc -l) == 2 ]] || { cat "$SCRATCH/run/metrics.csv"; fail "metrics.csv should have 2 epoch rows"; }
+# log_every_n_steps = 2 over 10 steps: step rows at steps 2, 4, ..., 10 with the step's loss.
+[[ $(awk -F, 'NR > 1 && $3 == "" && $10 != ""' "$SCRATCH/run/metrics.csv" | cut -d, -f2 | tr '\n' ' ') == "2 4 6 8 10 " ]] ||
+  { cat "$SCRATCH/run/metrics.csv"; fail "metrics.csv step rows"; }
 # 36 train frames (lightning-pose gives a test set under 5 frames to train): 5 steps per epoch.
 # Epoch 0: backbone frozen (lr 0); epoch 1: unfrozen at 0.1 x the head's lr.
-sed -n 2p "$SCRATCH/run/metrics.csv" | grep -qE '^0,5,[^,]+,[^,]+,[^,]+,0.001,0,' || fail "epoch 0 row: $(sed -n 2p "$SCRATCH/run/metrics.csv")"
-sed -n 3p "$SCRATCH/run/metrics.csv" | grep -qE '^1,10,[^,]+,[^,]+,[^,]+,0.001,0.0001,' || fail "epoch 1 row: $(sed -n 3p "$SCRATCH/run/metrics.csv")"
+epoch_rows "$SCRATCH/run/metrics.csv" | sed -n 1p | grep -qE '^0,5,[^,]+,[^,]+,[^,]+,0.001,0,' || fail "epoch 0 row: $(epoch_rows "$SCRATCH/run/metrics.csv" | sed -n 1p)"
+epoch_rows "$SCRATCH/run/metrics.csv" | sed -n 2p | grep -qE '^1,10,[^,]+,[^,]+,[^,]+,0.001,0.0001,' || fail "epoch 1 row: $(epoch_rows "$SCRATCH/run/metrics.csv" | sed -n 2p)"
 h5ls "$SCRATCH/run/checkpoints/last.h5/model" | grep -q "backbone.layer4.1.bn2.running_var" || fail "checkpoint names"
 
 # mpirun -np 1 and --max-steps.

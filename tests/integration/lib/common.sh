@@ -18,4 +18,16 @@ expect_fail() {
   [[ $rc == "$code" ]] || { cat "$SCRATCH/err.txt" >&2; fail "expected exit $code, got $rc: $*"; }
   grep -qE -- "$pattern" "$SCRATCH/err.txt" || { cat "$SCRATCH/err.txt" >&2; fail "stderr lacks /$pattern/: $*"; }
 }
+# The epoch rows of a metrics.csv (its train_loss cell is filled; step rows leave it empty).
+epoch_rows() { awk -F, 'NR > 1 && $3 != ""' "$1"; }
+# test_python MODULE...: the first Python that imports every MODULE: the test tools'
+# environment that scripts/setup.sh makes beside the build, then Debian's, then PATH's.
+test_python() {
+  local py mods
+  mods=$(IFS=,; echo "$*")
+  for py in "$(dirname "$TRAINER")/python-test-env/bin/python3" /usr/bin/python3 python3; do
+    if command -v "$py" >/dev/null 2>&1 && "$py" -c "import $mods" >/dev/null 2>&1; then echo "$py"; return 0; fi
+  done
+  return 1
+}
 shared_data() { echo "${TRAINER_SHARED_DATA:-$REPO/../shared/data}"; }

@@ -1,9 +1,10 @@
-// metrics.csv: header, one row per epoch, empty cells when not validated, rows
-// after the resume point dropped.
+// metrics.csv: header, epoch rows and step rows leaving each other's cells empty,
+// empty cells when not validated, rows after the resume point dropped.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,12 @@ TEST_CASE("metrics.csv keeps the epochs before the resume point", "[train]") {
   {
     trainer::train::MetricsLog log(path, 0);
     for (int e = 0; e < 3; ++e) {
+      trainer::train::StepMetrics s;
+      s.epoch = e;
+      s.step = 10 * e + 5;
+      s.loss = 0.125;
+      s.lr_head = 1e-3;
+      log.append(s);
       trainer::train::EpochMetrics m;
       m.epoch = e;
       m.step = 10 * (e + 1);
@@ -40,8 +47,14 @@ TEST_CASE("metrics.csv keeps the epochs before the resume point", "[train]") {
   CHECK(text.rfind(trainer::train::MetricsLog::header(), 0) == 0);
   CHECK(text.find("\n1,20,0.5,0.5,3.25,") != std::string::npos);
   CHECK(text.find("\n0,10,1,,,") != std::string::npos);
+  CHECK(text.find("\n1,15,,,,0.001,0,0.00,0.00,0.125\n") != std::string::npos);  // a step row
+  const std::string header = trainer::train::MetricsLog::header();
+  const auto columns = std::count(header.begin(), header.end(), ',');
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    CHECK(std::count(line.begin(), line.end(), ',') == columns);  // every row fills every column
   {
-    trainer::train::MetricsLog log(path, 2);  // resumed after epoch 1
+    trainer::train::MetricsLog log(path, 20);  // resumed after epoch 1 (step 20)
     trainer::train::EpochMetrics m;
     m.epoch = 2;
     m.step = 99;
@@ -49,6 +62,8 @@ TEST_CASE("metrics.csv keeps the epochs before the resume point", "[train]") {
   }
   text = slurp(path);
   CHECK(text.find("\n2,30,") == std::string::npos);
+  CHECK(text.find("\n2,25,") == std::string::npos);  // a step after the resume point
+  CHECK(text.find("\n1,15,") != std::string::npos);
   CHECK(text.find("\n2,99,") != std::string::npos);
   CHECK(text.find("\n1,20,") != std::string::npos);
   std::remove(path.c_str());
