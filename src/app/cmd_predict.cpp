@@ -75,7 +75,9 @@ int run_predict(const Args& args_in) {
        "predict every frame of these videos (files or folders of videos) instead of the data set: "
        "<video-out>/<video>.csv and <video>_temporal_norm.csv, as lightning-pose's video_preds; "
        "mpirun -np N shares the frames over N ranks")
-      ("video-out", po::value<std::string>()->value_name("DIR"), "folder for --video's CSVs (default: <run>/video_preds)");
+      ("video-out", po::value<std::string>()->value_name("DIR"), "folder for --video's CSVs (default: <run>/video_preds)")
+      ("labeled-video", "with --video: also <video-out>/labeled_videos/<video>_labeled.mp4, keypoints drawn as "
+       "lightning-pose does (eval.colormap, eval.confidence_thresh_for_vid)");
   // Without --config: the run's config.ini next to the checkpoint, else the
   // configuration the checkpoint carries. Never the defaults (they would silently
   // predict the synthetic demo data with a real model).

@@ -22,6 +22,7 @@
 #include "app/run_data.hpp"         // open_run_data
 #include "compute/backend.hpp"      // compute::Backend
 #include "compute/losses/heatmap_mse.hpp"  // the runner needs a loss; prediction computes none
+#include "data/labeled_video.hpp"   // data::write_labeled_video
 #include "data/video_batches.hpp"   // data::VideoBatches
 #include "data/video_reader.hpp"    // data::list_videos, data::VideoReader
 #include "model/make_model.hpp"     // model::make_pose_model, needs_context_frames
@@ -59,43 +60,48 @@ std::string predictions_header(const std::vector<std::string>& names) {
   return out + "\n";
 }
 
-// lightning-pose's metrics.temporal_norm on the CSV it just wrote: the norm of the
-// (x, y) step from the previous frame, per keypoint; frame 0 has none (NaN, written
-// empty by pandas).
-std::string temporal_norm_csv(const std::vector<std::string>& names, const std::string& rows) {
+// The CSV rows as numbers: [frames, K, 3] (x, y, likelihood) as written, which is
+// what lightning-pose's metrics and labeled videos read back.
+std::vector<float> parse_rows(const std::string& rows, std::size_t k) {
+  std::vector<float> out;
+  const char* p = rows.c_str();
+  while (*p) {
+    const char* comma = std::strchr(p, ',');
+    for (std::size_t c = 0; c < 3 * k && comma; ++c) {
+      char* end = nullptr;
+      out.push_back(std::strtof(comma + 1, &end));
+      comma = (*end == ',') ? end : nullptr;
+    }
+    const char* eol = std::strchr(p, '\n');
+    if (!eol) break;
+    p = eol + 1;
+  }
+  return out;
+}
+
+// lightning-pose's metrics.temporal_norm: the norm of the (x, y) step from the
+// previous frame, per keypoint; frame 0 has none (NaN, written empty by pandas).
+std::string temporal_norm_csv(const std::vector<std::string>& names, const std::vector<float>& xyl) {
   std::ostringstream out;
   for (const auto& name : names) out << "," << csv_field(name);
   out << "\n";
   const std::size_t k = names.size();
-  std::vector<double> prev(2 * k), cur(2 * k);
-  std::istringstream in(rows);
-  std::string line;
-  bool first = true;
+  const std::size_t frames = k ? xyl.size() / (3 * k) : 0;
   char cell[64];
-  while (std::getline(in, line)) {
-    const char* p = line.c_str();
-    const char* comma = std::strchr(p, ',');
-    out.write(p, comma ? comma - p : static_cast<long>(line.size()));
-    for (std::size_t j = 0; j < k && comma; ++j) {
-      for (int v = 0; v < 3 && comma; ++v) {
-        char* end = nullptr;
-        const double value = std::strtod(comma + 1, &end);
-        if (v < 2) cur[2 * j + static_cast<std::size_t>(v)] = value;
-        comma = std::strchr(end, ',');
-      }
-    }
+  for (std::size_t t = 0; t < frames; ++t) {
+    out << t;
     for (std::size_t j = 0; j < k; ++j) {
-      if (first) {
+      if (t == 0) {
         out << ",";
-      } else {
-        const double dx = cur[2 * j] - prev[2 * j], dy = cur[2 * j + 1] - prev[2 * j + 1];
-        std::snprintf(cell, sizeof cell, ",%.6g", std::sqrt(dx * dx + dy * dy));
-        out << cell;
+        continue;
       }
+      const float* a = &xyl[(t * k + j) * 3];
+      const float* b = &xyl[((t - 1) * k + j) * 3];
+      const double dx = double(a[0]) - b[0], dy = double(a[1]) - b[1];
+      std::snprintf(cell, sizeof cell, ",%.6g", std::sqrt(dx * dx + dy * dy));
+      out << cell;
     }
     out << "\n";
-    prev.swap(cur);
-    first = false;
   }
   return out.str();
 }
@@ -243,7 +249,20 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
     const std::string base = request.out_dir + "/" + video_stem(videos[v]);
     try {
       write_file_atomically(base + ".csv", predictions_header(request.keypoint_names) + body);
-      write_file_atomically(base + "_temporal_norm.csv", temporal_norm_csv(request.keypoint_names, body));
+      const std::vector<float> xyl = parse_rows(body, request.keypoint_names.size());
+      write_file_atomically(base + "_temporal_norm.csv", temporal_norm_csv(request.keypoint_names, xyl));
+      if (request.labeled_videos) {
+        data::LabeledVideoRequest labeled;
+        labeled.video = videos[v];
+        labeled.out = request.out_dir + "/labeled_videos/" + video_stem(videos[v]) + "_labeled.mp4";
+        labeled.num_keypoints = k;
+        labeled.xyl = xyl;
+        labeled.confidence_threshold = config.eval.confidence_thresh_for_vid;
+        labeled.colormap = config.eval.colormap;
+        std::filesystem::create_directories(request.out_dir + "/labeled_videos");
+        log.info("  writing " + labeled.out);
+        data::write_labeled_video(labeled);
+      }
     } catch (const std::exception& e) {
       if (failure.empty()) failure = e.what();
     }
@@ -265,6 +284,7 @@ int run_predict_video(const CommandLine& cl, const Args& args, const std::string
   VideoPredictRequest request;
   request.checkpoint = cl.own["checkpoint"].as<std::string>();
   request.inputs = cl.own["video"].as<std::vector<std::string>>();
+  request.labeled_videos = cl.own.count("labeled-video") > 0 || config.eval.save_vids_after_training;
   request.out_dir = cl.own.count("video-out") ? cl.own["video-out"].as<std::string>()
                                               : run_dir_of_checkpoint(request.checkpoint) + "/video_preds";
   Args spawn_args{"predict"};

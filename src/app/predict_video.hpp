@@ -1,7 +1,8 @@
 #pragma once
 // Keypoints for every frame of videos: `trainer predict --video PATH...` and
 // lightning-pose's eval.predict_vids_after_training. Writes lightning-pose's
-// video_preds/<video>.csv (and <video>_temporal_norm.csv) per video.
+// video_preds/<video>.csv (and <video>_temporal_norm.csv) per video, and with
+// --labeled-video / eval.save_vids_after_training video_preds/labeled_videos/<video>_labeled.mp4.
 #include <string>  // std::string
 #include <vector>  // std::vector
 
@@ -21,6 +22,9 @@ struct VideoPredictRequest {
   std::vector<std::string> inputs;  // video files or folders of videos
   std::string out_dir;              // the video_preds folder (created by rank 0)
   std::vector<std::string> keypoint_names;
+  // Also <out_dir>/labeled_videos/<video>_labeled.mp4 (rank 0 encodes), drawn with
+  // config.eval.colormap and confidence_thresh_for_vid.
+  bool labeled_videos = false;
 };
 
 // Collective over the session's ranks: the frames of all videos, in order, are cut

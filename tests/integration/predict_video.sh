@@ -91,6 +91,18 @@ d_shift=$(max_diff "$CSV" "$SCRATCH/shifted.csv") || fail "shifted: $d_shift"
 echo "neighbouring frames: max |diff| = $d_shift"
 awk -v d="$d_shift" -v e="$d" 'BEGIN { exit !(d > e && d >= 1e-3) }' || fail "predictions barely vary over frames ($d_shift)"
 
+# ---- labeled video, and prediction at the end of training (eval.*) ----------------------
+"$TRAINER" predict --checkpoint "$CKPT" --video "$SCRATCH/clip.avi" --video-out "$SCRATCH/lab" --labeled-video \
+  --eval.colormap spring >/dev/null || fail "predict --labeled-video"
+"$TOOL" extract "$SCRATCH/lab/labeled_videos/clip_labeled.mp4" "$SCRATCH/labframes" x >/dev/null || fail "labeled video unreadable"
+[[ $(ls "$SCRATCH/labframes/labeled-data" | wc -l) == 70 ]] || fail "labeled video: expected 70 frames"
+"$TRAINER" train --config "$SCRATCH/s.cfg" --out "$SCRATCH/run_eval" --max-steps 1 \
+  --eval.test_videos_directory "$SCRATCH/vids" --eval.save_vids_after_training true >"$SCRATCH/eval.log" 2>&1 \
+  || { cat "$SCRATCH/eval.log"; fail "train with eval.test_videos_directory"; }
+for f in a.csv b.csv a_temporal_norm.csv labeled_videos/a_labeled.mp4 labeled_videos/b_labeled.mp4; do
+  [[ -s $SCRATCH/run_eval/video_preds/$f ]] || { cat "$SCRATCH/eval.log"; fail "after training: video_preds/$f missing"; }
+done
+
 # ---- errors: exit 2 with the file (and frame) named ------------------------------
 expect_fail 2 "error: video '.*nope.mp4' does not exist" \
   "$TRAINER" predict --checkpoint "$CKPT" --video "$SCRATCH/nope.mp4" --video-out "$SCRATCH/e"

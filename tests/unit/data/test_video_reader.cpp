@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "scratch_dir.hpp"         // ScratchDir
+#include "data/labeled_video.hpp"  // colormap_colors, write_labeled_video
 #include "data/video_reader.hpp"   // VideoReader
 #include "util/error.hpp"          // UserError
 
@@ -139,4 +140,41 @@ TEST_CASE("video reader: test_vid.mp4 of the mirror-mouse example", "[video][sha
   CHECK(reader.info().frame_count == 994);
   CHECK(reader.info().fps > 0);
   check_seek_equals_sequential(path, 37);
+}
+
+TEST_CASE("labeled videos: colours sampled from matplotlib's colormaps as lightning-pose does", "[video]") {
+  // matplotlib: cool(linspace(0, 1, 3)) * 255 as uint8 = (0,255,255), (128,127,255), (255,0,255).
+  const auto c = trainer::data::colormap_colors("cool", 3);
+  REQUIRE(c.size() == 3);
+  CHECK((c[0] == std::array<std::uint8_t, 3>{0, 255, 255}));
+  CHECK((c[1] == std::array<std::uint8_t, 3>{128, 127, 255}));
+  CHECK((c[2] == std::array<std::uint8_t, 3>{255, 0, 255}));
+  CHECK_THROWS_WITH(trainer::data::colormap_colors("viridisx", 2), Catch::Contains("unknown colormap"));
+}
+
+TEST_CASE("labeled videos: every frame is written, keypoints above the threshold drawn", "[video]") {
+  ScratchDir dir("video-labeled");
+  const std::string path = dir.file("clip.avi");
+  write_test_video(path, 12, 96, 64, 25);
+  trainer::data::LabeledVideoRequest r;
+  r.video = path;
+  r.out = dir.file("clip_labeled.mp4");
+  r.num_keypoints = 2;
+  for (int f = 0; f < 12; ++f) r.xyl.insert(r.xyl.end(), {40.f, 40.f, 0.95f, 10.f, 50.f, 0.1f});
+  trainer::data::write_labeled_video(r);
+  VideoReader out(r.out);
+  CHECK(out.info().frame_count == 12);
+  CHECK(out.info().width == 240);  // frames <= 100 px are upsampled 2.5x, as lightning-pose does
+  CHECK(out.info().height == 160);
+  std::vector<std::uint8_t> rgb;
+  out.read(5, 3, rgb);
+  // Keypoint 0 (likelihood 0.95 > 0.9) is a cyan dot at (100, 100) of the upsampled frame.
+  const std::uint8_t* px = rgb.data() + (100 * 240 + 100) * 3;
+  CHECK(px[0] < 60);
+  CHECK(px[1] > 200);
+  CHECK(px[2] > 200);
+  // No temporary file is left beside it.
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path())) files += e.path().extension() == ".mp4";
+  CHECK(files == 1);
 }
