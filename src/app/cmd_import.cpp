@@ -63,7 +63,7 @@ int run_import(const Args& args) {
     from = vm["dlc-project"].as<std::string>();
     const data::DlcProject project = data::read_dlc_project(from);
     o.csv = from + "/config.yaml";  // the file's "source" attribute
-    s = data::import_label_tables(project.folders, o, true);
+    s = data::import_label_tables(project.folders, o);
     std::cout << "DeepLabCut project " << from << " (scorer " << project.scorer << "): " << project.videos.size()
               << " labeled videos:";
     for (std::size_t i = 0; i < project.videos.size(); ++i)

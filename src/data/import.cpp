@@ -9,6 +9,7 @@
 #include <cerrno>      // errno
 #include <cstdio>      // std::sscanf
 #include <cstring>     // std::strerror
+#include <map>         // std::map: video ids by file-name pattern
 #include <filesystem>  // std::filesystem
 #include <fstream>     // std::ifstream
 #include <iterator>    // std::istreambuf_iterator
@@ -85,25 +86,39 @@ ImportSummary import_project(const ImportOptions& o) {
   else
     folder.table = parse_label_csv(o.csv);
   folder.root = o.root.empty() ? fs::path(o.csv).parent_path().string() : o.root;
-  return import_label_tables({folder}, o, false);
+  return import_label_tables({folder}, o);
 }
 
 namespace {
 
-// The frame number in an image name: its last run of digits (img0123.png -> 123), or -1.
-long frame_number_in(const std::string& frame_path) {
-  const std::string stem = fs::path(frame_path).stem().string();
-  std::size_t end = stem.size();
-  while (end > 0 && !std::isdigit(static_cast<unsigned char>(stem[end - 1]))) --end;
-  std::size_t start = end;
-  while (start > 0 && std::isdigit(static_cast<unsigned char>(stem[start - 1]))) --start;
-  if (start == end || end - start > 9) return -1;
-  return std::stol(stem.substr(start, end - start));
+// lightning-pose's frame number of an image (utils/io.py get_context_img_paths): the
+// first run of digits of the file name without extension (img0123.png -> 123). Its
+// context frames are the files with that run replaced by the neighbour's number,
+// zero-padded to the same width, in the same folder. So the frames that can be each
+// other's context share the folder, the text around the run and the run's width: that
+// is the "video" recorded for them. A name without digits (or with more than 9) is a
+// video of its own, frame 0 (its context is itself).
+struct FrameKey {
+  std::string video;  // folder | prefix | width | suffix
+  long number = 0;
+};
+FrameKey frame_key_of(const std::string& frame_path) {
+  const fs::path p(frame_path);
+  const std::string stem = p.stem().string();
+  std::size_t start = 0;
+  while (start < stem.size() && !std::isdigit(static_cast<unsigned char>(stem[start]))) ++start;
+  std::size_t end = start;
+  while (end < stem.size() && std::isdigit(static_cast<unsigned char>(stem[end]))) ++end;
+  if (start == end || end - start > 9) return {"\x01" + frame_path, 0};
+  const std::string folder = p.parent_path().string();
+  return {folder + '\x01' + stem.substr(0, start) + '\x01' + std::to_string(end - start) + '\x01' + stem.substr(end) +
+              p.extension().string(),
+          std::stol(stem.substr(start, end - start))};
 }
 
 }  // namespace
 
-ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, const ImportOptions& o, bool video_ids) {
+ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, const ImportOptions& o) {
   if (o.out.empty()) throw UserError("import: --out is required", "run `trainer import --help`");
   if (folders.empty()) throw UserError("import: no labeled frames to import");
   const LabelTable& first = folders.front().table;
@@ -150,13 +165,14 @@ ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, con
   shape.keypoint_names = first.keypoint_names;
   WriterOptions wo;
   wo.deflate_level = o.deflate_level;
-  wo.with_video_info = video_ids;
+  wo.with_video_info = true;
   wo.source = fs::absolute(o.csv.empty() ? first.source : o.csv).string();
   DatasetWriter writer(o.out, shape, wo);
 
   // Pass 2: convert and write.
   const size_t K = first.num_keypoints();
   std::vector<float> kp(K * 2);
+  std::map<std::string, int> video_ids;
   for (size_t i = 0; i < n; ++i) {
     const auto& [f, r] = frames[i];
     const LabelTable& table = folders[f].table;
@@ -175,9 +191,11 @@ ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, con
       kp[2 * k + 1] = static_cast<float>(src[2 * k + 1] * sy);
     }
     if (!img.isContinuous()) img = img.clone();
-    const long number = frame_number_in(table.frame_paths[r]);
-    writer.write_frame(static_cast<std::int64_t>(i), img.ptr<std::uint8_t>(), kp.data(), table.frame_paths[r],
-                       static_cast<int>(f), static_cast<int>(number >= 0 ? number : static_cast<long>(r)));
+    // Context frames (heatmap_mhcrnn): which frames neighbour which, by lightning-pose's naming rule.
+    const FrameKey key = frame_key_of(fs::path(folders[f].root.empty() ? "." : folders[f].root).append(table.frame_paths[r]).lexically_normal().string());
+    const int video = video_ids.emplace(key.video, static_cast<int>(video_ids.size())).first->second;
+    writer.write_frame(static_cast<std::int64_t>(i), img.ptr<std::uint8_t>(), kp.data(), table.frame_paths[r], video,
+                       static_cast<int>(key.number));
   }
   writer.finish();
 
