@@ -19,6 +19,9 @@ ContextIndex::ContextIndex(const Dataset& dataset) : dataset_(&dataset) {
     // A repeated (video, frame) keeps its first occurrence.
     by_video_frame_.emplace(std::make_pair(dataset.video_id(i), dataset.frame_number(i)), i);
   }
+  // Frames that are only context (a labelled frame with the same number wins).
+  for (std::int64_t j = 0; j < dataset.context_size(); ++j)
+    by_video_frame_.emplace(std::make_pair(dataset.context_video_id(j), dataset.context_frame_number(j)), -1 - j);
 }
 
 std::array<std::int64_t, kContextFrames> ContextIndex::around(std::int64_t frame) const {

@@ -19,7 +19,8 @@ class ContextIndex {
  public:
   // Throws UserError when the dataset has no /video_id and /frame_number.
   explicit ContextIndex(const Dataset& dataset);
-  // Global indices of frames t-2, t-1, t, t+1, t+2 around global frame `frame`.
+  // Global indices of frames t-2, t-1, t, t+1, t+2 around global frame `frame`; a
+  // negative value v is the context-only frame -1 - v (Dataset::read_context_image).
   std::array<std::int64_t, kContextFrames> around(std::int64_t frame) const;
 
  private:

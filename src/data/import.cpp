@@ -10,6 +10,7 @@
 #include <cstdio>      // std::sscanf
 #include <cstring>     // std::strerror
 #include <map>         // std::map: video ids by file-name pattern
+#include <set>         // std::set
 #include <filesystem>  // std::filesystem
 #include <fstream>     // std::ifstream
 #include <iterator>    // std::istreambuf_iterator
@@ -37,10 +38,14 @@ void parse_resize(const std::string& text, int* height, int* width) {
 namespace {
 
 // Reads one frame as 8-bit gray or RGB; user errors name the CSV line.
+cv::Mat read_image_file(const fs::path& path, const std::string& where);
+
 cv::Mat read_frame(const LabelTable& table, size_t row, const fs::path& root) {
-  const std::string& rel = table.frame_paths[row];
-  const fs::path path = root / rel;
-  const std::string where = table.source + ":" + std::to_string(table.lines[row]);
+  return read_image_file(root / table.frame_paths[row], table.source + ":" + std::to_string(table.lines[row]));
+}
+
+// `where` says which line of which label file needs the image.
+cv::Mat read_image_file(const fs::path& path, const std::string& where) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     throw UserError(where + ": image file " + path.string() + " not found",
@@ -116,6 +121,44 @@ FrameKey frame_key_of(const std::string& frame_path) {
           std::stol(stem.substr(start, end - start))};
 }
 
+// lightning-pose's get_context_img_paths without the centre: the first run of digits
+// of the name, n, replaced (every occurrence, as str.replace does) by max(n + d, 0)
+// zero-padded to the run's width, for d = -2, -1, 1, 2. Empty for a name without digits.
+std::vector<std::string> lp_context_paths(const std::string& frame_path) {
+  const fs::path p(frame_path);
+  const std::string stem = p.stem().string();
+  std::size_t start = 0;
+  while (start < stem.size() && !std::isdigit(static_cast<unsigned char>(stem[start]))) ++start;
+  std::size_t end = start;
+  while (end < stem.size() && std::isdigit(static_cast<unsigned char>(stem[end]))) ++end;
+  if (start == end || end - start > 9) return {};
+  const std::string centre = stem.substr(start, end - start);
+  const long n = std::stol(centre);
+  std::vector<std::string> out;
+  for (int d : {-2, -1, 1, 2}) {
+    std::string number = std::to_string(std::max(n + d, 0L));
+    if (number.size() < centre.size()) number.insert(0, centre.size() - number.size(), '0');
+    std::string name;
+    for (std::size_t at = 0;;) {
+      const std::size_t hit = stem.find(centre, at);
+      if (hit == std::string::npos) {
+        name += stem.substr(at);
+        break;
+      }
+      name += stem.substr(at, hit - at) + number;
+      at = hit + centre.size();
+    }
+    out.push_back((p.parent_path() / (name + p.extension().string())).string());
+  }
+  return out;
+}
+
+struct ContextOnlyFrame {
+  fs::path full;      // on disk
+  std::string rel;    // as the label file would name it (relative to the root)
+  std::string where;  // which labelled frame needs it, for messages
+};
+
 }  // namespace
 
 ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, const ImportOptions& o) {
@@ -153,6 +196,35 @@ ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, con
                             std::to_string(table.lines[r]) + ") is " + std::to_string(img.rows) + "x" +
                             std::to_string(img.cols) + " (HxW)",
                         "pass --resize HxW to bring every frame (and its keypoints) to one size");
+      }
+    }
+  }
+  // Pass 1b: lightning-pose loads a labelled frame's neighbours t-2..t+2 (its
+  // get_context_img_paths) from the same folder whether they are labelled or not; the
+  // ones that exist and are not labelled are stored as context-only frames.
+  std::vector<ContextOnlyFrame> context_only;
+  {
+    std::set<std::string> labelled;
+    for (const auto& [f, r] : frames)
+      labelled.insert((fs::path(folders[f].root) / folders[f].table.frame_paths[r]).lexically_normal().string());
+    std::set<std::string> added;
+    for (const auto& [f, r] : frames) {
+      const LabelTable& table = folders[f].table;
+      for (const std::string& rel : lp_context_paths(table.frame_paths[r])) {
+        const fs::path full = (fs::path(folders[f].root) / rel).lexically_normal();
+        std::error_code ec;
+        if (labelled.count(full.string()) || added.count(full.string()) || !fs::is_regular_file(full, ec)) continue;
+        added.insert(full.string());
+        const std::string where = table.source + ":" + std::to_string(table.lines[r]) + " (context frame of " +
+                                  table.frame_paths[r] + ")";
+        const cv::Mat img = read_image_file(full, where);
+        if ((img.rows != h0 || img.cols != w0) && o.resize_height == 0)
+          throw UserError("frames differ in size: " + first.frame_paths[0] + " is " + std::to_string(h0) + "x" +
+                              std::to_string(w0) + " but " + full.string() + ", " + where + ", is " +
+                              std::to_string(img.rows) + "x" + std::to_string(img.cols) + " (HxW)",
+                          "pass --resize HxW to bring every frame (and its keypoints) to one size");
+        if (img.channels() == 3) channels = 3;
+        context_only.push_back({full, rel, where});
       }
     }
   }
@@ -197,9 +269,24 @@ ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, con
     writer.write_frame(static_cast<std::int64_t>(i), img.ptr<std::uint8_t>(), kp.data(), table.frame_paths[r], video,
                        static_cast<int>(key.number));
   }
+  for (const ContextOnlyFrame& c : context_only) {
+    cv::Mat img = read_image_file(c.full, c.where);
+    if (channels == 3 && img.channels() == 1) cv::cvtColor(img, img, cv::COLOR_GRAY2RGB);
+    if (img.rows != shape.height || img.cols != shape.width) {
+      cv::Mat resized;
+      const bool shrink = shape.height < img.rows && shape.width < img.cols;
+      cv::resize(img, resized, cv::Size(shape.width, shape.height), 0, 0, shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
+      img = resized;
+    }
+    if (!img.isContinuous()) img = img.clone();
+    const FrameKey key = frame_key_of(c.full.string());
+    const int video = video_ids.emplace(key.video, static_cast<int>(video_ids.size())).first->second;
+    writer.write_context_frame(img.ptr<std::uint8_t>(), c.rel, video, static_cast<int>(key.number));
+  }
   writer.finish();
 
   ImportSummary s;
+  s.context_frames = static_cast<std::int64_t>(context_only.size());
   s.frames = shape.num_frames;
   s.height = shape.height;
   s.width = shape.width;

@@ -28,6 +28,7 @@ struct ImportSummary {
   int height = 0, width = 0, channels = 0, keypoints = 0;
   std::vector<std::string> skipped_coords;  // e.g. likelihood
   bool resized = false;
+  std::int64_t context_frames = 0;  // unlabelled neighbours stored as context (/context/*)
 };
 
 // Parses "HxW" (e.g. 256x256); throws UserError otherwise.

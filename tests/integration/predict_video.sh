@@ -72,6 +72,22 @@ for v in a b; do
   [[ $(cut -d, -f1 "$SCRATCH/d1/$v.csv") == $(cut -d, -f1 "$SCRATCH/d2/$v.csv") ]] || fail "$v.csv frame column"
 done
 
+# ---- heatmap_mhcrnn: 5 context frames per row; the ranks' ranges decode the
+# neighbours beyond their ends, so 2 ranks still equal 1 --------------------------
+"$TRAINER" synth --out "$SCRATCH/v.h5" --frames 24 --size 64 --keypoints 3 --videos 2 --seed 1 >/dev/null || fail "synth --videos"
+sed -e "s|^data_files = .*|data_files = $SCRATCH/v.h5|" -e "s|model_type = heatmap|model_type = heatmap_mhcrnn|" \
+  "$SCRATCH/s.cfg" >"$SCRATCH/v.cfg"
+"$TRAINER" train --config "$SCRATCH/v.cfg" --out "$SCRATCH/vrun" --max-steps 6 >"$SCRATCH/vtrain.log" 2>&1 \
+  || { cat "$SCRATCH/vtrain.log"; fail "train heatmap_mhcrnn"; }
+"$TRAINER" predict --checkpoint "$SCRATCH/vrun/checkpoints/last.h5" --video "$SCRATCH/clip.avi" --video-out "$SCRATCH/c1" \
+  >"$SCRATCH/c1.log" 2>&1 || { cat "$SCRATCH/c1.log"; fail "predict --video heatmap_mhcrnn"; }
+grep -q "5 context frames" "$SCRATCH/c1.log" || { cat "$SCRATCH/c1.log"; fail "context frames not used"; }
+timeout 600 $MPIRUN -np 2 "$TRAINER" predict --checkpoint "$SCRATCH/vrun/checkpoints/last.h5" --video "$SCRATCH/clip.avi" \
+  --video-out "$SCRATCH/c2" >"$SCRATCH/c2.log" 2>&1 || { cat "$SCRATCH/c2.log"; fail "mpirun -np 2 predict --video heatmap_mhcrnn"; }
+d=$(max_diff "$SCRATCH/c1/clip.csv" "$SCRATCH/c2/clip.csv") || fail "mhcrnn: $d"
+echo "heatmap_mhcrnn clip.csv: 1 rank vs 2 ranks, max |diff| = $d"
+awk -v d="$d" 'BEGIN { exit !(d < 1e-3) }' || fail "heatmap_mhcrnn: 2 ranks differ from 1 by $d"
+
 # ---- the same frames as images: predict equals predict --video ---------------------
 NAMES=$(sed -n 2p "$CSV" | cut -d, -f2- | tr ',' '\n' | awk '!seen[$0]++' | tr '\n' ' ')
 "$TOOL" extract "$SCRATCH/clip.avi" "$SCRATCH/frames" $NAMES || fail "video_tool extract"
@@ -126,7 +142,10 @@ if [[ ! -f $PROJECT/videos/test_vid.mp4 ]]; then
   echo "OK"
   exit 0
 fi
-"$TRAINER" import --csv "$PROJECT/CollectedData.csv" --out "$SCRATCH/mm.h5" >/dev/null || fail "import mirror-mouse"
+"$TRAINER" import --csv "$PROJECT/CollectedData.csv" --out "$SCRATCH/mm.h5" >"$SCRATCH/mmimport.log" || fail "import mirror-mouse"
+# labeled-data holds img00..img92, the labels name img01..img90: img00, img91 and img92
+# are lightning-pose's context frames of the first and last labelled ones.
+grep -q "stored 3 unlabelled neighbour frames" "$SCRATCH/mmimport.log" || { cat "$SCRATCH/mmimport.log"; fail "context frames"; }
 sed -e "s|^data_files = .*|data_files = $SCRATCH/mm.h5|" -e "s|= 64$|= 128|" "$SCRATCH/s.cfg" >"$SCRATCH/mm.cfg"
 "$TRAINER" train --config "$SCRATCH/mm.cfg" --out "$SCRATCH/mmrun" --max-steps 1 >"$SCRATCH/mmtrain.log" 2>&1 \
   || { cat "$SCRATCH/mmtrain.log"; fail "train mirror-mouse"; }
@@ -135,4 +154,9 @@ sed -e "s|^data_files = .*|data_files = $SCRATCH/mm.h5|" -e "s|= 64$|= 128|" "$S
 tail -1 "$SCRATCH/mm.log"
 [[ $(wc -l <"$SCRATCH/mm_preds/test_vid.csv") == 997 ]] || fail "test_vid.csv: 3 header rows + 994 frames"
 sed -n 2p "$SCRATCH/mm_preds/test_vid.csv" | grep -q "^bodyparts,paw1LH_top,paw1LH_top,paw1LH_top," || fail "bodyparts"
+# heatmap_mhcrnn trains on the imported labels (context from /video_id, /frame_number, /context/*).
+sed -e "s|model_type = heatmap|model_type = heatmap_mhcrnn|" "$SCRATCH/mm.cfg" >"$SCRATCH/mmc.cfg"
+"$TRAINER" train --config "$SCRATCH/mmc.cfg" --out "$SCRATCH/mmcrun" --max-steps 2 >"$SCRATCH/mmctrain.log" 2>&1 \
+  || { cat "$SCRATCH/mmctrain.log"; fail "train heatmap_mhcrnn on mirror-mouse"; }
+grep -q "done: 0 epochs, 2 steps" "$SCRATCH/mmctrain.log" || { cat "$SCRATCH/mmctrain.log"; fail "mhcrnn steps"; }
 echo "OK"
