@@ -235,6 +235,10 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
                    " frames/s, ETA " + seconds_text(rate > 0 ? (my_frames - done) / rate : 0));
         }
       }
+      if (batches.frames_past_announced_end())
+        log.warn_this_rank("video '" + videos[seg.video] + "' decodes beyond the " + std::to_string(frames[seg.video]) +
+                           " frames its container announces; only those are predicted (re-mux it, e.g. "
+                           "`ffmpeg -i in.mp4 -c copy out.mp4`, to fix the count)");
     }
   });
 

@@ -123,6 +123,11 @@ void VideoBatches::decode_chunk(VideoReader& reader, Slot& slot, long chunk, std
     frame_to_network_input(raw.data(), frame_h_, frame_w_, options_.channels, options_.height, options_.width, scratch,
                            out + static_cast<std::size_t>(f - first) * frame_floats_);
   }
+  // The container's count can be too small; the chunk holding the last frame checks.
+  if (e == video_frames_ && reader.decodes_past_end()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    past_end_ = true;
+  }
 }
 
 const Batch* VideoBatches::next() {

@@ -59,6 +59,10 @@ class VideoBatches {
   // the file and frame).
   const Batch* next();
 
+  // After the last batch of a range that ends at the video's end: whether the file
+  // decodes beyond the frames its container announced (those are not in any batch).
+  bool frames_past_announced_end() const { return past_end_; }
+
  private:
   struct Slot;
   void worker_main();
@@ -85,6 +89,7 @@ class VideoBatches {
   bool holding_ = false;
   std::exception_ptr error_;
   bool stop_ = false;
+  bool past_end_ = false;
   std::vector<std::thread> workers_;
 };
 

@@ -97,7 +97,7 @@ void VideoReader::read(long index, int channels, std::vector<std::uint8_t>& out)
   cv::VideoCapture& cap = impl_->capture;
   if (index != impl_->next) {
     // Forward by a few frames: decoding on is cheaper (and surer) than a seek.
-    if (index > impl_->next && index - impl_->next <= 16) {
+    if (impl_->next >= 0 && index > impl_->next && index - impl_->next <= 16) {  // next < 0: position unknown
       while (impl_->next < index) {
         if (!cap.grab())
           throw UserError("video '" + info_.path + "' frame " + std::to_string(impl_->next) +
@@ -148,6 +148,14 @@ void VideoReader::read(long index, int channels, std::vector<std::uint8_t>& out)
     else if (in_c == 1) bgr.copyTo(dst);
     else cv::cvtColor(bgr, dst, cv::COLOR_BGRA2GRAY);
   }
+}
+
+bool VideoReader::decodes_past_end() {
+  std::vector<std::uint8_t> last;
+  read(info_.frame_count - 1, 1, last);  // positions the decoder after the last announced frame
+  const bool more = impl_->capture.grab();
+  impl_->next = more ? info_.frame_count + 1 : -1;
+  return more;
 }
 
 void frame_to_network_input(const std::uint8_t* frame, int h, int w, int c, int out_h, int out_w,

@@ -49,6 +49,11 @@ class VideoReader {
   // not decode (truncated or corrupt file).
   void read(long index, int channels, std::vector<std::uint8_t>& out);
 
+  // Whether a frame decodes after the last one the container announces (its count is
+  // then too small, e.g. an estimate for a variable frame rate). Decodes from the last
+  // announced frame on; the next read() seeks.
+  bool decodes_past_end();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
