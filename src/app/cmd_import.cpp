@@ -63,7 +63,7 @@ int run_import(const Args& args) {
     from = vm["dlc-project"].as<std::string>();
     const data::DlcProject project = data::read_dlc_project(from);
     o.csv = from + "/config.yaml";  // the file's "source" attribute
-    s = data::import_label_tables(project.folders, o, true);
+    s = data::import_label_tables(project.folders, o);
     std::cout << "DeepLabCut project " << from << " (scorer " << project.scorer << "): " << project.videos.size()
               << " labeled videos:";
     for (std::size_t i = 0; i < project.videos.size(); ++i)
@@ -84,6 +84,9 @@ int run_import(const Args& args) {
   }
   std::cout << "imported " << s.frames << " frames (" << s.height << "x" << s.width << "x" << s.channels << ", "
             << s.keypoints << " keypoints) from " << from << " to " << o.out << "\n";
+  if (s.context_frames > 0)
+    std::cout << "stored " << s.context_frames << " unlabelled neighbour frames as context for heatmap_mhcrnn "
+              << "(lightning-pose's frames t-2..t+2)\n";
   if (!s.skipped_coords.empty()) {
     std::cout << "skipped coordinate columns:";
     for (const auto& c : s.skipped_coords) std::cout << " " << c;

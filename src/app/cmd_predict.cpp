@@ -21,6 +21,7 @@
 #include "app/commands.hpp"         // run_predict, Args
 #include "app/config_parse.hpp"     // parse_command_line, FallbackConfig
 #include "app/make_backend.hpp"     // make_predict_backend
+#include "app/predict_video.hpp"    // run_predict_video (--video)
 #include "app/output_files.hpp"     // remove_stale_temp_files_in, run_dir_of_checkpoint
 #include "app/run_data.hpp"         // open_run_data
 #include "app/run_options.hpp"      // predict_loader_options
@@ -69,7 +70,14 @@ int run_predict(const Args& args_in) {
   own.add_options()
       ("checkpoint", po::value<std::string>()->value_name("FILE.h5"), "checkpoint to predict with (required); without --config, the run's config.ini beside it, "
        "else the configuration stored in the checkpoint")
-      ("out", po::value<std::string>()->value_name("FILE.csv"), "predictions CSV (default: <run>/predictions.csv)");
+      ("out", po::value<std::string>()->value_name("FILE.csv"), "predictions CSV (default: <run>/predictions.csv)")
+      ("video", po::value<std::vector<std::string>>()->multitoken()->value_name("PATH..."),
+       "predict every frame of these videos (files or folders of videos) instead of the data set: "
+       "<video-out>/<video>.csv and <video>_temporal_norm.csv, as lightning-pose's video_preds; "
+       "mpirun -np N shares the frames over N ranks")
+      ("video-out", po::value<std::string>()->value_name("DIR"), "folder for --video's CSVs (default: <run>/video_preds)")
+      ("labeled-video", "with --video: also <video-out>/labeled_videos/<video>_labeled.mp4, keypoints drawn as "
+       "lightning-pose does (eval.colormap, eval.confidence_thresh_for_vid)");
   // Without --config: the run's config.ini next to the checkpoint, else the
   // configuration the checkpoint carries. Never the defaults (they would silently
   // predict the synthetic demo data with a real model).
@@ -109,6 +117,7 @@ int run_predict(const Args& args_in) {
   if (!cl.own.count("checkpoint"))
     throw UserError("predict needs --checkpoint FILE.h5", "e.g. --checkpoint outputs/<run>/checkpoints/best.h5");
   checkpoint = cl.own["checkpoint"].as<std::string>();
+  if (cl.own.count("video")) return run_predict_video(cl, args, config_note);
   const std::string out = cl.own.count("out") ? cl.own["out"].as<std::string>() : run_dir_of_checkpoint(checkpoint) + "/predictions.csv";
   check_output_file(out);  // before any work
   const Config& config = cl.config;

@@ -3,6 +3,7 @@
 //   -> optional --init-weights / --resume -> epoch loop -> checkpoints, metrics.csv
 // Rank 0 writes the output folder: config.ini (the effective configuration),
 // split.csv, metrics.csv and checkpoints/{initial,best,last}.h5.
+#include <filesystem>  // std::filesystem::exists
 #include <cstdint>   // std::int64_t
 #include <iostream>  // std::cout
 #include <memory>    // std::unique_ptr
@@ -23,6 +24,7 @@
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::write_split_csv
 #include "model/make_model.hpp"     // model::make_pose_model
+#include "app/predict_video.hpp"     // predict_videos (eval.predict_vids_after_training)
 #include "runtime/agreed_failure.hpp"  // runtime::on_every_rank_or_none
 #include "runtime/broadcast_string.hpp"  // runtime::broadcast_string: rank 0's output folder
 #include "util/env.hpp"          // capture_environment
@@ -224,6 +226,18 @@ int run_train(const Args& args) {
   if (ddp.active()) log.info(ddp.overlap_report());
   log.info("done: " + std::to_string(state.epochs_completed) + " epochs, " + std::to_string(state.global_step) +
            " steps; checkpoints in " + out_dir + "/checkpoints, metrics in " + out_dir + "/metrics.csv");
+  if (config.eval.predict_vids_after_training && !config.eval.test_videos_directory.empty()) {
+    // lightning-pose's eval.predict_vids_after_training: the best checkpoint (the last
+    // when there was no validation), every rank sharing the frames.
+    VideoPredictRequest videos;
+    videos.checkpoint = out_dir + "/checkpoints/best.h5";
+    if (!std::filesystem::exists(videos.checkpoint)) videos.checkpoint = out_dir + "/checkpoints/last.h5";
+    videos.inputs = {config.eval.test_videos_directory};
+    videos.out_dir = out_dir + "/video_preds";
+    videos.keypoint_names = dataset.keypoint_names();
+    videos.labeled_videos = config.eval.save_vids_after_training;
+    predict_videos(session, config, videos, log);
+  }
   return 0;
 }
 

@@ -12,6 +12,7 @@
 #include "compute/losses/heatmap_loss_registry.hpp"  // compute::heatmap_loss_names
 #include "compute/precision.hpp"          // compute::precision_names, float32_matmul_precision_names
 #include "data/augment.hpp"               // data::imgaug_names
+#include "data/labeled_video.hpp"         // data::labeled_video_colormap_names
 #include "model/backbone_registry.hpp"    // backbone_names
 #include "model/make_model.hpp"           // model_type_names
 #include "runtime/batch_plan.hpp"         // runtime::lr_scaling_names
@@ -203,10 +204,12 @@ std::vector<ConfigKey> build_table() {
   const auto T = &Config::training;
   const auto M = &Config::model;
   const auto X = &Config::distributed;
+  const auto E = &Config::eval;
   using DC = DataConfig;
   using TC = TrainingConfig;
   using MC = ModelConfig;
   using XC = DistributedConfig;
+  using EC = EvalConfig;
   return {
       // [data]
       text_list("data", "data_files", field(D, &DC::data_files),
@@ -383,6 +386,24 @@ std::vector<ConfigKey> build_table() {
       real("distributed", "collective_timeout", field(X, &XC::collective_timeout), 0.0, true, kRealMax,
            "seconds a collective may take before the run is aborted with the names of missing ranks")
           .lp("(DDPStrategy timeout)"),
+      // [eval]
+      boolean("eval", "predict_vids_after_training", field(E, &EC::predict_vids_after_training),
+              "after training, predict every video of test_videos_directory with the best checkpoint "
+              "(<run>/video_preds, as `trainer predict --video`)")
+          .lp("eval.predict_vids_after_training"),
+      text("eval", "test_videos_directory", field(E, &EC::test_videos_directory), "PATH",
+           "a video or a folder of videos to predict after training; empty: none")
+          .lp("eval.test_videos_directory"),
+      boolean("eval", "save_vids_after_training", field(E, &EC::save_vids_after_training),
+              "with the videos predicted after training (or `predict --video`), also write "
+              "video_preds/labeled_videos/<video>_labeled.mp4")
+          .lp("eval.save_vids_after_training"),
+      choice("eval", "colormap", field(E, &EC::colormap), data::labeled_video_colormap_names(),
+             "matplotlib colormap of the keypoints in labeled videos")
+          .lp("eval.colormap"),
+      real("eval", "confidence_thresh_for_vid", field(E, &EC::confidence_thresh_for_vid), 0.0, false, 1.0,
+           "labeled videos draw a keypoint only where its likelihood is above this")
+          .lp("eval.confidence_thresh_for_vid"),
   };
 }
 
@@ -394,7 +415,7 @@ const std::vector<ConfigKey>& config_keys() {
 }
 
 const std::vector<std::string>& config_sections() {
-  static const std::vector<std::string> sections = {"data", "training", "model", "distributed"};
+  static const std::vector<std::string> sections = {"data", "training", "model", "distributed", "eval"};
   return sections;
 }
 

@@ -31,7 +31,7 @@ struct ConfigKey {
 };
 
 const std::vector<ConfigKey>& config_keys();
-const std::vector<std::string>& config_sections();  // in file order: data, training, model, distributed
+const std::vector<std::string>& config_sections();  // in file order: data, training, model, distributed, eval
 
 // The key named `name` (or one of its aliases) in `section`, or nullptr.
 const ConfigKey* find_key(const std::string& section, const std::string& name);

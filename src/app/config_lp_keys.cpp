@@ -28,8 +28,8 @@ LpKeyRule only_if(const char* path, const char* what, std::function<bool(const Y
 
 // Accepted always; a warning when `ok(leaf)` fails (something lightning-pose would
 // do after training that the trainer does not do yet).
-LpKeyRule warn_unless(const char* path, const char* what, std::function<bool(const YamlLeaf&)> ok,
-                      std::string warning) {
+[[maybe_unused]] LpKeyRule warn_unless(const char* path, const char* what, std::function<bool(const YamlLeaf&)> ok,
+                                       std::string warning) {
   return {path, false, what, [ok, warning](const YamlLeaf& leaf) {
             if (leaf.is_null || ok(leaf)) return LpVerdict{};
             return LpVerdict{LpVerdict::kWarn, warning, ""};
@@ -107,16 +107,6 @@ std::vector<LpKeyRule> build_rules() {
                                                       "not used"),
       // losses: lightning-pose reads them only for losses listed in model.losses_to_use
       ignored_section("losses", unsupervised),
-      // eval: what lightning-pose does after training
-      warn_unless("eval.predict_vids_after_training", "video prediction after training: accepted; true warns "
-                                                      "that it is not done yet",
-                  is_false, "videos are not predicted after training yet"),
-      warn_unless("eval.save_vids_after_training", "labeled videos after training: accepted; true warns that "
-                                                   "they are not written yet",
-                  is_false, "labeled videos are not written yet"),
-      ignored("eval.test_videos_directory", "videos to predict after training: accepted, not read"),
-      ignored("eval.colormap", "colours of labeled videos: accepted, not used"),
-      ignored("eval.confidence_thresh_for_vid", "confidence threshold of labeled videos: accepted, not used"),
       // callbacks: the unsupervised-loss weight annealing
       ignored_section("callbacks", unsupervised),
       // hydra: Hydra's own output folder settings

@@ -80,11 +80,21 @@ struct DistributedConfig {
   double collective_timeout = 600.0;       // seconds
 };
 
+// What happens after training (lightning-pose's eval section; its defaults).
+struct EvalConfig {
+  bool predict_vids_after_training = true;  // predict every video of test_videos_directory
+  std::string test_videos_directory;        // empty: no videos to predict
+  bool save_vids_after_training = false;    // also labeled_videos/<video>_labeled.mp4
+  std::string colormap = "cool";            // one of labeled_video_colormap_names()
+  double confidence_thresh_for_vid = 0.9;   // keypoints below it are not drawn
+};
+
 struct Config {
   DataConfig data;
   TrainingConfig training;
   ModelConfig model;
   DistributedConfig distributed;
+  EvalConfig eval;
   std::string source_description;          // e.g. "inputs/demo.cfg + command line"
 };
 

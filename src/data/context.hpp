@@ -1,7 +1,9 @@
 #pragma once
-// Context frames for heatmap_mhcrnn: frames t-2 .. t+2 of the same video. Where a
-// neighbour does not exist (the ends of a video, or a gap), the nearest existing
-// frame towards the centre is repeated, so frame 0 of a video gets (0, 0, 0, 1, 2).
+// Context frames for heatmap_mhcrnn, by lightning-pose's rule for labelled frames:
+// frame numbers t-2 .. t+2 of the same video (for imported labels: the same folder and
+// file-name pattern, see import.hpp), negative numbers floored at 0, and a neighbour
+// that does not exist replaced by the centre frame: frame 0 gets (0, 0, 0, 1, 2), the
+// last frame L (L-2, L-1, L, L, L), and L-1 gets (L-3, L-2, L-1, L, L-1).
 #include <array>    // std::array
 #include <cstdint>  // std::int64_t
 #include <map>      // std::map
@@ -17,7 +19,8 @@ class ContextIndex {
  public:
   // Throws UserError when the dataset has no /video_id and /frame_number.
   explicit ContextIndex(const Dataset& dataset);
-  // Global indices of frames t-2, t-1, t, t+1, t+2 around global frame `frame`.
+  // Global indices of frames t-2, t-1, t, t+1, t+2 around global frame `frame`; a
+  // negative value v is the context-only frame -1 - v (Dataset::read_context_image).
   std::array<std::int64_t, kContextFrames> around(std::int64_t frame) const;
 
  private:

@@ -27,6 +27,7 @@ struct Dataset::Shard {
   std::mutex open_mutex;  // guards the lazy open below
   h5::Handle file;
   h5::Handle images;
+  h5::Handle context_images;  // /context/images, opened on first use
   ReadPath read_path = ReadPath::kHyperslab;
 };
 
@@ -104,6 +105,8 @@ struct ShardMeta {
   std::vector<float> keypoints;
   std::vector<std::string> frame_paths;
   std::vector<std::int64_t> video_id, frame_number;
+  // /context/*: frames that are only context (optional; needs /video_id).
+  std::vector<std::int64_t> context_video_id, context_frame_number;
 };
 
 ShardMeta read_shard_meta(const std::string& path) {
@@ -208,6 +211,29 @@ ShardMeta read_shard_meta(const std::string& path) {
       }
       for (const std::int64_t v : meta.video_id)
         if (v < 0) bad(path, kVideoId, "video id " + std::to_string(v) + " is negative");
+      // Optional /context/*: frames that are only context of labelled ones.
+      h5::Handle cimages = open_dataset(f, path, kContextImages, false);
+      if (cimages) {
+        h5::Handle cvid = open_dataset(f, path, kContextVideoId);
+        h5::Handle cnum = open_dataset(f, path, kContextFrameNumber);
+        try {
+          meta.context_video_id = h5::read_int64(cvid.get());
+          meta.context_frame_number = h5::read_int64(cnum.get());
+        } catch (const UserError& e) {
+          bad(path, kContextVideoId, e.what());
+        }
+        h5::Handle space = H5_OWN(dataspace, H5Dget_space(cimages.get()));
+        hsize_t dims[4] = {0, 0, 0, 0};
+        if (H5Sget_simple_extent_ndims(space.get()) != 4) bad(path, kContextImages, "must have 4 dimensions");
+        H5Sget_simple_extent_dims(space.get(), dims, nullptr);
+        if (dims[1] != static_cast<hsize_t>(meta.shape.height) || dims[2] != static_cast<hsize_t>(meta.shape.width) ||
+            dims[3] != static_cast<hsize_t>(meta.shape.channels))
+          bad(path, kContextImages, "frame shape differs from " + std::string(kImages));
+        if (meta.context_video_id.size() != dims[0] || meta.context_frame_number.size() != dims[0])
+          bad(path, kContextVideoId, "N mismatch with " + std::string(kContextImages));
+        for (const std::int64_t v : meta.context_video_id)
+          if (v < 0) bad(path, kContextVideoId, "video id " + std::to_string(v) + " is negative");
+      }
     }
   } catch (const SystemError& e) {
     throw UserError("cannot read data file " + path + " (truncated or damaged?): " + e.what());
@@ -285,11 +311,17 @@ Dataset Dataset::open(const std::vector<std::string>& files, const DatasetExpect
       video_info = false;
     } else if (video_info) {
       // Shard s's videos are shifted past those of shards 0..s-1 (ids are >= 0).
-      const std::int64_t max_id = *std::max_element(meta.video_id.begin(), meta.video_id.end());
+      std::int64_t max_id = *std::max_element(meta.video_id.begin(), meta.video_id.end());
+      for (auto v : meta.context_video_id) max_id = std::max(max_id, v);
       if (max_id > std::numeric_limits<std::int64_t>::max() - 1 - video_offset)
         throw UserError("data file " + path + ", dataset " + kVideoId + ": video id " + std::to_string(max_id) +
                         " is too large to number the videos of all shards apart");
       for (auto v : meta.video_id) ds.video_id_.push_back(v + video_offset);
+      for (std::size_t j = 0; j < meta.context_video_id.size(); ++j) {
+        ds.context_video_id_.push_back(meta.context_video_id[j] + video_offset);
+        ds.context_frame_number_.push_back(meta.context_frame_number[j]);
+        ds.context_location_.emplace_back(ds.shards_.size() - 1, static_cast<std::int64_t>(j));
+      }
       video_offset += max_id + 1;
       ds.frame_number_.insert(ds.frame_number_.end(), meta.frame_number.begin(), meta.frame_number.end());
     }
@@ -297,6 +329,9 @@ Dataset Dataset::open(const std::vector<std::string>& files, const DatasetExpect
   if (!video_info) {
     ds.video_id_.clear();
     ds.frame_number_.clear();
+    ds.context_video_id_.clear();
+    ds.context_frame_number_.clear();
+    ds.context_location_.clear();
   }
   return ds;
 }
@@ -383,6 +418,33 @@ void Dataset::read_image(std::int64_t i, std::uint8_t* out) const {
   } catch (const SystemError& e) {
     throw UserError("cannot read frame " + std::to_string(local) + " of data file " + shard.path + ", dataset " +
                     kImages + " (truncated or damaged?): " + e.what());
+  }
+}
+
+void Dataset::read_context_image(std::int64_t j, std::uint8_t* out) const {
+  TRAINER_ASSERT(j >= 0 && j < context_size(), "context frame " << j << " out of range");
+  const auto [shard_index, local] = context_location_[static_cast<std::size_t>(j)];
+  Shard& shard = *shards_[shard_index];
+  h5::silence_errors_on_this_thread();
+  try {
+    hid_t images = H5I_INVALID_HID;
+    {
+      std::lock_guard<std::mutex> lock(shard.open_mutex);
+      if (!shard.file) shard.file = open_file(shard.path);
+      if (!shard.context_images) shard.context_images = open_dataset(shard.file.get(), shard.path, kContextImages);
+      images = shard.context_images.get();
+    }
+    // Few frames, read rarely: HDF5's own path (it serialises the read).
+    const hsize_t start[4] = {static_cast<hsize_t>(local), 0, 0, 0};
+    const hsize_t count[4] = {1, static_cast<hsize_t>(shape_.height), static_cast<hsize_t>(shape_.width),
+                              static_cast<hsize_t>(shape_.channels)};
+    h5::Handle file_space = H5_OWN(dataspace, H5Dget_space(images));
+    H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr));
+    h5::Handle mem_space = H5_OWN(dataspace, H5Screate_simple(4, count, nullptr));
+    H5_CHECK(H5Dread(images, H5T_NATIVE_UINT8, mem_space.get(), file_space.get(), H5P_DEFAULT, out));
+  } catch (const SystemError& e) {
+    throw UserError("cannot read context frame " + std::to_string(local) + " of data file " + shard.path +
+                    ", dataset " + kContextImages + " (truncated or damaged?): " + e.what());
   }
 }
 

@@ -9,6 +9,7 @@
 #include <memory>   // std::unique_ptr
 #include <mutex>    // std::mutex
 #include <string>   // std::string
+#include <utility>  // std::pair
 #include <vector>   // std::vector
 
 #include "data/format.hpp"  // DatasetShape, dataset names
@@ -54,6 +55,13 @@ class Dataset {
   bool has_video_info() const { return !video_id_.empty(); }
   std::int64_t video_id(std::int64_t i) const { return video_id_[static_cast<std::size_t>(i)]; }
   std::int64_t frame_number(std::int64_t i) const { return frame_number_[static_cast<std::size_t>(i)]; }
+  // Frames that are only context of labelled ones (/context/*, from `trainer import`),
+  // numbered 0..context_size()-1 across the shards; empty without video info.
+  std::int64_t context_size() const { return static_cast<std::int64_t>(context_video_id_.size()); }
+  std::int64_t context_video_id(std::int64_t j) const { return context_video_id_[static_cast<std::size_t>(j)]; }
+  std::int64_t context_frame_number(std::int64_t j) const { return context_frame_number_[static_cast<std::size_t>(j)]; }
+  // Reads context-only frame j (H*W*C bytes) into out; thread-safe like read_image.
+  void read_context_image(std::int64_t j, std::uint8_t* out) const;
 
   // Reads frame i (H*W*C bytes, RGB or gray) into out. Safe to call from several
   // threads: HDF5 serialises the read itself. A failure is a UserError naming the
@@ -74,6 +82,8 @@ class Dataset {
   std::vector<float> keypoints_;
   std::vector<std::string> frame_paths_;
   std::vector<std::int64_t> video_id_, frame_number_;
+  std::vector<std::int64_t> context_video_id_, context_frame_number_;
+  std::vector<std::pair<std::size_t, std::int64_t>> context_location_;  // (shard, index in its /context/images)
   std::size_t shard_of(std::int64_t i) const;
 };
 

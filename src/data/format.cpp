@@ -42,7 +42,10 @@ DatasetWriter::DatasetWriter(std::string path, DatasetShape shape, WriterOptions
   written_.assign(n, false);
 }
 
-DatasetWriter::~DatasetWriter() { images_.reset(); }  // then file_ removes the temporary file unless finished
+DatasetWriter::~DatasetWriter() {
+  context_images_.reset();
+  images_.reset();
+}  // then file_ removes the temporary file unless finished
 
 void DatasetWriter::write_frame(std::int64_t index, const std::uint8_t* image, const float* keypoints,
                                 const std::string& frame_path, int video_id, int frame_number) {
@@ -60,6 +63,35 @@ void DatasetWriter::write_frame(std::int64_t index, const std::uint8_t* image, c
   video_id_[index] = video_id;
   frame_number_[index] = frame_number;
   written_[index] = true;
+}
+
+void DatasetWriter::write_context_frame(const std::uint8_t* image, const std::string& frame_path, int video_id,
+                                        int frame_number) {
+  TRAINER_ASSERT(options_.with_video_info, "context frames need video info");
+  const hsize_t m = context_paths_.size();
+  const hsize_t count[4] = {1, static_cast<hsize_t>(shape_.height), static_cast<hsize_t>(shape_.width),
+                            static_cast<hsize_t>(shape_.channels)};
+  if (!context_images_) {
+    h5::Handle group = H5_OWN(group, H5Gcreate2(file_->get(), kContextGroup, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    const hsize_t max_dims[4] = {H5S_UNLIMITED, count[1], count[2], count[3]};
+    const hsize_t dims[4] = {0, count[1], count[2], count[3]};
+    h5::Handle space = H5_OWN(dataspace, H5Screate_simple(4, dims, max_dims));
+    h5::Handle plist = H5_OWN(plist, H5Pcreate(H5P_DATASET_CREATE));
+    H5_CHECK(H5Pset_chunk(plist.get(), 4, count));
+    if (options_.deflate_level > 0) H5_CHECK(H5Pset_deflate(plist.get(), static_cast<unsigned>(options_.deflate_level)));
+    context_images_ = H5_OWN(dataset, H5Dcreate2(file_->get(), kContextImages, H5T_STD_U8LE, space.get(), H5P_DEFAULT,
+                                                 plist.get(), H5P_DEFAULT));
+  }
+  const hsize_t new_dims[4] = {m + 1, count[1], count[2], count[3]};
+  H5_CHECK(H5Dset_extent(context_images_.get(), new_dims));
+  const hsize_t start[4] = {m, 0, 0, 0};
+  h5::Handle file_space = H5_OWN(dataspace, H5Dget_space(context_images_.get()));
+  H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr));
+  h5::Handle mem_space = H5_OWN(dataspace, H5Screate_simple(4, count, nullptr));
+  H5_CHECK(H5Dwrite(context_images_.get(), H5T_NATIVE_UINT8, mem_space.get(), file_space.get(), H5P_DEFAULT, image));
+  context_paths_.push_back(frame_path);
+  context_video_id_.push_back(video_id);
+  context_frame_number_.push_back(frame_number);
 }
 
 void DatasetWriter::finish() {
@@ -83,6 +115,18 @@ void DatasetWriter::finish() {
                                                   H5P_DEFAULT));
       H5_CHECK(H5Dwrite(set.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values->data()));
     }
+  }
+  if (context_images_) {
+    h5::write_strings(f, kContextFramePaths, context_paths_);
+    for (const auto& [name, values] : {std::pair{kContextVideoId, &context_video_id_},
+                                       std::pair{kContextFrameNumber, &context_frame_number_}}) {
+      const hsize_t n = values->size();
+      h5::Handle space = H5_OWN(dataspace, H5Screate_simple(1, &n, nullptr));
+      h5::Handle set = H5_OWN(dataset, H5Dcreate2(f, name, H5T_STD_I32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT,
+                                                  H5P_DEFAULT));
+      H5_CHECK(H5Dwrite(set.get(), H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, values->data()));
+    }
+    context_images_.reset();
   }
   h5::write_int_attribute(f, "format_version", kFormatVersion);
   h5::write_string_attribute(f, "creator", std::string("trainer ") + TRAINER_VERSION);

@@ -6,6 +6,10 @@
 //   /frame_paths     string  [N]           source path of each frame
 //   /video_id        int     [N]           optional, with /frame_number: context frames
 //   /frame_number    int     [N]
+//   /context/images        uint8  [M, H, W, C]  optional: frames that are only context
+//   /context/video_id      int    [M]           (lightning-pose loads a labelled frame's
+//   /context/frame_number  int    [M]           neighbours t-2..t+2 from its folder even
+//   /context/frame_paths   string [M]           when they are not labelled)
 //   root attributes: format_version (int), creator (string), source (string)
 #include <cstdint>  // std::int64_t, std::uint8_t
 #include <memory>   // std::unique_ptr
@@ -24,6 +28,11 @@ inline constexpr const char* kKeypointNames = "/keypoint_names";
 inline constexpr const char* kFramePaths = "/frame_paths";
 inline constexpr const char* kVideoId = "/video_id";
 inline constexpr const char* kFrameNumber = "/frame_number";
+inline constexpr const char* kContextGroup = "/context";
+inline constexpr const char* kContextImages = "/context/images";
+inline constexpr const char* kContextVideoId = "/context/video_id";
+inline constexpr const char* kContextFrameNumber = "/context/frame_number";
+inline constexpr const char* kContextFramePaths = "/context/frame_paths";
 
 struct DatasetShape {
   std::int64_t num_frames = 0;
@@ -54,6 +63,9 @@ class DatasetWriter {
   // image: H*W*C bytes (row-major, channels last, RGB); keypoints: K*2 floats.
   void write_frame(std::int64_t index, const std::uint8_t* image, const float* keypoints,
                    const std::string& frame_path, int video_id = 0, int frame_number = 0);
+  // A frame that is only the context of labelled frames (needs with_video_info):
+  // appended to /context/*, in call order.
+  void write_context_frame(const std::uint8_t* image, const std::string& frame_path, int video_id, int frame_number);
   void finish();
 
  private:
@@ -66,6 +78,9 @@ class DatasetWriter {
   std::vector<std::string> frame_paths_;
   std::vector<std::int64_t> video_id_, frame_number_;
   std::vector<bool> written_;
+  h5::Handle context_images_;  // created on the first context frame, extended by each
+  std::vector<std::string> context_paths_;
+  std::vector<std::int64_t> context_video_id_, context_frame_number_;
 };
 
 }  // namespace trainer::data

@@ -9,6 +9,8 @@
 #include <cerrno>      // errno
 #include <cstdio>      // std::sscanf
 #include <cstring>     // std::strerror
+#include <map>         // std::map: video ids by file-name pattern
+#include <set>         // std::set
 #include <filesystem>  // std::filesystem
 #include <fstream>     // std::ifstream
 #include <iterator>    // std::istreambuf_iterator
@@ -36,10 +38,14 @@ void parse_resize(const std::string& text, int* height, int* width) {
 namespace {
 
 // Reads one frame as 8-bit gray or RGB; user errors name the CSV line.
+cv::Mat read_image_file(const fs::path& path, const std::string& where);
+
 cv::Mat read_frame(const LabelTable& table, size_t row, const fs::path& root) {
-  const std::string& rel = table.frame_paths[row];
-  const fs::path path = root / rel;
-  const std::string where = table.source + ":" + std::to_string(table.lines[row]);
+  return read_image_file(root / table.frame_paths[row], table.source + ":" + std::to_string(table.lines[row]));
+}
+
+// `where` says which line of which label file needs the image.
+cv::Mat read_image_file(const fs::path& path, const std::string& where) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     throw UserError(where + ": image file " + path.string() + " not found",
@@ -85,25 +91,77 @@ ImportSummary import_project(const ImportOptions& o) {
   else
     folder.table = parse_label_csv(o.csv);
   folder.root = o.root.empty() ? fs::path(o.csv).parent_path().string() : o.root;
-  return import_label_tables({folder}, o, false);
+  return import_label_tables({folder}, o);
 }
 
 namespace {
 
-// The frame number in an image name: its last run of digits (img0123.png -> 123), or -1.
-long frame_number_in(const std::string& frame_path) {
-  const std::string stem = fs::path(frame_path).stem().string();
-  std::size_t end = stem.size();
-  while (end > 0 && !std::isdigit(static_cast<unsigned char>(stem[end - 1]))) --end;
-  std::size_t start = end;
-  while (start > 0 && std::isdigit(static_cast<unsigned char>(stem[start - 1]))) --start;
-  if (start == end || end - start > 9) return -1;
-  return std::stol(stem.substr(start, end - start));
+// lightning-pose's frame number of an image (utils/io.py get_context_img_paths): the
+// first run of digits of the file name without extension (img0123.png -> 123). Its
+// context frames are the files with that run replaced by the neighbour's number,
+// zero-padded to the same width, in the same folder. So the frames that can be each
+// other's context share the folder, the text around the run and the run's width: that
+// is the "video" recorded for them. A name without digits (or with more than 9) is a
+// video of its own, frame 0 (its context is itself).
+struct FrameKey {
+  std::string video;  // folder | prefix | width | suffix
+  long number = 0;
+};
+FrameKey frame_key_of(const std::string& frame_path) {
+  const fs::path p(frame_path);
+  const std::string stem = p.stem().string();
+  std::size_t start = 0;
+  while (start < stem.size() && !std::isdigit(static_cast<unsigned char>(stem[start]))) ++start;
+  std::size_t end = start;
+  while (end < stem.size() && std::isdigit(static_cast<unsigned char>(stem[end]))) ++end;
+  if (start == end || end - start > 9) return {"\x01" + frame_path, 0};
+  const std::string folder = p.parent_path().string();
+  return {folder + '\x01' + stem.substr(0, start) + '\x01' + std::to_string(end - start) + '\x01' + stem.substr(end) +
+              p.extension().string(),
+          std::stol(stem.substr(start, end - start))};
 }
+
+// lightning-pose's get_context_img_paths without the centre: the first run of digits
+// of the name, n, replaced (every occurrence, as str.replace does) by max(n + d, 0)
+// zero-padded to the run's width, for d = -2, -1, 1, 2. Empty for a name without digits.
+std::vector<std::string> lp_context_paths(const std::string& frame_path) {
+  const fs::path p(frame_path);
+  const std::string stem = p.stem().string();
+  std::size_t start = 0;
+  while (start < stem.size() && !std::isdigit(static_cast<unsigned char>(stem[start]))) ++start;
+  std::size_t end = start;
+  while (end < stem.size() && std::isdigit(static_cast<unsigned char>(stem[end]))) ++end;
+  if (start == end || end - start > 9) return {};
+  const std::string centre = stem.substr(start, end - start);
+  const long n = std::stol(centre);
+  std::vector<std::string> out;
+  for (int d : {-2, -1, 1, 2}) {
+    std::string number = std::to_string(std::max(n + d, 0L));
+    if (number.size() < centre.size()) number.insert(0, centre.size() - number.size(), '0');
+    std::string name;
+    for (std::size_t at = 0;;) {
+      const std::size_t hit = stem.find(centre, at);
+      if (hit == std::string::npos) {
+        name += stem.substr(at);
+        break;
+      }
+      name += stem.substr(at, hit - at) + number;
+      at = hit + centre.size();
+    }
+    out.push_back((p.parent_path() / (name + p.extension().string())).string());
+  }
+  return out;
+}
+
+struct ContextOnlyFrame {
+  fs::path full;      // on disk
+  std::string rel;    // as the label file would name it (relative to the root)
+  std::string where;  // which labelled frame needs it, for messages
+};
 
 }  // namespace
 
-ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, const ImportOptions& o, bool video_ids) {
+ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, const ImportOptions& o) {
   if (o.out.empty()) throw UserError("import: --out is required", "run `trainer import --help`");
   if (folders.empty()) throw UserError("import: no labeled frames to import");
   const LabelTable& first = folders.front().table;
@@ -141,6 +199,35 @@ ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, con
       }
     }
   }
+  // Pass 1b: lightning-pose loads a labelled frame's neighbours t-2..t+2 (its
+  // get_context_img_paths) from the same folder whether they are labelled or not; the
+  // ones that exist and are not labelled are stored as context-only frames.
+  std::vector<ContextOnlyFrame> context_only;
+  {
+    std::set<std::string> labelled;
+    for (const auto& [f, r] : frames)
+      labelled.insert((fs::path(folders[f].root) / folders[f].table.frame_paths[r]).lexically_normal().string());
+    std::set<std::string> added;
+    for (const auto& [f, r] : frames) {
+      const LabelTable& table = folders[f].table;
+      for (const std::string& rel : lp_context_paths(table.frame_paths[r])) {
+        const fs::path full = (fs::path(folders[f].root) / rel).lexically_normal();
+        std::error_code ec;
+        if (labelled.count(full.string()) || added.count(full.string()) || !fs::is_regular_file(full, ec)) continue;
+        added.insert(full.string());
+        const std::string where = table.source + ":" + std::to_string(table.lines[r]) + " (context frame of " +
+                                  table.frame_paths[r] + ")";
+        const cv::Mat img = read_image_file(full, where);
+        if ((img.rows != h0 || img.cols != w0) && o.resize_height == 0)
+          throw UserError("frames differ in size: " + first.frame_paths[0] + " is " + std::to_string(h0) + "x" +
+                              std::to_string(w0) + " but " + full.string() + ", " + where + ", is " +
+                              std::to_string(img.rows) + "x" + std::to_string(img.cols) + " (HxW)",
+                          "pass --resize HxW to bring every frame (and its keypoints) to one size");
+        if (img.channels() == 3) channels = 3;
+        context_only.push_back({full, rel, where});
+      }
+    }
+  }
   const bool resize = o.resize_height > 0 && o.resize_width > 0;
   DatasetShape shape;
   shape.num_frames = static_cast<std::int64_t>(n);
@@ -150,13 +237,14 @@ ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, con
   shape.keypoint_names = first.keypoint_names;
   WriterOptions wo;
   wo.deflate_level = o.deflate_level;
-  wo.with_video_info = video_ids;
+  wo.with_video_info = true;
   wo.source = fs::absolute(o.csv.empty() ? first.source : o.csv).string();
   DatasetWriter writer(o.out, shape, wo);
 
   // Pass 2: convert and write.
   const size_t K = first.num_keypoints();
   std::vector<float> kp(K * 2);
+  std::map<std::string, int> video_ids;
   for (size_t i = 0; i < n; ++i) {
     const auto& [f, r] = frames[i];
     const LabelTable& table = folders[f].table;
@@ -175,13 +263,30 @@ ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, con
       kp[2 * k + 1] = static_cast<float>(src[2 * k + 1] * sy);
     }
     if (!img.isContinuous()) img = img.clone();
-    const long number = frame_number_in(table.frame_paths[r]);
-    writer.write_frame(static_cast<std::int64_t>(i), img.ptr<std::uint8_t>(), kp.data(), table.frame_paths[r],
-                       static_cast<int>(f), static_cast<int>(number >= 0 ? number : static_cast<long>(r)));
+    // Context frames (heatmap_mhcrnn): which frames neighbour which, by lightning-pose's naming rule.
+    const FrameKey key = frame_key_of(fs::path(folders[f].root.empty() ? "." : folders[f].root).append(table.frame_paths[r]).lexically_normal().string());
+    const int video = video_ids.emplace(key.video, static_cast<int>(video_ids.size())).first->second;
+    writer.write_frame(static_cast<std::int64_t>(i), img.ptr<std::uint8_t>(), kp.data(), table.frame_paths[r], video,
+                       static_cast<int>(key.number));
+  }
+  for (const ContextOnlyFrame& c : context_only) {
+    cv::Mat img = read_image_file(c.full, c.where);
+    if (channels == 3 && img.channels() == 1) cv::cvtColor(img, img, cv::COLOR_GRAY2RGB);
+    if (img.rows != shape.height || img.cols != shape.width) {
+      cv::Mat resized;
+      const bool shrink = shape.height < img.rows && shape.width < img.cols;
+      cv::resize(img, resized, cv::Size(shape.width, shape.height), 0, 0, shrink ? cv::INTER_AREA : cv::INTER_LINEAR);
+      img = resized;
+    }
+    if (!img.isContinuous()) img = img.clone();
+    const FrameKey key = frame_key_of(c.full.string());
+    const int video = video_ids.emplace(key.video, static_cast<int>(video_ids.size())).first->second;
+    writer.write_context_frame(img.ptr<std::uint8_t>(), c.rel, video, static_cast<int>(key.number));
   }
   writer.finish();
 
   ImportSummary s;
+  s.context_frames = static_cast<std::int64_t>(context_only.size());
   s.frames = shape.num_frames;
   s.height = shape.height;
   s.width = shape.width;

@@ -28,6 +28,7 @@ struct ImportSummary {
   int height = 0, width = 0, channels = 0, keypoints = 0;
   std::vector<std::string> skipped_coords;  // e.g. likelihood
   bool resized = false;
+  std::int64_t context_frames = 0;  // unlabelled neighbours stored as context (/context/*)
 };
 
 // Parses "HxW" (e.g. 256x256); throws UserError otherwise.
@@ -42,11 +43,11 @@ struct LabeledFolder {
 };
 
 // Several label tables into one HDF5 file (options.csv is unused; options.root
-// is each folder's `root`). With `video_ids`, folder i's frames get video id i and
-// the frame number in their image name (img0123.png -> 123; the row within the
-// folder when the name has no digits), so context frames stay within a video.
+// is each folder's `root`). Every frame gets /video_id and /frame_number by
+// lightning-pose's context-frame rule (frames in one folder whose names differ only
+// in the number, e.g. img0123.png: same video, frame 123; see context.hpp), so
+// heatmap_mhcrnn trains on imported labels.
 // Every table must have the same keypoints, in the same order.
-ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, const ImportOptions& options,
-                                  bool video_ids);
+ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, const ImportOptions& options);
 
 }  // namespace trainer::data

@@ -215,7 +215,8 @@ void Loader::load_row(Scratch& scratch, Slot& slot, int row, const SampleRow& sa
   PixelAugmenter* pixels = t.pixels.any() ? &scratch.pixels : nullptr;
   if (pixels) pixels->prepare(t.pixels, oh, ow, c);
   auto load_frame = [&](std::int64_t frame, float* out) {
-    dataset_.read_image(frame, scratch.raw.data());
+    if (frame >= 0) dataset_.read_image(frame, scratch.raw.data());
+    else dataset_.read_context_image(-1 - frame, scratch.raw.data());  // a neighbour that is only context
     warp_image(t, scratch.raw.data(), h, w, c, scratch.warped.data(), oh, ow);
     if (pixels) pixels->apply(scratch.warped.data());
     normalize_to_planes(t, scratch.warped.data(), oh, ow, c, out);

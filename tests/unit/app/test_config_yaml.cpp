@@ -112,10 +112,13 @@ TEST_CASE("lightning-pose's mirror-mouse example config is read with its meaning
   // lightning-pose defaults of keys the file does not set
   CHECK_FALSE(c.training.early_stopping);
   CHECK(c.training.uniform_heatmaps_for_nan_keypoints);
-  // accepted but not done: said once, as warnings
-  REQUIRE(cl.warnings.size() == 2);
-  CHECK(cl.warnings[0].find("eval.predict_vids_after_training") != std::string::npos);
-  CHECK(cl.warnings[1].find("eval.save_vids_after_training") != std::string::npos);
+  // eval: videos predicted and labeled after training (${data.video_dir} resolved)
+  CHECK(c.eval.predict_vids_after_training);
+  CHECK(c.eval.save_vids_after_training);
+  CHECK(c.eval.test_videos_directory.find("mirror-mouse-example/videos") != std::string::npos);
+  CHECK(c.eval.confidence_thresh_for_vid == 0.9);
+  CHECK(c.eval.colormap == "cool");
+  CHECK(cl.warnings.empty());
 }
 
 TEST_CASE("losses_to_use with a loss is refused until unsupervised losses exist", "[app][config][yaml]") {

@@ -203,7 +203,7 @@ TEST_CASE("loader handles drop_last, early epoch restarts and padded rows", "[da
   CHECK(n == 2);
 }
 
-TEST_CASE("context frames repeat the nearest existing frame at video ends", "[data]") {
+TEST_CASE("context frames follow lightning-pose's rule: floored at 0, a missing neighbour is the centre", "[data]") {
   testing::ScratchDir dir("context");
   SynthOptions so;
   so.frames = 10;
@@ -216,6 +216,7 @@ TEST_CASE("context frames repeat the nearest existing frame at video ends", "[da
   using A = std::array<std::int64_t, 5>;
   CHECK(ctx.around(0) == A{0, 0, 0, 1, 2});
   CHECK(ctx.around(1) == A{0, 0, 1, 2, 3});
+  CHECK(ctx.around(3) == A{1, 2, 3, 4, 3});  // frame 5 of video 0 does not exist: the centre
   CHECK(ctx.around(4) == A{2, 3, 4, 4, 4});
   CHECK(ctx.around(6) == A{5, 5, 6, 7, 8});
   CHECK(ctx.around(9) == A{7, 8, 9, 9, 9});

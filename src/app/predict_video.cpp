@@ -1,0 +1,311 @@
+// `trainer predict --video`: keypoints for every frame of videos (see predict_video.hpp).
+//
+// Output, as lightning-pose writes it (predict.py / api/model.py):
+//   video_preds/<stem>.csv                 scorer / bodyparts / coords header, one row per
+//                                          frame: frame number, then x, y, likelihood per keypoint
+//   video_preds/<stem>_temporal_norm.csv   per keypoint |p(t) - p(t-1)| in pixels, computed
+//                                          from the CSV's values; empty for frame 0
+#include "app/predict_video.hpp"
+
+#include <algorithm>   // std::max, std::min
+#include <chrono>      // steady_clock
+#include <cmath>       // std::sqrt, std::isnan
+#include <cstdio>      // std::snprintf
+#include <cstdlib>     // std::strtod
+#include <cstring>     // std::strchr
+#include <filesystem>  // create_directories, path
+#include <sstream>     // std::ostringstream, std::istringstream
+
+#include "app/make_backend.hpp"     // make_backend, BackendRequest
+#include "app/loader_source.hpp"    // batch_allocator
+#include "app/output_files.hpp"     // run_dir_of_checkpoint, remove_stale_temp_files_in
+#include "app/run_data.hpp"         // open_run_data
+#include "compute/backend.hpp"      // compute::Backend
+#include "compute/losses/heatmap_mse.hpp"  // the runner needs a loss; prediction computes none
+#include "data/labeled_video.hpp"   // data::write_labeled_video
+#include "data/video_batches.hpp"   // data::VideoBatches
+#include "data/video_reader.hpp"    // data::list_videos, data::VideoReader
+#include "model/make_model.hpp"     // model::make_pose_model, needs_context_frames
+#include "runtime/agreed_failure.hpp"  // runtime::on_every_rank_or_none
+#include "runtime/gather_text.hpp"  // runtime::gather_text
+#include "runtime/mpi_session.hpp"  // runtime::MpiSession
+#include "runtime/visible_gpus.hpp" // runtime::visible_gpu_count
+#include "train/checkpoint.hpp"     // load_training_state, load_model
+#include "train/step.hpp"           // train::StepRunner
+#include "util/atomic_write.hpp"    // write_file_atomically
+#include "util/env.hpp"             // capture_environment
+#include "util/error.hpp"           // UserError
+
+namespace trainer::app {
+
+namespace {
+
+// lightning-pose's scorer name for its own predictions.
+constexpr const char* kScorer = "heatmap_tracker";
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+std::string predictions_header(const std::vector<std::string>& names) {
+  std::string out = "scorer";
+  for (std::size_t j = 0; j < 3 * names.size(); ++j) out += std::string(",") + kScorer;
+  out += "\nbodyparts";
+  for (const auto& name : names) out += "," + csv_field(name) + "," + csv_field(name) + "," + csv_field(name);
+  out += "\ncoords";
+  for (std::size_t j = 0; j < names.size(); ++j) out += ",x,y,likelihood";
+  return out + "\n";
+}
+
+// The CSV rows as numbers: [frames, K, 3] (x, y, likelihood) as written, which is
+// what lightning-pose's metrics and labeled videos read back.
+std::vector<float> parse_rows(const std::string& rows, std::size_t k) {
+  std::vector<float> out;
+  const char* p = rows.c_str();
+  while (*p) {
+    const char* comma = std::strchr(p, ',');
+    for (std::size_t c = 0; c < 3 * k && comma; ++c) {
+      char* end = nullptr;
+      out.push_back(std::strtof(comma + 1, &end));
+      comma = (*end == ',') ? end : nullptr;
+    }
+    const char* eol = std::strchr(p, '\n');
+    if (!eol) break;
+    p = eol + 1;
+  }
+  return out;
+}
+
+// lightning-pose's metrics.temporal_norm: the norm of the (x, y) step from the
+// previous frame, per keypoint; frame 0 has none (NaN, written empty by pandas).
+std::string temporal_norm_csv(const std::vector<std::string>& names, const std::vector<float>& xyl) {
+  std::ostringstream out;
+  for (const auto& name : names) out << "," << csv_field(name);
+  out << "\n";
+  const std::size_t k = names.size();
+  const std::size_t frames = k ? xyl.size() / (3 * k) : 0;
+  char cell[64];
+  for (std::size_t t = 0; t < frames; ++t) {
+    out << t;
+    for (std::size_t j = 0; j < k; ++j) {
+      if (t == 0) {
+        out << ",";
+        continue;
+      }
+      const float* a = &xyl[(t * k + j) * 3];
+      const float* b = &xyl[((t - 1) * k + j) * 3];
+      const double dx = double(a[0]) - b[0], dy = double(a[1]) - b[1];
+      std::snprintf(cell, sizeof cell, ",%.6g", std::sqrt(dx * dx + dy * dy));
+      out << cell;
+    }
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string video_stem(const std::string& path) { return std::filesystem::path(path).stem().string(); }
+
+struct Segment {
+  std::size_t video = 0;
+  long begin = 0, end = 0;
+};
+
+// The frames of all videos in order, cut into world.size contiguous ranges: this
+// rank's pieces of them.
+std::vector<Segment> segments_of_rank(const std::vector<long>& frames, int rank, int size) {
+  long total = 0;
+  for (long n : frames) total += n;
+  const long lo = static_cast<long>(static_cast<long double>(total) * rank / size);
+  const long hi = static_cast<long>(static_cast<long double>(total) * (rank + 1) / size);
+  std::vector<Segment> out;
+  long start = 0;
+  for (std::size_t v = 0; v < frames.size(); ++v) {
+    const long b = std::max(lo, start), e = std::min(hi, start + frames[v]);
+    if (b < e) out.push_back({v, b - start, e - start});
+    start += frames[v];
+  }
+  return out;
+}
+
+std::string seconds_text(double s) {
+  char buf[32];
+  if (s < 120) std::snprintf(buf, sizeof buf, "%.0f s", s);
+  else std::snprintf(buf, sizeof buf, "%.0f min", s / 60);
+  return buf;
+}
+
+}  // namespace
+
+void predict_videos(runtime::MpiSession& session, const Config& config, const VideoPredictRequest& request,
+                    const Log& log) {
+  const runtime::World& world = session.world();
+  // Every rank checks every video (cheap: the container header), so a bad file
+  // stops all ranks with the same message before any work.
+  std::vector<std::string> videos;
+  std::vector<long> frames;
+  runtime::on_every_rank_or_none(session, [&] {
+    for (const auto& input : request.inputs)
+      for (auto& v : data::list_videos(input)) videos.push_back(std::move(v));
+    for (const auto& v : videos) frames.push_back(data::VideoReader(v).info().frame_count);
+    // Two videos with one stem would write one CSV.
+    for (std::size_t i = 0; i < videos.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (video_stem(videos[i]) == video_stem(videos[j]))
+          throw UserError("videos '" + videos[j] + "' and '" + videos[i] + "' would both write " +
+                              request.out_dir + "/" + video_stem(videos[i]) + ".csv",
+                          "predict them in two runs with different output folders");
+    if (world.rank == 0) {
+      std::error_code ec;
+      std::filesystem::create_directories(request.out_dir, ec);
+      if (ec) throw UserError("cannot create the video predictions folder '" + request.out_dir + "': " + ec.message());
+      remove_stale_temp_files_in(request.out_dir, log);
+    }
+  });
+
+  const train::TrainingState state = train::load_training_state(request.checkpoint);
+  if (static_cast<int>(request.keypoint_names.size()) != state.num_keypoints)
+    throw UserError("checkpoint '" + request.checkpoint + "' predicts " + std::to_string(state.num_keypoints) +
+                        " keypoints but " + std::to_string(request.keypoint_names.size()) + " keypoint names are known",
+                    "use the configuration the model was trained with (--config <run>/config.ini)");
+  BackendRequest backend_request;
+  const std::string& accelerator = config.distributed.accelerator;
+  const int gpus = runtime::visible_gpu_count();
+  backend_request.gpu = accelerator == "gpu" || (accelerator == "auto" && gpus > 0);
+  backend_request.device = gpus > 0 ? world.local_rank % gpus : 0;
+  backend_request.float32_matmul = config.model.float32_matmul_precision;
+  auto backend = runtime::on_every_rank_or_none(session, [&] { return make_backend(backend_request, log); });
+  auto& stream = backend->default_stream();
+  const std::string& model_type = state.model_type.empty() ? config.model.model_type : state.model_type;
+  const auto network = model::make_pose_model(*backend, model_type,
+                                              model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
+  train::load_model(request.checkpoint, network->store(), stream);
+  train::StepRunner runner(*backend, stream, *network, compute::heatmap_mse_loss());
+
+  data::VideoBatchOptions options;
+  options.batch_size = std::max(1, config.training.test_batch_size);
+  options.height = config.data.image_resize_height;
+  options.width = config.data.image_resize_width;
+  options.context = model::needs_context_frames(model_type);
+  options.num_workers = config.training.num_workers > 0 ? config.training.num_workers : 2;
+  options.num_keypoints = state.num_keypoints;
+  options.allocator = batch_allocator(*backend);
+
+  const std::vector<Segment> mine = segments_of_rank(frames, world.rank, world.size);
+  long my_frames = 0;
+  for (const auto& s : mine) my_frames += s.end - s.begin;
+  log.info("predicting " + std::to_string(videos.size()) + " video(s) with " + request.checkpoint + " on " +
+           std::to_string(world.size) + " rank(s), " + (backend_request.gpu ? "GPU" : "CPU") + ", batch " +
+           std::to_string(options.batch_size) + ", " + std::to_string(options.num_workers) + " decoding thread(s)" +
+           (options.context ? ", 5 context frames" : "") + " -> " + request.out_dir);
+
+  // Rows per video computed by this rank, in frame order.
+  std::vector<std::string> rows(videos.size());
+  const int k = state.num_keypoints;
+  const auto start = std::chrono::steady_clock::now();
+  auto last_report = start;
+  long done = 0;
+  runtime::on_every_rank_or_none(session, [&] {
+    train::Predictions p;
+    char cell[96];
+    for (const Segment& seg : mine) {
+      data::VideoBatches batches(videos[seg.video], seg.begin, seg.end, options);
+      std::string& out = rows[seg.video];
+      while (const data::Batch* batch = batches.next()) {
+        runner.predict(*batch, p);
+        for (int i = 0; i < batch->size; ++i) {
+          out += std::to_string(batch->frame_index[static_cast<std::size_t>(i)]);
+          for (int j = 0; j < k; ++j) {
+            const std::size_t at = static_cast<std::size_t>(i) * k + j;
+            std::snprintf(cell, sizeof cell, ",%.4f,%.4f,%.6f", p.coords[2 * at], p.coords[2 * at + 1], p.confidence[at]);
+            out += cell;
+          }
+          out += "\n";
+        }
+        done += batch->size;
+        const auto now = std::chrono::steady_clock::now();
+        if (now - last_report > std::chrono::seconds(2) || done == my_frames) {
+          last_report = now;
+          const double s = std::chrono::duration<double>(now - start).count();
+          const double rate = s > 0 ? done / s : 0;
+          log.info("  " + video_stem(videos[seg.video]) + ": " + std::to_string(done) + "/" + std::to_string(my_frames) +
+                   " frames" + (world.size > 1 ? " (rank 0's share)" : "") + ", " + std::to_string(static_cast<long>(rate)) +
+                   " frames/s, ETA " + seconds_text(rate > 0 ? (my_frames - done) / rate : 0));
+        }
+      }
+      if (batches.frames_past_announced_end())
+        log.warn_this_rank("video '" + videos[seg.video] + "' decodes beyond the " + std::to_string(frames[seg.video]) +
+                           " frames its container announces; only those are predicted (re-mux it, e.g. "
+                           "`ffmpeg -i in.mp4 -c copy out.mp4`, to fix the count)");
+    }
+  });
+
+  // Rank 0 stitches each video's rows (ranks hold consecutive ranges, in rank order).
+  std::string failure;
+  for (std::size_t v = 0; v < videos.size(); ++v) {
+    const std::vector<std::string> parts = runtime::gather_text(world, rows[v]);
+    rows[v].clear();
+    if (world.rank != 0) continue;
+    std::string body;
+    for (const auto& part : parts) body += part;
+    const std::string base = request.out_dir + "/" + video_stem(videos[v]);
+    try {
+      write_file_atomically(base + ".csv", predictions_header(request.keypoint_names) + body);
+      const std::vector<float> xyl = parse_rows(body, request.keypoint_names.size());
+      write_file_atomically(base + "_temporal_norm.csv", temporal_norm_csv(request.keypoint_names, xyl));
+      if (request.labeled_videos) {
+        data::LabeledVideoRequest labeled;
+        labeled.video = videos[v];
+        labeled.out = request.out_dir + "/labeled_videos/" + video_stem(videos[v]) + "_labeled.mp4";
+        labeled.num_keypoints = k;
+        labeled.xyl = xyl;
+        labeled.confidence_threshold = config.eval.confidence_thresh_for_vid;
+        labeled.colormap = config.eval.colormap;
+        std::filesystem::create_directories(request.out_dir + "/labeled_videos");
+        log.info("  writing " + labeled.out);
+        data::write_labeled_video(labeled);
+      }
+    } catch (const std::exception& e) {
+      if (failure.empty()) failure = e.what();
+    }
+  }
+  runtime::on_every_rank_or_none(session, [&] {
+    if (!failure.empty()) throw UserError(failure);
+  });
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  long total = 0;
+  for (long n : frames) total += n;
+  char rate[64];
+  std::snprintf(rate, sizeof rate, "%.1f", s > 0 ? total / s : 0.0);
+  log.info("predicted " + std::to_string(total) + " frames of " + std::to_string(videos.size()) + " video(s) in " +
+           seconds_text(s) + " (" + rate + " frames/s) -> " + request.out_dir);
+}
+
+int run_predict_video(const CommandLine& cl, const Args& args, const std::string& config_note) {
+  const Config& config = cl.config;
+  VideoPredictRequest request;
+  request.checkpoint = cl.own["checkpoint"].as<std::string>();
+  request.inputs = cl.own["video"].as<std::vector<std::string>>();
+  request.labeled_videos = cl.own.count("labeled-video") > 0 || config.eval.save_vids_after_training;
+  request.out_dir = cl.own.count("video-out") ? cl.own["video-out"].as<std::string>()
+                                              : run_dir_of_checkpoint(request.checkpoint) + "/video_preds";
+  Args spawn_args{"predict"};
+  spawn_args.insert(spawn_args.end(), args.begin(), args.end());
+  const Env env = capture_environment();
+  runtime::MpiSession session(spawn_args, 1, env, config.distributed.collective_timeout);
+  const Log log(session.world().rank);
+  if (!config_note.empty()) log.info(config_note);
+  // The keypoint names: the configuration's, else the data's (as `predict` finds them).
+  if (!config.data.keypoint_names.empty()) {
+    request.keypoint_names = config.data.keypoint_names;
+  } else {
+    const RunData run = runtime::on_every_rank_or_none(session, [&] { return open_run_data(config, session.world(), log); });
+    request.keypoint_names = run.dataset->keypoint_names();
+  }
+  predict_videos(session, config, request, log);
+  return 0;
+}
+
+}  // namespace trainer::app

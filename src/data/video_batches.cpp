@@ -1,0 +1,183 @@
+// Worker-decoded batches of video frames (see video_batches.hpp).
+#include "data/video_batches.hpp"
+
+#include <opencv2/core.hpp>  // cv::setNumThreads
+
+#include <algorithm>  // std::min, std::max, std::clamp
+#include <cmath>      // NAN
+#include <cstring>    // std::memcpy
+
+#include "data/context.hpp"       // kContextFrames
+#include "data/video_reader.hpp"  // VideoReader, frame_to_network_input
+#include "util/error.hpp"         // UserError, SystemError
+
+namespace trainer::data {
+
+struct VideoBatches::Slot {
+  void* memory = nullptr;  // decoded frames [first, first + count) as [3, H, W] planes each
+  long chunk = -1;
+  long first = 0;          // video frame number of the first stored frame
+  bool ready = false;
+};
+
+namespace {
+constexpr int kHalfContext = kContextFrames / 2;
+}
+
+VideoBatches::VideoBatches(const std::string& path, long begin, long end, VideoBatchOptions options)
+    : path_(path), options_(std::move(options)) {
+  if (options_.batch_size < 1) throw UserError("video batches: batch size must be at least 1");
+  if (options_.height < 1 || options_.width < 1) throw UserError("video batches: image size must be positive");
+  if (options_.num_workers < 1) options_.num_workers = 1;
+  if (!options_.allocator.allocate || !options_.allocator.release) options_.allocator = default_host_allocator();
+  {
+    const VideoReader probe(path);  // errors for missing / empty / undecodable files, before any thread
+    video_frames_ = probe.info().frame_count;
+    fps_ = probe.info().fps;
+    frame_h_ = probe.info().height;
+    frame_w_ = probe.info().width;
+  }
+  begin_ = std::max(0L, begin);
+  end_ = end < 0 ? video_frames_ : std::min(end, video_frames_);
+  if (begin_ > end_) begin_ = end_;
+  const long bs = options_.batch_size;
+  chunk_frames_ = bs * std::max(1L, (64 + bs - 1) / bs);  // whole batches, at least 64 frames per seek
+  num_chunks_ = (end_ - begin_ + chunk_frames_ - 1) / chunk_frames_;
+  frame_floats_ = static_cast<std::size_t>(3) * options_.height * options_.width;
+  const long stored = chunk_frames_ + (options_.context ? 2 * kHalfContext : 0);
+  const int num_slots = options_.num_workers + 1;
+  auto alloc = [&](std::size_t floats) {
+    void* p = options_.allocator.allocate(floats * sizeof(float));
+    if (!p) throw SystemError("video batches: host allocation of " + std::to_string(floats * 4) + " bytes failed");
+    return p;
+  };
+  for (int i = 0; i < num_slots && i < std::max(1L, num_chunks_); ++i) {
+    slots_.push_back(std::make_unique<Slot>());
+    slots_.back()->memory = alloc(static_cast<std::size_t>(stored) * frame_floats_);
+  }
+  if (options_.context) context_memory_ = alloc(static_cast<std::size_t>(bs) * kContextFrames * frame_floats_);
+  batch_.context_frames = options_.context ? kContextFrames : 1;
+  batch_.height = options_.height;
+  batch_.width = options_.width;
+  batch_.num_keypoints = options_.num_keypoints;
+  // Decoding threads are the parallelism: OpenCV's own threads inside each resize
+  // would only oversubscribe the cores.
+  cv::setNumThreads(0);
+  const int workers = static_cast<int>(std::min<long>(options_.num_workers, std::max(1L, num_chunks_)));
+  for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_main(); });
+}
+
+VideoBatches::~VideoBatches() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+  for (auto& s : slots_) options_.allocator.release(s->memory);
+  if (context_memory_) options_.allocator.release(context_memory_);
+}
+
+void VideoBatches::worker_main() {
+  std::unique_ptr<VideoReader> reader;  // opened on the first chunk, kept: sequential chunks then need no seek
+  std::vector<std::uint8_t> raw, scratch;
+  const long num_slots = static_cast<long>(slots_.size());
+  for (;;) {
+    long chunk = 0;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      work_cv_.wait(lock, [&] { return stop_ || error_ || next_chunk_ >= num_chunks_ || next_chunk_ < released_ + num_slots; });
+      if (stop_ || error_ || next_chunk_ >= num_chunks_) return;
+      chunk = next_chunk_++;
+    }
+    Slot& slot = *slots_[static_cast<std::size_t>(chunk % num_slots)];
+    try {
+      if (!reader) reader = std::make_unique<VideoReader>(path_);
+      decode_chunk(*reader, slot, chunk, raw, scratch);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      ready_cv_.notify_all();
+      work_cv_.notify_all();
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      slot.chunk = chunk;
+      slot.ready = true;
+    }
+    ready_cv_.notify_all();
+  }
+}
+
+void VideoBatches::decode_chunk(VideoReader& reader, Slot& slot, long chunk, std::vector<std::uint8_t>& raw,
+                                std::vector<std::uint8_t>& scratch) {
+  const long s = begin_ + chunk * chunk_frames_;
+  const long e = std::min(end_, s + chunk_frames_);
+  const long first = options_.context ? std::max(0L, s - kHalfContext) : s;
+  const long last = options_.context ? std::min(video_frames_, e + kHalfContext) : e;
+  slot.first = first;
+  float* out = static_cast<float*>(slot.memory);
+  for (long f = first; f < last; ++f) {
+    reader.read(f, options_.channels, raw);
+    frame_to_network_input(raw.data(), frame_h_, frame_w_, options_.channels, options_.height, options_.width, scratch,
+                           out + static_cast<std::size_t>(f - first) * frame_floats_);
+  }
+  // The container's count can be too small; the chunk holding the last frame checks.
+  if (e == video_frames_ && reader.decodes_past_end()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    past_end_ = true;
+  }
+}
+
+const Batch* VideoBatches::next() {
+  const long num_slots = static_cast<long>(slots_.size());
+  auto chunk_rows = [&](long c) { return std::min(end_, begin_ + (c + 1) * chunk_frames_) - (begin_ + c * chunk_frames_); };
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (holding_ && current_row_ >= chunk_rows(current_chunk_)) {
+    Slot& done = *slots_[static_cast<std::size_t>(current_chunk_ % num_slots)];
+    done.ready = false;
+    ++released_;
+    ++current_chunk_;
+    current_row_ = 0;
+    holding_ = false;
+    work_cv_.notify_all();
+  }
+  if (current_chunk_ >= num_chunks_) return nullptr;
+  Slot& slot = *slots_[static_cast<std::size_t>(current_chunk_ % num_slots)];
+  ready_cv_.wait(lock, [&] { return error_ || (slot.ready && slot.chunk == current_chunk_); });
+  if (error_) std::rethrow_exception(error_);
+  lock.unlock();
+
+  const long t0 = begin_ + current_chunk_ * chunk_frames_ + current_row_;
+  const int rows = static_cast<int>(std::min<long>(options_.batch_size, chunk_rows(current_chunk_) - current_row_));
+  const float* stored = static_cast<const float*>(slot.memory);
+  if (!options_.context) {
+    batch_.images = const_cast<float*>(stored) + static_cast<std::size_t>(t0 - slot.first) * frame_floats_;
+  } else {
+    float* dst = static_cast<float*>(context_memory_);
+    for (int r = 0; r < rows; ++r) {
+      for (int d = -kHalfContext; d <= kHalfContext; ++d) {
+        const long f = std::clamp(t0 + r + d, 0L, video_frames_ - 1);
+        std::memcpy(dst + (static_cast<std::size_t>(r) * kContextFrames + (d + kHalfContext)) * frame_floats_,
+                    stored + static_cast<std::size_t>(f - slot.first) * frame_floats_, frame_floats_ * sizeof(float));
+      }
+    }
+    batch_.images = dst;
+  }
+  const auto n = static_cast<std::size_t>(rows);
+  batch_.size = rows;
+  batch_.index = current_chunk_ * (chunk_frames_ / options_.batch_size) + current_row_ / options_.batch_size;
+  batch_.keypoints.assign(n * options_.num_keypoints * 2, NAN);
+  batch_.missing.assign(n * options_.num_keypoints, 1);
+  batch_.frame_index.resize(n);
+  for (int r = 0; r < rows; ++r) batch_.frame_index[static_cast<std::size_t>(r)] = t0 + r;
+  batch_.is_real.assign(n, 1);
+  batch_.scale_x.assign(n, static_cast<float>(frame_w_) / options_.width);
+  batch_.scale_y.assign(n, static_cast<float>(frame_h_) / options_.height);
+  current_row_ += rows;
+  holding_ = true;
+  return &batch_;
+}
+
+}  // namespace trainer::data

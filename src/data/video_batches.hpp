@@ -1,0 +1,96 @@
+#pragma once
+// Network-input batches of consecutive video frames, decoded by worker threads
+// ahead of the consumer (prediction on videos, unlabelled batches).
+//
+// The frames [begin, end) of one video are cut into chunks of whole batches; each
+// worker decodes a chunk sequentially with its own VideoReader (one seek per
+// chunk), resizes and normalizes every frame exactly as the loader does for
+// un-augmented labelled frames (frame_to_network_input), into a chunk slot. The
+// consumer gets the batches in frame order. With `context` (heatmap_mhcrnn) row t
+// holds frames t-2 .. t+2 of the video, clamped to its first and last frame; the
+// chunk decodes the two neighbours on either side, so any split of a video into
+// ranges gives the same rows as the whole.
+//
+//   VideoBatches batches(path, 0, n, options);
+//   while (const Batch* b = batches.next()) { ... }   // valid until the next call
+#include <condition_variable>  // std::condition_variable
+#include <cstdint>             // std::int64_t
+#include <exception>           // std::exception_ptr
+#include <memory>              // std::unique_ptr
+#include <mutex>               // std::mutex
+#include <string>              // std::string
+#include <thread>              // std::thread
+#include <vector>              // std::vector
+
+#include "data/batch.hpp"   // Batch
+#include "data/loader.hpp"  // HostAllocator
+
+namespace trainer::data {
+
+struct VideoBatchOptions {
+  int batch_size = 32;
+  int height = 256;         // network input (image_resize_dims)
+  int width = 256;
+  int channels = 3;         // decode as RGB (3) or gray (1); the network sees 3 planes either way
+  bool context = false;     // 5 frames per row (heatmap_mhcrnn)
+  int num_workers = 2;      // decoding threads (at least 1)
+  int num_keypoints = 0;    // sizes Batch::keypoints (NaN: videos carry no labels)
+  HostAllocator allocator;  // empty: default_host_allocator()
+};
+
+class VideoBatches {
+ public:
+  // Opens the video (UserError naming it when it cannot be read) and starts the
+  // workers. end < 0: to the last frame the container announces.
+  VideoBatches(const std::string& path, long begin, long end, VideoBatchOptions options);
+  ~VideoBatches();
+  VideoBatches(const VideoBatches&) = delete;
+  VideoBatches& operator=(const VideoBatches&) = delete;
+
+  long video_frames() const { return video_frames_; }  // frames of the whole video
+  double fps() const { return fps_; }
+  int frame_height() const { return frame_h_; }
+  int frame_width() const { return frame_w_; }
+  long begin() const { return begin_; }
+  long end() const { return end_; }
+
+  // The next batch (Batch::frame_index = video frame numbers), or nullptr after the
+  // last. Rethrows a worker's error (a frame that does not decode: UserError naming
+  // the file and frame).
+  const Batch* next();
+
+  // After the last batch of a range that ends at the video's end: whether the file
+  // decodes beyond the frames its container announced (those are not in any batch).
+  bool frames_past_announced_end() const { return past_end_; }
+
+ private:
+  struct Slot;
+  void worker_main();
+  void decode_chunk(class VideoReader& reader, Slot& slot, long chunk, std::vector<std::uint8_t>& raw,
+                    std::vector<std::uint8_t>& scratch);
+
+  std::string path_;
+  VideoBatchOptions options_;
+  long video_frames_ = 0, begin_ = 0, end_ = 0;
+  double fps_ = 0;
+  int frame_h_ = 0, frame_w_ = 0;
+  long chunk_frames_ = 0, num_chunks_ = 0;
+  std::size_t frame_floats_ = 0;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  void* context_memory_ = nullptr;  // the assembled [N, 5, 3, H, W] batch (context only)
+  Batch batch_;                     // what next() hands out
+
+  std::mutex mutex_;
+  std::condition_variable work_cv_, ready_cv_;
+  long next_chunk_ = 0;      // next chunk a worker takes
+  long released_ = 0;        // chunks before this one have given their slot back
+  long current_chunk_ = 0;   // the chunk the consumer reads
+  long current_row_ = 0;     // first frame of the chunk not handed out yet (offset in chunk)
+  bool holding_ = false;
+  std::exception_ptr error_;
+  bool stop_ = false;
+  bool past_end_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace trainer::data

@@ -1,0 +1,70 @@
+#pragma once
+// Frame-exact reading of video files (OpenCV videoio, FFmpeg backend), for
+// `trainer predict --video` and unlabelled video batches.
+//
+// One VideoReader per thread (a decoder is not thread-safe). Reads in increasing
+// order decode straight on; any other read seeks to the frame and checks that the
+// decoder landed on it, so read(i) gives frame i of a sequential decode.
+//
+// The frame count comes from the container and can be wrong (variable frame rate,
+// a truncated file): a frame the header promises but that does not decode is a
+// UserError naming the file and the frame, never a silently shorter output.
+#include <cstdint>  // std::uint8_t
+#include <memory>   // std::unique_ptr
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+namespace trainer::data {
+
+struct VideoInfo {
+  std::string path;
+  long frame_count = 0;  // from the container; read() errors on frames past the real end
+  double fps = 0;
+  int width = 0;
+  int height = 0;
+};
+
+// File extensions taken as videos when a folder is given (lower case, with dot).
+const std::vector<std::string>& video_extensions();
+
+// `file_or_dir` itself when it is a file; else the videos (by extension) directly in
+// the folder, sorted. UserError when the path does not exist or the folder holds none.
+std::vector<std::string> list_videos(const std::string& file_or_dir);
+
+class VideoReader {
+ public:
+  // Opens and checks the file: UserError naming it when it is missing, cannot be
+  // decoded, or has no frames / no frame size.
+  explicit VideoReader(const std::string& path);
+  ~VideoReader();
+  VideoReader(VideoReader&&) noexcept;
+  VideoReader& operator=(VideoReader&&) noexcept;
+  VideoReader(const VideoReader&) = delete;
+  VideoReader& operator=(const VideoReader&) = delete;
+
+  const VideoInfo& info() const { return info_; }
+
+  // Frame `index` (0-based) as 8-bit height x width x channels, channels 1 (gray) or
+  // 3 (RGB). UserError naming the file and frame when it is out of range or does
+  // not decode (truncated or corrupt file).
+  void read(long index, int channels, std::vector<std::uint8_t>& out);
+
+  // Whether a frame decodes after the last one the container announces (its count is
+  // then too small, e.g. an estimate for a variable frame rate). Decodes from the last
+  // announced frame on; the next read() seeks.
+  bool decodes_past_end();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  VideoInfo info_;
+};
+
+// Turns a decoded frame (h x w x c bytes, c = 1 or 3) into the network input exactly
+// as the loader does for un-augmented labelled frames: resize to out_h x out_w
+// (warp_image, same geometry) and ImageNet normalization into 3 float planes.
+// `scratch` is reused between calls.
+void frame_to_network_input(const std::uint8_t* frame, int h, int w, int c, int out_h, int out_w,
+                            std::vector<std::uint8_t>& scratch, float* out);
+
+}  // namespace trainer::data
