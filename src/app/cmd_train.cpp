@@ -222,8 +222,12 @@ int run_train(const Args& args) {
       check_resumable(resume, state, config.model.model_type, spec);
       train::load_model(resume, net.store(), stream);
       train::load_optimizer(resume, optimizer, stream);
-      log.info("resumed from " + resume + " after epoch " + std::to_string(state.epochs_completed - 1) + ", step " +
-               std::to_string(state.global_step));
+      log.info("resumed from " + resume +
+               (state.batches_into_epoch > 0
+                    ? " in epoch " + std::to_string(state.epochs_completed) + " after batch " +
+                          std::to_string(state.batches_into_epoch)
+                    : " after epoch " + std::to_string(state.epochs_completed - 1)) +
+               ", step " + std::to_string(state.global_step));
     } else if (cl.own.count("init-weights")) {
       const std::string path = cl.own["init-weights"].as<std::string>();
       const int n = train::load_backbone_weights(path, net.store(), stream);
