@@ -12,7 +12,15 @@
 #       (at most 8) unless training.num_workers is set in the config.
 #   --partition / --account / --time / --mem: your site's values.
 #   The `module load` line, if your site uses environment modules.
-#   TRAINER_ARGS: what the trainer runs (default: train with inputs/demo.cfg).
+#   TRAINER_ARGS: what the trainer runs (default: train with inputs/demo.cfg into
+#       outputs/slurm-<job id>, continuing from its last checkpoint when the job was requeued).
+# Time limits and preemption (as Lightning's SLURM plugin): 90 s before the time limit
+#   SLURM sends SIGUSR1 (--signal); every rank finishes its step, they agree, rank 0
+#   writes checkpoints/last.h5 with the exact position and requeues the job (--requeue;
+#   distributed.slurm_auto_requeue). The requeued job runs this script again with the
+#   same job id, so `--resume auto --out outputs/slurm-$SLURM_JOB_ID` continues the run.
+#   `scancel --signal=USR1 <job>` does the same by hand; SIGTERM and Ctrl-C stop with a
+#   checkpoint too (exit 143 and 130), without requeueing.
 # What is automatic:
 #   Ranks, node-local ranks and the GPU of each rank come from MPI and CUDA_VISIBLE_DEVICES
 #   (set by SLURM for --gres); the global batch sizes in the config are divided by the
@@ -26,15 +34,18 @@
 #SBATCH --cpus-per-task=8
 #SBATCH --time=12:00:00
 #SBATCH --output=%x-%j.out
+#SBATCH --open-mode=append
+#SBATCH --signal=USR1@90
+#SBATCH --requeue
 
 set -euo pipefail
 
 # module load openmpi cuda   # site-specific; the modules the trainer was built with
 
 TRAINER=${TRAINER:-./build/trainer}
-TRAINER_ARGS=${TRAINER_ARGS:-train --config inputs/demo.cfg}
+TRAINER_ARGS=${TRAINER_ARGS:-train --config inputs/demo.cfg --out outputs/slurm-$SLURM_JOB_ID --resume auto}
 
-echo "job $SLURM_JOB_ID on $SLURM_JOB_NODELIST: $SLURM_NTASKS_PER_NODE tasks/node, $SLURM_CPUS_PER_TASK cpus/task"
+echo "job $SLURM_JOB_ID (restart ${SLURM_RESTART_COUNT:-0}) on $SLURM_JOB_NODELIST: $SLURM_NTASKS_PER_NODE tasks/node, $SLURM_CPUS_PER_TASK cpus/task"
 
 # --mpi=pmix: srun must give MPI a PMI, or every task is a lone "rank 0 of 1" (the trainer
 #   refuses that with an error). `srun --mpi=list` shows what your SLURM offers.

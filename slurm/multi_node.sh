@@ -26,6 +26,9 @@
 #SBATCH --cpus-per-task=8
 #SBATCH --time=24:00:00
 #SBATCH --output=%x-%j.out
+#SBATCH --open-mode=append
+#SBATCH --signal=USR1@90
+#SBATCH --requeue
 
 set -euo pipefail
 
@@ -35,7 +38,10 @@ set -euo pipefail
 # export NCCL_DEBUG=WARN          # INFO to see the rings/trees NCCL builds
 
 TRAINER=${TRAINER:-./build/trainer}
-TRAINER_ARGS=${TRAINER_ARGS:-train --config inputs/demo.cfg}
+# Near the time limit SLURM sends SIGUSR1: the ranks checkpoint the exact position and
+# the job requeues itself; the requeued job continues from outputs/slurm-<job id>
+# (see slurm/multi_gpu.sh).
+TRAINER_ARGS=${TRAINER_ARGS:-train --config inputs/demo.cfg --out outputs/slurm-$SLURM_JOB_ID --resume auto}
 
 echo "job $SLURM_JOB_ID on $SLURM_JOB_NODELIST: $SLURM_NNODES nodes, $SLURM_NTASKS_PER_NODE tasks/node"
 

@@ -3,8 +3,12 @@
 //   -> optional --init-weights / --resume -> epoch loop -> checkpoints, metrics.csv
 // Rank 0 writes the output folder: config.ini (the effective configuration),
 // split.csv, metrics.csv and checkpoints/{initial,best,last}.h5.
-#include <filesystem>  // std::filesystem::exists
+#include <signal.h>   // SIGINT, SIGTERM, SIGUSR1
+#include <sys/stat.h>  // stat
+
 #include <cstdint>   // std::int64_t
+#include <filesystem>  // std::filesystem::exists
+#include <cstdlib>   // std::system
 #include <iostream>  // std::cout
 #include <memory>    // std::unique_ptr
 #include <optional>  // std::optional: a watchdog stage that ends early
@@ -39,6 +43,7 @@
 #include "util/atomic_write.hpp"    // write_file_atomically
 #include "util/error.hpp"           // UserError
 #include "util/log.hpp"             // Log
+#include "util/signal_cleanup.hpp"  // GracefulStop
 
 namespace po = boost::program_options;
 
@@ -66,6 +71,41 @@ void check_resumable(const std::string& resume, const train::TrainingState& stat
                         "/config.ini)");
 }
 
+// After a stop signal: SLURM's warning (SIGUSR1) requeues the job when asked to, as
+// Lightning's SLURM plugin does; the exit code says what stopped the run.
+int finish_stopped_run(int signal, const Config& config, const Env& env, const Log& log, long step,
+                       const std::string& out_dir) {
+  const char* name = signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGUSR1";
+  log.info(std::string("stopped by ") + name + " after step " + std::to_string(step) + "; " + out_dir +
+           "/checkpoints/last.h5 holds the exact position: continue with --resume auto --out " + out_dir);
+  if (signal == SIGUSR1) {
+    const auto job = env.find("SLURM_JOB_ID");
+    const bool digits = job != env.end() && !job->second.empty() &&
+                        job->second.find_first_not_of("0123456789") == std::string::npos;
+    if (digits && config.distributed.slurm_auto_requeue && log.is_root()) {
+      const std::string command = "scontrol requeue " + job->second;
+      const int rc = std::system(command.c_str());
+      if (rc == 0)
+        log.info("requeued SLURM job " + job->second + " (" + command + ")");
+      else
+        log.warn(command + " failed (status " + std::to_string(rc) + "): resubmit the job with --resume auto");
+    }
+    return 0;
+  }
+  return 128 + signal;  // the shell's convention: 130 for Ctrl-C, 143 for SIGTERM
+}
+
+// `--resume auto`: the run folder's last.h5 when it exists, else a fresh start (the
+// first incarnation of a job that SLURM may requeue). Rank 0 decides for all.
+std::string resolve_auto_resume(const std::string& out_dir, const runtime::World& world, const Log& log) {
+  const std::string last = out_dir + "/checkpoints/last.h5";
+  struct stat st {};
+  std::string chosen = ::stat(last.c_str(), &st) == 0 ? last : std::string();
+  chosen = runtime::broadcast_string(world, chosen);
+  if (chosen.empty()) log.info("--resume auto: no " + last + " yet, starting a new run");
+  return chosen;
+}
+
 }  // namespace
 
 int run_train(const Args& args) {
@@ -74,7 +114,8 @@ int run_train(const Args& args) {
       ("out", po::value<std::string>()->value_name("DIR"),
        "output folder (default: outputs/<date>/<time>; with --resume: the checkpoint's run folder)")
       ("resume", po::value<std::string>()->value_name("CHECKPOINT"),
-       "continue a run from its checkpoint (e.g. <run>/checkpoints/last.h5)")
+       "continue a run from its checkpoint (e.g. <run>/checkpoints/last.h5); `auto`: from --out's "
+       "checkpoints/last.h5 when it exists, else start (for jobs that SLURM requeues)")
       ("init-weights", po::value<std::string>()->value_name("FILE.h5"),
        "load backbone weights by name (e.g. ImageNet weights from scripts/torchvision_to_h5.py)")
       ("save-initial", "write checkpoints/initial.h5 before the first step")
@@ -118,11 +159,17 @@ int run_train(const Args& args) {
   for (const auto& w : plan.rank.warnings) log.warn_this_rank(w);
 
   // ---- output folder -------------------------------------------------------
-  const std::string resume = cl.own.count("resume") ? cl.own["resume"].as<std::string>() : "";
+  std::string resume = cl.own.count("resume") ? cl.own["resume"].as<std::string>() : "";
+  const bool auto_resume = resume == "auto";
+  if (auto_resume && !cl.own.count("out"))
+    throw UserError("train: --resume auto needs --out DIR", "name the run folder that a requeued job continues, "
+                                                            "e.g. --out outputs/$SLURM_JOB_ID");
+  if (auto_resume) resume.clear();
   std::string out_dir = cl.own.count("out") ? cl.own["out"].as<std::string>()
                         : !resume.empty()   ? run_dir_of_checkpoint(resume)
                                             : timestamped_output_dir();
   out_dir = runtime::broadcast_string(world, out_dir);
+  if (auto_resume) resume = resolve_auto_resume(out_dir, world, log);
 
   // ---- data ----------------------------------------------------------------
   // Rank-local failures (a file one node cannot read, an --out rank 0 cannot write)
@@ -177,8 +224,12 @@ int run_train(const Args& args) {
       check_resumable(resume, state, config.model.model_type, spec);
       train::load_model(resume, net.store(), stream);
       train::load_optimizer(resume, optimizer, stream);
-      log.info("resumed from " + resume + " after epoch " + std::to_string(state.epochs_completed - 1) + ", step " +
-               std::to_string(state.global_step));
+      log.info("resumed from " + resume +
+               (state.batches_into_epoch > 0
+                    ? " in epoch " + std::to_string(state.epochs_completed) + " after batch " +
+                          std::to_string(state.batches_into_epoch)
+                    : " after epoch " + std::to_string(state.epochs_completed - 1)) +
+               ", step " + std::to_string(state.global_step));
     } else if (cl.own.count("init-weights")) {
       const std::string path = cl.own["init-weights"].as<std::string>();
       const int n = train::load_backbone_weights(path, net.store(), stream);
@@ -201,6 +252,8 @@ int run_train(const Args& args) {
   loop.world_size = world.size;
   loop.dump_gradients = dump_gradients;
   loop.dump_gradients_step = dump_gradients_step;
+  const GracefulStop stop_signals;  // from here on SIGINT/SIGTERM/SIGUSR1 stop at a step boundary
+  loop.stop_signals = &stop_signals;
 
   log.info("model: " + spec.backbone + " " + config.model.model_type + ", " + std::to_string(net.store().parameter_count()) +
            " parameters; " + backend->description() + "; batch " + std::to_string(plan.rank.train_batch_size) +
@@ -224,6 +277,8 @@ int run_train(const Args& args) {
                            ddp.hooks(), log, stream);
   state = trainer.run(state);
   if (ddp.active()) log.info(ddp.overlap_report());
+  if (trainer.stopped_by_signal() != 0)
+    return finish_stopped_run(trainer.stopped_by_signal(), config, env, log, state.global_step, out_dir);
   log.info("done: " + std::to_string(state.epochs_completed) + " epochs, " + std::to_string(state.global_step) +
            " steps; checkpoints in " + out_dir + "/checkpoints, metrics in " + out_dir + "/metrics.csv");
   if (config.eval.predict_vids_after_training && !config.eval.test_videos_directory.empty()) {

@@ -325,6 +325,14 @@ std::vector<ConfigKey> build_table() {
       boolean("training", "early_stopping", field(T, &TC::early_stopping),
               "stop when the validation loss has not improved in early_stop_patience checks (after min_epochs)")
           .lp("training.early_stopping"),
+      integer("training", "ckpt_every_n_epochs", field(T, &TC::ckpt_every_n_epochs), 0, kIntMax,
+              "write checkpoints/last.h5 every n epochs (written in the background); 0: at each validation. "
+              "Also at the end, and when a signal stops the run")
+          .lp("training.ckpt_every_n_epochs"),
+      boolean("training", "save_weights_only", field(T, &TC::save_weights_only),
+              "best.h5 and last.h5 without the optimizer state (about 3x smaller; predict only, no --resume), "
+              "except the last.h5 of a run stopped by a signal")
+          .lp("(Lightning ModelCheckpoint save_weights_only)"),
       boolean("training", "uniform_heatmaps_for_nan_keypoints", field(T, &TC::uniform_heatmaps_for_nan_keypoints),
               "a keypoint missing from the labels gets a uniform target heatmap and counts in the loss; "
               "false: it is left out of the loss")
@@ -366,6 +374,10 @@ std::vector<ConfigKey> build_table() {
       integer("distributed", "num_nodes", field(X, &XC::num_nodes), 0, kIntMax,
               "nodes in the job; 0: from the launcher (cross-checked when set)")
           .lp("(Lightning Trainer num_nodes)"),
+      boolean("distributed", "slurm_auto_requeue", field(X, &XC::slurm_auto_requeue),
+              "under SLURM, SIGUSR1 (#SBATCH --signal=USR1@90) checkpoints and requeues the job "
+              "(scontrol requeue); false: it only checkpoints and stops")
+          .lp("(Lightning SLURMEnvironment auto_requeue)"),
       boolean("distributed", "broadcast_buffers", field(X, &XC::broadcast_buffers),
               "broadcast batch-norm running statistics from rank 0 every step")
           .lp("(DDPStrategy broadcast_buffers)"),

@@ -84,12 +84,6 @@ std::vector<LpKeyRule> build_rules() {
               "step-based schedules are not supported",
               "use training.lr_scheduler_params.multisteplr.milestones (epochs)"),
       ignored_section("training.patch_mask", "multiview transformer patch masking: accepted, not used"),
-      only_if("training.ckpt_every_n_epochs", "periodic checkpoints: null accepted (best and last are saved), "
-                                              "a number refused until checkpoint cadence lands",
-              [](const YamlLeaf&) { return false; },
-              "periodic checkpoints are not supported yet (the trainer saves the best and the last "
-              "checkpoint)",
-              "set training.ckpt_every_n_epochs=null"),
       // model
       only_if("model.losses_to_use", "unsupervised losses: the empty list accepted, any loss refused",
               is_empty_list, "unsupervised losses are not yet available in the trainer",

@@ -86,6 +86,8 @@ train::LoopConfig loop_config(const Config& config, const runtime::RunPlan& plan
   loop.lr.milestones = config.training.lr_scheduler_milestones;
   loop.lr.gamma = config.training.lr_scheduler_gamma;
   loop.lr.unfreezing_epoch = config.training.unfreezing_epoch;
+  loop.checkpoint_every_n_epochs = config.training.ckpt_every_n_epochs;
+  loop.save_weights_only = config.training.save_weights_only;
   loop.tensorboard.model_name = config.model.model_name;
   loop.tensorboard.heatmap_loss = "heatmap_" + config.model.heatmap_loss_type;
   loop.tensorboard.optimizer = config.training.optimizer;

@@ -52,6 +52,8 @@ struct TrainingConfig {
   int check_val_every_n_epoch = 5;
   int early_stop_patience = 3;             // in validation checks
   bool early_stopping = false;             // lightning-pose's default: train max_epochs
+  int ckpt_every_n_epochs = 0;             // last.h5 every n epochs; 0: at each validation
+  bool save_weights_only = false;          // best.h5/last.h5 without the optimizer state
   bool uniform_heatmaps_for_nan_keypoints = true;  // missing labels: uniform target that counts in the loss
   bool drop_last = false;
 };
@@ -78,6 +80,7 @@ struct DistributedConfig {
   std::string nccl_debug = "";             // one of comm::nccl_debug_names(); sets NCCL_DEBUG when non-empty
   int nccl_socket_nthreads = 0;            // sets NCCL_SOCKET_NTHREADS when > 0
   double collective_timeout = 600.0;       // seconds
+  bool slurm_auto_requeue = true;          // on SIGUSR1 under SLURM: checkpoint, then scontrol requeue
 };
 
 // What happens after training (lightning-pose's eval section; its defaults).

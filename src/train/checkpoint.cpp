@@ -79,22 +79,36 @@ h5::Handle create_group(hid_t parent, const char* name) {
 
 }  // namespace
 
-void save_checkpoint(const std::string& path, model::ParameterStore& store, Optimizer* optimizer,
-                     const TrainingState& state, compute::Stream& stream) {
+void take_snapshot(CheckpointSnapshot& snap, model::ParameterStore& store, Optimizer* optimizer,
+                   const TrainingState& state, compute::Stream& stream) {
   auto& backend = store.backend();
-  // One download of each flat buffer, then slices per tensor.
-  std::vector<float> params(store.parameter_count()), buffers(store.buffer_count());
-  backend.download(params.data(), store.params_data(), params.size(), stream);
-  backend.download(buffers.data(), store.buffers_data(), buffers.size(), stream);
-  std::vector<float> m, v;
+  // One copy of each flat buffer; the writer slices per tensor.
+  compute::ensure_capacity(backend, snap.params, store.parameter_count());
+  compute::ensure_capacity(backend, snap.buffers, store.buffer_count());
+  backend.download(snap.params.data(), store.params_data(), store.parameter_count(), stream);
+  backend.download(snap.buffers.data(), store.buffers_data(), store.buffer_count(), stream);
+  snap.counters.clear();
+  for (const auto& c : store.counters()) snap.counters.push_back(c.value);
+  snap.state = state;
+  snap.state.has_optimizer = optimizer != nullptr;
   if (optimizer != nullptr) {
-    m.resize(optimizer->size());
-    v.resize(optimizer->size());
-    backend.download(m.data(), optimizer->exp_avg(), m.size(), stream);
-    backend.download(v.data(), optimizer->exp_avg_sq(), v.size(), stream);
+    compute::ensure_capacity(backend, snap.exp_avg, optimizer->size());
+    compute::ensure_capacity(backend, snap.exp_avg_sq, optimizer->size());
+    backend.download(snap.exp_avg.data(), optimizer->exp_avg(), optimizer->size(), stream);
+    backend.download(snap.exp_avg_sq.data(), optimizer->exp_avg_sq(), optimizer->size(), stream);
+    snap.optimizer_type = optimizer->config().type;
+    snap.weight_decay = optimizer->config().weight_decay;
+    for (auto id : {model::ParamGroup::backbone, model::ParamGroup::head}) {
+      const auto& g = optimizer->group(id);
+      snap.groups[id == model::ParamGroup::backbone ? 0 : 1] = {g.step, g.lr, g.active};
+    }
   }
-  stream.synchronize();
+  snap.copied = stream.record();
+}
 
+void write_snapshot(const std::string& path, const CheckpointSnapshot& snap, const model::ParameterStore& store) {
+  snap.copied->synchronize();
+  const TrainingState& state = snap.state;
   h5::AtomicFile file(path, "checkpoint file");
   {
     h5::Handle model = create_group(file.get(), "model");
@@ -102,23 +116,22 @@ void save_checkpoint(const std::string& path, model::ParameterStore& store, Opti
       using K = model::ParameterStore::Kind;
       if (key.kind == K::parameter) {
         const auto& e = store.parameters()[key.index];
-        h5::write_dataset(model.get(), e.name, dims_of(e.shape), params.data() + e.offset);
+        h5::write_dataset(model.get(), e.name, dims_of(e.shape), snap.params.data() + e.offset);
       } else if (key.kind == K::buffer) {
         const auto& e = store.buffers()[key.index];
-        h5::write_dataset(model.get(), e.name, dims_of(e.shape), buffers.data() + e.offset);
+        h5::write_dataset(model.get(), e.name, dims_of(e.shape), snap.buffers.data() + e.offset);
       } else {
-        const auto& c = store.counters()[key.index];
-        const std::int64_t value = c.value;
-        h5::write_dataset(model.get(), c.name, {}, &value);
+        const std::int64_t value = snap.counters[key.index];
+        h5::write_dataset(model.get(), store.counters()[key.index].name, {}, &value);
       }
     }
   }
-  if (optimizer != nullptr) {
+  if (state.has_optimizer) {
     h5::Handle opt = create_group(file.get(), "optimizer");
-    h5::write_fixed_string_attribute(opt.get(), "type", optimizer->config().type);
-    h5::write_double_attribute(opt.get(), "weight_decay", optimizer->config().weight_decay);
+    h5::write_fixed_string_attribute(opt.get(), "type", snap.optimizer_type);
+    h5::write_double_attribute(opt.get(), "weight_decay", snap.weight_decay);
     for (auto id : {model::ParamGroup::backbone, model::ParamGroup::head}) {
-      const auto& g = optimizer->group(id);
+      const auto& g = snap.groups[id == model::ParamGroup::backbone ? 0 : 1];
       const std::string prefix = model::group_name(id);
       h5::write_int_attribute(opt.get(), (prefix + "_step").c_str(), g.step);
       h5::write_double_attribute(opt.get(), (prefix + "_lr").c_str(), g.lr);
@@ -127,8 +140,8 @@ void save_checkpoint(const std::string& path, model::ParameterStore& store, Opti
     h5::Handle gm = create_group(opt.get(), "exp_avg");
     h5::Handle gv = create_group(opt.get(), "exp_avg_sq");
     for (const auto& e : store.parameters()) {
-      h5::write_dataset(gm.get(), e.name, dims_of(e.shape), m.data() + e.offset);
-      h5::write_dataset(gv.get(), e.name, dims_of(e.shape), v.data() + e.offset);
+      h5::write_dataset(gm.get(), e.name, dims_of(e.shape), snap.exp_avg.data() + e.offset);
+      h5::write_dataset(gv.get(), e.name, dims_of(e.shape), snap.exp_avg_sq.data() + e.offset);
     }
   }
   {
@@ -148,9 +161,19 @@ void save_checkpoint(const std::string& path, model::ParameterStore& store, Opti
     h5::write_int_attribute(st.get(), "downsample_factor", state.downsample_factor);
     h5::write_double_attribute(st.get(), "loss_scale", state.loss_scale);
     h5::write_int_attribute(st.get(), "loss_scale_growth_tracker", state.loss_scale_growth_tracker);
+    h5::write_int_attribute(st.get(), "batches_into_epoch", state.batches_into_epoch);
+    h5::write_double_attribute(st.get(), "epoch_loss_sum", state.epoch_loss_sum);
+    h5::write_int_attribute(st.get(), "epoch_steps", state.epoch_steps);
     h5::write_fixed_string_attribute(st.get(), "format", kFormat);
   }
   file.commit();
+}
+
+void save_checkpoint(const std::string& path, model::ParameterStore& store, Optimizer* optimizer,
+                     const TrainingState& state, compute::Stream& stream) {
+  CheckpointSnapshot snapshot;
+  take_snapshot(snapshot, store, optimizer, state, stream);
+  write_snapshot(path, snapshot, store);
 }
 
 void save_named_tensors(const std::string& path, const std::vector<NamedTensor>& tensors) {
@@ -178,6 +201,10 @@ TrainingState load_training_state(const std::string& path) {
   s.downsample_factor = int(int_or(st.get(), "downsample_factor", 0));
   s.loss_scale = float(double_or(st.get(), "loss_scale", s.loss_scale));
   s.loss_scale_growth_tracker = int(int_or(st.get(), "loss_scale_growth_tracker", 0));
+  s.batches_into_epoch = long(int_or(st.get(), "batches_into_epoch", 0));
+  s.epoch_loss_sum = double_or(st.get(), "epoch_loss_sum", 0);
+  s.epoch_steps = long(int_or(st.get(), "epoch_steps", 0));
+  s.has_optimizer = h5::link_exists(file.get(), "optimizer");
   return s;
 }
 

@@ -12,9 +12,11 @@
 // a crash never leaves a half-written checkpoint under the final name.
 #include <cstdint>  // std::uint64_t
 #include <limits>   // std::numeric_limits
+#include <memory>   // std::unique_ptr
 #include <string>   // std::string
 #include <vector>   // std::vector
 
+#include "compute/host_buffer.hpp"    // compute::HostBuffer
 #include "compute/stream.hpp"         // compute::Stream
 #include "model/parameter_store.hpp"  // model::ParameterStore
 #include "train/optimizer.hpp"        // Optimizer
@@ -37,9 +39,44 @@ struct TrainingState {
   // The 16-mixed loss scaler (train/loss_scaler.hpp); unused by other precisions.
   float loss_scale = 65536.f;
   int loss_scale_growth_tracker = 0;
+  // A checkpoint written in the middle of an epoch (a stop signal): the batches of
+  // epoch `epochs_completed` already trained, and the loss sum and step count of
+  // those batches over all ranks (for the epoch's mean in metrics.csv). 0 at an
+  // epoch's end.
+  long batches_into_epoch = 0;
+  double epoch_loss_sum = 0;
+  long epoch_steps = 0;
+  bool has_optimizer = true;  // false: a weights-only checkpoint (cannot be resumed)
 };
 
-// Writes everything atomically; optimizer may be null (e.g. an exported model).
+// What a checkpoint holds, copied off the device: the host side of an asynchronous
+// write. The copies are queued on the stream; `copied` completes when they are done,
+// so the training stream never waits for them (docs/TRAINING.md, "Checkpoints").
+struct CheckpointSnapshot {
+  compute::HostBuffer<float> params, buffers, exp_avg, exp_avg_sq;  // pinned on CUDA
+  std::vector<std::int64_t> counters;
+  struct Group {
+    long step = 0;
+    double lr = 0;
+    bool active = false;
+  } groups[2];  // backbone, head
+  std::string optimizer_type;
+  double weight_decay = 0;
+  TrainingState state;
+  std::unique_ptr<compute::Event> copied;
+};
+
+// Queues the copies into `snapshot` (its buffers grow to fit and are reused);
+// optimizer may be null (a weights-only checkpoint).
+void take_snapshot(CheckpointSnapshot& snapshot, model::ParameterStore& store, Optimizer* optimizer,
+                   const TrainingState& state, compute::Stream& stream);
+// Waits for the snapshot's copies, then writes it atomically to `path`. `store` gives
+// only the names and shapes, which never change, so another thread may train on.
+void write_snapshot(const std::string& path, const CheckpointSnapshot& snapshot,
+                    const model::ParameterStore& store);
+
+// Both at once: writes everything atomically; optimizer may be null (e.g. an
+// exported model).
 void save_checkpoint(const std::string& path, model::ParameterStore& store, Optimizer* optimizer,
                      const TrainingState& state, compute::Stream& stream);
 

@@ -23,6 +23,9 @@ struct EpochMetrics {
   double lr_head = 0, lr_backbone = 0;
   double images_per_s = 0;
   double elapsed_s = 0;
+  // Where the epoch's wall time went: its steps (data waits included), validation,
+  // and everything else (loader restart, checkpoint snapshot, metrics, ...).
+  double steps_s = 0, val_s = 0, overhead_s = 0;
 };
 
 struct StepMetrics {

@@ -1,8 +1,10 @@
 // The epoch loop (see train_loop.hpp).
 #include "train/train_loop.hpp"
 
+#include <signal.h>    // SIGINT, SIGTERM, SIGUSR1
 #include <sys/stat.h>  // mkdir
 
+#include <algorithm>  // std::max
 #include <chrono>   // std::chrono::steady_clock
 #include <cmath>    // std::isfinite
 #include <cstdio>   // std::snprintf
@@ -12,7 +14,7 @@
 #include "train/gradient_dump.hpp"  // write_gradient_dump
 #include "train/metrics_log.hpp"    // MetricsLog
 #include "train/tensorboard_log.hpp"  // TensorBoardLog
-#include "util/error.hpp"           // UserError
+#include "util/error.hpp"           // UserError, SystemError
 
 namespace trainer::train {
 
@@ -48,14 +50,30 @@ std::string TrainLoop::checkpoint_path(const std::string& which) const {
   return config_.out_dir + "/checkpoints/" + which + ".h5";
 }
 
-void TrainLoop::save(const std::string& which, const TrainingState& state) {
+void TrainLoop::save(const std::vector<std::string>& which, const TrainingState& state, bool with_optimizer) {
   if (!log_.is_root()) return;
-  ::mkdir((config_.out_dir + "/checkpoints").c_str(), 0775);
+  if (!writer_) {
+    ::mkdir((config_.out_dir + "/checkpoints").c_str(), 0775);
+    writer_ = std::make_unique<CheckpointWriter>(model_.store());
+  }
   TrainingState saved = state;
   const LossScalerState scaler = runner_.loss_scaler().state();
   saved.loss_scale = scaler.scale;
   saved.loss_scale_growth_tracker = scaler.growth_tracker;
-  save_checkpoint(checkpoint_path(which), model_.store(), &optimizer_, saved, stream_);
+  std::vector<std::string> paths;
+  for (const auto& w : which) paths.push_back(checkpoint_path(w));
+  auto snapshot = writer_->acquire(paths);
+  take_snapshot(*snapshot, model_.store(), with_optimizer ? &optimizer_ : nullptr, saved, stream_);
+  writer_->submit(std::move(snapshot), std::move(paths));
+}
+
+int TrainLoop::agreed_stop_signal() {
+  if (config_.stop_signals == nullptr) return 0;
+  const int local = config_.stop_signals->signal_received();
+  // Which signals any rank got; Ctrl-C wins over SIGTERM over SLURM's warning.
+  double got[3] = {double(local == SIGINT), double(local == SIGTERM), double(local == SIGUSR1)};
+  hooks_.metrics->sum(got, 3);
+  return got[0] > 0 ? SIGINT : got[1] > 0 ? SIGTERM : got[2] > 0 ? SIGUSR1 : 0;
 }
 
 EvalSums TrainLoop::validate() {
@@ -91,7 +109,7 @@ TrainingState TrainLoop::run(TrainingState state) {
     }
   }
   if (config_.save_initial && state.global_step == 0) {
-    save("initial", state);
+    save({"initial"}, state, true);
     log_.info("saved " + checkpoint_path("initial"));
   }
   const long per_epoch = train_.batches_per_epoch();
@@ -110,8 +128,12 @@ TrainingState TrainLoop::run(TrainingState state) {
                         std::to_string(config_.max_steps) + " (training.max_steps)",
                     "raise --max-steps or pick an earlier step");
   bool dumped = false;
+  long last_saved_step = -1;
+  int started_epoch = -1;  // the epoch whose batches the loader already prepares
+  stopped_by_signal_ = 0;
 
   for (int epoch = state.epochs_completed; epoch < config_.max_epochs && !stop; ++epoch) {
+    const auto epoch_start = Clock::now();
     const EpochLr lr = lr_for_epoch(config_.lr, epoch);
     optimizer_.set_group(model::ParamGroup::head, lr.head, true);
     optimizer_.set_group(model::ParamGroup::backbone, lr.backbone, lr.backbone_trainable);
@@ -119,11 +141,21 @@ TrainingState TrainLoop::run(TrainingState state) {
       log_.info("epoch " + std::to_string(epoch) + ": unfreezing the backbone");
     to_tensorboard([&](TensorBoardLog& tb) { tb.epoch_start(epoch, state.global_step, lr.head, lr.backbone); });
 
-    train_.start_epoch(epoch);
+    if (started_epoch != epoch) train_.start_epoch(epoch);
     runner_.take_loss_sum();  // start the epoch's sum at zero
-    const auto epoch_start = Clock::now();
     long steps = 0, images = 0;
     long batch_index = 0;
+    // A run stopped by a signal resumes in the middle of its epoch: the sampler's
+    // order depends only on (seed, epoch), so skipping the batches it trained puts
+    // every rank exactly where it stopped.
+    double resumed_loss_sum = 0, resumed_steps = 0;
+    if (state.batches_into_epoch > 0) {
+      for (; batch_index < state.batches_into_epoch && train_.next() != nullptr; ++batch_index) {
+      }
+      if (log_.is_root()) resumed_loss_sum = state.epoch_loss_sum, resumed_steps = double(state.epoch_steps);
+      state.batches_into_epoch = 0;
+    }
+    const auto steps_start = Clock::now();
     // A logged step's loss is read only after the next step is queued, so logging
     // never leaves the device idle. It is averaged over ranks (Lightning's
     // sync_dist), so every rank takes part, at the same steps.
@@ -169,7 +201,7 @@ TrainingState TrainLoop::run(TrainingState state) {
         long total = long(config_.max_epochs) * per_epoch;
         if (config_.max_steps >= 0 && config_.max_steps < total) total = config_.max_steps;
         const double eta = elapsed / double(steps_this_run) * double(total - state.global_step);
-        const double ips = double(images) * config_.world_size / seconds_since(epoch_start);
+        const double ips = double(images) * config_.world_size / seconds_since(steps_start);
         char before[96], after[128];
         std::snprintf(before, sizeof before, "epoch %d/%d  step %ld (%ld/%ld)", epoch, config_.max_epochs,
                       state.global_step, batch_index, per_epoch);
@@ -184,16 +216,44 @@ TrainingState TrainLoop::run(TrainingState state) {
         stop = true;
         break;
       }
+      if ((stopped_by_signal_ = agreed_stop_signal()) != 0) {
+        stop = true;
+        break;
+      }
     }
     log_pending();
+    const bool epoch_done = batch_index == per_epoch;
+    // Prepare the next epoch's first batches while this one validates and checkpoints.
+    if (epoch_done && !stop && epoch + 1 < config_.max_epochs) {
+      train_.start_epoch(epoch + 1);
+      started_epoch = epoch + 1;
+    }
     const double loss_sum = runner_.take_loss_sum().first;  // waits for the epoch's last step
-    const double epoch_seconds = seconds_since(epoch_start);
-    const bool epoch_done = !stop || batch_index == per_epoch;
+    const double steps_seconds = seconds_since(steps_start);
     state.epochs_completed = epoch_done ? epoch + 1 : epoch;
 
-    // Average the epoch's training loss over ranks (sum of losses and of steps).
-    double train_sums[2] = {loss_sum, double(steps)};
-    hooks_.metrics->sum(train_sums, 2);
+    // Average the epoch's training loss over ranks (sum of losses and of steps); the
+    // same collective tells every rank whether rank 0's last checkpoint write failed.
+    const bool write_failed = writer_ && writer_->failed();
+    double train_sums[3] = {loss_sum + resumed_loss_sum, double(steps) + resumed_steps, write_failed ? 1. : 0.};
+    hooks_.metrics->sum(train_sums, 3);
+    if (train_sums[2] > 0) {
+      if (writer_) writer_->check();  // rank 0 throws the cause
+      throw SystemError("rank 0 could not write a checkpoint (its error says why); training stops");
+    }
+
+    if (!epoch_done) {
+      // Stopped in the middle of the epoch (a signal or max_steps): the exact position
+      // goes into last.h5, with the optimizer, so that --resume continues bit for bit.
+      state.batches_into_epoch = batch_index;
+      state.epoch_loss_sum = train_sums[0];
+      state.epoch_steps = long(train_sums[1]);
+      save({"last"}, state, true);
+      last_saved_step = state.global_step;
+      state.batches_into_epoch = 0;
+      if (log_.is_root()) metrics.flush();  // the step rows so far; the resumed run keeps them
+      break;
+    }
 
     EpochMetrics row;
     row.epoch = epoch;
@@ -201,14 +261,16 @@ TrainingState TrainLoop::run(TrainingState state) {
     row.train_loss = train_sums[1] > 0 ? train_sums[0] / train_sums[1] : 0;
     row.lr_head = lr.head;
     row.lr_backbone = lr.backbone;
-    row.images_per_s = epoch_seconds > 0 ? double(images) * config_.world_size / epoch_seconds : 0;
-    row.elapsed_s = seconds_since(start);
+    row.images_per_s = steps_seconds > 0 ? double(images) * config_.world_size / steps_seconds : 0;
 
     const bool validate_now = config_.check_val_every_n_epoch > 0 &&
                               (epoch + 1) % config_.check_val_every_n_epoch == 0 && val_ != nullptr;
     bool improved = false;
+    double val_seconds = 0;
     if (validate_now) {
+      const auto val_start = Clock::now();
       const EvalSums v = validate();
+      val_seconds = seconds_since(val_start);
       row.val_loss = v.loss_count > 0 ? v.loss_weighted / v.loss_count : 0;
       row.val_rmse = v.rmse_count > 0 ? v.rmse_sum / v.rmse_count : 0;
       // EarlyStopping(monitor=val loss, mode=min, min_delta=0).
@@ -230,12 +292,33 @@ TrainingState TrainLoop::run(TrainingState state) {
         stop = true;
       }
     }
+    // Checkpoint cadence (Lightning's ModelCheckpoint): best.h5 when validation
+    // improves (every epoch without a validation set), last.h5 every
+    // checkpoint_every_n_epochs (default: at each validation) and at the end.
+    const int every = config_.checkpoint_every_n_epochs > 0 ? config_.checkpoint_every_n_epochs
+                                                            : std::max(config_.check_val_every_n_epoch, 1);
+    const bool at_end = stop || epoch + 1 >= config_.max_epochs;
+    std::vector<std::string> which;
+    if ((epoch + 1) % every == 0 || at_end) which.push_back("last");
+    if (improved || val_ == nullptr) which.push_back("best");
+    if (!which.empty()) {
+      save(which, state, !config_.save_weights_only);
+      if (which.front() == "last") last_saved_step = state.global_step;
+    }
+    row.elapsed_s = seconds_since(start);
+    row.steps_s = steps_seconds;
+    row.val_s = val_seconds;
+    row.overhead_s = seconds_since(epoch_start) - steps_seconds - val_seconds;
     if (log_.is_root()) metrics.append(row);
     to_tensorboard([&](TensorBoardLog& tb) { tb.epoch_end(row); });
-    save("last", state);
-    if (improved || (val_ == nullptr && log_.is_root())) save("best", state);
   }
-  if (steps_this_run == 0 && log_.is_root() && !config_.save_initial) save("last", state);
+  if (last_saved_step != state.global_step && (steps_this_run > 0 || !config_.save_initial))
+    save({"last"}, state, !config_.save_weights_only);
+  if (writer_) writer_->wait();  // the files are complete before train returns
+  // No rank leaves before rank 0's checkpoint is on disk: a launcher that sees one
+  // rank exit (with 130 after Ctrl-C, say) may kill the others.
+  double written = 0;
+  hooks_.metrics->sum(&written, 1);
   if (dump_step > 0 && !dumped)
     log_.warn("training ended after step " + std::to_string(state.global_step) + ", before step " +
               std::to_string(dump_step) + ": no gradients written to " + config_.dump_gradients);

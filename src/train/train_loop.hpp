@@ -4,19 +4,23 @@
 // check_val_every_n_epoch, early stopping on the validation loss, metrics.csv,
 // and the initial/best/last checkpoints. Every rank runs the same loop and makes
 // the same collective calls; only rank 0 prints and writes files.
+#include <memory>  // std::unique_ptr
 #include <string>  // std::string
+#include <vector>  // std::vector
 
 #include "compute/stream.hpp"       // compute::Stream
 #include "model/pose_model.hpp"     // model::PoseModel
 #include "model/hooks.hpp"          // model::BatchNormSync
 #include "train/batch_source.hpp"   // BatchSource
 #include "train/checkpoint.hpp"     // TrainingState
+#include "train/checkpoint_writer.hpp"  // CheckpointWriter
 #include "train/gradient_sync.hpp"  // GradientSync, MetricReducer
 #include "train/lr_schedule.hpp"    // LrScheduleConfig
 #include "train/optimizer.hpp"      // Optimizer
 #include "train/step.hpp"           // StepRunner
 #include "train/tensorboard_log.hpp"  // TensorBoardNames
 #include "util/log.hpp"             // Log
+#include "util/signal_cleanup.hpp"  // GracefulStop
 
 namespace trainer::train {
 
@@ -32,6 +36,15 @@ struct LoopConfig {
   std::string out_dir;          // metrics.csv, tb_logs/ and checkpoints/ go here
   TensorBoardNames tensorboard; // lightning-pose's names for the TensorBoard scalars
   bool save_initial = false;    // checkpoints/initial.h5 before the first step
+  // checkpoints/last.h5 every this many epochs; 0: at each validation (every
+  // check_val_every_n_epoch epochs). Always at the end, and when a signal stops the run.
+  int checkpoint_every_n_epochs = 0;
+  // best.h5 and last.h5 without the optimizer state (about 3x smaller, cannot be
+  // resumed), except the last.h5 of a run stopped by a signal, which must resume.
+  bool save_weights_only = false;
+  // SIGINT, SIGTERM and SIGUSR1 stop at the next step boundary, agreed by all ranks,
+  // with a checkpoint of the exact position (null: signals keep their default action).
+  const GracefulStop* stop_signals = nullptr;
   int world_size = 1;
   // Debugging: write the reduced gradients of step `dump_gradients_step` (1-based
   // global step; 0: the first step of this run) to this HDF5 file (gradient_dump.hpp).
@@ -56,9 +69,15 @@ class TrainLoop {
 
   std::string checkpoint_path(const std::string& which) const;  // initial | best | last
 
+  // The signal that stopped the last run() (SIGINT, SIGTERM, SIGUSR1), or 0.
+  int stopped_by_signal() const { return stopped_by_signal_; }
+
  private:
   EvalSums validate();
-  void save(const std::string& which, const TrainingState& state);
+  // Snapshots the state for the checkpoints `which` (rank 0) and hands it to the writer.
+  void save(const std::vector<std::string>& which, const TrainingState& state, bool with_optimizer);
+  // Every rank, every step: the stop signal any rank received (collective), or 0.
+  int agreed_stop_signal();
 
   StepRunner& runner_;
   model::PoseModel& model_;
@@ -71,6 +90,8 @@ class TrainLoop {
   LocalMetricReducer local_metrics_;
   Log log_;
   compute::Stream& stream_;
+  std::unique_ptr<CheckpointWriter> writer_;  // rank 0
+  int stopped_by_signal_ = 0;
 };
 
 }  // namespace trainer::train

@@ -14,7 +14,7 @@ namespace {
 
 constexpr int kSlots = 32;
 constexpr std::size_t kMaxPath = 4096;
-constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1};
 
 struct Slot {
   std::atomic<bool> claimed{false};  // owned by a writer
@@ -25,6 +25,8 @@ struct Slot {
 // Why global: a signal handler has no other way to find the paths (see the header).
 struct Registry {
   std::array<Slot, kSlots> slots;
+  std::atomic<bool> graceful{false};  // a GracefulStop lives
+  std::atomic<int> stop_signal{0};    // the first stop signal while graceful
   struct sigaction previous[sizeof kSignals / sizeof kSignals[0]];
   std::once_flag installed;
 };
@@ -35,6 +37,11 @@ Registry& registry() {
 
 void on_signal(int sig) {
   Registry& r = registry();
+  if (r.graceful.load() && sig != SIGHUP) {
+    int none = 0;
+    if (r.stop_signal.compare_exchange_strong(none, sig) || r.stop_signal.load() != sig) return;
+    // The same signal again: the user insists.
+  }
   for (Slot& slot : r.slots) {
     if (slot.armed.load(std::memory_order_acquire)) ::unlink(slot.path);
   }
@@ -49,6 +56,8 @@ void install_handlers() {
   for (std::size_t i = 0; i < sizeof kSignals / sizeof kSignals[0]; ++i) {
     ::sigaction(kSignals[i], nullptr, &r.previous[i]);
     if (r.previous[i].sa_handler == SIG_IGN) continue;  // an ignored signal stays ignored (e.g. nohup)
+    // SIGUSR1 is only ours while training stops gracefully; its default action (end
+    // the process) is what it does otherwise, cleanup included.
     struct sigaction action {};
     action.sa_handler = on_signal;
     sigemptyset(&action.sa_mask);
@@ -73,6 +82,17 @@ int register_temp_path(const std::string& path) {
   }
   return -1;
 }
+
+GracefulStop::GracefulStop() {
+  Registry& r = registry();
+  std::call_once(r.installed, install_handlers);
+  r.stop_signal.store(0);
+  r.graceful.store(true);
+}
+
+GracefulStop::~GracefulStop() { registry().graceful.store(false); }
+
+int GracefulStop::signal_received() const { return registry().stop_signal.load(); }
 
 void unregister_temp_path(int slot) {
   if (slot < 0 || slot >= kSlots) return;

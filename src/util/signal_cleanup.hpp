@@ -15,4 +15,20 @@ namespace trainer {
 int register_temp_path(const std::string& path);
 void unregister_temp_path(int slot);
 
+// Graceful stops (training): while a GracefulStop lives, the first SIGINT, SIGTERM or
+// SIGUSR1 only records the signal, for the training loop to stop at the next step
+// boundary with a checkpoint; temporary files are left alone, since the writes they
+// belong to are about to finish. The same signal a second time falls back to the
+// cleanup and the previous action (a second Ctrl-C ends the process at once).
+// SIGUSR1 is SLURM's warning before the time limit (`#SBATCH --signal=USR1@90`).
+class GracefulStop {
+ public:
+  GracefulStop();
+  ~GracefulStop();
+  GracefulStop(const GracefulStop&) = delete;
+  GracefulStop& operator=(const GracefulStop&) = delete;
+  // The first stop signal received, or 0.
+  int signal_received() const;
+};
+
 }  // namespace trainer

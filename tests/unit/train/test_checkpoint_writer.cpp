@@ -1,0 +1,109 @@
+// The background checkpoint writer: what it writes equals a synchronous save, a
+// waiting snapshot is superseded only when the newer one covers its files, a failed
+// write surfaces at check() and never silently, and wait() leaves everything on disk.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "compute/backend.hpp"
+#include "model/heatmap_model.hpp"
+#include "train/checkpoint.hpp"
+#include "train/checkpoint_writer.hpp"
+#include "train/optimizer.hpp"
+#include "util/error.hpp"
+
+using namespace trainer;
+
+namespace {
+std::string scratch(const std::string& name) {
+  const std::string dir = (std::filesystem::temp_directory_path() /
+                           ("trainer_unit_" + std::to_string(getpid()) + "_writer_" + name)).string();
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+struct Net {
+  std::unique_ptr<compute::Backend> backend = compute::make_cpu_backend(1);
+  model::HeatmapModel net{*backend, model::ModelSpec{"resnet18", 2, 2}};
+  train::Optimizer optimizer{net.store(), train::OptimizerConfig{}};
+  Net() { net.initialize(7, backend->default_stream()); }
+  void snapshot(train::CheckpointWriter& writer, const std::vector<std::string>& paths, long step) {
+    train::TrainingState state;
+    state.global_step = step;
+    auto snap = writer.acquire(paths);
+    train::take_snapshot(*snap, net.store(), &optimizer, state, backend->default_stream());
+    writer.submit(std::move(snap), paths);
+  }
+};
+}  // namespace
+
+TEST_CASE("the writer's files equal a synchronous save and land before wait() returns", "[train][checkpoint]") {
+  const std::string dir = scratch("equal");
+  Net n;
+  train::TrainingState state;
+  state.global_step = 3;
+  train::save_checkpoint(dir + "/sync.h5", n.net.store(), &n.optimizer, state, n.backend->default_stream());
+  {
+    train::CheckpointWriter writer(n.net.store());
+    n.snapshot(writer, {dir + "/async.h5", dir + "/best.h5"}, 3);
+    writer.wait();
+    REQUIRE(std::filesystem::exists(dir + "/async.h5"));
+    REQUIRE(std::filesystem::exists(dir + "/best.h5"));
+  }
+  const auto a = train::load_training_state(dir + "/async.h5");
+  CHECK(a.global_step == 3);
+  CHECK(a.has_optimizer);
+  // Same tensors: load both into fresh models and compare the flat buffers.
+  Net x, y;
+  train::load_model(dir + "/sync.h5", x.net.store(), x.backend->default_stream());
+  train::load_model(dir + "/async.h5", y.net.store(), y.backend->default_stream());
+  std::vector<float> px(x.net.store().parameter_count()), py(px.size());
+  x.backend->download(px.data(), x.net.store().params_data(), px.size(), x.backend->default_stream());
+  y.backend->download(py.data(), y.net.store().params_data(), py.size(), y.backend->default_stream());
+  CHECK(px == py);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a weights-only snapshot has no optimizer state and cannot be resumed", "[train][checkpoint]") {
+  const std::string dir = scratch("weights");
+  Net n;
+  train::TrainingState state;
+  train::save_checkpoint(dir + "/w.h5", n.net.store(), nullptr, state, n.backend->default_stream());
+  train::save_checkpoint(dir + "/full.h5", n.net.store(), &n.optimizer, state, n.backend->default_stream());
+  CHECK_FALSE(train::load_training_state(dir + "/w.h5").has_optimizer);
+  CHECK(std::filesystem::file_size(dir + "/w.h5") * 2 < std::filesystem::file_size(dir + "/full.h5"));
+  Net m;
+  CHECK_THROWS_AS(train::load_optimizer(dir + "/w.h5", m.optimizer, m.backend->default_stream()), UserError);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a failed write is reported at check(), once, and later writes go on", "[train][checkpoint]") {
+  const std::string dir = scratch("fail");
+  Net n;
+  train::CheckpointWriter writer(n.net.store());
+  n.snapshot(writer, {dir + "/no/such/folder/last.h5"}, 1);
+  CHECK_THROWS_AS(writer.wait(), SystemError);
+  CHECK_FALSE(writer.failed());  // reported once
+  n.snapshot(writer, {dir + "/last.h5"}, 2);
+  writer.wait();
+  CHECK(train::load_training_state(dir + "/last.h5").global_step == 2);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("many snapshots in a row: the files hold the newest one", "[train][checkpoint]") {
+  const std::string dir = scratch("supersede");
+  Net n;
+  {
+    train::CheckpointWriter writer(n.net.store());
+    for (long step = 1; step <= 6; ++step) n.snapshot(writer, {dir + "/last.h5"}, step);
+    n.snapshot(writer, {dir + "/last.h5", dir + "/best.h5"}, 7);
+    n.snapshot(writer, {dir + "/last.h5"}, 8);  // must not supersede step 7's best.h5
+  }  // the destructor waits
+  CHECK(train::load_training_state(dir + "/last.h5").global_step == 8);
+  CHECK(train::load_training_state(dir + "/best.h5").global_step == 7);
+  std::filesystem::remove_all(dir);
+}
