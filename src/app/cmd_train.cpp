@@ -29,6 +29,7 @@
 #include "data/split.hpp"           // data::write_split_csv
 #include "model/backbone_registry.hpp"  // model::backbone_weights_url
 #include "model/make_model.hpp"     // model::make_pose_model
+#include "app/predict_labeled.hpp"   // predict_labeled_frames: predictions.csv after training
 #include "app/predict_video.hpp"     // predict_videos (eval.predict_vids_after_training)
 #include "runtime/agreed_failure.hpp"  // runtime::on_every_rank_or_none
 #include "runtime/broadcast_string.hpp"  // runtime::broadcast_string: rank 0's output folder
@@ -209,7 +210,7 @@ int run_train(const Args& args) {
     make_directories(out_dir + "/checkpoints");  // here, not at the first checkpoint, so a bad --out fails early
     remove_stale_temp_files_in(out_dir, log);
     remove_stale_temp_files_in(out_dir + "/checkpoints", log);
-    write_file_atomically(out_dir + "/config.ini", config_to_ini(config));
+    write_file_atomically(out_dir + "/config.ini", config_to_ini(with_absolute_paths(config)));
     data::write_split_csv(out_dir + "/split.csv", run.split, dataset.frame_paths());
   });
   log.info("data: " + std::to_string(dataset.size()) + " frames (" + std::to_string(run.split.train.size()) +
@@ -261,7 +262,7 @@ int run_train(const Args& args) {
   state.world_size = world.size;
   state.rng_seed_data = config.training.rng_seed_data_pt;
   state.rng_seed_model = config.training.rng_seed_model_pt;
-  state.config_text = config_to_ini(config);
+  state.config_text = config_to_ini(with_absolute_paths(config));
   state.model_type = config.model.model_type;
   state.backbone = spec.backbone;
   state.num_keypoints = spec.num_keypoints;
@@ -303,6 +304,17 @@ int run_train(const Args& args) {
     return finish_stopped_run(trainer.stopped_by_signal(), config, env, log, state.global_step, out_dir);
   log.info("done: " + std::to_string(state.epochs_completed) + " epochs, " + std::to_string(state.global_step) +
            " steps; checkpoints in " + out_dir + "/checkpoints, metrics in " + out_dir + "/metrics.csv");
+  // lightning-pose's output files: predictions over every labelled frame with the best
+  // checkpoint, and their pixel errors, with the split's sets (rank 0, one process).
+  if (log.is_root() && state.global_step > 0) {
+    std::string best = out_dir + "/checkpoints/best.h5";
+    if (!std::filesystem::exists(best)) best = out_dir + "/checkpoints/last.h5";
+    LabeledPredictions predictions;
+    predictions.predictions_csv = out_dir + "/predictions.csv";
+    predict_labeled_frames(config, best, predictions, Log(0, true));
+    log.info("predictions with " + best + ": " + predictions.predictions_csv + ", " + out_dir +
+             "/predictions_pixel_error.csv");
+  }
   if (config.eval.predict_vids_after_training && !config.eval.test_videos_directory.empty()) {
     // lightning-pose's eval.predict_vids_after_training: the best checkpoint (the last
     // when there was no validation), every rank sharing the frames.
