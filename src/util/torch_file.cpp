@@ -7,7 +7,7 @@
 #include <cstdint>  // std::int64_t
 #include <cstring>  // std::memcpy
 #include <map>      // std::map
-#include <memory>   // std::shared_ptr
+#include <memory>   // std::unique_ptr
 
 #include "util/error.hpp"       // UserError
 #include "util/zip_archive.hpp" // ZipArchive
@@ -16,7 +16,9 @@ namespace trainer {
 namespace {
 
 struct Obj;
-using Ref = std::shared_ptr<Obj>;
+// Objects live in the unpickler's arena: a pickle may build cycles (a list that
+// holds itself), which reference counting would leak.
+using Ref = Obj*;
 
 struct Obj {
   enum Kind { none, boolean, integer, real, string, tuple, list, dict, global, storage, tensor, opaque } kind = none;
@@ -31,15 +33,15 @@ struct Obj {
   std::vector<std::int64_t> size, stride;
 };
 
-Ref make(Obj::Kind kind) {
-  auto o = std::make_shared<Obj>();
-  o->kind = kind;
-  return o;
-}
-
 class Unpickler {
  public:
   Unpickler(const std::string& bytes, const std::string& what) : b_(bytes), what_(what) {}
+
+  Ref make(Obj::Kind kind) {
+    arena_.push_back(std::make_unique<Obj>());
+    arena_.back()->kind = kind;
+    return arena_.back().get();
+  }
 
   Ref run() {
     for (;;) {
@@ -205,33 +207,33 @@ class Unpickler {
     if (it == memo_.end()) fail("a memo reference to nothing");
     return it->second;
   }
-  static Ref boolean(bool v) {
+  Ref boolean(bool v) {
     auto o = make(Obj::boolean);
     o->i = v;
     return o;
   }
-  static Ref integer(std::int64_t v) {
+  Ref integer(std::int64_t v) {
     auto o = make(Obj::integer);
     o->i = v;
     return o;
   }
-  static Ref string(std::string v) {
+  Ref string(std::string v) {
     auto o = make(Obj::string);
     o->s = std::move(v);
     return o;
   }
-  static Ref tuple_of(std::vector<Ref> items) {
+  Ref tuple_of(std::vector<Ref> items) {
     auto o = make(Obj::tuple);
     o->items = std::move(items);
     return o;
   }
-  static Ref global(const std::string& module, const std::string& name) {
+  Ref global(const std::string& module, const std::string& name) {
     auto o = make(Obj::global);
     o->s = module;
     o->s2 = name;
     return o;
   }
-  static Ref opaque(const Ref& cls) {
+  Ref opaque(const Ref& cls) {
     auto o = make(Obj::opaque);
     if (cls && cls->kind == Obj::global) o->s = cls->s, o->s2 = cls->s2;
     return o;
@@ -288,6 +290,7 @@ class Unpickler {
   std::vector<Ref> stack_;
   std::vector<std::size_t> marks_;
   std::map<std::uint64_t, Ref> memo_;
+  std::vector<std::unique_ptr<Obj>> arena_;
 };
 
 StoredType type_of(const std::string& storage, const std::string& what) {
@@ -306,7 +309,7 @@ StoredType type_of(const std::string& storage, const std::string& what) {
 std::vector<StoredTensor> parse_torch_pickle(const std::string& pickle, const std::string& what,
                                              const std::function<std::string(const std::string& key)>& storage) {
   Unpickler unpickler(pickle, what);
-  Ref root = unpickler.run();
+  Ref root = unpickler.run();  // owned by `unpickler`, which outlives its use here
   const auto entry = [](const Ref& dict, const std::string& key) -> Ref {
     for (const auto& [k, v] : dict->map)
       if (k->kind == Obj::string && k->s == key && v->kind == Obj::dict) return v;
