@@ -17,7 +17,7 @@ BUILD=${TRAINER_FUZZ_BUILD:-$REPO/build-fuzz}
 SECONDS_EACH=${1:-60}
 shift || true
 HARNESSES=("$@")
-[[ ${#HARNESSES[@]} -gt 0 ]] || HARNESSES=(fuzz_config_ini fuzz_config_yaml fuzz_label_csv fuzz_dataset_schema)
+[[ ${#HARNESSES[@]} -gt 0 ]] || HARNESSES=(fuzz_config_ini fuzz_config_yaml fuzz_label_csv fuzz_dataset_schema fuzz_weight_files)
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

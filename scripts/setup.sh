@@ -28,7 +28,7 @@ JOBS=${TRAINER_JOBS:-$(nproc)}
 # OpenMP) for the fuzzers.
 PACKAGES=(cmake g++ make git pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
           libboost-program-options-dev catch2 libgloo-dev libdnnl-dev libopencv-dev libopencv-videoio-dev zlib1g-dev
-          libyaml-cpp-dev)
+          libyaml-cpp-dev libzip-dev)
 TEST_PACKAGES=(lmod slurm-wlm munge python3-torch python3-torchvision python3-h5py clang libomp-dev
                python3-pandas python3-tables python3-venv)
 

@@ -1,12 +1,12 @@
 // `trainer predict`: keypoints for every frame of the data set with a checkpoint,
-// written as a lightning-pose / DeepLabCut predictions CSV:
-//   scorer,    trainer, trainer, trainer,    ..., set
-//   bodyparts, nose,    nose,    nose,       ...,
-//   coords,    x,       y,       likelihood, ...,
-//   <frame path>, x, y, likelihood, ...,          train | val | test
-// Coordinates are pixels of the stored frame; likelihood is the soft-argmax
-// confidence; the last column says which split set the frame belongs to (the
-// run's split, recomputed from its configuration and seed).
+// written as lightning-pose writes them (predict_labeled.hpp):
+//   scorer,    heatmap_tracker, heatmap_tracker, heatmap_tracker, ..., set
+//   bodyparts, nose,            nose,            nose,            ...,
+//   coords,    x,               y,               likelihood,      ...,
+//   <frame path>, x, y, likelihood, ...,   train | validation | test | unused
+// plus predictions_pixel_error.csv beside it. The set column (the run's split,
+// recomputed from its configuration and seed) is there only when the data is the
+// data the checkpoint was trained on. --video predicts videos (predict_video.hpp).
 #include <sys/stat.h>  // stat, S_ISDIR
 
 #include <cstdio>    // std::snprintf
@@ -20,19 +20,10 @@
 
 #include "app/commands.hpp"         // run_predict, Args
 #include "app/config_parse.hpp"     // parse_command_line, FallbackConfig
-#include "app/make_backend.hpp"     // make_predict_backend
+#include "app/predict_labeled.hpp"  // predict_labeled_frames
 #include "app/predict_video.hpp"    // run_predict_video (--video)
 #include "app/output_files.hpp"     // remove_stale_temp_files_in, run_dir_of_checkpoint
-#include "app/run_data.hpp"         // open_run_data
-#include "app/run_options.hpp"      // predict_loader_options
-#include "compute/backend.hpp"      // compute::Backend
-#include "compute/losses/heatmap_mse.hpp"  // compute::heatmap_mse_loss (the runner needs one; predict computes none)
-#include "data/loader.hpp"          // data::Loader
-#include "data/split.hpp"           // data::set_names
-#include "model/make_model.hpp"     // model::make_pose_model
-#include "runtime/world.hpp"        // runtime::World
-#include "train/checkpoint.hpp"     // load_training_state, load_model
-#include "train/step.hpp"           // train::StepRunner
+#include "train/checkpoint.hpp"     // load_training_state
 #include "util/atomic_write.hpp"    // write_file_atomically, folder_of
 #include "util/error.hpp"           // UserError
 #include "util/log.hpp"             // Log
@@ -57,11 +48,21 @@ void check_output_file(const std::string& out) {
     throw UserError("predict: the folder of --out '" + out + "' does not exist", "create " + folder + " first");
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
+// The data-file lines of an INI configuration (data_files, data_dir, csv_file).
+std::string data_lines(const std::string& ini) {
+  std::istringstream in(ini);
+  std::string out;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("data_files", 0) == 0 || line.rfind("data_dir", 0) == 0 || line.rfind("csv_file", 0) == 0)
+      out += line + "\n";
+  return out;
+}
+
+// Whether `config` predicts the data the checkpoint was trained on (its stored
+// configuration names the same files), so that the training split applies.
+bool same_data_as_training(const Config& config, const std::string& checkpoint) {
+  const std::string trained = train::load_training_state(checkpoint).config_text;
+  return !trained.empty() && data_lines(trained) == data_lines(config_to_ini(config));
 }
 }  // namespace
 
@@ -125,60 +126,12 @@ int run_predict(const Args& args_in) {
   if (!config_note.empty()) log.info(config_note);
   remove_stale_temp_files_in(folder_of(out), log);
 
-  const train::TrainingState state = train::load_training_state(checkpoint);
-  runtime::World world;  // one process: predictions need no ranks
-  RunData run = open_run_data(config, world, log);
-  const data::Dataset& dataset = *run.dataset;
-  if (state.num_keypoints != dataset.num_keypoints())
-    throw UserError("checkpoint '" + checkpoint + "' predicts " + std::to_string(state.num_keypoints) +
-                        " keypoints but the data has " + std::to_string(dataset.num_keypoints()),
-                    "use the configuration the model was trained with (--config <run>/config.ini)");
-
-  auto backend = make_predict_backend(config, log);
-  auto& stream = backend->default_stream();
-  // The checkpoint knows its model type (older checkpoints: the configuration's).
-  const std::string& model_type = state.model_type.empty() ? config.model.model_type : state.model_type;
-  const auto network = model::make_pose_model(*backend, model_type,
-                                              model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
-  model::PoseModel& net = *network;
-  train::load_model(checkpoint, net.store(), stream);
-  train::StepRunner runner(*backend, stream, net, compute::heatmap_mse_loss());
-
-  // A batch larger than the data set would only allocate more.
-  data::Loader loader(dataset, predict_loader_options(config, model_type, dataset.size(), *backend));
-  std::vector<data::SampleRow> rows(static_cast<std::size_t>(dataset.size()));
-  for (std::int64_t i = 0; i < dataset.size(); ++i) rows[std::size_t(i)].frame = i;
-  loader.start_epoch(0, rows);
-  const auto sets = data::set_names(run.split, dataset.size());
-
-  const int k = dataset.num_keypoints();
-  std::ostringstream csv;
-  csv << "scorer";
-  for (int j = 0; j < 3 * k; ++j) csv << ",trainer";
-  csv << ",set\nbodyparts";
-  for (const auto& name : dataset.keypoint_names()) csv << "," << csv_field(name) << "," << csv_field(name) << "," << csv_field(name);
-  csv << ",\ncoords";
-  for (int j = 0; j < k; ++j) csv << ",x,y,likelihood";
-  csv << ",\n";
-  train::Predictions p;
-  std::int64_t done = 0;
-  while (const data::Batch* batch = loader.next()) {
-    runner.predict(*batch, p);
-    for (int i = 0; i < batch->size; ++i) {
-      const std::int64_t frame = batch->frame_index[std::size_t(i)];
-      csv << csv_field(dataset.frame_path(frame));
-      char cell[96];
-      for (int j = 0; j < k; ++j) {
-        const std::size_t at = std::size_t(i) * k + j;
-        std::snprintf(cell, sizeof cell, ",%.4f,%.4f,%.6f", p.coords[2 * at], p.coords[2 * at + 1], p.confidence[at]);
-        csv << cell;
-      }
-      csv << "," << sets[std::size_t(frame)] << "\n";
-      ++done;
-    }
-  }
-  write_file_atomically(out, csv.str());
-  log.info("predicted " + std::to_string(done) + " frames with " + checkpoint + " -> " + out);
+  // The set column says how the training split used each frame: only meaningful
+  // for the data the checkpoint was trained on.
+  LabeledPredictions request;
+  request.predictions_csv = out;
+  request.with_sets = same_data_as_training(config, checkpoint);
+  predict_labeled_frames(config, checkpoint, request, log);
   return 0;
 }
 

@@ -27,7 +27,9 @@
 #include "compute/losses/heatmap_loss_registry.hpp"  // compute::parse_heatmap_loss
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::write_split_csv
+#include "model/backbone_registry.hpp"  // model::backbone_weights_url
 #include "model/make_model.hpp"     // model::make_pose_model
+#include "app/predict_labeled.hpp"   // predict_labeled_frames: predictions.csv after training
 #include "app/predict_video.hpp"     // predict_videos (eval.predict_vids_after_training)
 #include "runtime/agreed_failure.hpp"  // runtime::on_every_rank_or_none
 #include "runtime/broadcast_string.hpp"  // runtime::broadcast_string: rank 0's output folder
@@ -38,6 +40,7 @@
 #include "train/checkpoint.hpp"     // save/load checkpoints
 #include "train/distributed_training.hpp"  // train::DistributedTraining
 #include "train/optimizer.hpp"      // train::Optimizer
+#include "train/pretrained_weights.hpp"  // train::load_pretrained_backbone
 #include "train/step.hpp"           // train::StepRunner
 #include "train/train_loop.hpp"     // train::TrainLoop
 #include "util/atomic_write.hpp"    // write_file_atomically
@@ -69,6 +72,23 @@ void check_resumable(const std::string& resume, const train::TrainingState& stat
                         std::to_string(spec.downsample_factor) + ")",
                     "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
                         "/config.ini)");
+}
+
+// A backbone without pretrained weights: say so, and say it loudly when lightning-pose
+// would have downloaded weights for it or when it will stay frozen while random.
+void warn_random_backbone(const Config& config, const Log& log) {
+  const std::string& name = config.model.backbone;
+  if (name.find('_') != std::string::npos)
+    log.warn("model.backbone = " + name + " is a pretrained ResNet-50 in lightning-pose, which downloads " +
+             model::backbone_weights_url(name) + "; download it and set model.backbone_weights to the file: "
+             "without it the backbone starts from random weights");
+  if (config.training.unfreezing_epoch > 0)
+    log.warn("the backbone has random weights and stays frozen until epoch " +
+             std::to_string(config.training.unfreezing_epoch) +
+             " (training.unfreezing_epoch): set model.backbone_weights (docs/MODEL.md), or "
+             "training.unfreezing_epoch = 0 to train it from the start");
+  else
+    log.info("backbone: random initialisation (no model.backbone_weights)");
 }
 
 // After a stop signal: SLURM's warning (SIGUSR1) requeues the job when asked to, as
@@ -116,8 +136,8 @@ int run_train(const Args& args) {
       ("resume", po::value<std::string>()->value_name("CHECKPOINT"),
        "continue a run from its checkpoint (e.g. <run>/checkpoints/last.h5); `auto`: from --out's "
        "checkpoints/last.h5 when it exists, else start (for jobs that SLURM requeues)")
-      ("init-weights", po::value<std::string>()->value_name("FILE.h5"),
-       "load backbone weights by name (e.g. ImageNet weights from scripts/torchvision_to_h5.py)")
+      ("init-weights", po::value<std::string>()->value_name("FILE"),
+       "same as --model.backbone_weights FILE: pretrained backbone weights (.pth, .safetensors, .h5)")
       ("save-initial", "write checkpoints/initial.h5 before the first step")
       ("max-steps", po::value<long>()->value_name("N"), "stop after N optimizer steps (overrides training.max_steps)")
       ("dump-gradients", po::value<std::string>()->value_name("FILE.h5"),
@@ -135,6 +155,7 @@ int run_train(const Args& args) {
       throw UserError("train: --max-steps " + std::to_string(config.training.max_steps) + " is not a step count",
                       "--max-steps N stops after N optimizer steps; -1: no limit");
   }
+  if (cl.own.count("init-weights")) config.model.backbone_weights = cl.own["init-weights"].as<std::string>();
   if (cl.own.count("resume") && cl.own.count("init-weights"))
     throw UserError("train: --resume and --init-weights cannot be given together",
                     "--resume continues a run with all its weights; --init-weights starts a new run from backbone "
@@ -189,7 +210,7 @@ int run_train(const Args& args) {
     make_directories(out_dir + "/checkpoints");  // here, not at the first checkpoint, so a bad --out fails early
     remove_stale_temp_files_in(out_dir, log);
     remove_stale_temp_files_in(out_dir + "/checkpoints", log);
-    write_file_atomically(out_dir + "/config.ini", config_to_ini(config));
+    write_file_atomically(out_dir + "/config.ini", config_to_ini(with_absolute_paths(config)));
     data::write_split_csv(out_dir + "/split.csv", run.split, dataset.frame_paths());
   });
   log.info("data: " + std::to_string(dataset.size()) + " frames (" + std::to_string(run.split.train.size()) +
@@ -230,16 +251,18 @@ int run_train(const Args& args) {
                           std::to_string(state.batches_into_epoch)
                     : " after epoch " + std::to_string(state.epochs_completed - 1)) +
                ", step " + std::to_string(state.global_step));
-    } else if (cl.own.count("init-weights")) {
-      const std::string path = cl.own["init-weights"].as<std::string>();
-      const int n = train::load_backbone_weights(path, net.store(), stream);
-      log.info("loaded " + std::to_string(n) + " backbone tensors from " + path);
+    } else if (!config.model.backbone_weights.empty()) {
+      const std::string& path = config.model.backbone_weights;
+      const train::PretrainedLoad got = train::load_pretrained_backbone(path, net.store(), stream);
+      log.info("backbone: loaded " + std::to_string(got.tensors) + " tensors from " + path + " (" + got.format +
+               (got.ignored > 0 ? "; " + std::to_string(got.ignored) + " tensors of other layers ignored" : "") + ")");
     }
   });
+  if (resume.empty() && config.model.backbone_weights.empty()) warn_random_backbone(config, log);
   state.world_size = world.size;
   state.rng_seed_data = config.training.rng_seed_data_pt;
   state.rng_seed_model = config.training.rng_seed_model_pt;
-  state.config_text = config_to_ini(config);
+  state.config_text = config_to_ini(with_absolute_paths(config));
   state.model_type = config.model.model_type;
   state.backbone = spec.backbone;
   state.num_keypoints = spec.num_keypoints;
@@ -281,6 +304,17 @@ int run_train(const Args& args) {
     return finish_stopped_run(trainer.stopped_by_signal(), config, env, log, state.global_step, out_dir);
   log.info("done: " + std::to_string(state.epochs_completed) + " epochs, " + std::to_string(state.global_step) +
            " steps; checkpoints in " + out_dir + "/checkpoints, metrics in " + out_dir + "/metrics.csv");
+  // lightning-pose's output files: predictions over every labelled frame with the best
+  // checkpoint, and their pixel errors, with the split's sets (rank 0, one process).
+  if (log.is_root() && state.global_step > 0) {
+    std::string best = out_dir + "/checkpoints/best.h5";
+    if (!std::filesystem::exists(best)) best = out_dir + "/checkpoints/last.h5";
+    LabeledPredictions predictions;
+    predictions.predictions_csv = out_dir + "/predictions.csv";
+    predict_labeled_frames(config, best, predictions, Log(0, true));
+    log.info("predictions with " + best + ": " + predictions.predictions_csv + ", " + out_dir +
+             "/predictions_pixel_error.csv");
+  }
   if (config.eval.predict_vids_after_training && !config.eval.test_videos_directory.empty()) {
     // lightning-pose's eval.predict_vids_after_training: the best checkpoint (the last
     // when there was no validation), every rank sharing the frames.

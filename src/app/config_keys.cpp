@@ -347,6 +347,11 @@ std::vector<ConfigKey> build_table() {
       choice("model", "backbone", field(M, &MC::backbone), model::backbone_names(),
              "ResNet backbone")
           .lp("model.backbone"),
+      text("model", "backbone_weights", field(M, &MC::backbone_weights), "PATH",
+           "pretrained backbone weights: torchvision's ImageNet .pth, an mmpose checkpoint (lightning-pose's "
+           "resnet50_animal_ap10k, ...), .safetensors or a trainer checkpoint; empty: random initialisation "
+           "(docs/MODEL.md lists the download URLs)")
+          .lp("(lightning-pose downloads them itself)"),
       choice("model", "heatmap_loss_type", field(M, &MC::heatmap_loss_type), compute::heatmap_loss_names(),
              "heatmap loss (lightning-pose semantics: docs/COMPUTE.md)")
           .lp("model.heatmap_loss_type"),

@@ -7,6 +7,8 @@
 //                                          from the CSV's values; empty for frame 0
 #include "app/predict_video.hpp"
 
+#include "app/predict_labeled.hpp"  // lightning_pose_scorer
+
 #include <algorithm>   // std::max, std::min
 #include <chrono>      // steady_clock
 #include <cmath>       // std::sqrt, std::isnan
@@ -40,9 +42,6 @@ namespace trainer::app {
 
 namespace {
 
-// lightning-pose's scorer name for its own predictions.
-constexpr const char* kScorer = "heatmap_tracker";
-
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string out = "\"";
@@ -50,9 +49,9 @@ std::string csv_field(const std::string& s) {
   return out + "\"";
 }
 
-std::string predictions_header(const std::vector<std::string>& names) {
+std::string predictions_header(const std::vector<std::string>& names, const std::string& scorer) {
   std::string out = "scorer";
-  for (std::size_t j = 0; j < 3 * names.size(); ++j) out += std::string(",") + kScorer;
+  for (std::size_t j = 0; j < 3 * names.size(); ++j) out += "," + scorer;
   out += "\nbodyparts";
   for (const auto& name : names) out += "," + csv_field(name) + "," + csv_field(name) + "," + csv_field(name);
   out += "\ncoords";
@@ -252,7 +251,7 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
     for (const auto& part : parts) body += part;
     const std::string base = request.out_dir + "/" + video_stem(videos[v]);
     try {
-      write_file_atomically(base + ".csv", predictions_header(request.keypoint_names) + body);
+      write_file_atomically(base + ".csv", predictions_header(request.keypoint_names, lightning_pose_scorer(model_type)) + body);
       const std::vector<float> xyl = parse_rows(body, request.keypoint_names.size());
       write_file_atomically(base + "_temporal_norm.csv", temporal_norm_csv(request.keypoint_names, xyl));
       if (request.labeled_videos) {

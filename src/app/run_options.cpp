@@ -1,6 +1,8 @@
 // Config -> option structs (see run_options.hpp).
 #include "app/run_options.hpp"
 
+#include <filesystem>  // std::filesystem::absolute
+
 #include <algorithm>  // std::min, std::max
 
 #include "app/loader_source.hpp"  // batch_allocator
@@ -92,6 +94,19 @@ train::LoopConfig loop_config(const Config& config, const runtime::RunPlan& plan
   loop.tensorboard.heatmap_loss = "heatmap_" + config.model.heatmap_loss_type;
   loop.tensorboard.optimizer = config.training.optimizer;
   return loop;
+}
+
+Config with_absolute_paths(Config config) {
+  const auto absolute = [](std::string& path) {
+    if (!path.empty() && path.front() != '/') path = std::filesystem::absolute(path).lexically_normal().string();
+  };
+  for (auto& file : config.data.data_files) absolute(file);
+  absolute(config.data.synthetic_file);
+  absolute(config.data.data_dir);  // csv_file stays relative to it, as lightning-pose reads it
+  if (config.data.data_dir.empty()) absolute(config.data.csv_file);
+  absolute(config.model.backbone_weights);
+  absolute(config.eval.test_videos_directory);
+  return config;
 }
 
 }  // namespace trainer::app

@@ -49,4 +49,9 @@ train::OptimizerConfig optimizer_config(const Config& config);
 // folder, world size, debugging dumps) are the command's to add.
 train::LoopConfig loop_config(const Config& config, const runtime::RunPlan& plan);
 
+// The configuration with every file and folder path made absolute (against the
+// current directory), as the run folder's config.ini and checkpoints store it, so
+// `predict` and `--resume` work from any directory.
+Config with_absolute_paths(Config config);
+
 }  // namespace trainer::app

@@ -14,14 +14,29 @@ using BackboneFactory = std::unique_ptr<Backbone> (*)(ParameterStore& store, con
 struct BackboneEntry {
   const char* name;
   BackboneFactory make;
+  // Where lightning-pose gets its pretrained weights (torchvision's ImageNet files,
+  // mmpose's pose checkpoints); the trainer loads them from model.backbone_weights.
+  const char* weights_url;
 };
 
 // A constant table rather than self-registering globals: no static mutable state,
 // and the list (and its order in --help) is in one visible place.
 constexpr BackboneEntry kBackbones[] = {
-    {"resnet18", make_resnet},
-    {"resnet34", make_resnet},
-    {"resnet50", make_resnet},
+    {"resnet18", make_resnet, "https://download.pytorch.org/models/resnet18-f37072fd.pth"},
+    {"resnet34", make_resnet, "https://download.pytorch.org/models/resnet34-b627a593.pth"},
+    {"resnet50", make_resnet, "https://download.pytorch.org/models/resnet50-11ad3fa6.pth"},
+    {"resnet50_animal_apose", make_resnet,
+     "https://download.openmmlab.com/mmpose/animal/resnet/res50_animalpose_256x256-e1f30bff_20210426.pth"},
+    {"resnet50_animal_ap10k", make_resnet,
+     "https://download.openmmlab.com/mmpose/animal/resnet/res50_ap10k_256x256-35760eb8_20211029.pth"},
+    {"resnet50_human_jhmdb", make_resnet,
+     "https://download.openmmlab.com/mmpose/top_down/resnet/res50_jhmdb_sub3_256x256-c4ec1a0b_20201122.pth"},
+    {"resnet50_human_res_rle", make_resnet,
+     "https://download.openmmlab.com/mmpose/top_down/deeppose/deeppose_res50_mpii_256x256_rle-5f92a619_20220504.pth"},
+    {"resnet50_human_top_res", make_resnet,
+     "https://download.openmmlab.com/mmpose/top_down/resnet/res50_mpii_256x256-418ffc88_20200812.pth"},
+    {"resnet50_human_hand", make_resnet,
+     "https://download.openmmlab.com/mmpose/hand/resnet/res50_onehand10k_256x256-739c8639_20210330.pth"},
 };
 
 const BackboneEntry& find_backbone(const std::string& name) {
@@ -42,6 +57,16 @@ const std::vector<std::string>& backbone_names() {
     return out;
   }();
   return names;
+}
+
+std::string backbone_weights_url(const std::string& name) { return find_backbone(name).weights_url; }
+
+std::string backbone_tensor_name(std::string name) {
+  if (name.rfind("module.", 0) == 0) name = name.substr(7);  // saved from a DDP-wrapped model
+  if (name.rfind("backbone.", 0) == 0) return name;           // mmpose, lightning-pose, ours
+  for (const char* stem : {"conv1.", "bn1.", "layer1.", "layer2.", "layer3.", "layer4."})
+    if (name.rfind(stem, 0) == 0) return "backbone." + name;  // torchvision's ResNet
+  return "";  // a classifier (fc.*) or a head: not the backbone's
 }
 
 std::unique_ptr<Backbone> make_backbone(const std::string& name, ParameterStore& store, const std::string& prefix) {

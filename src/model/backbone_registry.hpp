@@ -15,6 +15,16 @@ namespace trainer::model {
 // In the order --help lists them.
 const std::vector<std::string>& backbone_names();
 
+// Where lightning-pose downloads the pretrained weights of backbone `name`
+// (docs/MODEL.md lists them); the trainer reads such files from model.backbone_weights.
+std::string backbone_weights_url(const std::string& name);
+
+// Our name for a tensor of a pretrained backbone file: torchvision's ResNet names
+// (conv1.weight, layer1.0.bn1.running_mean, ...) gain "backbone."; mmpose's and
+// lightning-pose's (backbone.*) stay; a "module." prefix (DDP) goes. Empty for the
+// tensors of a classifier or a head, which are not the backbone's.
+std::string backbone_tensor_name(std::string name);
+
 // Builds backbone `name`, registering its tensors in `store` under `prefix`
 // (see backbone.hpp). Throws UserError for an unknown name.
 std::unique_ptr<Backbone> make_backbone(const std::string& name, ParameterStore& store, const std::string& prefix);

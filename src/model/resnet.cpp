@@ -14,7 +14,9 @@ ResNetSpec resnet_spec(const std::string& name) {
   } else if (name == "resnet34") {
     s.bottleneck = false;
     s.blocks[0] = 3, s.blocks[1] = 4, s.blocks[2] = 6, s.blocks[3] = 3;
-  } else if (name == "resnet50") {
+  } else if (name == "resnet50" || name.rfind("resnet50_", 0) == 0) {
+    // lightning-pose's resnet50_animal_ap10k, _human_jhmdb, ...: ResNet-50 with
+    // weights pretrained on pose data (backbone_registry.cpp names the files).
     s.bottleneck = true;
     s.blocks[0] = 3, s.blocks[1] = 4, s.blocks[2] = 6, s.blocks[3] = 3;
   } else {

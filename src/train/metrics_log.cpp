@@ -13,7 +13,7 @@ namespace trainer::train {
 const char* MetricsLog::header() {
   // New columns go at the end, so scripts that cut the first ones keep working.
   return "epoch,step,train_loss,val_loss,val_rmse_px,lr_head,lr_backbone,images_per_s,elapsed_s,train_loss_step,"
-         "epoch_steps_s,epoch_val_s,epoch_overhead_s";
+         "epoch_steps_s,epoch_val_s,epoch_overhead_s,val_pixel_error_px";
 }
 
 namespace {
@@ -45,20 +45,21 @@ MetricsLog::MetricsLog(std::string path, long keep_through_step) : path_(std::mo
 }
 
 void MetricsLog::append(const EpochMetrics& m) {
-  char val_loss[32] = "", val_rmse[32] = "";
+  char val_loss[32] = "", val_rmse[32] = "", val_pixel_error[32] = "";
   if (m.val_loss >= 0) std::snprintf(val_loss, sizeof val_loss, "%.8g", m.val_loss);
   if (m.val_rmse >= 0) std::snprintf(val_rmse, sizeof val_rmse, "%.6g", m.val_rmse);
+  if (m.val_rmse >= 0) std::snprintf(val_pixel_error, sizeof val_pixel_error, "%.6g", pixel_error_of_rmse(m.val_rmse));
   char row[512];
-  std::snprintf(row, sizeof row, "%d,%ld,%.8g,%s,%s,%.6g,%.6g,%.2f,%.2f,,%.6f,%.6f,%.6f", m.epoch, m.step,
+  std::snprintf(row, sizeof row, "%d,%ld,%.8g,%s,%s,%.6g,%.6g,%.2f,%.2f,,%.6f,%.6f,%.6f,%s", m.epoch, m.step,
                 m.train_loss, val_loss, val_rmse, m.lr_head, m.lr_backbone, m.images_per_s, m.elapsed_s, m.steps_s,
-                m.val_s, m.overhead_s);
+                m.val_s, m.overhead_s, val_pixel_error);
   rows_.push_back(row);
   write();
 }
 
 void MetricsLog::append(const StepMetrics& m) {
   char row[512];
-  std::snprintf(row, sizeof row, "%d,%ld,,,,%.6g,%.6g,%.2f,%.2f,%.8g,,,", m.epoch, m.step, m.lr_head, m.lr_backbone,
+  std::snprintf(row, sizeof row, "%d,%ld,,,,%.6g,%.6g,%.2f,%.2f,%.8g,,,,", m.epoch, m.step, m.lr_head, m.lr_backbone,
                 m.images_per_s, m.elapsed_s, m.loss);
   rows_.push_back(row);
 }

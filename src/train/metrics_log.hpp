@@ -19,7 +19,8 @@ struct EpochMetrics {
   long step = 0;              // optimizer steps at the end of the epoch
   double train_loss = 0;      // mean over the epoch's steps
   double val_loss = -1;       // < 0: not validated this epoch (empty cell)
-  double val_rmse = -1;       // pixels in the original frame
+  double val_rmse = -1;       // lightning-pose's RMSE: per keypoint sqrt of the mean of dx^2 and dy^2,
+                              // in pixels of the original frame (the pixel error over sqrt 2)
   double lr_head = 0, lr_backbone = 0;
   double images_per_s = 0;
   double elapsed_s = 0;
@@ -36,6 +37,11 @@ struct StepMetrics {
   double images_per_s = 0;    // since the epoch started, all ranks
   double elapsed_s = 0;
 };
+
+// The mean Euclidean pixel error that lightning-pose users compare (its
+// predictions_pixel_error.csv): each keypoint's RMSE over x and y is its Euclidean
+// error divided by sqrt(2), so the means differ by exactly that factor.
+inline double pixel_error_of_rmse(double rmse) { return rmse * 1.4142135623730951; }
 
 class MetricsLog {
  public:

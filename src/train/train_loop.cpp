@@ -282,8 +282,8 @@ TrainingState TrainLoop::run(TrainingState state) {
         ++state.bad_checks;
       }
       char line[256];
-      std::snprintf(line, sizeof line, "epoch %d  validation: loss %.6g  RMSE %.3f px%s", epoch, row.val_loss,
-                    row.val_rmse, improved ? "  (best)" : "");
+      std::snprintf(line, sizeof line, "epoch %d  validation: loss %.6g  pixel error %.3f px  RMSE %.3f px%s", epoch,
+                    row.val_loss, pixel_error_of_rmse(row.val_rmse), row.val_rmse, improved ? "  (best)" : "");
       log_.info(line);
       if (config_.early_stopping && state.bad_checks >= config_.early_stop_patience &&
           epoch + 1 >= config_.min_epochs) {

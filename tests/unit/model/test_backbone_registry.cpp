@@ -35,7 +35,7 @@ TEST_CASE("every registered backbone keeps the Backbone contract", "[model][back
     CHECK(backbone->name() == name);
     CHECK(backbone->stride() == 32);  // what the heads undo
     CHECK(backbone->out_channels() % 4 == 0);  // the heads' PixelShuffle(2) needs C/4 channels
-    if (name.rfind("resnet", 0) == 0) CHECK(backbone->out_channels() == (name == "resnet50" ? 2048 : 512));
+    if (name.rfind("resnet", 0) == 0) CHECK(backbone->out_channels() == (name.rfind("resnet50", 0) == 0 ? 2048 : 512));
     REQUIRE_FALSE(store.parameters().empty());
     for (const auto& e : store.parameters()) {
       CHECK(e.name.rfind("backbone.", 0) == 0);

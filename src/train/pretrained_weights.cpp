@@ -1,0 +1,133 @@
+// Pretrained backbone weights (see pretrained_weights.hpp).
+#include "train/pretrained_weights.hpp"
+
+#include <cstring>  // std::memcpy
+#include <fstream>  // std::ifstream
+#include <map>      // std::map
+
+#include "compute/float16.hpp"         // compute::f16: float16/bfloat16 -> float
+#include "model/backbone_registry.hpp" // model::backbone_tensor_name
+#include "train/checkpoint.hpp"        // load_backbone_weights (trainer .h5 files)
+#include "util/error.hpp"              // UserError
+#include "util/safetensors_file.hpp"   // read_safetensors
+#include "util/torch_file.hpp"         // read_torch_state_dict
+
+namespace trainer::train {
+namespace {
+
+std::string first_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UserError("cannot open backbone weights '" + path + "'", "check model.backbone_weights");
+  std::string head(8, '\0');
+  in.read(&head[0], 8);
+  head.resize(std::size_t(in.gcount()));
+  return head;
+}
+
+std::vector<float> as_floats(const StoredTensor& t) {
+  const std::size_t n = t.bytes.size() / bytes_per_element(t.type);
+  std::vector<float> out(n);
+  const char* p = t.bytes.data();
+  for (std::size_t i = 0; i < n; ++i) {
+    switch (t.type) {
+      case StoredType::f32: std::memcpy(&out[i], p + 4 * i, 4); break;
+      case StoredType::f64: { double v; std::memcpy(&v, p + 8 * i, 8); out[i] = float(v); break; }
+      case StoredType::f16: { std::uint16_t v; std::memcpy(&v, p + 2 * i, 2); out[i] = compute::f16::half_to_float(v); break; }
+      case StoredType::bf16: { std::uint16_t v; std::memcpy(&v, p + 2 * i, 2); out[i] = compute::f16::bf16_to_float(v); break; }
+      case StoredType::i64: { std::int64_t v; std::memcpy(&v, p + 8 * i, 8); out[i] = float(v); break; }
+      case StoredType::i32: { std::int32_t v; std::memcpy(&v, p + 4 * i, 4); out[i] = float(v); break; }
+    }
+  }
+  return out;
+}
+
+std::string shape_text(const std::vector<std::int64_t>& shape) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+}  // namespace
+
+PretrainedLoad load_pretrained_backbone(const std::string& path, model::ParameterStore& store,
+                                        compute::Stream& stream) {
+  const std::string head = first_bytes(path);
+  PretrainedLoad result;
+  if (head.rfind("\x89HDF", 0) == 0) {
+    result.format = "trainer checkpoint";
+    result.tensors = load_backbone_weights(path, store, stream);
+    return result;
+  }
+  std::vector<StoredTensor> tensors;
+  if (head.rfind("PK", 0) == 0) {
+    result.format = "PyTorch (torch.save)";
+    tensors = read_torch_state_dict(path);
+  } else if (!head.empty() && (static_cast<unsigned char>(head[0]) == 0x80 || static_cast<unsigned char>(head[0]) == 0x8a)) {
+    throw UserError("'" + path + "' is a PyTorch file in the legacy (pre-1.6) format",
+                    "re-save it: torch.save(torch.load(path), new_path) writes the zip format the trainer reads");
+  } else {
+    result.format = "safetensors";
+    tensors = read_safetensors(path);
+  }
+
+  // Where each backbone tensor of the store lives.
+  enum class Kind { parameter, buffer, counter };
+  struct Target { Kind kind; std::size_t index; };
+  std::map<std::string, Target> targets;
+  for (std::size_t i = 0; i < store.parameters().size(); ++i)
+    if (store.parameters()[i].group == model::ParamGroup::backbone)
+      targets[store.parameters()[i].name] = {Kind::parameter, i};
+  for (std::size_t i = 0; i < store.buffers().size(); ++i)
+    if (store.buffers()[i].group == model::ParamGroup::backbone) targets[store.buffers()[i].name] = {Kind::buffer, i};
+  for (std::size_t i = 0; i < store.counters().size(); ++i)
+    if (store.counters()[i].name.rfind("backbone.", 0) == 0) targets[store.counters()[i].name] = {Kind::counter, i};
+
+  std::map<std::string, bool> loaded;
+  for (const StoredTensor& t : tensors) {
+    const std::string ours = model::backbone_tensor_name(t.name);
+    if (ours.empty()) {
+      ++result.ignored;  // a classifier's or a head's
+      continue;
+    }
+    const auto it = targets.find(ours);
+    if (it == targets.end())  // e.g. layer1.2.* of a ResNet-34 file for a ResNet-18
+      throw UserError("'" + path + "' has backbone tensor '" + t.name + "', which " + ours +
+                          " would be, but this backbone has no such tensor",
+                      "are these weights for another backbone (model.backbone)?");
+    const Target& target = it->second;
+    if (target.kind == Kind::counter) {
+      if (!t.bytes.empty()) store.counters()[target.index].value = std::int64_t(as_floats(t).at(0));
+      loaded[ours] = true;
+      continue;
+    }
+    const std::vector<int>& shape = target.kind == Kind::parameter ? store.parameters()[target.index].shape
+                                                                   : store.buffers()[target.index].shape;
+    if (std::vector<std::int64_t>(shape.begin(), shape.end()) != t.shape)
+      throw UserError("'" + path + "': tensor '" + t.name + "' has shape " + shape_text(t.shape) +
+                          " but the backbone's " + ours + " is " +
+                          shape_text(std::vector<std::int64_t>(shape.begin(), shape.end())),
+                      "are these weights for another backbone (model.backbone)?");
+    const std::vector<float> values = as_floats(t);
+    if (target.kind == Kind::parameter) store.upload_param(target.index, values, stream);
+    else store.upload_buffer(target.index, values, stream);
+    loaded[ours] = true;
+  }
+  std::string missing;
+  int missing_count = 0;
+  for (const auto& [name, target] : targets) {
+    if (target.kind == Kind::counter || loaded.count(name)) continue;
+    if (++missing_count <= 3) missing += (missing.empty() ? "" : ", ") + name;
+  }
+  if (loaded.empty())
+    throw UserError("'" + path + "' holds no tensor of a ResNet backbone (" + std::to_string(tensors.size()) +
+                        " tensors, none named like conv1.weight, layer1.0.conv1.weight or backbone.*)",
+                    "give a torchvision ResNet state dict, an mmpose checkpoint or a trainer checkpoint");
+  if (missing_count > 0)
+    throw UserError("'" + path + "' lacks " + std::to_string(missing_count) + " of the backbone's tensors (" +
+                        missing + (missing_count > 3 ? ", ..." : "") + ")",
+                    "are these weights for another backbone (model.backbone)?");
+  result.tensors = int(loaded.size());
+  return result;
+}
+
+}  // namespace trainer::train
