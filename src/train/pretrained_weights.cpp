@@ -65,9 +65,22 @@ PretrainedLoad load_pretrained_backbone(const std::string& path, model::Paramete
   } else if (!head.empty() && (static_cast<unsigned char>(head[0]) == 0x80 || static_cast<unsigned char>(head[0]) == 0x8a)) {
     throw UserError("'" + path + "' is a PyTorch file in the legacy (pre-1.6) format",
                     "re-save it: torch.save(torch.load(path), new_path) writes the zip format the trainer reads");
-  } else {
+  } else if (head.size() == 8 || path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0) {
+    // A .safetensors file starts with its header's length and then '{'.
+    std::ifstream in(path, std::ios::binary);
+    char brace = 0;
+    in.seekg(8);
+    in.get(brace);
+    if (brace != '{' && path.find(".safetensors") == std::string::npos)
+      throw UserError("'" + path + "' is not a weights file the trainer reads",
+                      "model.backbone_weights takes a PyTorch .pth (torch.save), a .safetensors file or a trainer "
+                      "checkpoint (.h5)");
     result.format = "safetensors";
     tensors = read_safetensors(path);
+  } else {
+    throw UserError("'" + path + "' is not a weights file the trainer reads (too short)",
+                    "model.backbone_weights takes a PyTorch .pth (torch.save), a .safetensors file or a trainer "
+                    "checkpoint (.h5)");
   }
 
   // Where each backbone tensor of the store lives.

@@ -13,11 +13,13 @@ bash "$REPO/scripts/bundle.sh" --build-dir "$build_dir" --out "$out" "${with_tes
 
 readelf -d "$out/bin/trainer" | grep -E 'R(UN)?PATH' | grep -qF '[$ORIGIN/../lib]' ||
   fail "bin/trainer lacks RPATH \$ORIGIN/../lib: $(readelf -d "$out/bin/trainer" | grep -i path)"
+# Globs, not `ls | grep -q`: with pipefail, grep's early exit can fail the pipeline
+# (SIGPIPE to ls) once lib/ holds a few hundred entries (OpenCV's video I/O brings FFmpeg's).
 for lib in libmpi.so libhdf5 libboost_program_options libopencv_core libgloo; do
-  ls "$out/lib" | grep -q "^$lib" || fail "lib/ lacks $lib"
+  compgen -G "$out/lib/$lib*" >/dev/null || fail "lib/ lacks $lib"
 done
 for node_lib in libc.so libcuda.so libcudart libcudnn libcublas libnccl; do
-  ! ls "$out/lib" | grep -q "^$node_lib" || fail "lib/ must not contain the node's $node_lib"
+  ! compgen -G "$out/lib/$node_lib*" >/dev/null || fail "lib/ must not contain the node's $node_lib"
 done
 ls "$out"/lib/openmpi/mca_*.so >/dev/null 2>&1 || fail "no Open MPI plugins in lib/openmpi"
 [[ -x "$out/bin/mpirun" && -f "$out/bin/trainer-env.sh" ]] || fail "no bundled mpirun / trainer-env.sh"

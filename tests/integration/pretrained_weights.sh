@@ -81,7 +81,9 @@ grep -q "warning: the backbone has random weights and stays frozen until epoch 2
 # Wrong files: one error line naming the problem, exit 2.
 run_bad() { expect_fail 2 "$1" "$TRAINER" train --config "$SCRATCH/small.cfg" --model.backbone_weights "$2" --max-steps 0 --out "$SCRATCH/bad"; }
 run_bad "has backbone tensor .* but this backbone has no such tensor" "$SCRATCH/resnet34.pth"
-run_bad "not a valid .safetensors file|is not a .safetensors file|too short" "$SCRATCH/notweights.txt"
+run_bad "is not a weights file the trainer reads" "$SCRATCH/notweights.txt"
+cp "$SCRATCH/notweights.txt" "$SCRATCH/named.safetensors"
+run_bad "is too short for a .safetensors file|is not a .safetensors file" "$SCRATCH/named.safetensors"
 run_bad "tensor 'conv1.weight' has shape \\[64, 3, 3, 3\\] but the backbone's backbone.conv1.weight is \\[64, 3, 7, 7\\]" "$SCRATCH/badshape.safetensors"
 run_bad "has dtype I8, which the trainer cannot load" "$SCRATCH/int8.safetensors"
 run_bad "cannot open backbone weights" "$SCRATCH/missing.pth"

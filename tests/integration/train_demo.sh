@@ -47,7 +47,7 @@ grep -q "done: 0 epochs, 3 steps" "$SCRATCH/mpi.log" || { cat "$SCRATCH/mpi.log"
 
 # Bad input is a user error, not a crash.
 expect_fail 2 "cannot open checkpoint" "$TRAINER" train --config "$SCRATCH/small.cfg" --out "$SCRATCH/r2" --resume "$SCRATCH/nothing.h5"
-expect_fail 2 "cannot open checkpoint" "$TRAINER" train --config "$SCRATCH/small.cfg" --out "$SCRATCH/r3" --max-steps 1 --init-weights "$SCRATCH/run/split.csv"
+expect_fail 2 "is not a weights file the trainer reads" "$TRAINER" train --config "$SCRATCH/small.cfg" --out "$SCRATCH/r3" --max-steps 1 --init-weights "$SCRATCH/run/split.csv"
 expect_fail 2 "has no /model group" "$TRAINER" train --config "$SCRATCH/small.cfg" --out "$SCRATCH/r4" --max-steps 1 --init-weights "$SCRATCH/small.h5"
 
 # --init-weights from torchvision weights (random ones: no network here), when torch is there.
@@ -56,7 +56,7 @@ if /usr/bin/python3 -c "import torch, torchvision, h5py" 2>/dev/null; then
   /usr/bin/python3 "$REPO/scripts/torchvision_to_h5.py" --arch resnet18 --random --out "$SCRATCH/tv18.h5" >/dev/null || fail "torchvision_to_h5.py"
   "$TRAINER" train --config "$SCRATCH/small.cfg" --out "$SCRATCH/r5" --max-steps 1 --init-weights "$SCRATCH/tv18.h5" >"$SCRATCH/init.log" 2>&1 \
     || { cat "$SCRATCH/init.log"; fail "--init-weights"; }
-  grep -q "loaded 100 backbone tensors" "$SCRATCH/init.log" || { cat "$SCRATCH/init.log"; fail "--init-weights count"; }
+  grep -q "backbone: loaded 100 tensors" "$SCRATCH/init.log" || { cat "$SCRATCH/init.log"; fail "--init-weights count"; }
 else
   echo "note: torch missing, --init-weights from torchvision not tested"
 fi
@@ -76,9 +76,9 @@ if ! { command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; }; the
 fi
 csv="$SCRATCH/run/predictions.csv"
 [[ $(wc -l <"$csv") == 43 ]] || fail "predictions.csv: expected 3 header rows + 40 frames, got $(wc -l <"$csv")"
-head -1 "$csv" | grep -qE '^scorer(,trainer){12},set$' || fail "scorer row: $(head -1 "$csv")"
+head -1 "$csv" | grep -qE '^scorer(,heatmap_tracker){12},set$' || fail "scorer row: $(head -1 "$csv")"
 sed -n 2p "$csv" | grep -qE '^bodyparts,nose,nose,nose,ear_left' || fail "bodyparts row: $(sed -n 2p "$csv")"
 sed -n 3p "$csv" | grep -qE '^coords(,x,y,likelihood){4},$' || fail "coords row: $(sed -n 3p "$csv")"
-[[ $(tail -n +4 "$csv" | grep -cE ',(train|val|test)$') == 40 ]] || fail "set column"
-[[ $(tail -n +4 "$csv" | grep -c ',val$') == $(grep -c ',val$' "$SCRATCH/run/split.csv") ]] || fail "set column disagrees with split.csv"
+[[ $(tail -n +4 "$csv" | grep -cE ',(train|validation|test|unused)$') == 40 ]] || fail "set column"
+[[ $(tail -n +4 "$csv" | grep -c ',validation$') == $(grep -c ',val$' "$SCRATCH/run/split.csv") ]] || fail "set column disagrees with split.csv"
 echo "PASSED"

@@ -50,7 +50,7 @@ done
 csv="$SCRATCH/run/predictions.csv"
 [[ $(wc -l <"$csv") == 43 ]] || fail "predictions.csv: expected 3 header rows + 40 frames, got $(wc -l <"$csv")"
 tail -n +4 "$csv" | grep -qiE 'nan|inf' && fail "predictions are not finite"
-[[ $(tail -n +4 "$csv" | grep -cE ',(train|val|test)$') == 40 ]] || fail "set column"
+[[ $(tail -n +4 "$csv" | grep -cE ',(train|validation|test|unused)$') == 40 ]] || fail "set column"
 
 # 2 ranks (data-parallel, gloo).
 if command -v mpirun >/dev/null; then
