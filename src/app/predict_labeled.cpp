@@ -19,16 +19,10 @@
 #include "train/step.hpp"           // train::StepRunner
 #include "util/atomic_write.hpp"    // write_file_atomically
 #include "util/error.hpp"           // UserError
+#include "util/csv_field.hpp"        // csv_field
 
 namespace trainer::app {
 namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
 
 // lightning-pose's names of the split's sets.
 std::string lightning_pose_set(const std::string& ours) { return ours == "val" ? "validation" : ours; }

@@ -37,17 +37,11 @@
 #include "util/atomic_write.hpp"    // write_file_atomically
 #include "util/env.hpp"             // capture_environment
 #include "util/error.hpp"           // UserError
+#include "util/csv_field.hpp"        // csv_field
 
 namespace trainer::app {
 
 namespace {
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
 
 std::string predictions_header(const std::vector<std::string>& names, const std::string& scorer) {
   std::string out = "scorer";

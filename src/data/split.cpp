@@ -8,6 +8,7 @@
 #include "data/rng.hpp"    // KeyedRng
 #include "util/atomic_write.hpp"  // write_file_atomically
 #include "util/error.hpp"  // UserError
+#include "util/csv_field.hpp"  // csv_field
 
 namespace trainer::data {
 
@@ -100,16 +101,6 @@ void check_batch_fits(const std::string& set, std::int64_t frames, int global_ba
                     "lower the batch size to at most " + std::to_string(frames) + " or label more frames");
   }
 }
-
-namespace {
-// CSV quoting for paths that contain a comma or quote.
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) out += (c == '"') ? std::string("\"\"") : std::string(1, c);
-  return out + "\"";
-}
-}  // namespace
 
 void write_split_csv(const std::string& path, const Split& split, const std::vector<std::string>& frame_paths) {
   const auto total = static_cast<std::int64_t>(frame_paths.size());
