@@ -188,6 +188,89 @@ __global__ void expectation_kernel(const In* maps, int h, int w, float temperatu
   if (confidence) confidence[blockIdx.x] = static_cast<float>(conf);
 }
 
+// The soft-argmax's gradient at the final resolution, one block per plane:
+// dz = T p (dcoords . (c, r) - dcoords . (ex, ey)) with p the softmax of T z.
+__global__ void expectation_backward_kernel(const double* maps, int h, int w, float temperature,
+                                            const float* dcoords, double* dmaps) {
+  __shared__ float fshared[32];
+  __shared__ double dshared[32];
+  const int size = h * w;
+  const double* in = maps + std::size_t(blockIdx.x) * size;
+  double* out = dmaps + std::size_t(blockIdx.x) * size;
+  float m = -FLT_MAX;
+  for (int i = threadIdx.x; i < size; i += blockDim.x) m = fmaxf(m, temperature * float(in[i]));
+  m = block_max(m, fshared, -FLT_MAX);
+  double sum = 0.0;
+  for (int i = threadIdx.x; i < size; i += blockDim.x) sum += expf(temperature * float(in[i]) - m);
+  sum = block_sum(sum, dshared);
+  const float inv = static_cast<float>(1.0 / sum);
+  double sx = 0.0, sy = 0.0;
+  for (int i = threadIdx.x; i < size; i += blockDim.x) {
+    const double p = expf(temperature * float(in[i]) - m) * inv;
+    sx += p * (i % w);
+    sy += p * (i / w);
+  }
+  sx = block_sum(sx, dshared);
+  sy = block_sum(sy, dshared);
+  const double gx = dcoords[2 * blockIdx.x], gy = dcoords[2 * blockIdx.x + 1];
+  const double dot = gx * sx + gy * sy;
+  for (int i = threadIdx.x; i < size; i += blockDim.x) {
+    const double p = expf(temperature * float(in[i]) - m) * inv;
+    out[i] = temperature * p * (gx * (i % w) + gy * (i / w) - dot);
+  }
+}
+
+__global__ void copy_to_double_kernel(const float* in, double* out, std::size_t total) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(blockDim.x) * gridDim.x)
+    out[i] = in[i];
+}
+
+__global__ void copy_from_double_kernel(const double* in, float* out, std::size_t total) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(blockDim.x) * gridDim.x)
+    out[i] = static_cast<float>(in[i]);
+}
+
+// Weight with which bicubic output o (of 2n) reads input i, clamped taps summed.
+__device__ inline double bicubic_adjoint_weight(int o, int i, int n) {
+  const double r = 0.5 * (o + 0.5) - 0.5;
+  const int io = static_cast<int>(floor(r));
+  double c[4];
+  cubic_coefficients(r - io, c);
+  double wsum = 0.0;
+  for (int k = 0; k < 4; ++k)
+    if (min(max(io - 1 + k, 0), n - 1) == i) wsum += c[k];
+  return wsum;
+}
+
+// The adjoint of bicubic_up2_kernel as a gather (deterministic, no atomics): input
+// pixel (y, x) of h x w sums the output gradients [2h, 2w] that read it. Outputs
+// 2i-4 .. 2i+5 cover every tap of i, the border clamps included.
+template <typename Out>
+__global__ void bicubic_up2_adjoint_kernel(const double* dout, int h, int w, Out* din,
+                                           std::size_t total) {
+  const int H = 2 * h, W = 2 * w;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(blockDim.x) * gridDim.x) {
+    const int x = static_cast<int>(i % w);
+    const int y = static_cast<int>((i / w) % h);
+    const double* src = dout + (i / (std::size_t(w) * h)) * std::size_t(H) * W;
+    double wx[10];
+    const int ox0 = max(2 * x - 4, 0), ox1 = min(2 * x + 5, W - 1);
+    for (int ox = ox0; ox <= ox1; ++ox) wx[ox - ox0] = bicubic_adjoint_weight(ox, x, w);
+    double acc = 0.0;
+    for (int oy = max(2 * y - 4, 0); oy <= min(2 * y + 5, H - 1); ++oy) {
+      const double wy = bicubic_adjoint_weight(oy, y, h);
+      if (wy == 0.0) continue;
+      double row = 0.0;
+      for (int ox = ox0; ox <= ox1; ++ox) row += wx[ox - ox0] * src[std::size_t(oy) * W + ox];
+      acc += wy * row;
+    }
+    din[i] = static_cast<Out>(acc);
+  }
+}
+
 }  // namespace
 
 void heatmap_targets(const float* keypoints, int planes, int h, int w, float sigma, float* targets,
@@ -211,6 +294,10 @@ std::size_t soft_argmax_scratch_doubles(int planes, int h, int w, int upsampling
   const std::size_t final_size = std::size_t(planes) * (std::size_t(h) << upsamplings) *
                                  (std::size_t(w) << upsamplings);
   return 2 * final_size;  // ping-pong: bicubic output and blur output
+}
+
+std::size_t soft_argmax_backward_scratch_doubles(int planes, int h, int w, int upsamplings) {
+  return 2 * std::size_t(planes) * (std::size_t(h) << upsamplings) * (std::size_t(w) << upsamplings);
 }
 
 void soft_argmax(const float* heatmaps, int planes, int h, int w, int upsamplings,
@@ -240,6 +327,52 @@ void soft_argmax(const float* heatmaps, int planes, int h, int w, int upsampling
   }
   expectation_kernel<<<planes, kThreads, 0, s>>>(static_cast<const double*>(blurred), ch, cw,
                                                  temperature, offset, coords, confidence);
+}
+
+// Forward again (the upsampled maps are not kept), the gradient at the final
+// resolution, then the adjoint of each upsampling step in reverse: the pyramid blur
+// (symmetric kernel, zero border) is its own adjoint. Reuses soft_argmax's scratch.
+void soft_argmax_backward(const float* heatmaps, int planes, int h, int w, int upsamplings,
+                          float temperature, const float* dcoords, float* dheatmaps,
+                          double* scratch, cudaStream_t s) {
+  if (planes <= 0) return;
+  if (upsamplings <= 0) {
+    // No upsampling: the kernels work on doubles, so the float maps are copied up.
+    const std::size_t total = std::size_t(planes) * h * w;
+    copy_to_double_kernel<<<blocks_for(total), kThreads, 0, s>>>(heatmaps, scratch, total);
+    expectation_backward_kernel<<<planes, kThreads, 0, s>>>(scratch, h, w, temperature, dcoords,
+                                                            scratch + total);
+    copy_from_double_kernel<<<blocks_for(total), kThreads, 0, s>>>(scratch + total, dheatmaps, total);
+    return;
+  }
+  const std::size_t half = soft_argmax_scratch_doubles(planes, h, w, upsamplings) / 2;
+  double* up = scratch;
+  double* blurred = scratch + half;
+  int ch = h, cw = w;
+  for (int step = 0; step < upsamplings; ++step) {
+    const std::size_t total = std::size_t(planes) * (2 * ch) * (2 * cw);
+    if (step == 0)
+      bicubic_up2_kernel<<<blocks_for(total), kThreads, 0, s>>>(heatmaps, ch, cw, up, total);
+    else
+      bicubic_up2_kernel<<<blocks_for(total), kThreads, 0, s>>>(
+          static_cast<const double*>(blurred), ch, cw, up, total);
+    ch *= 2;
+    cw *= 2;
+    pyramid_blur_kernel<<<blocks_for(total), kThreads, 0, s>>>(up, ch, cw, blurred, total);
+  }
+  expectation_backward_kernel<<<planes, kThreads, 0, s>>>(blurred, ch, cw, temperature, dcoords, up);
+  for (int step = upsamplings - 1; step >= 0; --step) {
+    const std::size_t big = std::size_t(planes) * ch * cw;
+    pyramid_blur_kernel<<<blocks_for(big), kThreads, 0, s>>>(up, ch, cw, blurred, big);
+    ch /= 2;
+    cw /= 2;
+    const std::size_t small = std::size_t(planes) * ch * cw;
+    if (step == 0)
+      bicubic_up2_adjoint_kernel<<<blocks_for(small), kThreads, 0, s>>>(blurred, ch, cw, dheatmaps,
+                                                                       small);
+    else
+      bicubic_up2_adjoint_kernel<<<blocks_for(small), kThreads, 0, s>>>(blurred, ch, cw, up, small);
+  }
 }
 
 }  // namespace trainer::kernels

@@ -32,4 +32,11 @@ void soft_argmax(const float* heatmaps, int planes, int h, int w, int upsampling
                  float temperature, float* coords, float* confidence, double* scratch,
                  cudaStream_t stream);
 
+// The gradient of soft_argmax's coords: dheatmaps [planes, h, w] from dcoords
+// [planes, 2]; recomputes the forward. Scratch: soft_argmax_backward_scratch_doubles.
+std::size_t soft_argmax_backward_scratch_doubles(int planes, int h, int w, int upsamplings);
+void soft_argmax_backward(const float* heatmaps, int planes, int h, int w, int upsamplings,
+                          float temperature, const float* dcoords, float* dheatmaps,
+                          double* scratch, cudaStream_t stream);
+
 }  // namespace trainer::kernels

@@ -6,7 +6,8 @@
 #   scripts/learning_benchmark.sh mirror    [TRAINER] [OUT]   # mirror-mouse example (../shared)
 #
 # Environment: EPOCHS (default 30 synthetic / 40 mirror), THREADS (OMP_NUM_THREADS, default 2),
-# BACKBONE (default resnet18). Results go to OUT/metrics.csv; record them in
+# BACKBONE (default resnet18), LOSSES (mirror: model.losses_to_use, default [] = supervised;
+# e.g. LOSSES=[pca_singleview] trains on the example video too). Results go to OUT/metrics.csv; record them in
 # docs/PERFORMANCE.md ("Learning").
 set -euo pipefail
 what=${1:-synthetic}
@@ -51,6 +52,8 @@ CFG
         -e "s|^min_epochs = .*|min_epochs = 1|" -e "s|^unfreezing_epoch = .*|unfreezing_epoch = 0|" \
         -e "s|^check_val_every_n_epoch = .*|check_val_every_n_epoch = 2|" -e "s|^backbone = .*|backbone = $BACKBONE|" \
         -e "s|^log_every_n_steps = .*|log_every_n_steps = 10|" \
+        -e "s|^video_dir = .*|video_dir = $shared/videos|" \
+        -e "s|^losses_to_use = .*|losses_to_use = ${LOSSES:-[]}|" \
         "$REPO/inputs/mirror-mouse.cfg" >"$OUT/bench.cfg"
     ;;
   *) echo "usage: $0 synthetic|mirror [TRAINER] [OUT]" >&2; exit 2 ;;

@@ -18,6 +18,8 @@
 #include "data/loader.hpp"     // Loader
 #include "data/sampler.hpp"    // distributed_rows
 #include "data/synth.hpp"      // write_synthetic_dataset
+#include "data/unlabeled_frames.hpp"  // UnlabeledFrames
+#include "data/video_reader.hpp"      // list_videos
 #include "util/error.hpp"      // UserError
 #include "util/name_list.hpp"  // join_names
 
@@ -71,11 +73,46 @@ struct TempFile {
   }
 };
 
+// Unlabelled video frames (the semi-supervised steps' second batch): decode +
+// resize + normalize of consecutive sequences, as UnlabeledFrames delivers them.
+void bench_unlabeled(const std::string& videos, const std::vector<int>& worker_counts, int sequence, int height,
+                     int width, double seconds) {
+  const std::vector<std::string> files = data::list_videos(videos);
+  std::printf("unlabelled frames: %zu video(s) of %s, sequences of %d consecutive frames -> %dx%d float NCHW, "
+              "load average %s\n",
+              files.size(), videos.c_str(), sequence, height, width, load_average().c_str());
+  std::printf("%8s %14s %18s %22s\n", "workers", "frames/s", "frames/s/worker", "frames/CPU-second");
+  for (int w : worker_counts) {
+    data::UnlabeledOptions o;
+    o.videos = files;
+    o.frames_per_rank = sequence;
+    o.height = height;
+    o.width = width;
+    o.num_workers = std::max(1, w);
+    data::UnlabeledFrames frames(o);
+    frames.start_epoch(0, 0);
+    frames.next();  // warm-up: thread start, decoder opens
+    long done = 0, step = 1;
+    const auto t0 = Clock::now();
+    const double cpu0 = process_cpu_seconds();
+    while (seconds_since(t0) < seconds) {
+      done += frames.next().size;
+      if (++step % frames.windows() == 0) frames.start_epoch(int(step / frames.windows()), 0);
+    }
+    const double elapsed = seconds_since(t0);
+    const double cpu = process_cpu_seconds() - cpu0;
+    const double rate = done / elapsed;
+    std::printf("%8d %14.0f %18.0f %22.0f\n", std::max(1, w), rate, rate / std::max(1, w), done / cpu);
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int bench_loader(const Args& args) {
   namespace po = boost::program_options;
-  std::string data_file, workers_text, imgaug = "dlc";
+  std::string data_file, workers_text, imgaug = "dlc", unlabeled;
+  int sequence = 32;
   std::int64_t frames = 256;
   int size = 256, height = 256, width = 256, batch = 16, channels = 3, deflate = 0;
   double seconds = 3.0;
@@ -102,7 +139,11 @@ int bench_loader(const Args& args) {
        ("one of " + join_names(data::imgaug_names()) + " (training.imgaug; default: resize only)").c_str())
       ("workers", po::value(&workers_text)->default_value(workers_text),
        "comma-separated worker counts to measure (0: load in the calling thread)")
-      ("seconds", po::value(&seconds)->default_value(seconds), "measuring time per worker count");
+      ("seconds", po::value(&seconds)->default_value(seconds), "measuring time per worker count")
+      ("unlabeled", po::value(&unlabeled)->default_value(""),
+       "a video or folder of videos: measure the unlabelled frames of semi-supervised training instead "
+       "(decode + resize + normalize, per worker and per CPU-second)")
+      ("sequence", po::value(&sequence)->default_value(sequence), "with --unlabeled: consecutive frames per step");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -117,6 +158,12 @@ int bench_loader(const Args& args) {
   const std::vector<int> worker_counts = parse_list(workers_text);
   const data::Augmentation aug = data::parse_imgaug(imgaug);
   if (batch < 1 || height < 1 || width < 1 || seconds <= 0) throw UserError("bench loader: sizes and time must be positive");
+
+  if (!unlabeled.empty()) {
+    if (sequence < 1) throw UserError("bench loader: --sequence must be at least 1");
+    bench_unlabeled(unlabeled, worker_counts, sequence, height, width, seconds);
+    return 0;
+  }
 
   TempFile temp;
   if (data_file.empty()) {

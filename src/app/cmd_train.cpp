@@ -19,6 +19,7 @@
 #include "app/commands.hpp"         // run_train, Args
 #include "app/config_parse.hpp"     // parse_command_line, config_to_ini
 #include "app/loader_source.hpp"    // LoaderSource
+#include "app/semi_supervised.hpp"  // make_semi_supervised
 #include "app/make_backend.hpp"     // make_run_backend
 #include "app/output_files.hpp"     // run folder helpers: timestamped_output_dir, run_dir_of_checkpoint, ...
 #include "app/run_data.hpp"         // open_run_data, check_train_batch_fits
@@ -284,6 +285,16 @@ int run_train(const Args& args) {
   train::StepRunner runner(*backend, stream, net, compute::parse_heatmap_loss(config.model.heatmap_loss_type));
   runner.loss_scaler().restore({state.loss_scale, state.loss_scale_growth_tracker});  // 16-mixed resumes its scale
   runner.set_uniform_heatmaps_for_missing(config.training.uniform_heatmaps_for_nan_keypoints);
+  // Semi-supervised: every rank opens the videos and fits the PCA; one that cannot
+  // (a missing or short video) stops them all with the cause.
+  SemiSupervised semi = runtime::on_every_rank_or_none(session, [&] {
+    return make_semi_supervised(config, plan, world, dataset, run.split, *backend, stream, log);
+  });
+  if (semi.active()) {
+    runner.set_unsupervised(semi.losses.get());
+    loop.unlabeled = semi.source.get();
+    loop.anneal = config.losses;
+  }
   // Data-parallel: rank 0's weights and optimizer state everywhere, then the
   // loop's gradient buckets, synchronized batch norm and metric sums (all no-ops
   // with one rank).

@@ -18,6 +18,7 @@
 #include "runtime/batch_plan.hpp"         // runtime::lr_scaling_names
 #include "runtime/run_plan.hpp"           // runtime::accelerator_names, backend_names
 #include "train/optimizer.hpp"            // train::optimizer_names
+#include "train/unsupervised_loss_names.hpp"  // train::unsupervised_loss_names
 #include "util/name_list.hpp"             // join_names
 
 namespace trainer::app::config_detail {
@@ -195,6 +196,147 @@ KeyBuilder int_list(const char* section, const char* name, Field<S, std::vector<
   return b;
 }
 
+// A list of names, each one of `choices` (case-insensitive, stored as spelled there).
+template <class S>
+KeyBuilder choice_list(const char* section, const char* name, Field<S, std::vector<std::string>> f,
+                       const std::vector<std::string>& choices, const char* meaning) {
+  // Not key.choices: that marks a NAME key, whose value is one name.
+  KeyBuilder b = make(section, name, "LIST", meaning);
+  b.key.set = [f, choices](Config& c, const std::string& value) {
+    std::vector<std::string> names;
+    for (const auto& item : parse_list(value)) {
+      const auto it = std::find_if(choices.begin(), choices.end(),
+                                   [&](const std::string& o) { return lower(o) == lower(item); });
+      if (it == choices.end()) {
+        std::string expected = "names from " + join_names(choices) + "; got '" + item + "'";
+        const std::string near = closest(lower(item), choices);
+        if (!near.empty()) expected += " (did you mean '" + near + "'?)";
+        throw BadValue(expected);
+      }
+      if (std::find(names.begin(), names.end(), *it) == names.end()) names.push_back(*it);
+    }
+    f(c) = names;
+  };
+  b.key.get = [f](const Config& c) { return format_list(f(c)); };
+  return b;
+}
+
+// A list of real numbers in [min, max] (one value is a list of one).
+template <class S>
+KeyBuilder real_list(const char* section, const char* name, Field<S, std::vector<double>> f, double min,
+                     double max, const char* meaning) {
+  KeyBuilder b = make(section, name, "LIST", meaning);
+  b.key.set = [f, min, max](Config& c, const std::string& value) {
+    std::vector<double> numbers;
+    for (const auto& item : parse_list(value)) {
+      const double v = parse_real(item);
+      if (v < min || v > max) throw BadValue("numbers from " + format_real(min) + " to " + format_real(max) + ", got " + item);
+      numbers.push_back(v);
+    }
+    if (numbers.empty()) throw BadValue("one number, or a list of numbers");
+    f(c) = numbers;
+  };
+  b.key.get = [f](const Config& c) {
+    std::vector<std::string> items;
+    for (double v : f(c)) items.push_back(format_real(v));
+    return items.size() == 1 ? items.front() : format_list(items);
+  };
+  return b;
+}
+
+// A list of lists of whole numbers >= 0, `[[0, 1], [8, 9]]` (keypoint indices per view).
+template <class S>
+KeyBuilder index_lists(const char* section, const char* name, Field<S, std::vector<std::vector<int>>> f,
+                       const char* meaning) {
+  KeyBuilder b = make(section, name, "LISTS", meaning);
+  b.key.set = [f](Config& c, const std::string& value) {
+    const std::string text = trim(value);
+    const std::string expected = "a list of lists of keypoint indices like [[0, 1, 2], [8, 9, 10]], got '" + text + "'";
+    std::vector<std::vector<int>> lists;
+    if (text.empty() || text == "[]") {
+      f(c) = lists;
+      return;
+    }
+    if (text.front() != '[' || text.back() != ']') throw BadValue(expected);
+    const std::string inner = text.substr(1, text.size() - 2);
+    std::size_t at = 0;
+    while (at < inner.size()) {
+      const std::size_t open = inner.find('[', at);
+      if (open == std::string::npos) {
+        if (trim(inner.substr(at)).find_first_not_of(", ") != std::string::npos) throw BadValue(expected);
+        break;
+      }
+      if (trim(inner.substr(at, open - at)).find_first_not_of(",") != std::string::npos) throw BadValue(expected);
+      const std::size_t close = inner.find(']', open);
+      if (close == std::string::npos) throw BadValue(expected);
+      std::vector<int> indices;
+      for (const auto& item : parse_list(inner.substr(open, close - open + 1))) {
+        long long v = 0;
+        try {
+          v = parse_integer(item);
+        } catch (const BadValue&) {
+          throw BadValue(expected);
+        }
+        if (v < 0 || v > std::numeric_limits<int>::max()) throw BadValue(expected);
+        indices.push_back(static_cast<int>(v));
+      }
+      lists.push_back(indices);
+      at = close + 1;
+    }
+    f(c) = lists;
+  };
+  b.key.get = [f](const Config& c) {
+    std::vector<std::string> items;
+    for (const auto& list : f(c)) {
+      std::vector<std::string> numbers;
+      for (int v : list) numbers.push_back(std::to_string(v));
+      items.push_back(format_list(numbers));
+    }
+    std::string out = "[";
+    for (std::size_t i = 0; i < items.size(); ++i) out += (i ? ", " : "") + items[i];
+    return out + "]";
+  };
+  return b;
+}
+
+// lightning-pose's components_to_keep: a whole number is a count of components, a
+// number with a decimal point a fraction of the explained variance in (0, 1].
+template <class S>
+KeyBuilder components(const char* section, const char* name, Field<S, std::string> f, const char* meaning) {
+  KeyBuilder b = make(section, name, "COUNT/FRACTION", meaning);
+  b.key.set = [f](Config& c, const std::string& value) {
+    const std::string text = unquote(trim(value));
+    const bool fraction = text.find_first_of(".eE") != std::string::npos;
+    if (fraction) {
+      const double v = parse_real(text);
+      if (!(v > 0 && v <= 1)) throw BadValue("a count like 3, or a fraction of variance in (0, 1] like 0.99, got " + text);
+    } else {
+      long long v = 0;
+      try {
+        v = parse_integer(text);
+      } catch (const BadValue&) {
+        throw BadValue("a count like 3, or a fraction of variance in (0, 1] like 0.99, got '" + text + "'");
+      }
+      if (v < 1) throw BadValue("a count of at least 1, or a fraction of variance in (0, 1], got " + text);
+    }
+    f(c) = text;
+  };
+  b.key.get = [f](const Config& c) { return f(c); };
+  return b;
+}
+
+// A real number >= 0, or null / a negative number for "computed from the data".
+template <class S>
+KeyBuilder optional_real(const char* section, const char* name, Field<S, double> f, const char* meaning) {
+  KeyBuilder b = make(section, name, "REAL/null", meaning);
+  b.key.set = [f](Config& c, const std::string& text) {
+    const std::string t = lower(unquote(trim(text)));
+    f(c) = (t.empty() || t == "null" || t == "none" || t == "~") ? -1.0 : parse_real(t);
+  };
+  b.key.get = [f](const Config& c) { return f(c) < 0 ? std::string("null") : format_real(f(c)); };
+  return b;
+}
+
 constexpr long long kIntMax = std::numeric_limits<int>::max();
 constexpr long long kLongMax = std::numeric_limits<long>::max();
 constexpr double kRealMax = std::numeric_limits<double>::max();
@@ -205,11 +347,13 @@ std::vector<ConfigKey> build_table() {
   const auto M = &Config::model;
   const auto X = &Config::distributed;
   const auto E = &Config::eval;
+  const auto L = &Config::losses;
   using DC = DataConfig;
   using TC = TrainingConfig;
   using MC = ModelConfig;
   using XC = DistributedConfig;
   using EC = EvalConfig;
+  using LC = LossesConfig;
   return {
       // [data]
       text_list("data", "data_files", field(D, &DC::data_files),
@@ -240,6 +384,15 @@ std::vector<ConfigKey> build_table() {
            "label CSV (relative to data_dir) imported on first use into a cached HDF5 file in the output "
            "folder; replaces data_files")
           .lp("data.csv_file"),
+      text("data", "video_dir", field(D, &DC::video_dir), "PATH",
+           "unlabelled videos (a folder, or one file) for the unsupervised losses in model.losses_to_use")
+          .lp("data.video_dir"),
+      index_lists("data", "mirrored_column_matches", field(D, &DC::mirrored_column_matches),
+                  "pca_multiview: per view, the indices of the keypoints that match across views")
+          .lp("data.mirrored_column_matches"),
+      int_list("data", "columns_for_singleview_pca", field(D, &DC::columns_for_singleview_pca), 0,
+               "pca_singleview: indices of the keypoints in the PCA; empty: all")
+          .lp("data.columns_for_singleview_pca"),
       // [training]
       choice("training", "imgaug", field(T, &TC::imgaug), data::imgaug_names(),
              "augmentation pipeline: default or none (resize only), dlc (DeepLabCut-style), dlc-lr (a 0 or 180 "
@@ -261,6 +414,9 @@ std::vector<ConfigKey> build_table() {
       integer("training", "context_batch_size", field(T, &TC::context_batch_size), 1, kIntMax,
               "frames per batch for heatmap_mhcrnn (context) models")
           .lp("dali.context.train.batch_size"),
+      integer("training", "unlabeled_sequence_length", field(T, &TC::unlabeled_sequence_length), 1, kIntMax,
+              "unlabelled video frames per step, global: each rank gets ceil(L / GPUs) consecutive frames")
+          .lp("dali.base.train.sequence_length"),
       integer("training", "num_gpus", field(T, &TC::num_gpus), 0, kIntMax,
               "GPUs per node as lightning-pose counts them; 0: from devices and the launcher")
           .lp("training.num_gpus"),
@@ -355,6 +511,10 @@ std::vector<ConfigKey> build_table() {
       choice("model", "heatmap_loss_type", field(M, &MC::heatmap_loss_type), compute::heatmap_loss_names(),
              "heatmap loss (lightning-pose semantics: docs/COMPUTE.md)")
           .lp("model.heatmap_loss_type"),
+      choice_list("model", "losses_to_use", field(M, &MC::losses_to_use), train::unsupervised_loss_names(),
+                  "unsupervised losses on unlabelled video frames (data.video_dir), weighted by "
+                  "losses.<name>_log_weight; empty: supervised only")
+          .lp("model.losses_to_use"),
       choice("model", "precision", field(M, &MC::precision), compute::precision_names(),
              "convolution precision: 32 = fp32; bf16-mixed / 16-mixed = 16-bit convolutions with fp32 "
              "accumulation, fp32 everything else (16-mixed adds dynamic loss scaling); on CPUs the "
@@ -403,6 +563,64 @@ std::vector<ConfigKey> build_table() {
       real("distributed", "collective_timeout", field(X, &XC::collective_timeout), 0.0, true, kRealMax,
            "seconds a collective may take before the run is aborted with the names of missing ranks")
           .lp("(DDPStrategy timeout)"),
+      // [losses]
+      real("losses", "temporal_log_weight", field(L, &LC::temporal_log_weight), -100.0, false, 100.0,
+           "temporal loss weight = 1 / (2 exp(log_weight))")
+          .lp("losses.temporal.log_weight"),
+      real_list("losses", "temporal_epsilon", field(L, &LC::temporal_epsilon), 0.0, kRealMax,
+                "keypoint moves between consecutive frames below this many pixels are not penalized (one "
+                "value, or one per keypoint)")
+          .lp("losses.temporal.epsilon"),
+      real("losses", "temporal_prob_threshold", field(L, &LC::temporal_prob_threshold), 0.0, false, 1.0,
+           "keypoints whose confidence is below this in either frame are left out of the temporal loss")
+          .lp("losses.temporal.prob_threshold"),
+      real("losses", "pca_singleview_log_weight", field(L, &LC::pca_singleview_log_weight), -100.0, false, 100.0,
+           "pca_singleview loss weight = 1 / (2 exp(log_weight))")
+          .lp("losses.pca_singleview.log_weight"),
+      components("losses", "pca_singleview_components_to_keep", field(L, &LC::pca_singleview_components_to_keep),
+                 "principal components kept: a count (3) or the fraction of variance they explain (0.99)")
+          .lp("losses.pca_singleview.components_to_keep"),
+      optional_real("losses", "pca_singleview_epsilon", field(L, &LC::pca_singleview_epsilon),
+                    "reconstruction errors below this many pixels are not penalized; null: the "
+                    "empirical_epsilon_percentile of the labelled frames' errors")
+          .lp("losses.pca_singleview.epsilon"),
+      real("losses", "pca_singleview_empirical_epsilon_percentile",
+           field(L, &LC::pca_singleview_empirical_epsilon_percentile), 0.0, false, 100.0,
+           "percentile of the labelled frames' reconstruction errors used as epsilon")
+          .lp("losses.pca_singleview.empirical_epsilon_percentile"),
+      real("losses", "pca_singleview_empirical_epsilon_multiplier",
+           field(L, &LC::pca_singleview_empirical_epsilon_multiplier), 0.0, false, kRealMax,
+           "factor on the empirical epsilon")
+          .lp("losses.pca_singleview.empirical_epsilon_multiplier"),
+      real("losses", "pca_multiview_log_weight", field(L, &LC::pca_multiview_log_weight), -100.0, false, 100.0,
+           "pca_multiview loss weight = 1 / (2 exp(log_weight))")
+          .lp("losses.pca_multiview.log_weight"),
+      components("losses", "pca_multiview_components_to_keep", field(L, &LC::pca_multiview_components_to_keep),
+                 "as lightning-pose, pca_multiview always keeps 3 (a 3D point seen from several views)")
+          .lp("losses.pca_multiview.components_to_keep"),
+      optional_real("losses", "pca_multiview_epsilon", field(L, &LC::pca_multiview_epsilon),
+                    "as pca_singleview_epsilon, for pca_multiview")
+          .lp("losses.pca_multiview.epsilon"),
+      real("losses", "pca_multiview_empirical_epsilon_percentile",
+           field(L, &LC::pca_multiview_empirical_epsilon_percentile), 0.0, false, 100.0,
+           "as pca_singleview_empirical_epsilon_percentile, for pca_multiview")
+          .lp("losses.pca_multiview.empirical_epsilon_percentile"),
+      real("losses", "pca_multiview_empirical_epsilon_multiplier",
+           field(L, &LC::pca_multiview_empirical_epsilon_multiplier), 0.0, false, kRealMax,
+           "factor on the empirical epsilon")
+          .lp("losses.pca_multiview.empirical_epsilon_multiplier"),
+      real("losses", "anneal_init_val", field(L, &LC::anneal_init_val), 0.0, false, kRealMax,
+           "factor on every unsupervised weight at the start (warm-up)")
+          .lp("callbacks.anneal_weight.init_val"),
+      real("losses", "anneal_increase_factor", field(L, &LC::anneal_increase_factor), 0.0, false, kRealMax,
+           "added to that factor each epoch after anneal_freeze_until_epoch")
+          .lp("callbacks.anneal_weight.increase_factor"),
+      real("losses", "anneal_final_val", field(L, &LC::anneal_final_val), 0.0, false, kRealMax,
+           "the factor's ceiling")
+          .lp("callbacks.anneal_weight.final_val"),
+      integer("losses", "anneal_freeze_until_epoch", field(L, &LC::anneal_freeze_until_epoch), 0, kIntMax,
+              "the factor stays at anneal_init_val up to this epoch")
+          .lp("callbacks.anneal_weight.freeze_until_epoch"),
       // [eval]
       boolean("eval", "predict_vids_after_training", field(E, &EC::predict_vids_after_training),
               "after training, predict every video of test_videos_directory with the best checkpoint "
@@ -432,7 +650,7 @@ const std::vector<ConfigKey>& config_keys() {
 }
 
 const std::vector<std::string>& config_sections() {
-  static const std::vector<std::string> sections = {"data", "training", "model", "distributed", "eval"};
+  static const std::vector<std::string> sections = {"data", "training", "model", "distributed", "eval", "losses"};
   return sections;
 }
 

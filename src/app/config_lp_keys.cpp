@@ -55,10 +55,6 @@ std::vector<LpKeyRule> build_rules() {
   const char* unsupervised = "used only by the unsupervised losses listed in model.losses_to_use";
   return {
       // data
-      ignored("data.video_dir", "unlabeled videos, read only for unsupervised losses and post-training video "
-                                "prediction (neither is available yet): accepted, not read"),
-      ignored("data.mirrored_column_matches", "used only by the pca_multiview loss: accepted, not used"),
-      ignored("data.columns_for_singleview_pca", "used only by the pca_singleview loss: accepted, not used"),
       only_if("data.view_names", "multiview projects: refused unless null", [](const YamlLeaf&) { return false; },
               "multiview projects are not supported",
               "train one view per run with data.csv_file set to that view's CSV"),
@@ -85,23 +81,26 @@ std::vector<LpKeyRule> build_rules() {
               "use training.lr_scheduler_params.multisteplr.milestones (epochs)"),
       ignored_section("training.patch_mask", "multiview transformer patch masking: accepted, not used"),
       // model
-      only_if("model.losses_to_use", "unsupervised losses: the empty list accepted, any loss refused",
-              is_empty_list, "unsupervised losses are not yet available in the trainer",
-              "train the supervised model: --overrides model.losses_to_use=[]"),
       only_if("model.checkpoint", "lightning-pose .ckpt to start from: null accepted, a path refused",
               [](const YamlLeaf&) { return false; },
               "lightning-pose .ckpt files cannot be loaded",
               "continue a trainer run with `trainer train --resume RUN/checkpoints/last.h5`, or start from "
               "pretrained backbone weights"),
       // dali (NVIDIA DALI video reading for unsupervised losses and video prediction)
-      ignored("dali.base.train.sequence_length", "video frames per unlabeled batch (unsupervised losses): "
-                                                 "accepted, not used"),
       ignored("dali.base.predict.sequence_length", "video frames per prediction batch: accepted, not used"),
       ignored("dali.context.predict.sequence_length", "video frames per context prediction batch: accepted, "
                                                       "not used"),
       // losses: lightning-pose reads them only for losses listed in model.losses_to_use
+      only_if("losses.pca_singleview.centering_method", "null accepted", [](const YamlLeaf& leaf) { return leaf.is_null; },
+              "centering the keypoints before the PCA is not supported", "remove the key (null)"),
+      only_if("losses.pca_multiview.centering_method", "null accepted", [](const YamlLeaf& leaf) { return leaf.is_null; },
+              "centering the keypoints before the PCA is not supported", "remove the key (null)"),
       ignored_section("losses", unsupervised),
-      // callbacks: the unsupervised-loss weight annealing
+      // callbacks: the unsupervised-loss weight annealing (its values are keys of [losses])
+      only_if("callbacks.anneal_weight.attr_name", "total_unsupervised_importance accepted",
+              [](const YamlLeaf& leaf) { return leaf.value == "total_unsupervised_importance"; },
+              "the warm-up applies to the unsupervised losses' weight only",
+              "set callbacks.anneal_weight.attr_name=total_unsupervised_importance"),
       ignored_section("callbacks", unsupervised),
       // hydra: Hydra's own output folder settings
       ignored_section("hydra", "Hydra's output folder: accepted, not used (the trainer writes its run folder under "
@@ -256,7 +255,7 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
     const bool from_command_line = i >= from_file || leaf.where.rfind("the command line", 0) == 0;
     if (const ConfigKey* key = key_for_yaml_path(leaf.path)) {
       const std::string full = key->full_name();
-      if (leaf.is_nested) {
+      if (leaf.is_nested && key->value_name != "LISTS") {
         throw UserError(leaf.where + ": " + leaf.path + " takes " +
                             (key->value_name == "LIST" ? "a list of plain values" : "one value") + ", got " +
                             leaf.value,

@@ -1,5 +1,6 @@
 // Combinations of configuration keys that are each valid alone but impossible
 // together. Each error names every key involved and where its value came from.
+#include <algorithm>  // std::find
 #include <set>      // std::set
 #include <sstream>  // std::ostringstream
 
@@ -62,6 +63,41 @@ void validate_combinations(const Config& c, const OriginOf& origin_of) {
                       "every keypoint needs its own name");
     }
   }
+
+  // Unsupervised losses: videos to read, views for pca_multiview, a model that has them.
+  const auto& losses = c.model.losses_to_use;
+  const auto uses = [&](const char* name) { return std::find(losses.begin(), losses.end(), name) != losses.end(); };
+  if (!losses.empty()) {
+    if (d.video_dir.empty())
+      throw UserError("model.losses_to_use" + from(origin_of, "model.losses_to_use") +
+                          " lists unsupervised losses, but data.video_dir is not set",
+                      "set data.video_dir to a folder of unlabelled videos of the same setup, or "
+                      "losses_to_use = [] for supervised training");
+    if (c.model.model_type != "heatmap")
+      throw UserError("model.losses_to_use" + from(origin_of, "model.losses_to_use") +
+                          " with model.model_type = " + c.model.model_type + from(origin_of, "model.model_type") +
+                          ": the unsupervised losses train the heatmap model only in this version",
+                      "use model_type = heatmap, or losses_to_use = [] with heatmap_mhcrnn");
+  }
+  if (uses("pca_multiview") && d.mirrored_column_matches.size() < 2)
+    throw UserError("model.losses_to_use lists pca_multiview" + from(origin_of, "model.losses_to_use") +
+                        " but data.mirrored_column_matches" + from(origin_of, "data.mirrored_column_matches") +
+                        " does not name two or more views",
+                    "give, per view, the indices of the keypoints that match across views, e.g. "
+                    "[[0, 1, 2], [8, 9, 10]]; or use pca_singleview");
+  for (std::size_t v = 1; v < d.mirrored_column_matches.size(); ++v) {
+    if (uses("pca_multiview") && d.mirrored_column_matches[v].size() != d.mirrored_column_matches[0].size())
+      throw UserError("data.mirrored_column_matches" + from(origin_of, "data.mirrored_column_matches") + ": view " +
+                          std::to_string(v) + " lists " + std::to_string(d.mirrored_column_matches[v].size()) +
+                          " keypoints, view 0 lists " + std::to_string(d.mirrored_column_matches[0].size()),
+                      "every view lists the same keypoints, in the same order");
+  }
+  if (uses("temporal") && c.losses.temporal_epsilon.size() > 1 && d.num_keypoints > 0 &&
+      static_cast<int>(c.losses.temporal_epsilon.size()) != d.num_keypoints)
+    throw UserError("losses.temporal_epsilon" + from(origin_of, "losses.temporal_epsilon") + " lists " +
+                        std::to_string(c.losses.temporal_epsilon.size()) + " values for " +
+                        std::to_string(d.num_keypoints) + " keypoints",
+                    "give one value for all keypoints, or one per keypoint");
 
   const DistributedConfig& x = c.distributed;
   if (x.accelerator == "cpu") {

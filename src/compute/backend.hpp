@@ -202,9 +202,15 @@ class Backend {
   // softmax mass in the 5x5 window around the truncated expectation, and finally the
   // grid offset (2^d - 1)/2 subtracted (0.5, 1.5, 3.5; lightning-pose uses 2.5 for
   // d = 3, a slip: a one-hot at heatmap pixel p must give p * 2^d). Host-side result
-  // on CPU; no backward.
+  // on CPU; backward: soft_argmax_backward.
   virtual void soft_argmax(ConstTensorView heatmaps, int downsample_factor, float temperature,
                            float* coords, float* confidence, Stream& s) = 0;
+  // The gradient of soft_argmax's coords: dheatmaps [N, K, H, W] (overwritten) from
+  // dcoords [N, K, 2], for the unsupervised losses on keypoints (the confidence has no
+  // gradient: lightning-pose uses it only as a mask). Recomputes the forward.
+  virtual void soft_argmax_backward(ConstTensorView heatmaps, int downsample_factor,
+                                    float temperature, const float* dcoords,
+                                    TensorView dheatmaps, Stream& s) = 0;
 
   // ---- optimizer ----------------------------------------------------------
   // torch.optim.Adam (weight_decay adds wd * param to the gradient) or, with

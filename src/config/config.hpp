@@ -21,6 +21,9 @@ struct DataConfig {
   std::string synthetic_file = "outputs/synthetic.h5"; // generated on first use when data_files is empty
   std::string data_dir;                    // lightning-pose project folder: csv_file and image paths are relative to it
   std::string csv_file;                    // labels to import (cached HDF5 next to the run); empty: use data_files
+  std::string video_dir;                   // unlabelled videos for the unsupervised losses (a folder or one file)
+  std::vector<std::vector<int>> mirrored_column_matches;  // pca_multiview: per view, the keypoints matched across views
+  std::vector<int> columns_for_singleview_pca;  // pca_singleview: keypoints in the PCA; empty: all
 };
 
 struct TrainingConfig {
@@ -30,6 +33,7 @@ struct TrainingConfig {
   int val_batch_size = 32;                 // global
   int test_batch_size = 32;                // not divided
   int context_batch_size = 16;             // heatmap_mhcrnn only (dali.context.train.batch_size)
+  int unlabeled_sequence_length = 32;      // global unlabelled frames per step (dali.base.train.sequence_length)
   int num_gpus = 0;                        // 0: from devices/world (warns when set to 0 explicitly)
   int num_workers = -1;                    // -1: from the batch plan
   int max_epochs = 300;
@@ -64,6 +68,7 @@ struct ModelConfig {
   std::string backbone = "resnet50";       // resnet18 | resnet34 | resnet50
   std::string backbone_weights;            // pretrained backbone: .pth, .safetensors or trainer .h5; empty: random
   std::string heatmap_loss_type = "mse";   // one of compute::heatmap_loss_names()
+  std::vector<std::string> losses_to_use;  // unsupervised losses, each one of train::unsupervised_loss_names()
   std::string precision = "32";            // one of compute::precision_names() (emulated on CPUs)
   std::string float32_matmul_precision = "highest";  // one of compute::float32_matmul_precision_names()
 };
@@ -93,12 +98,36 @@ struct EvalConfig {
   double confidence_thresh_for_vid = 0.9;   // keypoints below it are not drawn
 };
 
+// lightning-pose's unsupervised losses (losses.<name>.*) and the warm-up of their
+// weight (callbacks.anneal_weight.*); read only for the losses in model.losses_to_use.
+// A loss's weight is 1 / (2 exp(log_weight)); epsilon in original-frame pixels.
+struct LossesConfig {
+  double temporal_log_weight = 11.0;
+  std::vector<double> temporal_epsilon = {20.0};  // one value, or one per keypoint
+  double temporal_prob_threshold = 0.05;          // frames whose confidence is below it are left out
+  double pca_singleview_log_weight = 11.0;
+  std::string pca_singleview_components_to_keep = "0.99";  // a count (3) or a fraction of variance (0.99)
+  double pca_singleview_epsilon = -1;                     // < 0: empirical (null in lightning-pose)
+  double pca_singleview_empirical_epsilon_percentile = 99.0;
+  double pca_singleview_empirical_epsilon_multiplier = 1.0;
+  double pca_multiview_log_weight = 11.0;
+  std::string pca_multiview_components_to_keep = "3";
+  double pca_multiview_epsilon = -1;
+  double pca_multiview_empirical_epsilon_percentile = 99.0;
+  double pca_multiview_empirical_epsilon_multiplier = 1.0;
+  double anneal_init_val = 0.0;        // the unsupervised weight's factor at epoch 0
+  double anneal_increase_factor = 0.01;  // added per epoch after freeze_until_epoch
+  double anneal_final_val = 1.0;
+  int anneal_freeze_until_epoch = 60;
+};
+
 struct Config {
   DataConfig data;
   TrainingConfig training;
   ModelConfig model;
   DistributedConfig distributed;
   EvalConfig eval;
+  LossesConfig losses;
   std::string source_description;          // e.g. "inputs/demo.cfg + command line"
 };
 

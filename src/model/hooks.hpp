@@ -32,6 +32,9 @@ class BatchNormSync {
   // knows the global batch of the current step (one all-reduce per step, cached)
   // and returns local_values / local_batch * global_batch.
   virtual double global_count(double local_values, int local_batch) = 0;
+  // The next forward sees another batch in the same step (a semi-supervised step's
+  // unlabelled frames after its labelled ones): forget the cached global batch.
+  virtual void new_batch() {}
 };
 
 class GradientReadyListener {

@@ -43,6 +43,17 @@ int per_gpu_context_batch(int global, int num_gpus) {
   return per_gpu;
 }
 
+int per_gpu_unlabeled_frames(int sequence_length, int num_gpus) {
+  if (num_gpus < 1) num_gpus = 1;
+  if (sequence_length < num_gpus) {
+    throw UserError("dali.base.train.sequence_length=" + std::to_string(sequence_length) + " is smaller than the " +
+                        std::to_string(num_gpus) + " GPUs (ranks) it is divided over",
+                    "each rank takes ceil(sequence_length / GPUs) consecutive unlabelled frames; set "
+                    "sequence_length to at least the number of ranks (lightning-pose's default is 32)");
+  }
+  return ceil_div(sequence_length, num_gpus);
+}
+
 int workers_per_rank(int num_workers, const Env& env, int cores_per_node, int ranks_per_node,
                      std::vector<std::string>* warnings) {
   ranks_per_node = std::max(ranks_per_node, 1);

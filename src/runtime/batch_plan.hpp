@@ -16,6 +16,12 @@ int per_gpu_batch(int global, int num_gpus, const std::string& key, std::vector<
 // error whose message shows the value.
 int per_gpu_context_batch(int global, int num_gpus);
 
+// Unlabelled video frames per GPU for the unsupervised losses (heatmap model):
+// ceil(L / num_gpus) of the global sequence length L (dali.base.train.sequence_length),
+// as lightning-pose divides it. L below num_gpus is an error: some GPU would get a
+// frame no other rank's sequence continues, and a sequence of 1 has no temporal pair.
+int per_gpu_unlabeled_frames(int sequence_length, int num_gpus);
+
 // Loader worker threads per rank: an explicit `num_workers` (>= 0) wins; under SLURM
 // SLURM_CPUS_PER_TASK - 1; otherwise cores_per_node / ranks_per_node - 1; both at
 // least 0 and at most 8. Appends a warning when workers of all ranks on the node

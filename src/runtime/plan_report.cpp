@@ -27,7 +27,7 @@ std::string json_strings(const std::vector<std::string>& items) {
   return out + "]";
 }
 
-const char* kHeader = " rank  node  local  device  train    val   test  context  workers  host";
+const char* kHeader = " rank  node  local  device  train    val   test  context  unlabeled  workers  host";
 
 }  // namespace
 
@@ -60,6 +60,7 @@ std::string rank_row_text(const RankPlan& r) {
                     pad(std::to_string(r.train_batch_size), 7) + pad(std::to_string(r.val_batch_size), 7) +
                     pad(std::to_string(r.test_batch_size), 7) +
                     pad(r.context_batch_size < 0 ? "-" : std::to_string(r.context_batch_size), 9) +
+                    pad(r.unlabeled_frames < 0 ? "-" : std::to_string(r.unlabeled_frames), 11) +
                     pad(std::to_string(r.num_workers), 9) + "  " + r.hostname;
   for (const auto& w : r.warnings) row += "\n       warning: [rank " + std::to_string(r.rank) + "] " + w;
   return row;
@@ -73,6 +74,8 @@ std::string rank_object_json(const RankPlan& r) {
      << ", \"val_batch_size\": " << r.val_batch_size << ", \"test_batch_size\": " << r.test_batch_size
      << ", \"context_batch_size\": "
      << (r.context_batch_size < 0 ? std::string("null") : std::to_string(r.context_batch_size))
+     << ", \"unlabeled_frames\": "
+     << (r.unlabeled_frames < 0 ? std::string("null") : std::to_string(r.unlabeled_frames))
      << ", \"num_workers\": " << r.num_workers << ", \"warnings\": " << json_strings(r.warnings) << "}";
   return os.str();
 }
@@ -87,6 +90,9 @@ std::string plan_text(const RunPlan& p, const std::vector<std::string>& rows) {
   os << "global batch: train " << p.train_batch_size << ", val " << p.val_batch_size
      << ", context " << p.context_batch_size << "; divided over G=" << p.data_parallel_ranks
      << " data-parallel ranks (test batch is not divided)\n";
+  if (p.unlabeled_sequence_length > 0)
+    os << "unlabelled video frames per step: " << p.unlabeled_sequence_length << " (dali.base.train.sequence_length), "
+       << "ceil(L / G) consecutive frames per rank\n";
   os << "effective global batch: train " << p.effective_train_batch << ", val " << p.effective_val_batch << "\n";
   os << "learning rate: " << number(p.learning_rate) << " (base " << number(p.base_learning_rate)
      << ", lr_scaling " << p.lr_scaling;
@@ -109,6 +115,7 @@ std::string plan_json(const RunPlan& p, const std::vector<std::string>& objects,
      << ",\n  \"backend\": " << json_quote(p.backend) << ",\n  \"data_parallel_ranks\": " << p.data_parallel_ranks
      << ",\n  \"train_batch_size\": " << p.train_batch_size << ",\n  \"val_batch_size\": " << p.val_batch_size
      << ",\n  \"context_batch_size\": " << p.context_batch_size
+     << ",\n  \"unlabeled_sequence_length\": " << p.unlabeled_sequence_length
      << ",\n  \"effective_train_batch\": " << p.effective_train_batch
      << ",\n  \"effective_val_batch\": " << p.effective_val_batch << ",\n  \"lr_scaling\": " << json_quote(p.lr_scaling)
      << ",\n  \"reference_batch_size\": " << p.reference_batch_size

@@ -132,6 +132,10 @@ RunPlan plan_run(const Config& config, const World& world, int visible_gpus, con
   if (config.model.model_type == "heatmap_mhcrnn") {
     mine.context_batch_size = per_gpu_context_batch(training.context_batch_size, G);
   }
+  if (!config.model.losses_to_use.empty()) {
+    plan.unlabeled_sequence_length = training.unlabeled_sequence_length;
+    mine.unlabeled_frames = per_gpu_unlabeled_frames(training.unlabeled_sequence_length, G);
+  }
   plan.effective_train_batch = mine.train_batch_size * G;
   plan.effective_val_batch = mine.val_batch_size * G;
   if (plan.effective_train_batch != training.train_batch_size) {

@@ -18,4 +18,15 @@ class BatchSource {
   virtual long batches_per_epoch() const = 0;
 };
 
+// Unlabelled video frames for the unsupervised losses: one batch per training step,
+// on every rank (the app adapts data::UnlabeledFrames to this).
+class UnlabeledSource {
+ public:
+  virtual ~UnlabeledSource() = default;
+  // Starts epoch `epoch` at step `first_step` (a resumed run starts mid-epoch).
+  virtual void start_epoch(int epoch, long first_step) = 0;
+  // The next step's frames; valid until the next call.
+  virtual const data::Batch& next() = 0;
+};
+
 }  // namespace trainer::train

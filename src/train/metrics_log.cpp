@@ -13,7 +13,8 @@ namespace trainer::train {
 const char* MetricsLog::header() {
   // New columns go at the end, so scripts that cut the first ones keep working.
   return "epoch,step,train_loss,val_loss,val_rmse_px,lr_head,lr_backbone,images_per_s,elapsed_s,train_loss_step,"
-         "epoch_steps_s,epoch_val_s,epoch_overhead_s,val_pixel_error_px";
+         "epoch_steps_s,epoch_val_s,epoch_overhead_s,val_pixel_error_px,total_unsupervised_importance,"
+         "train_temporal_loss,train_pca_singleview_loss,train_pca_multiview_loss";
 }
 
 namespace {
@@ -49,17 +50,29 @@ void MetricsLog::append(const EpochMetrics& m) {
   if (m.val_loss >= 0) std::snprintf(val_loss, sizeof val_loss, "%.8g", m.val_loss);
   if (m.val_rmse >= 0) std::snprintf(val_rmse, sizeof val_rmse, "%.6g", m.val_rmse);
   if (m.val_rmse >= 0) std::snprintf(val_pixel_error, sizeof val_pixel_error, "%.6g", pixel_error_of_rmse(m.val_rmse));
+  char importance[32] = "";
+  if (m.unsupervised_importance >= 0) std::snprintf(importance, sizeof importance, "%.6g", m.unsupervised_importance);
+  std::string terms;  // temporal, pca_singleview, pca_multiview: the header's order
+  for (const char* name : {"temporal", "pca_singleview", "pca_multiview"}) {
+    terms += ",";
+    for (const auto& t : m.unsupervised) {
+      if (t.name != name) continue;
+      char cell[32];
+      std::snprintf(cell, sizeof cell, "%.8g", t.loss);
+      terms += cell;
+    }
+  }
   char row[512];
-  std::snprintf(row, sizeof row, "%d,%ld,%.8g,%s,%s,%.6g,%.6g,%.2f,%.2f,,%.6f,%.6f,%.6f,%s", m.epoch, m.step,
+  std::snprintf(row, sizeof row, "%d,%ld,%.8g,%s,%s,%.6g,%.6g,%.2f,%.2f,,%.6f,%.6f,%.6f,%s,%s", m.epoch, m.step,
                 m.train_loss, val_loss, val_rmse, m.lr_head, m.lr_backbone, m.images_per_s, m.elapsed_s, m.steps_s,
-                m.val_s, m.overhead_s, val_pixel_error);
-  rows_.push_back(row);
+                m.val_s, m.overhead_s, val_pixel_error, importance);
+  rows_.push_back(row + terms);
   write();
 }
 
 void MetricsLog::append(const StepMetrics& m) {
   char row[512];
-  std::snprintf(row, sizeof row, "%d,%ld,,,,%.6g,%.6g,%.2f,%.2f,%.8g,,,,", m.epoch, m.step, m.lr_head, m.lr_backbone,
+  std::snprintf(row, sizeof row, "%d,%ld,,,,%.6g,%.6g,%.2f,%.2f,%.8g,,,,,,,,", m.epoch, m.step, m.lr_head, m.lr_backbone,
                 m.images_per_s, m.elapsed_s, m.loss);
   rows_.push_back(row);
 }

@@ -27,6 +27,15 @@ struct EpochMetrics {
   // Where the epoch's wall time went: its steps (data waits included), validation,
   // and everything else (loader restart, checkpoint snapshot, metrics, ...).
   double steps_s = 0, val_s = 0, overhead_s = 0;
+  // Semi-supervised: the warm-up factor on the unsupervised weights this epoch
+  // (< 0: supervised run, empty cells) and each term's mean unweighted loss with its
+  // weight, e.g. {"pca_singleview", 3.2, 8.4e-6}.
+  double unsupervised_importance = -1;
+  struct Term {
+    std::string name;
+    double loss = 0, weight = 0;
+  };
+  std::vector<Term> unsupervised;
 };
 
 struct StepMetrics {

@@ -15,6 +15,7 @@ StepRunner::StepRunner(compute::Backend& backend, compute::Stream& stream, model
       model_(model),
       loss_type_(loss),
       stager_(backend),
+      unlabeled_stager_(backend),
       scaler_(backend.precision()) {
   compute::ensure_capacity(backend_, loss_, 1);
   compute::ensure_capacity(backend_, loss_sum_, 1);
@@ -50,11 +51,58 @@ const StagedBatch& StepRunner::stage(const data::Batch& batch, bool labels, bool
   return staged;
 }
 
+namespace {
+
+// Passes gradient-ready announcements of the unlabelled backward on to the real
+// sync, after adding the labelled pass's gradient of those parameters (enqueued on
+// the same stream, so a bucket's all-reduce reads the sum).
+class AddLabeledGradients final : public model::GradientReadyListener {
+ public:
+  AddLabeledGradients(compute::Backend& backend, float* grads, const float* labeled, std::size_t range_offset,
+                      GradientSync& sync)
+      : backend_(backend), grads_(grads), labeled_(labeled), range_offset_(range_offset), sync_(sync) {}
+  void on_ready(std::size_t offset, std::size_t count, compute::Stream& stream) override {
+    backend_.accumulate(labeled_ + (offset - range_offset_), grads_ + offset, count, stream);
+    sync_.on_ready(offset, count, stream);
+  }
+
+ private:
+  compute::Backend& backend_;
+  float* grads_;
+  const float* labeled_;
+  std::size_t range_offset_;
+  GradientSync& sync_;
+};
+
+}  // namespace
+
+void StepRunner::set_unsupervised(UnsupervisedLosses* losses) {
+  unsupervised_ = losses;
+  if (losses) {
+    compute::ensure_capacity(backend_, u_values_, losses->names().size());
+    compute::ensure_capacity(backend_, u_sums_, losses->names().size());
+    backend_.fill(u_sums_.data(), 0.f, losses->names().size(), stream_);
+  }
+}
+
+std::vector<double> StepRunner::take_unsupervised_sums() {
+  if (!unsupervised_) return {};
+  const std::size_t n = unsupervised_->names().size();
+  u_sums_host_.resize(n);
+  backend_.download(u_sums_host_.data(), u_sums_.data(), n, stream_);
+  backend_.fill(u_sums_.data(), 0.f, n, stream_);
+  stream_.synchronize();
+  return std::vector<double>(u_sums_host_.begin(), u_sums_host_.end());
+}
+
 void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
-                            bool train_backbone, model::BatchNormSync* bn_sync) {
+                            bool train_backbone, model::BatchNormSync* bn_sync, const data::Batch* unlabeled,
+                            double unsupervised_importance) {
+  const bool semi = unlabeled != nullptr && unsupervised_ != nullptr;
   const StagedBatch& b = stage(batch, true, false);  // padded rows train too, as with Lightning's DistributedSampler
   const compute::Shape4 hm = b.heatmap_shape;
-  model::Context ctx{backend_, stream_, true, bn_sync, &sync};
+  LocalGradientSync no_sync;
+  model::Context ctx{backend_, stream_, true, bn_sync, semi ? static_cast<model::GradientReadyListener*>(&no_sync) : &sync};
   auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
   compute::ensure_capacity(backend_, dpred_, hm.numel());
   // Data-parallel: weigh this rank's mean loss by its share of counted keypoints
@@ -67,13 +115,63 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   const auto& store = model_.store();
   const auto range = train_backbone ? model::ParameterStore::Range{0, store.parameter_count()}
                                     : store.group_range(model::ParamGroup::head);
-  sync.begin(range.offset, range.count, stream_);
-  model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
-  sync.finish(stream_);
+  if (!semi) {
+    sync.begin(range.offset, range.count, stream_);
+    model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
+    sync.finish(stream_);
+  } else {
+    model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
+    compute::ensure_capacity(backend_, labeled_grads_, range.count);
+    backend_.copy(labeled_grads_.data(), model_.store().grads_data() + range.offset, range.count, stream_);
+    stager_.release(stream_);
+    if (bn_sync) bn_sync->new_batch();
+    sync.begin(range.offset, range.count, stream_);
+    unsupervised_pass(*unlabeled, sync, train_backbone, bn_sync, unsupervised_importance);
+    sync.finish(stream_);
+  }
   // After the all-reduce, so every rank sees the same gradients and skips alike.
   if (scaler_.unscale_and_check(backend_, model_.store().grads_data() + range.offset, range.count, stream_))
     optimizer.step(stream_);
-  stager_.release(stream_);
+  if (semi)
+    unlabeled_stager_.release(stream_);
+  else
+    stager_.release(stream_);
+}
+
+void StepRunner::unsupervised_pass(const data::Batch& frames, GradientSync& sync, bool train_backbone,
+                                   model::BatchNormSync* bn_sync, double importance) {
+  StageLayout layout;
+  layout.heatmap_height = model_.heatmap_size(frames.height);
+  layout.heatmap_width = model_.heatmap_size(frames.width);
+  layout.branches = model_.branches();
+  layout.keypoints = false;
+  const StagedBatch& u = unlabeled_stager_.stage(frames, layout, stream_);
+  const auto& store = model_.store();
+  const auto range = train_backbone ? model::ParameterStore::Range{0, store.parameter_count()}
+                                    : store.group_range(model::ParamGroup::head);
+  AddLabeledGradients add(backend_, model_.store().grads_data(), labeled_grads_.data(), range.offset, sync);
+  model::Context ctx{backend_, stream_, true, bn_sync, &add};
+  auto heatmaps = model_.forward(ctx, {u.images, u.image_shape});
+  const compute::Shape4 hs = heatmaps.shape;
+  const int planes = hs.n * hs.c;
+  compute::ensure_capacity(backend_, u_coords_, std::size_t(planes) * 2);
+  compute::ensure_capacity(backend_, u_confidence_, std::size_t(planes));
+  compute::ensure_capacity(backend_, u_dcoords_, std::size_t(planes) * 2);
+  compute::ensure_capacity(backend_, u_dheatmaps_, hs.numel());
+  const int d = model_.spec().downsample_factor;
+  backend_.soft_argmax(heatmaps, d, kSoftArgmaxTemperature, u_coords_.data(), u_confidence_.data(), stream_);
+  backend_.fill(u_dcoords_.data(), 0.f, std::size_t(planes) * 2, stream_);
+  // Keypoints into original-frame pixels (lightning-pose's model_to_frame), where
+  // the epsilons are measured; the same scale for every frame of one video.
+  const float sx = frames.scale_x.empty() ? 1.f : frames.scale_x[0];
+  const float sy = frames.scale_y.empty() ? 1.f : frames.scale_y[0];
+  unsupervised_->compute(u_coords_.data(), u_confidence_.data(), hs.n, hs.c, sx, sy,
+                         static_cast<float>(importance) * scaler_.scale(), u_values_.data(), u_dcoords_.data(),
+                         stream_);
+  backend_.accumulate(u_values_.data(), u_sums_.data(), unsupervised_->names().size(), stream_);
+  backend_.soft_argmax_backward(heatmaps, d, kSoftArgmaxTemperature, u_dcoords_.data(),
+                                {u_dheatmaps_.data(), hs}, stream_);
+  model_.backward(ctx, {u_dheatmaps_.data(), hs}, train_backbone);
 }
 
 void StepRunner::request_loss() {

@@ -16,6 +16,7 @@
 #include "train/gradient_sync.hpp"  // GradientSync
 #include "train/loss_scaler.hpp"    // LossScaler (16-mixed)
 #include "train/optimizer.hpp"      // Optimizer
+#include "train/unsupervised_losses.hpp"  // UnsupervisedLosses
 
 namespace trainer::train {
 
@@ -55,8 +56,27 @@ class StepRunner {
   // sync waits inside, by nature; so does 16-mixed, whose loss scaler reads its
   // found-inf flag to decide whether the optimizer steps, as torch's GradScaler). The batch's copy to the device overlaps the
   // previous step; on return the host batch is no longer needed.
+  //
+  // Semi-supervised (with `unlabeled` frames and set_unsupervised()): the labelled
+  // batch runs forward and backward first (lightning-pose's order, which the BN
+  // running statistics see), its gradients are set aside, then the unlabelled frames
+  // run forward, soft-argmax keypoints, the unsupervised losses (weighted, times
+  // `unsupervised_importance`), and backward; each parameter's labelled gradient is
+  // added back as backward announces it final, so the bucketed all-reduce still
+  // overlaps the backward pass and averages the sum of both terms.
   void train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
-                  bool train_backbone, model::BatchNormSync* bn_sync);
+                  bool train_backbone, model::BatchNormSync* bn_sync, const data::Batch* unlabeled = nullptr,
+                  double unsupervised_importance = 0.0);
+  // The unsupervised losses of semi-supervised steps (null: supervised only).
+  void set_unsupervised(UnsupervisedLosses* losses);
+  // Sums of each unsupervised term's value since the last call (waits), one per
+  // UnsupervisedLosses::names(); empty when supervised.
+  std::vector<double> take_unsupervised_sums();
+  // The unsupervised terms (name, weight) in the order of those sums; empty when supervised.
+  const std::vector<UnsupervisedTerm>& unsupervised_terms() const {
+    static const std::vector<UnsupervisedTerm> none;
+    return unsupervised_ ? unsupervised_->terms() : none;
+  }
   // After train_step: starts copying that step's loss to the host.
   void request_loss();
   // The loss of the step request_loss() followed; waits for it (and only it).
@@ -83,6 +103,8 @@ class StepRunner {
   const StagedBatch& stage(const data::Batch& batch, bool labels, bool drop_padded_rows);
   void keypoints_from_heatmaps(const data::Batch& batch, compute::ConstTensorView heatmaps,
                                Predictions& out);
+  void unsupervised_pass(const data::Batch& frames, GradientSync& sync, bool train_backbone,
+                         model::BatchNormSync* bn_sync, double importance);
 
   compute::Backend& backend_;
   compute::Stream& stream_;
@@ -90,6 +112,11 @@ class StepRunner {
   const compute::HeatmapLoss& loss_type_;
   bool uniform_missing_ = false;
   BatchStager stager_;
+  BatchStager unlabeled_stager_;
+  UnsupervisedLosses* unsupervised_ = nullptr;
+  compute::DeviceBuffer labeled_grads_;  // the labelled pass's gradients, set aside
+  compute::DeviceBuffer u_coords_, u_confidence_, u_dcoords_, u_dheatmaps_, u_values_, u_sums_;
+  std::vector<float> u_sums_host_;
   LossScaler scaler_;
   compute::DeviceBuffer targets_, mask_, loss_, loss_sum_, dpred_, coords_, confidence_;
   compute::HostBuffer<float> loss_host_;  // pinned: [0] requested loss, [1] loss sum

@@ -30,6 +30,7 @@ class SyncBatchNorm final : public model::BatchNormSync {
   double global_count(double local_values, int local_batch) override;
   // Called once per training step on every rank (after backward).
   void new_step() { have_global_batch_ = false; }
+  void new_batch() override { new_step(); }
 
  private:
   comm::Communicator& tensors_;

@@ -72,6 +72,14 @@ void TensorBoardLog::epoch_end(const EpochMetrics& m) {
     scalar("val_" + loss + "_loss_weighted", m.val_loss, m.step);
     scalar("epoch", m.epoch, m.step);
   }
+  // The unsupervised terms as lightning-pose names them (logged per step there;
+  // here each epoch's mean, at its last step).
+  if (m.unsupervised_importance >= 0) scalar("total_unsupervised_importance", m.unsupervised_importance, m.step);
+  for (const auto& t : m.unsupervised) {
+    scalar("train_" + t.name + "_loss", t.loss, m.step);
+    scalar("train_" + t.name + "_loss_weighted", t.loss * t.weight, m.step);
+    scalar(t.name + "_weight", t.weight, m.step);
+  }
   events_.flush();
 }
 

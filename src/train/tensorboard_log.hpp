@@ -6,7 +6,10 @@
 //     (unweighted), train_heatmap_<type>_loss_weighted, heatmap_<type>_weight, epoch;
 //   each epoch's first step: lr-<optimizer>/backbone and lr-<optimizer>/head;
 //   each validation: val_supervised_loss, val_supervised_rmse, val_heatmap_<type>_loss,
-//     val_heatmap_<type>_loss_weighted.
+//     val_heatmap_<type>_loss_weighted;
+//   semi-supervised, each epoch's mean at its last step: train_<loss>_loss,
+//     train_<loss>_loss_weighted and <loss>_weight per unsupervised loss, and
+//     total_unsupervised_importance (the warm-up factor).
 // Rank 0 only. Written as the loop goes and flushed at each epoch's end, so a killed
 // run loses at most the current epoch's scalars.
 #include <memory>  // std::unique_ptr

@@ -141,7 +141,12 @@ TrainingState TrainLoop::run(TrainingState state) {
       log_.info("epoch " + std::to_string(epoch) + ": unfreezing the backbone");
     to_tensorboard([&](TensorBoardLog& tb) { tb.epoch_start(epoch, state.global_step, lr.head, lr.backbone); });
 
-    if (started_epoch != epoch) train_.start_epoch(epoch);
+    if (started_epoch != epoch) {
+      train_.start_epoch(epoch);
+      if (config_.unlabeled) config_.unlabeled->start_epoch(epoch, state.batches_into_epoch);
+    }
+    const double importance = config_.unlabeled ? unsupervised_importance(config_.anneal, epoch) : 0.0;
+    runner_.take_unsupervised_sums();
     runner_.take_loss_sum();  // start the epoch's sum at zero
     long steps = 0, images = 0;
     long batch_index = 0;
@@ -178,7 +183,9 @@ TrainingState TrainLoop::run(TrainingState state) {
       to_tensorboard([&](TensorBoardLog& tb) { tb.step(pending.metrics); });
     };
     while (const data::Batch* batch = train_.next()) {
-      runner_.train_step(*batch, optimizer_, *hooks_.gradients, lr.backbone_trainable, hooks_.bn_sync);
+      const data::Batch* frames = config_.unlabeled ? &config_.unlabeled->next() : nullptr;
+      runner_.train_step(*batch, optimizer_, *hooks_.gradients, lr.backbone_trainable, hooks_.bn_sync, frames,
+                         importance);
       log_pending();
       ++state.global_step;
       ++steps;
@@ -226,9 +233,11 @@ TrainingState TrainLoop::run(TrainingState state) {
     // Prepare the next epoch's first batches while this one validates and checkpoints.
     if (epoch_done && !stop && epoch + 1 < config_.max_epochs) {
       train_.start_epoch(epoch + 1);
+      if (config_.unlabeled) config_.unlabeled->start_epoch(epoch + 1, 0);
       started_epoch = epoch + 1;
     }
     const double loss_sum = runner_.take_loss_sum().first;  // waits for the epoch's last step
+    std::vector<double> unsupervised_sums = runner_.take_unsupervised_sums();  // this run's steps only
     const double steps_seconds = seconds_since(steps_start);
     state.epochs_completed = epoch_done ? epoch + 1 : epoch;
 
@@ -262,6 +271,16 @@ TrainingState TrainLoop::run(TrainingState state) {
     row.lr_head = lr.head;
     row.lr_backbone = lr.backbone;
     row.images_per_s = steps_seconds > 0 ? double(images) * config_.world_size / steps_seconds : 0;
+    if (config_.unlabeled) {
+      // Each term's mean over ranks and over this run's steps of the epoch.
+      hooks_.metrics->sum(unsupervised_sums.data(), unsupervised_sums.size());
+      row.unsupervised_importance = importance;
+      const auto& names = runner_.unsupervised_terms();
+      for (std::size_t t = 0; t < names.size() && t < unsupervised_sums.size(); ++t)
+        row.unsupervised.push_back({names[t].name,
+                                    steps > 0 ? unsupervised_sums[t] / (double(steps) * config_.world_size) : 0,
+                                    names[t].weight});
+    }
 
     const bool validate_now = config_.check_val_every_n_epoch > 0 &&
                               (epoch + 1) % config_.check_val_every_n_epoch == 0 && val_ != nullptr;

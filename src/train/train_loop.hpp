@@ -11,7 +11,8 @@
 #include "compute/stream.hpp"       // compute::Stream
 #include "model/pose_model.hpp"     // model::PoseModel
 #include "model/hooks.hpp"          // model::BatchNormSync
-#include "train/batch_source.hpp"   // BatchSource
+#include "config/config.hpp"        // LossesConfig (the anneal schedule)
+#include "train/batch_source.hpp"   // BatchSource, UnlabeledSource
 #include "train/checkpoint.hpp"     // TrainingState
 #include "train/checkpoint_writer.hpp"  // CheckpointWriter
 #include "train/gradient_sync.hpp"  // GradientSync, MetricReducer
@@ -50,6 +51,10 @@ struct LoopConfig {
   // global step; 0: the first step of this run) to this HDF5 file (gradient_dump.hpp).
   std::string dump_gradients;
   long dump_gradients_step = 0;
+  // Semi-supervised: unlabelled frames for every step, and the warm-up of the
+  // unsupervised weights (callbacks.anneal_weight); null: supervised only.
+  UnlabeledSource* unlabeled = nullptr;
+  LossesConfig anneal;
 };
 
 // How the loop reaches other ranks; the defaults are single-process no-ops.

@@ -358,6 +358,25 @@ TEST_CASE("cuda soft-argmax with confidence", "[gpu]") {
   t.gs().synchronize();
 }
 
+TEST_CASE("cuda soft-argmax backward", "[gpu]") {
+  Twins t;
+  const Shape4 s{2, 3, 12, 10};
+  std::vector<float> kp{2.f, 3.f, 7.4f, 6.2f, 9.f, 11.f, 0.5f, 0.5f, 5.f, 5.f, 4.2f, 8.8f};
+  std::vector<float> maps(s.numel());
+  t.cpu->heatmap_targets(kp.data(), {maps.data(), s}, 1.25f, nullptr, t.cs());
+  auto noise = random_vector(s.numel(), 102, 0.f, 1e-3f);
+  for (std::size_t i = 0; i < maps.size(); ++i) maps[i] += noise[i];
+  const auto dcoords = random_vector(12, 103);
+  auto gmaps = t.device(maps), gdc = t.device(dcoords), gd = t.zeros(s.numel());
+  for (int d : {0, 1, 2, 3}) {
+    std::vector<float> dm(s.numel());
+    t.gpu->soft_argmax_backward({gmaps.data(), s}, d, 1000.f, gdc.data(), {gd.data(), s}, t.gs());
+    t.cpu->soft_argmax_backward({maps.data(), s}, d, 1000.f, dcoords.data(), {dm.data(), s}, t.cs());
+    INFO("downsample factor " << d);
+    CHECK(rel_error(t.host(gd), dm) < kTolerance);
+  }
+}
+
 TEST_CASE("cuda fused Adam and AdamW", "[gpu]") {
   Twins t;
   const std::size_t n = 70001;

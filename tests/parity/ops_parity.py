@@ -196,6 +196,14 @@ def ref_soft_argmax(m, t):
     return {"coords": preds.reshape(-1), "confidence": conf.reshape(-1)}
 
 
+def ref_soft_argmax_backward(m, t):
+    """Autograd through lightning-pose's run_subpixelmaxima coordinates."""
+    hm = t["heatmaps"].clone().requires_grad_(True)
+    coords = ref_soft_argmax(m, {"heatmaps": hm})["coords"]
+    (coords * t["dcoords"].reshape(-1)).sum().backward()
+    return {"dheatmaps": hm.grad}
+
+
 def ref_adam(m, t):
     p = torch.nn.Parameter(t["p0"].reshape(-1).clone())
     cls = torch.optim.AdamW if int(m["decoupled"]) else torch.optim.Adam
@@ -220,6 +228,7 @@ REFS = {
     "heatmap_targets": ref_heatmap_targets,
     "heatmap_loss": ref_heatmap_loss,
     "soft_argmax": ref_soft_argmax,
+    "soft_argmax_backward": ref_soft_argmax_backward,
     "adam": ref_adam,
 }
 

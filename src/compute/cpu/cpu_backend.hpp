@@ -122,6 +122,8 @@ class CpuBackend final : public Backend {
                     Stream& s) override;
   void soft_argmax(ConstTensorView heatmaps, int downsample_factor, float temperature,
                    float* coords, float* confidence, Stream& s) override;
+  void soft_argmax_backward(ConstTensorView heatmaps, int downsample_factor, float temperature,
+                            const float* dcoords, TensorView dheatmaps, Stream& s) override;
 
   void adam_update(float* params, const float* grads, float* m, float* v, std::size_t count,
                    const AdamParams& p, Stream& s) override;

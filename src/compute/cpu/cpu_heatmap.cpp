@@ -261,6 +261,55 @@ void upsample_plane(std::vector<float>& plane, int& h, int& w, std::vector<float
   pyramid_blur(plane.data(), h, w, tmp.data());
 }
 
+// Adjoints of the upsampling passes, for the soft-argmax's backward: each input
+// tap receives weight x output gradient, clamped taps included.
+void bicubic_up2_x_adjoint(const float* dout, int rows, int n, float* din) {
+  float we[4], wo[4];
+  cubic_weights(0.75f, we);
+  cubic_weights(0.25f, wo);
+  for (int r = 0; r < rows; ++r) {
+    const float* b = dout + std::size_t(r) * 2 * n;
+    float* a = din + std::size_t(r) * n;
+    for (int i = 0; i < n; ++i) a[i] = 0.f;
+    for (int o = 0; o < 2 * n; ++o) {
+      const float* w = (o & 1) ? wo : we;
+      const int i0 = first_tap(o);
+      for (int k = 0; k < 4; ++k) a[std::min(std::max(i0 + k, 0), n - 1)] += w[k] * b[o];
+    }
+  }
+}
+
+void bicubic_up2_y_adjoint(const float* dout, int n, int width, float* din) {
+  float we[4], wo[4];
+  cubic_weights(0.75f, we);
+  cubic_weights(0.25f, wo);
+  std::fill(din, din + std::size_t(n) * width, 0.f);
+  for (int o = 0; o < 2 * n; ++o) {
+    const float* w = (o & 1) ? wo : we;
+    const int i0 = first_tap(o);
+    const float* b = dout + std::size_t(o) * width;
+    for (int k = 0; k < 4; ++k) {
+      float* r = din + std::size_t(std::min(std::max(i0 + k, 0), n - 1)) * width;
+      const float wk = w[k];
+#pragma omp simd
+      for (int c = 0; c < width; ++c) r[c] += wk * b[c];
+    }
+  }
+}
+
+// The adjoint of upsample_plane: `grad` holds 2h x 2w (h, w the sizes after the
+// forward step) on entry and h/2 x w/2 on return. The pyramid blur with zero
+// borders and a symmetric kernel is its own adjoint.
+void upsample_plane_adjoint(std::vector<float>& grad, int& h, int& w, std::vector<float>& tmp) {
+  tmp.resize(std::size_t(h) * w);
+  pyramid_blur(grad.data(), h, w, tmp.data());
+  h /= 2;
+  w /= 2;
+  bicubic_up2_y_adjoint(grad.data(), h, 2 * w, tmp.data());  // [h, 2w]
+  grad.resize(std::size_t(h) * w);
+  bicubic_up2_x_adjoint(tmp.data(), h, w, grad.data());
+}
+
 }  // namespace
 
 // lightning-pose run_subpixelmaxima: upsample 2^d, softmax(temperature * x),
@@ -304,6 +353,49 @@ void CpuBackend::soft_argmax(ConstTensorView heatmaps, int downsample_factor, fl
       coords[2 * i] = float(ex - offset);
       coords[2 * i + 1] = float(ey - offset);
       if (confidence) confidence[i] = float(conf);
+    }
+  }
+}
+
+// The soft-argmax's backward (the coordinates only; the confidence is not
+// differentiated, as lightning-pose uses it only to mask losses). It recomputes the
+// forward per plane rather than keeping the upsampled maps (4^d times the heatmap).
+// coords = sum p * (c, r) - offset with p = softmax(T z), so
+// dz = T p (dcoords . (c, r) - dcoords . (ex, ey)), and dheatmaps = upsample^T dz.
+void CpuBackend::soft_argmax_backward(ConstTensorView heatmaps, int downsample_factor,
+                                      float temperature, const float* dcoords,
+                                      TensorView dheatmaps, Stream&) {
+  TRAINER_ASSERT(downsample_factor >= 0 && downsample_factor <= 5,
+                 "soft_argmax_backward: downsample_factor " << downsample_factor);
+  TRAINER_ASSERT(heatmaps.shape == dheatmaps.shape, "soft_argmax_backward shapes");
+  enter();
+  const int nk = heatmaps.shape.n * heatmaps.shape.c;
+  const long hw = long(heatmaps.shape.plane());
+#pragma omp parallel
+  {
+    std::vector<float> plane, tmp, sm;
+#pragma omp for schedule(dynamic)
+    for (int i = 0; i < nk; ++i) {
+      int h = heatmaps.shape.h, w = heatmaps.shape.w;
+      plane.assign(heatmaps.data + long(i) * hw, heatmaps.data + long(i + 1) * hw);
+      for (int d = 0; d < downsample_factor; ++d) upsample_plane(plane, h, w, tmp);
+      sm.resize(plane.size());
+      softmax_plane(plane.data(), temperature, sm.data(), long(sm.size()));
+      double ex = 0, ey = 0;
+      for (int r = 0; r < h; ++r)
+        for (int c = 0; c < w; ++c) {
+          ex += double(sm[std::size_t(r) * w + c]) * c;
+          ey += double(sm[std::size_t(r) * w + c]) * r;
+        }
+      const double gx = dcoords[2 * i], gy = dcoords[2 * i + 1];
+      const double dot = gx * ex + gy * ey;
+      for (int r = 0; r < h; ++r)
+        for (int c = 0; c < w; ++c) {
+          const std::size_t at = std::size_t(r) * w + c;
+          plane[at] = float(temperature * double(sm[at]) * (gx * c + gy * r - dot));
+        }
+      for (int d = 0; d < downsample_factor; ++d) upsample_plane_adjoint(plane, h, w, tmp);
+      std::copy(plane.begin(), plane.end(), dheatmaps.data + long(i) * hw);
     }
   }
 }

@@ -380,6 +380,22 @@ class CudaBackend final : public Backend {
     CUDA_CHECK_LAUNCH();
   }
 
+  void soft_argmax_backward(ConstTensorView heatmaps, int downsample_factor, float temperature,
+                            const float* dcoords, TensorView dheatmaps, Stream& s) override {
+    TRAINER_ASSERT(downsample_factor >= 0 && downsample_factor <= 5,
+                   "soft_argmax_backward: downsample_factor " << downsample_factor);
+    SHAPE_CHECK(heatmaps.shape == dheatmaps.shape, "soft_argmax_backward shapes");
+    auto& cs = as_cuda(s);
+    const int planes = heatmaps.shape.n * heatmaps.shape.c;
+    const std::size_t doubles = kernels::soft_argmax_backward_scratch_doubles(
+        planes, heatmaps.shape.h, heatmaps.shape.w, downsample_factor);
+    auto* scratch = static_cast<double*>(cs.scratch(doubles * sizeof(double)));
+    kernels::soft_argmax_backward(heatmaps.data, planes, heatmaps.shape.h, heatmaps.shape.w,
+                                  downsample_factor, temperature, dcoords, dheatmaps.data, scratch,
+                                  cs.get());
+    CUDA_CHECK_LAUNCH();
+  }
+
   // ---- optimizer -----------------------------------------------------------------
   void adam_update(float* params, const float* grads, float* m, float* v, std::size_t count,
                    const AdamParams& p, Stream& s) override {

@@ -104,6 +104,12 @@ TEST_CASE("inputs/mirror-mouse.cfg matches lightning-pose's mirror-mouse example
   CHECK(c.training.lr_scheduler_milestones == std::vector<int>{150, 200, 250});
   REQUIRE(c.data.data_files.size() == 1);
   CHECK(c.data.data_files[0].rfind("../shared/", 0) == 0);
+  // Semi-supervised like lightning-pose's example: pca_singleview on the example video.
+  CHECK(c.model.losses_to_use == std::vector<std::string>{"pca_singleview"});
+  CHECK(c.data.video_dir.rfind("../shared/", 0) == 0);
+  CHECK(c.data.columns_for_singleview_pca.size() == 14);
+  CHECK(c.losses.pca_singleview_log_weight == 10.7);
+  CHECK(c.losses.anneal_freeze_until_epoch == 0);
 }
 
 TEST_CASE("docs/CONFIG.md lists every key with its default", "[app][config]") {

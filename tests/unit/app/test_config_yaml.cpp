@@ -121,13 +121,52 @@ TEST_CASE("lightning-pose's mirror-mouse example config is read with its meaning
   CHECK(cl.warnings.empty());
 }
 
-TEST_CASE("losses_to_use with a loss is refused until unsupervised losses exist", "[app][config][yaml]") {
+TEST_CASE("the mirror-mouse config's unsupervised settings are read", "[app][config][yaml]") {
   auto args = mirror_mouse_args();
   args.erase(std::find(args.begin(), args.end(), "model.losses_to_use=[]"));
-  expect_user_error([&] { parse(args); },
-                    {"config_mirror-mouse-example.yaml:", "model.losses_to_use = [pca_singleview]",
-                     "unsupervised losses are not yet available"},
-                    "model.losses_to_use=[]");
+  const auto cl = parse(args);
+  const trainer::Config& c = cl.config;
+  CHECK(c.model.losses_to_use == std::vector<std::string>{"pca_singleview"});
+  CHECK(c.data.video_dir == "/data/mirror-mouse-example/videos");
+  REQUIRE(c.data.mirrored_column_matches.size() == 2);
+  CHECK(c.data.mirrored_column_matches[0] == std::vector<int>{0, 1, 2, 3, 4, 5, 6});
+  CHECK(c.data.mirrored_column_matches[1] == std::vector<int>{8, 9, 10, 11, 12, 13, 14});
+  CHECK(c.data.columns_for_singleview_pca == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14});
+  CHECK(c.losses.pca_singleview_log_weight == 10.7);
+  CHECK(c.losses.pca_singleview_components_to_keep == "0.99");
+  CHECK(c.losses.pca_singleview_epsilon < 0);  // null: empirical
+  CHECK(c.losses.pca_multiview_components_to_keep == "3");
+  CHECK(c.losses.temporal_epsilon == std::vector<double>{20.0});
+  CHECK(c.losses.temporal_prob_threshold == 0.05);
+  CHECK(c.losses.anneal_freeze_until_epoch == 0);
+  CHECK(c.losses.anneal_increase_factor == 0.01);
+  CHECK(c.training.unlabeled_sequence_length == 32);  // dali.base.train.sequence_length
+}
+
+TEST_CASE("unsupervised settings: bad values are errors naming the key", "[app][config][yaml]") {
+  auto args = mirror_mouse_args();
+  args.erase(std::find(args.begin(), args.end(), "model.losses_to_use=[]"));  // the file's [pca_singleview]
+  auto with = [&](const std::string& override_text) {
+    auto a = args;
+    a.push_back(override_text);
+    return a;
+  };
+  expect_user_error([&] { parse(with("model.losses_to_use=[temporal_heatmap_mse]")); },
+                    {"model.losses_to_use", "temporal, pca_singleview, pca_multiview"});
+  expect_user_error([&] { parse(with("model.losses_to_use=[pca_singelview]")); }, {"did you mean 'pca_singleview'"});
+  expect_user_error([&] { parse(with("losses.pca_singleview.components_to_keep=1.5")); },
+                    {"losses.pca_singleview.components_to_keep", "fraction of variance in (0, 1]"});
+  expect_user_error([&] { parse(with("data.mirrored_column_matches=[[0, 1], [x]]")); },
+                    {"data.mirrored_column_matches", "a list of lists of keypoint indices"});
+  expect_user_error([&] { parse(with("callbacks.anneal_weight.attr_name=foo")); },
+                    {"callbacks.anneal_weight.attr_name"});
+  expect_user_error([&] { parse(with("losses.pca_singleview.centering_method=mean")); },
+                    {"centering"});
+  // pca_multiview without views, and no video_dir, are combinations of keys.
+  auto multiview = with("model.losses_to_use=[pca_multiview]");
+  multiview.push_back("data.mirrored_column_matches=null");
+  expect_user_error([&] { parse(multiview); }, {"pca_multiview", "mirrored_column_matches"});
+  expect_user_error([&] { parse(with("data.video_dir=null")); }, {"data.video_dir is not set"});
 }
 
 TEST_CASE("unknown and misplaced YAML keys are errors naming the key", "[app][config][yaml]") {

@@ -267,3 +267,38 @@ TEST_CASE("heatmap targets: a keypoint marked missing gets the uniform target an
   CHECK(loss[0] == Approx(loss_one[0] / 2).epsilon(1e-6));
   for (int i = 0; i < H * W; ++i) CHECK(dpred[std::size_t(H * W + i)] == 0.f);  // flat matches uniform
 }
+
+TEST_CASE("soft-argmax backward matches central differences of the coordinates", "[compute]") {
+  // The unsupervised losses differentiate the keypoints through the upsampling and the
+  // tempered softmax. A moderate temperature keeps the finite differences well-conditioned.
+  auto be = make_cpu_backend(2);
+  const Shape4 s{1, 2, 6, 5};
+  auto hm = random_vector(s.numel(), 77, 0.f, 1.f);
+  const std::vector<float> dcoords{0.7f, -1.3f, 0.4f, 0.9f};
+  for (int d : {0, 1, 2}) {
+    INFO("downsample factor " << d);
+    const float temperature = 4.f;
+    std::vector<float> grad(s.numel());
+    be->soft_argmax_backward({hm.data(), s}, d, temperature, dcoords.data(), {grad.data(), s},
+                             be->default_stream());
+    auto objective = [&](const std::vector<float>& maps) {
+      std::vector<float> coords(4);
+      be->soft_argmax({maps.data(), s}, d, temperature, coords.data(), nullptr, be->default_stream());
+      double total = 0;
+      for (int i = 0; i < 4; ++i) total += double(dcoords[i]) * coords[i];
+      return total;
+    };
+    double worst = 0, scale = 0;
+    for (std::size_t i = 0; i < hm.size(); ++i) {
+      auto plus = hm, minus = hm;
+      const float h = 1e-2f;
+      plus[i] += h;
+      minus[i] -= h;
+      const double numeric = (objective(plus) - objective(minus)) / (2.0 * h);
+      worst = std::max(worst, std::fabs(numeric - grad[i]));
+      scale = std::max(scale, std::fabs(numeric));
+    }
+    CHECK(scale > 1e-2);  // the check is not vacuous
+    CHECK(worst < 2e-3 * scale + 1e-4);
+  }
+}

@@ -275,6 +275,23 @@ TEST_CASE("export op inputs and outputs for the PyTorch parity check", "[.parity
     c.tensor("coords", coords, {N, K, 1, 2});
     c.tensor("confidence", conf, {N, K, 1, 1});
   }
+  for (int d : {0, 2}) {  // soft-argmax backward: the gradient of dcoords . coords
+    const int N = 2, K = 3, H = 12, W = 10;
+    const Shape4 hs{N, K, H, W};
+    auto raw = random_vector(hs.numel(), 145 + d, 0.f, 1.f);
+    for (int k = 0; k < N * K; ++k) raw[std::size_t(k) * H * W + (3 + k) * W + (6 - k)] += 6.f;
+    std::vector<float> hm(hs.numel()), dhm(hs.numel());
+    be->spatial_softmax_forward({raw.data(), hs}, 1.f, {hm.data(), hs}, s);
+    const auto dcoords = random_vector(std::size_t(N) * K * 2, 147 + d);
+    be->soft_argmax_backward({hm.data(), hs}, d, 1000.f, dcoords.data(), {dhm.data(), hs}, s);
+    CaseWriter c(root, "soft_argmax_backward_d" + std::to_string(d));
+    c.param("op", "soft_argmax_backward");
+    c.param("downsample_factor", d);
+    c.param("temperature", 1000.f);
+    c.tensor("heatmaps", hm, hs);
+    c.tensor("dcoords", dcoords, {N, K, 1, 2});
+    c.tensor("dheatmaps", dhm, hs);
+  }
   for (bool decoupled : {false, true}) {  // three Adam / AdamW steps
     const std::size_t n = 4096;
     auto p0 = random_vector(n, 150);

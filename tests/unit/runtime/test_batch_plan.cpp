@@ -40,6 +40,15 @@ TEST_CASE("batch: context batch is ceil((B - 4) / G) + 4 (lightning-pose vectors
   CHECK(per_gpu_context_batch(27, 8) == 7);
 }
 
+TEST_CASE("batch: unlabelled frames are ceil(L / G), and L below G is an error", "[runtime]") {
+  CHECK(per_gpu_unlabeled_frames(32, 1) == 32);
+  CHECK(per_gpu_unlabeled_frames(32, 2) == 16);
+  CHECK(per_gpu_unlabeled_frames(32, 3) == 11);
+  CHECK(per_gpu_unlabeled_frames(8, 8) == 1);
+  CHECK(per_gpu_unlabeled_frames(16, 0) == 16);
+  require_user_error([] { per_gpu_unlabeled_frames(3, 4); }, "sequence_length=3 is smaller than the 4");
+}
+
 TEST_CASE("batch: a context batch below 5 per GPU is an error showing the value", "[runtime]") {
   const auto e = trainer::test::user_error_of([] { per_gpu_context_batch(4, 2); });
   const std::string message = e.what();

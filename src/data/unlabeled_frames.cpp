@@ -1,0 +1,202 @@
+// Unlabelled video frames for the unsupervised losses (see unlabeled_frames.hpp).
+#include "data/unlabeled_frames.hpp"
+
+#include <opencv2/core.hpp>  // cv::setNumThreads
+
+#include <algorithm>  // std::min, std::max
+#include <cmath>      // NAN
+#include <map>        // std::map
+#include <numeric>    // std::iota
+
+#include "data/rng.hpp"           // KeyedRng, RngPurpose
+#include "data/video_reader.hpp"  // VideoReader, frame_to_network_input
+#include "util/error.hpp"         // UserError, SystemError
+
+namespace trainer::data {
+
+struct UnlabeledFrames::Slot {
+  Batch batch;
+  float* memory = nullptr;
+  long step = -1;      // the step whose frames the slot holds, once ready
+  long generation = -1;
+  bool ready = false;
+  bool busy = false;   // a worker decodes into it (maybe for a generation start_epoch dropped)
+};
+
+namespace {
+// Steps decoded ahead of the training loop, per worker: enough that one slow seek
+// does not stall the step, few enough that memory stays at a few batches.
+constexpr int kStepsAheadPerWorker = 2;
+constexpr int kChannels = 3;  // decoded as RGB; grayscale videos give three equal planes
+}  // namespace
+
+UnlabeledFrames::UnlabeledFrames(UnlabeledOptions options) : options_(std::move(options)) {
+  if (options_.frames_per_rank < 1) throw UserError("unlabelled frames: frames per rank must be at least 1");
+  if (options_.world_size < 1 || options_.rank < 0 || options_.rank >= options_.world_size)
+    throw SystemError("unlabelled frames: rank " + std::to_string(options_.rank) + " of " +
+                      std::to_string(options_.world_size));
+  if (options_.videos.empty())
+    throw UserError("the unsupervised losses need unlabelled videos, and none was given",
+                    "set data.video_dir to a folder of videos (lightning-pose's key)");
+  if (options_.num_workers < 1) options_.num_workers = 1;
+  if (!options_.allocator.allocate || !options_.allocator.release) options_.allocator = default_host_allocator();
+  sequence_ = options_.frames_per_rank * options_.world_size;
+  for (std::size_t v = 0; v < options_.videos.size(); ++v) {
+    const VideoReader probe(options_.videos[v]);  // errors for missing / undecodable files, before any thread
+    const long frames = probe.info().frame_count;
+    if (frames < sequence_)
+      throw UserError("video " + options_.videos[v] + " has " + std::to_string(frames) +
+                          " frames, fewer than one unlabelled sequence of " + std::to_string(sequence_) +
+                          " frames (" + std::to_string(options_.frames_per_rank) + " per rank x " +
+                          std::to_string(options_.world_size) + " ranks)",
+                      "lower dali.base.train.sequence_length, or leave the video out of data.video_dir");
+    frame_counts_.push_back(frames);
+    frame_heights_.push_back(probe.info().height);
+    frame_widths_.push_back(probe.info().width);
+    for (long first = 0; first + sequence_ <= frames; first += sequence_)
+      windows_.push_back({static_cast<int>(v), first});
+  }
+  frame_floats_ = static_cast<std::size_t>(3) * options_.height * options_.width;
+  const int num_slots = options_.num_workers * kStepsAheadPerWorker;
+  for (int i = 0; i < num_slots; ++i) {
+    auto slot = std::make_unique<Slot>();
+    const std::size_t bytes = frame_floats_ * options_.frames_per_rank * sizeof(float);
+    slot->memory = static_cast<float*>(options_.allocator.allocate(bytes));
+    if (!slot->memory) throw SystemError("unlabelled frames: host allocation of " + std::to_string(bytes) + " bytes failed");
+    slots_.push_back(std::move(slot));
+  }
+  cv::setNumThreads(0);  // the workers are the parallelism
+  for (int i = 0; i < options_.num_workers; ++i) workers_.emplace_back([this] { worker_main(); });
+}
+
+UnlabeledFrames::~UnlabeledFrames() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  for (auto& t : workers_) t.join();
+  for (auto& s : slots_) options_.allocator.release(s->memory);
+}
+
+UnlabeledWindow UnlabeledFrames::window(int epoch, long step) const {
+  // A Fisher-Yates shuffle keyed by (seed, epoch): the same on every rank and for
+  // any number of workers; steps past the last window wrap around to the first.
+  const auto n = static_cast<long>(windows_.size());
+  std::vector<long> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0L);
+  KeyedRng rng(options_.seed, static_cast<std::uint64_t>(RngPurpose::kUnlabeled), static_cast<std::uint64_t>(epoch));
+  for (long i = n - 1; i > 0; --i)
+    std::swap(order[static_cast<std::size_t>(i)], order[rng.below(static_cast<std::uint64_t>(i + 1))]);
+  return windows_[static_cast<std::size_t>(order[static_cast<std::size_t>(step % n)])];
+}
+
+void UnlabeledFrames::start_epoch(int epoch, long first_step) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++generation_;
+    epoch_ = epoch;
+    next_step_ = first_step;
+    consumed_ = first_step;
+    holding_ = false;
+    for (auto& s : slots_) s->ready = false;
+  }
+  work_cv_.notify_all();
+}
+
+void UnlabeledFrames::worker_main() {
+  std::map<int, VideoReader> readers;  // per video, opened on first use: sequential windows then need one seek
+  std::vector<std::uint8_t> raw, scratch;
+  const long num_slots = static_cast<long>(slots_.size());
+  for (;;) {
+    long step = 0, generation = 0;
+    int epoch = 0;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      // A stale worker may still write into the slot a new epoch's step maps to.
+      work_cv_.wait(lock, [&] {
+        return stop_ || error_ ||
+               (next_step_ < consumed_ + num_slots && !slots_[static_cast<std::size_t>(next_step_ % num_slots)]->busy);
+      });
+      if (stop_ || error_) return;
+      step = next_step_++;
+      slots_[static_cast<std::size_t>(step % num_slots)]->busy = true;
+      generation = generation_;
+      epoch = epoch_;
+    }
+    Slot& slot = *slots_[static_cast<std::size_t>(step % num_slots)];
+    try {
+      const UnlabeledWindow w = window(epoch, step);
+      auto it = readers.find(w.video);
+      if (it == readers.end()) it = readers.emplace(w.video, VideoReader(options_.videos[static_cast<std::size_t>(w.video)])).first;
+      decode(it->second, w, slot, raw, scratch);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      slot.busy = false;
+      if (!error_) error_ = std::current_exception();
+      ready_cv_.notify_all();
+      work_cv_.notify_all();
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      slot.busy = false;
+      if (generation == generation_) {  // else start_epoch() happened meanwhile: dropped
+        slot.step = step;
+        slot.generation = generation;
+        slot.ready = true;
+      }
+    }
+    ready_cv_.notify_all();
+    work_cv_.notify_all();
+  }
+}
+
+void UnlabeledFrames::decode(VideoReader& reader, const UnlabeledWindow& w, Slot& slot, std::vector<std::uint8_t>& raw,
+                             std::vector<std::uint8_t>& scratch) {
+  const auto v = static_cast<std::size_t>(w.video);
+  const long first = w.first + static_cast<long>(options_.rank) * options_.frames_per_rank;
+  const int frame_h = frame_heights_[v], frame_w = frame_widths_[v];
+  for (int i = 0; i < options_.frames_per_rank; ++i) {
+    reader.read(first + i, kChannels, raw);
+    frame_to_network_input(raw.data(), frame_h, frame_w, kChannels, options_.height, options_.width, scratch,
+                           slot.memory + static_cast<std::size_t>(i) * frame_floats_);
+  }
+  Batch& b = slot.batch;
+  const auto n = static_cast<std::size_t>(options_.frames_per_rank);
+  b.size = options_.frames_per_rank;
+  b.context_frames = 1;
+  b.height = options_.height;
+  b.width = options_.width;
+  b.num_keypoints = options_.num_keypoints;
+  b.images = slot.memory;
+  b.keypoints.assign(n * static_cast<std::size_t>(options_.num_keypoints) * 2, NAN);
+  b.missing.assign(n * static_cast<std::size_t>(options_.num_keypoints), 1);
+  b.frame_index.resize(n);
+  for (std::size_t i = 0; i < n; ++i) b.frame_index[i] = first + static_cast<long>(i);
+  b.is_real.assign(n, 1);
+  b.scale_x.assign(n, static_cast<float>(frame_w) / options_.width);
+  b.scale_y.assign(n, static_cast<float>(frame_h) / options_.height);
+}
+
+const Batch& UnlabeledFrames::next() {
+  const long num_slots = static_cast<long>(slots_.size());
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (holding_) {
+    slots_[static_cast<std::size_t>(consumed_ % num_slots)]->ready = false;
+    ++consumed_;
+    holding_ = false;
+    work_cv_.notify_all();
+  }
+  Slot& slot = *slots_[static_cast<std::size_t>(consumed_ % num_slots)];
+  ready_cv_.wait(lock, [&] {
+    return error_ || (slot.ready && slot.step == consumed_ && slot.generation == generation_);
+  });
+  if (error_) std::rethrow_exception(error_);
+  slot.batch.epoch = epoch_;
+  slot.batch.index = consumed_;
+  holding_ = true;
+  return slot.batch;
+}
+
+}  // namespace trainer::data

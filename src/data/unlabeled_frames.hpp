@@ -1,0 +1,104 @@
+#pragma once
+// Unlabelled video frames for the unsupervised losses (lightning-pose's DALI train
+// pipeline, read with OpenCV on the loader's threads).
+//
+// What a step gets. The videos are cut into non-overlapping windows of
+// `sequence_frames` consecutive frames (DALI's step = sequence_length); each epoch
+// visits the windows of all videos in an order shuffled from (seed, epoch), one
+// window per training step, and wraps around when the labelled epoch has more steps
+// than there are windows. Every rank draws the same window and decodes only its own
+// contiguous share: rank r gets frames [r * F, (r + 1) * F) of it, F = frames per
+// rank from the batch plan (lightning-pose's ceil(sequence_length / GPUs)). So the
+// union over ranks is one contiguous sequence of F * world frames, which is what
+// one process would train on, and every rank has a batch at every step (no uneven
+// step count can hang a collective).
+//
+// Decoding runs on worker threads, `depth` steps ahead of the training loop, each
+// worker with its own decoders; frames are resized and normalized exactly as the
+// loader does for un-augmented labelled frames (frame_to_network_input).
+//
+//   UnlabeledFrames frames(options);
+//   frames.start_epoch(epoch, first_step);
+//   const Batch& b = frames.next();   // valid until the next call
+#include <condition_variable>  // std::condition_variable
+#include <cstdint>             // std::uint64_t
+#include <exception>           // std::exception_ptr
+#include <memory>              // std::unique_ptr
+#include <mutex>               // std::mutex
+#include <string>              // std::string
+#include <thread>              // std::thread
+#include <vector>              // std::vector
+
+#include "data/batch.hpp"   // Batch
+#include "data/loader.hpp"  // HostAllocator
+
+namespace trainer::data {
+
+struct UnlabeledOptions {
+  std::vector<std::string> videos;  // video files (list_videos of data.video_dir)
+  int frames_per_rank = 0;          // F: the batch plan's per-rank share of a sequence
+  int rank = 0;
+  int world_size = 1;
+  int height = 256;                 // network input (image_resize_dims)
+  int width = 256;
+  int num_keypoints = 0;            // sizes Batch::keypoints (all NaN: no labels)
+  std::uint64_t seed = 0;           // rng_seed_data_pt
+  int num_workers = 1;              // decoding threads (at least 1)
+  HostAllocator allocator;          // empty: default_host_allocator()
+};
+
+// One window: frames [first, first + length) of video `video`.
+struct UnlabeledWindow {
+  int video = 0;
+  long first = 0;
+};
+
+class UnlabeledFrames {
+ public:
+  // Opens every video (UserError naming one that cannot be read or is shorter than a
+  // sequence of frames_per_rank * world_size frames) and starts the workers.
+  explicit UnlabeledFrames(UnlabeledOptions options);
+  ~UnlabeledFrames();
+  UnlabeledFrames(const UnlabeledFrames&) = delete;
+  UnlabeledFrames& operator=(const UnlabeledFrames&) = delete;
+
+  int sequence_frames() const { return sequence_; }  // frames_per_rank * world_size
+  long windows() const { return long(windows_.size()); }
+  const std::vector<long>& video_frame_counts() const { return frame_counts_; }
+
+  // The window of step `step` of epoch `epoch` (the same on every rank).
+  UnlabeledWindow window(int epoch, long step) const;
+
+  // Restarts decoding at step `first_step` of `epoch` (a resumed run starts mid-epoch).
+  void start_epoch(int epoch, long first_step = 0);
+  // This rank's frames of the next step's window; rethrows a worker's error (a frame
+  // that does not decode: UserError naming the file and frame).
+  const Batch& next();
+
+ private:
+  struct Slot;
+  void worker_main();
+  void decode(class VideoReader& reader, const UnlabeledWindow& w, Slot& slot, std::vector<std::uint8_t>& raw,
+              std::vector<std::uint8_t>& scratch);
+
+  UnlabeledOptions options_;
+  int sequence_ = 0;
+  std::vector<long> frame_counts_;
+  std::vector<int> frame_heights_, frame_widths_;
+  std::vector<UnlabeledWindow> windows_;  // every window of every video, in file order
+  std::size_t frame_floats_ = 0;
+  std::vector<std::unique_ptr<Slot>> slots_;
+
+  std::mutex mutex_;
+  std::condition_variable work_cv_, ready_cv_;
+  long generation_ = 0;   // bumped by start_epoch: work of an older generation is dropped
+  int epoch_ = 0;
+  long next_step_ = 0;    // next step a worker takes
+  long consumed_ = 0;     // the step next() hands out next
+  bool holding_ = false;  // next() handed out a slot that is still in use
+  std::exception_ptr error_;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace trainer::data

@@ -1,0 +1,153 @@
+# Semi-supervised training (model.losses_to_use): lightning-pose's unsupervised
+# losses on unlabelled video frames next to the labelled batches.
+# - trains on 1 and 2 ranks with temporal + pca_singleview on a video the test
+#   writes itself; metrics.csv and TensorBoard carry each term and the warm-up;
+# - the 2-rank step equals the 1-rank step: gradients of one semi-supervised step
+#   (pca_singleview; sync BN) agree per tensor to 1e-5, as in equivalence_ddp.sh;
+# - a resumed run continues with the same unlabelled sequences;
+# - bad settings are `error:` + exit 2: an unknown loss, pca_multiview without
+#   views, a sequence shorter than the world, a video shorter than a sequence, no
+#   video_dir, a missing video folder.
+source "$(dirname "$0")/lib/common.sh"
+TOOL=${TRAINER_TEST_VIDEO_TOOL:-$(dirname "$TRAINER")/tests/test_video_tool}
+[[ -x $TOOL ]] || fail "test helper $TOOL not built (target test_video_tool)"
+PY=/usr/bin/python3
+
+"$TRAINER" synth --out "$SCRATCH/frames.h5" --frames 40 --size 64 --keypoints 3 --seed 5 >/dev/null || fail "synth"
+mkdir -p "$SCRATCH/videos" "$SCRATCH/short"
+"$TOOL" write "$SCRATCH/videos/session1.avi" 48 64 64 || fail "video_tool write"
+"$TOOL" write "$SCRATCH/short/tiny.avi" 5 64 64 || fail "video_tool write"
+config() {  # config FILE LOSSES [extra INI lines for [losses]]
+  cat >"$1" <<CFG
+[data]
+data_files = $SCRATCH/frames.h5
+image_resize_height = 64
+image_resize_width = 64
+video_dir = $SCRATCH/videos
+[training]
+imgaug = default
+train_batch_size = 16
+val_batch_size = 8
+max_epochs = 1000
+train_prob = 0.8
+val_prob = 0.2
+learning_rate = 1e-3
+unfreezing_epoch = 0
+check_val_every_n_epoch = 2
+log_every_n_steps = 1
+unlabeled_sequence_length = 8
+num_workers = 1
+[model]
+backbone = resnet18
+losses_to_use = $2
+[losses]
+pca_singleview_log_weight = 0
+pca_singleview_components_to_keep = 0.9
+temporal_log_weight = 0
+temporal_epsilon = 0.5
+temporal_prob_threshold = 0
+anneal_init_val = 1
+anneal_freeze_until_epoch = 0
+$3
+[distributed]
+sync_batchnorm = true
+collective_timeout = 300
+CFG
+}
+train() {  # train LOG NP ARGS...: one rank without mpirun, else mpirun -np NP
+  local log=$1 np=$2; shift 2
+  local launch=()
+  [[ $np == 1 ]] || launch=($MPIRUN -np "$np")
+  local rc=0
+  timeout 600 "${launch[@]}" "$TRAINER" train "$@" >"$log" 2>&1 || rc=$?
+  [[ $rc == 0 ]] || { cat "$log"; fail "$log: exit $rc"; }
+}
+
+# ---- trains on 1 and 2 ranks; each term in metrics.csv -------------------------
+config "$SCRATCH/both.cfg" "[temporal, pca_singleview]"
+"$TRAINER" plan --config "$SCRATCH/both.cfg" --hypothetical --nodes 1 --gpus-per-node 2 >"$SCRATCH/plan.txt" 2>&1 \
+  || { cat "$SCRATCH/plan.txt"; fail "plan"; }
+grep -q "unlabelled video frames per step: 8" "$SCRATCH/plan.txt" || { cat "$SCRATCH/plan.txt"; fail "plan: no sequence"; }
+grep -qE "^ +1 +0 +1 +gpu:1 +8 +4 +[0-9]+ +- +4 " "$SCRATCH/plan.txt" \
+  || { cat "$SCRATCH/plan.txt"; fail "plan: rank 1 should get 4 unlabelled frames"; }
+for np in 1 2; do
+  train "$SCRATCH/both_r$np.log" "$np" --config "$SCRATCH/both.cfg" --out "$SCRATCH/both_r$np" --max-epochs 4
+  grep -q "pca_singleview: PCA of the labelled keypoints keeps" "$SCRATCH/both_r$np.log" \
+    || { cat "$SCRATCH/both_r$np.log"; fail "no PCA summary"; }
+  m=$SCRATCH/both_r$np/metrics.csv
+  head -1 "$m" | grep -q "total_unsupervised_importance,train_temporal_loss,train_pca_singleview_loss" \
+    || fail "metrics.csv header lacks the unsupervised columns"
+  rows=$(epoch_rows "$m" | awk -F, '$16 != "" && $17 + 0 > 0 && $18 + 0 >= 0 && $17 == $17 + 0' | wc -l)
+  [[ $rows == 4 ]] || { cat "$m"; fail "$np ranks: expected 4 epoch rows with a temporal and a pca loss, got $rows"; }
+done
+# TensorBoard: each term under lightning-pose's names (when the test tools have tensorboard).
+if TBPY=$(test_python tensorboard.backend.event_processing.event_accumulator); then
+  "$TBPY" - "$SCRATCH/both_r2/tb_logs" <<'PYEOF' || fail "TensorBoard scalars"
+import glob, sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+run = glob.glob(sys.argv[1] + "/*/version_0")[0]
+acc = EventAccumulator(run); acc.Reload()
+tags = set(acc.Tags()["scalars"])
+for tag in ["total_unsupervised_importance", "train_temporal_loss", "train_temporal_loss_weighted", "temporal_weight",
+            "train_pca_singleview_loss", "train_pca_singleview_loss_weighted", "pca_singleview_weight"]:
+    assert tag in tags, (tag, sorted(tags))
+    assert len(acc.Scalars(tag)) == 4, tag
+print("tensorboard: unsupervised scalars ok")
+PYEOF
+else
+  echo "SKIP (part): no python with tensorboard for the TensorBoard check"
+fi
+
+# ---- a resumed run continues: the same sequences, the same weights ----------------
+train "$SCRATCH/cut.log" 1 --config "$SCRATCH/both.cfg" --out "$SCRATCH/cut" --max-steps 5
+train "$SCRATCH/resumed.log" 1 --config "$SCRATCH/both.cfg" --out "$SCRATCH/cut" --resume auto --max-epochs 4
+"$PY" - "$SCRATCH/both_r1/metrics.csv" "$SCRATCH/cut/metrics.csv" <<'PYEOF' || fail "resumed run differs"
+import csv, sys
+def epochs(path):
+    rows = [r for r in csv.DictReader(open(path)) if r["train_loss"]]
+    return [(r["epoch"], r["train_loss"], r["train_pca_singleview_loss"]) for r in rows]
+a, b = epochs(sys.argv[1]), epochs(sys.argv[2])
+assert a[-1] == b[-1], (a, b)
+print("resume: last epoch identical", a[-1])
+PYEOF
+
+# ---- 2 ranks = 1 rank for a semi-supervised step ----------------------------------
+if "$PY" -c "import h5py, numpy" 2>/dev/null; then
+  config "$SCRATCH/pca.cfg" "[pca_singleview]"
+  checkpoint=$SCRATCH/both_r1/checkpoints/last.h5
+  for np in 1 2; do
+    train "$SCRATCH/eq_r$np.log" "$np" --config "$SCRATCH/pca.cfg" --out "$SCRATCH/eq_r$np" --resume "$checkpoint" \
+      --max-steps 9 --dump-gradients "$SCRATCH/eq_r$np.h5" --dump-gradients-step 9
+  done
+  "$PY" - "$SCRATCH/eq_r1.h5" "$SCRATCH/eq_r2.h5" <<'PYEOF' || fail "2 ranks differ from 1 rank in a semi-supervised step"
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+ga, gb = a["gradients"], b["gradients"]
+order = [n.decode() if isinstance(n, bytes) else n for n in a["parameter_order"][()]]
+exempt = order[-1]  # the last layer's bias: zero in exact arithmetic (spatial softmax)
+worst = max((np.linalg.norm(np.float64(ga[n][()]) - gb[n][()]) / np.linalg.norm(np.float64(ga[n][()])), n)
+            for n in order if n != exempt)
+print(f"semi-supervised step, 1 rank vs 2 ranks: worst per-tensor difference {worst[0]:.1e} ({worst[1]})")
+sys.exit(0 if worst[0] < 1e-5 else 1)
+PYEOF
+else
+  echo "SKIP (part): /usr/bin/python3 has no h5py/numpy for the equivalence check"
+fi
+
+# ---- bad settings: one error line, exit 2 -----------------------------------------
+config "$SCRATCH/bad.cfg" "[temporal]"
+expect_fail 2 "^error: .*losses_to_use.*(temporal_heatmap_mse|names from)" \
+  "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --model.losses_to_use "[temporal_heatmap_mse]"
+expect_fail 2 "^error: .*pca_multiview.*mirrored_column_matches" \
+  "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --model.losses_to_use "[pca_multiview]"
+expect_fail 2 "^error: .*sequence_length=1 is smaller than the 2" \
+  $MPIRUN -np 2 "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --training.unlabeled_sequence_length 1
+expect_fail 2 "^error: video .*tiny.avi has 5 frames, fewer than one unlabelled sequence of 8" \
+  "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --data.video_dir "$SCRATCH/short"
+expect_fail 2 "^error: .*data.video_dir is not set" \
+  "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --data.video_dir ""
+expect_fail 2 "^error: .*nowhere" \
+  "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --data.video_dir "$SCRATCH/nowhere"
+expect_fail 2 "^error: .*heatmap_mhcrnn" \
+  "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --model.model_type heatmap_mhcrnn
+echo "train_semi: ok"

@@ -1,0 +1,120 @@
+// UnlabeledFrames: the windows a step trains on (shuffled per epoch, the same on
+// every rank, each rank its own contiguous share), frame-exact decoding, restarts
+// mid-epoch, and the errors for videos that cannot give a sequence.
+#include <catch2/catch.hpp>
+
+#include <opencv2/imgproc.hpp>  // cv::rectangle
+#include <opencv2/videoio.hpp>  // cv::VideoWriter
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "data/unlabeled_frames.hpp"  // UnlabeledFrames
+#include "data/video_reader.hpp"      // VideoReader, frame_to_network_input
+#include "scratch_dir.hpp"            // ScratchDir
+#include "util/error.hpp"             // UserError
+
+using trainer::UserError;
+using trainer::data::Batch;
+using trainer::data::UnlabeledFrames;
+using trainer::data::UnlabeledOptions;
+using trainer::data::testing::ScratchDir;
+
+namespace {
+void write_video(const std::string& path, int frames, int w = 48, int h = 32) {
+  cv::VideoWriter writer(path, cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), 25, cv::Size(w, h), true);
+  REQUIRE(writer.isOpened());
+  for (int i = 0; i < frames; ++i) {
+    cv::Mat img(h, w, CV_8UC3, cv::Scalar(20, 40, 60));
+    cv::rectangle(img, cv::Rect((i * 3) % (w - 8), 4, 8, h - 8), cv::Scalar(255, 200, 10 * (i % 20)), cv::FILLED);
+    writer.write(img);
+  }
+}
+
+UnlabeledOptions options(const std::vector<std::string>& videos, int per_rank, int rank, int world) {
+  UnlabeledOptions o;
+  o.videos = videos;
+  o.frames_per_rank = per_rank;
+  o.rank = rank;
+  o.world_size = world;
+  o.height = 32;
+  o.width = 32;
+  o.num_keypoints = 2;
+  o.seed = 7;
+  o.num_workers = 2;
+  return o;
+}
+
+// The network input of frame `index` of `path`, as the loader makes it.
+std::vector<float> expected_frame(const std::string& path, long index) {
+  trainer::data::VideoReader reader(path);
+  std::vector<std::uint8_t> raw, scratch;
+  reader.read(index, 3, raw);
+  std::vector<float> out(3 * 32 * 32);
+  trainer::data::frame_to_network_input(raw.data(), reader.info().height, reader.info().width, 3, 32, 32, scratch,
+                                        out.data());
+  return out;
+}
+}  // namespace
+
+TEST_CASE("unlabelled frames: every rank draws the same window and decodes its own share", "[data]") {
+  ScratchDir dir("unlabeled_frames");
+  const std::string a = dir.file("a.avi"), b = dir.file("b.avi");
+  write_video(a, 37);  // 4 windows of 8 (frames 32..36 are in none)
+  write_video(b, 16);  // 2 windows
+  UnlabeledFrames rank0(options({a, b}, 4, 0, 2)), rank1(options({a, b}, 4, 1, 2));
+  REQUIRE(rank0.sequence_frames() == 8);
+  REQUIRE(rank0.windows() == 6);
+  for (int epoch : {0, 1}) {
+    std::set<std::pair<int, long>> seen;
+    for (long step = 0; step < 6; ++step) {
+      const auto w = rank0.window(epoch, step);
+      CHECK(w.first % 8 == 0);
+      seen.insert({w.video, w.first});
+      CHECK(rank1.window(epoch, step).first == w.first);  // the same on every rank
+    }
+    CHECK(seen.size() == 6);  // an epoch visits every window once
+    CHECK(rank0.window(epoch, 6).first == rank0.window(epoch, 0).first);  // then wraps around
+  }
+  bool reshuffled = false;
+  for (long step = 0; step < 6; ++step)
+    reshuffled |= rank0.window(0, step).first != rank0.window(1, step).first ||
+                  rank0.window(0, step).video != rank0.window(1, step).video;
+  CHECK(reshuffled);
+
+  rank0.start_epoch(1, 0);
+  rank1.start_epoch(1, 0);
+  for (long step = 0; step < 3; ++step) {
+    const auto w = rank0.window(1, step);
+    const std::string& path = w.video == 0 ? a : b;
+    for (UnlabeledFrames* r : {&rank0, &rank1}) {
+      const Batch& batch = r->next();
+      REQUIRE(batch.size == 4);
+      const long first = w.first + (r == &rank1 ? 4 : 0);
+      for (int i = 0; i < 4; ++i) {
+        CHECK(batch.frame_index[static_cast<std::size_t>(i)] == first + i);
+        const auto want = expected_frame(path, first + i);
+        const std::vector<float> got(batch.images + std::size_t(i) * want.size(),
+                                     batch.images + std::size_t(i + 1) * want.size());
+        CHECK(got == want);
+      }
+      CHECK(batch.scale_x[0] == Approx(48.0 / 32));
+      CHECK(batch.scale_y[0] == Approx(1.0));
+    }
+  }
+  // A restart mid-epoch (a resumed run) continues with that step's window.
+  rank0.start_epoch(1, 2);
+  const Batch& again = rank0.next();
+  CHECK(again.frame_index[0] == rank0.window(1, 2).first);
+}
+
+TEST_CASE("unlabelled frames: a video shorter than a sequence, or none, is a user error", "[data]") {
+  ScratchDir dir("unlabeled_frames_bad");
+  const std::string tiny = dir.file("tiny.avi");
+  write_video(tiny, 5);
+  CHECK_THROWS_WITH(UnlabeledFrames(options({tiny}, 4, 0, 2)),
+                    Catch::Contains("has 5 frames, fewer than one unlabelled sequence of 8 frames"));
+  CHECK_THROWS_AS(UnlabeledFrames(options({}, 4, 0, 1)), UserError);
+  CHECK_THROWS_AS(UnlabeledFrames(options({dir.file("missing.avi")}, 4, 0, 1)), UserError);
+}
