@@ -25,6 +25,7 @@
 
 #include "compute/batchnorm_moments.hpp"  // batchnorm_moments_size (the moments layout)
 #include "compute/losses/heatmap_loss.hpp"  // HeatmapLoss (heatmap_loss's choice of loss)
+#include "compute/pca_loss_tables.hpp"        // PcaLossTables (pca_loss's fitted PCA)
 #include "compute/precision.hpp"  // Precision
 #include "compute/stream.hpp"     // Stream, Event
 #include "compute/tensor.hpp"  // Shape4, TensorView, ConstTensorView, DeviceKind
@@ -225,6 +226,33 @@ class Backend {
   // share one flag: the caller zeroes it (fill) before the first range.
   virtual void unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf,
                                  Stream& s) = 0;
+
+  // ---- unsupervised keypoint losses (lightning-pose TemporalLoss, PCALoss) ------
+  // Both read keypoints [frames, K, 2] in network-input pixels and multiply them by
+  // (scale_x, scale_y) into frame pixels, where the epsilons and the PCA live.
+  // loss[0] (backend memory) is overwritten; dkeypoints [frames, K, 2] receives
+  // += grad_scale * d(loss)/d(keypoints): ADDED, since several losses share the
+  // keypoints' gradient (the caller zeroes it). The norm's gradient at 0 is 0, and
+  // relu's at 0 is 0 (PyTorch). Deterministic (no float atomics). Semantics in
+  // docs/COMPUTE.md.
+  //
+  // TemporalLoss: per (t, k), t < frames - 1, the L2 norm of keypoint k's move from
+  // frame t to t + 1, set to 0 where confidence[t, k] or confidence[t + 1, k] <
+  // prob_threshold (confidence [frames, K] may be null: nothing masked); then
+  // relu(norm - epsilon[k]) (epsilon: K floats in backend memory); loss = mean
+  // over all (frames - 1) * K entries (0 for a single frame).
+  virtual void temporal_loss(const float* keypoints, const float* confidence, int frames,
+                             int num_keypoints, const float* epsilon, float prob_threshold,
+                             float scale_x, float scale_y, float* loss, float* dkeypoints,
+                             float grad_scale, Stream& s) = 0;
+  // PCALoss (pca_singleview / pca_multiview): per frame, tables.rows_per_frame rows
+  // x of tables.dims values gathered from the frame's keypoints (PcaLossTables);
+  // reproject(x) = (x - mean) V^T V + mean with V the kept components; per row and
+  // pair of columns (2j, 2j + 1) the L2 norm of x - reproject(x); relu(norm -
+  // tables.epsilon); loss = mean over frames * rows_per_frame * dims / 2 entries.
+  virtual void pca_loss(const float* keypoints, int frames, int num_keypoints,
+                        const PcaLossTables& tables, float scale_x, float scale_y, float* loss,
+                        float* dkeypoints, float grad_scale, Stream& s) = 0;
 };
 
 // The CPU backend (oneDNN); threads = 0 means OMP_NUM_THREADS or the core count.

@@ -131,6 +131,14 @@ class CpuBackend final : public Backend {
   void unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf,
                          Stream& s) override;
 
+  // cpu_keypoint_losses.cpp
+  void temporal_loss(const float* keypoints, const float* confidence, int frames, int num_keypoints,
+                     const float* epsilon, float prob_threshold, float scale_x, float scale_y,
+                     float* loss, float* dkeypoints, float grad_scale, Stream& s) override;
+  void pca_loss(const float* keypoints, int frames, int num_keypoints, const PcaLossTables& tables,
+                float scale_x, float scale_y, float* loss, float* dkeypoints, float grad_scale,
+                Stream& s) override;
+
  private:
   // Sets the calling thread's OpenMP team size (read by oneDNN and our loops).
   void enter() const;

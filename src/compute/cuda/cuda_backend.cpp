@@ -22,6 +22,7 @@
 #include "heatmap.cuh"                    // kernels::heatmap_targets, spatial_softmax_*, soft_argmax
 #include "heatmap_loss.cuh"               // kernels::count_loss_planes, heatmap_loss_total
 #include "image.cuh"                      // kernels::normalize_images, pixel_shuffle_*
+#include "keypoint_losses.cuh"            // kernels::temporal_loss, pca_loss
 #include "pool.cuh"                       // kernels::maxpool2d_*
 #include "util/error.hpp"                 // UserError, TRAINER_ASSERT
 
@@ -409,6 +410,34 @@ class CudaBackend final : public Backend {
   void unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf,
                          Stream& s) override {
     kernels::unscale_and_check(grads, count, inv_scale, found_inf, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+
+  // ---- unsupervised keypoint losses ------------------------------------------------
+  void temporal_loss(const float* keypoints, const float* confidence, int frames, int num_keypoints,
+                     const float* epsilon, float prob_threshold, float scale_x, float scale_y,
+                     float* loss, float* dkeypoints, float grad_scale, Stream& s) override {
+    SHAPE_CHECK(frames >= 1 && num_keypoints >= 1,
+                "temporal_loss: " << frames << " frames, " << num_keypoints << " keypoints");
+    kernels::temporal_loss(keypoints, confidence, frames, num_keypoints, epsilon, prob_threshold,
+                           scale_x, scale_y, loss, dkeypoints, grad_scale, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void pca_loss(const float* keypoints, int frames, int num_keypoints, const PcaLossTables& tables,
+                float scale_x, float scale_y, float* loss, float* dkeypoints, float grad_scale,
+                Stream& s) override {
+    SHAPE_CHECK(frames >= 1 && num_keypoints == tables.num_keypoints && tables.rows_per_frame >= 1 &&
+                    tables.dims >= 2 && tables.dims % 2 == 0 && tables.num_components >= 0 &&
+                    tables.num_components <= tables.dims,
+                "pca_loss: " << frames << " frames, " << num_keypoints << " keypoints; tables for "
+                             << tables.num_keypoints << " keypoints, " << tables.rows_per_frame
+                             << " rows of " << tables.dims << ", " << tables.num_components
+                             << " components");
+    auto& cs = as_cuda(s);
+    auto* scratch = static_cast<double*>(
+        cs.scratch(kernels::pca_loss_scratch_doubles(frames, tables) * sizeof(double)));
+    kernels::pca_loss(keypoints, frames, num_keypoints, tables, scale_x, scale_y, loss, dkeypoints,
+                      grad_scale, scratch, cs.get());
     CUDA_CHECK_LAUNCH();
   }
 
