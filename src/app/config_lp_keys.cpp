@@ -43,14 +43,7 @@ bool is_false(const YamlLeaf& leaf) {
     return false;
   }
 }
-bool is_empty_list(const YamlLeaf& leaf) {
-  if (leaf.is_nested) return false;
-  try {
-    return parse_list(leaf.value).empty();
-  } catch (const BadValue&) {
-    return false;
-  }
-}
+
 std::vector<LpKeyRule> build_rules() {
   const char* unsupervised = "used only by the unsupervised losses listed in model.losses_to_use";
   return {
@@ -261,7 +254,7 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
                             leaf.value,
                         full + ": " + key->meaning);
       }
-      if (leaf.is_list && key->value_name != "LIST") {
+      if (leaf.is_list && key->value_name != "LIST" && key->value_name != "LISTS") {
         std::string hint = full + ": " + key->meaning;
         if (leaf.path == "data.csv_file") hint = "multiview projects (one CSV per view) are not supported; give one CSV";
         throw UserError(leaf.where + ": " + leaf.path + " takes one value, got the list " + leaf.value, hint);

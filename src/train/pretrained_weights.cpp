@@ -65,7 +65,7 @@ PretrainedLoad load_pretrained_backbone(const std::string& path, model::Paramete
   } else if (!head.empty() && (static_cast<unsigned char>(head[0]) == 0x80 || static_cast<unsigned char>(head[0]) == 0x8a)) {
     throw UserError("'" + path + "' is a PyTorch file in the legacy (pre-1.6) format",
                     "re-save it: torch.save(torch.load(path), new_path) writes the zip format the trainer reads");
-  } else if (head.size() == 8 || path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0) {
+  } else if (head.size() == 8 || (path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0)) {
     // A .safetensors file starts with its header's length and then '{'.
     std::ifstream in(path, std::ios::binary);
     char brace = 0;

@@ -47,7 +47,7 @@ TEST_CASE("metrics.csv keeps the epochs before the resume point", "[train]") {
   CHECK(text.rfind(trainer::train::MetricsLog::header(), 0) == 0);
   CHECK(text.find("\n1,20,0.5,0.5,3.25,") != std::string::npos);
   CHECK(text.find("\n0,10,1,,,") != std::string::npos);
-  CHECK(text.find("\n1,15,,,,0.001,0,0.00,0.00,0.125,,,,\n") != std::string::npos);  // a step row
+  CHECK(text.find("\n1,15,,,,0.001,0,0.00,0.00,0.125,,,,,,,,\n") != std::string::npos);  // a step row
   const std::string header = trainer::train::MetricsLog::header();
   const auto columns = std::count(header.begin(), header.end(), ',');
   std::istringstream lines(text);
