@@ -8,7 +8,8 @@
 // - float32, NCHW, element counts (never bytes) unless a name says otherwise.
 // - Every op that launches work takes the Stream it runs on.
 // - Backward ops overwrite their outputs (no accumulation): each tensor is used
-//   once per step in this network, so no gradient needs summing.
+//   once per step in this network, so no gradient needs summing. The exception:
+//   the unsupervised keypoint losses add into the keypoints' shared gradient.
 // - Weights use PyTorch layouts: conv OIHW, transposed conv IOHW.
 // - A Backend is driven from one host thread at a time (the CPU backend's
 //   primitive cache is unsynchronized); other threads get their own backend.
@@ -232,9 +233,9 @@ class Backend {
   // (scale_x, scale_y) into frame pixels, where the epsilons and the PCA live.
   // loss[0] (backend memory) is overwritten; dkeypoints [frames, K, 2] receives
   // += grad_scale * d(loss)/d(keypoints): ADDED, since several losses share the
-  // keypoints' gradient (the caller zeroes it). The norm's gradient at 0 is 0, and
-  // relu's at 0 is 0 (PyTorch). Deterministic (no float atomics). Semantics in
-  // docs/COMPUTE.md.
+  // keypoints' gradient (the caller zeroes it); null dkeypoints: the loss only.
+  // The norm's gradient at 0 is 0, and relu's at 0 is 0 (PyTorch). Deterministic
+  // (no float atomics). Semantics in docs/COMPUTE.md.
   //
   // TemporalLoss: per (t, k), t < frames - 1, the L2 norm of keypoint k's move from
   // frame t to t + 1, set to 0 where confidence[t, k] or confidence[t + 1, k] <

@@ -4,10 +4,11 @@
 // and EmpiricalEpsilon over the training rows' reprojection errors.
 #include "train/keypoint_pca.hpp"
 
-#include <algorithm>  // std::sort
-#include <cmath>      // std::isnan, std::sqrt, std::floor, std::fabs
+#include <algorithm>  // std::sort, std::min
+#include <cmath>      // std::isnan, std::isfinite, std::sqrt, std::floor, std::fabs
 #include <limits>     // quiet_NaN
 #include <sstream>    // std::ostringstream
+#include <variant>    // std::get_if, std::visit
 
 #include "util/error.hpp"            // UserError, TRAINER_ASSERT
 #include "util/symmetric_eigen.hpp"  // symmetric_eigen

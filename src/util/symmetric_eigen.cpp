@@ -4,7 +4,7 @@
 // sizes here.
 #include "util/symmetric_eigen.hpp"
 
-#include <algorithm>  // std::sort
+#include <algorithm>  // std::stable_sort
 #include <cmath>      // std::fabs, std::sqrt, std::isfinite
 #include <numeric>    // std::iota
 

@@ -5,7 +5,7 @@
 #include <cmath>   // std::sqrt
 #include <vector>  // std::vector
 
-#include "compute/cpu/cpu_backend.hpp"
+#include "compute/cpu/cpu_backend.hpp"  // CpuBackend, PcaLossTables
 #include "util/error.hpp"  // TRAINER_ASSERT
 
 namespace trainer::compute::cpu {

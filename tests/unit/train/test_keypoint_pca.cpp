@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "../runtime/user_error_matchers.hpp"  // require_user_error
+#include "compute/backend.hpp"  // make_cpu_backend, for the tables test
 #include "train/keypoint_pca.hpp"
 
 using namespace trainer::train;
@@ -314,4 +315,42 @@ TEST_CASE("keypoint PCA: too few rows, unlabelled keypoints, no variance", "[tra
   const std::vector<float> still(20, 3.f);
   s.columns_for_singleview_pca.reset();
   require_user_error([&] { fit_keypoint_pca(still, 1, s); }, "do not vary");
+}
+
+TEST_CASE("keypoint PCA: make_pca_loss_tables feeds Backend::pca_loss the fitted layout", "[train]") {
+  // The loss on the training frames themselves (scaled into network pixels) is the
+  // mean of relu(error - epsilon) over the fit's own per-pair errors.
+  std::vector<double> basis;
+  const int N = 30, K = 5;
+  const auto kp = low_rank_labels(N, K, 2, 1.0, 7, basis);
+  auto backend = trainer::compute::make_cpu_backend(1);
+  auto& stream = backend->default_stream();
+  for (PcaMode mode : {PcaMode::singleview, PcaMode::multiview}) {
+    KeypointPcaSettings s;
+    s.mode = mode;
+    if (mode == PcaMode::singleview) {
+      s.columns_for_singleview_pca = std::vector<int>{4, 0, 2, 1};
+      s.components_to_keep = 3;
+    } else {
+      s.mirrored_column_matches = {{0, 1}, {3, 4}};
+      s.components_to_keep = 3;
+    }
+    s.empirical_epsilon_percentile = 50;
+    const auto pca = fit_keypoint_pca(kp, K, s);
+    const auto tables = make_pca_loss_tables(*backend, pca, stream);
+    CHECK(tables.tables().rows_per_frame == pca.rows_per_frame);
+    CHECK(tables.tables().num_components == pca.components_kept);
+    const float sx = 2.f, sy = 0.5f;
+    std::vector<float> net(kp.size());
+    for (std::size_t i = 0; i < kp.size(); ++i) net[i] = kp[i] / ((i & 1) ? sy : sx);
+    float loss = 0;
+    backend->pca_loss(net.data(), N, K, tables.tables(), sx, sy, &loss, nullptr, 1.f, stream);
+    double expected = 0;
+    const auto errors = reprojection_errors(pca, kp);
+    for (double e : errors) expected += std::max(e - pca.epsilon, 0.0);
+    expected /= double(errors.size());
+    INFO((mode == PcaMode::singleview ? "singleview" : "multiview"));
+    CHECK(loss == Approx(expected).epsilon(1e-5));
+    CHECK(loss > 0.f);
+  }
 }
