@@ -3,7 +3,15 @@
 # - trains on 1 and 2 ranks with temporal + pca_singleview on a video the test
 #   writes itself; metrics.csv and TensorBoard carry each term and the warm-up;
 # - the 2-rank step equals the 1-rank step: gradients of one semi-supervised step
-#   (pca_singleview; sync BN) agree per tensor to 1e-5, as in equivalence_ddp.sh;
+#   (pca_singleview; sync BN), from a trained checkpoint, agree per tensor to 1e-4.
+#   Not 1e-5 as the supervised step in equivalence_ddp.sh: the unsupervised gradient
+#   goes through the soft-argmax's softmax(1000 x heatmap), which multiplies the
+#   float32 reassociation noise of the heatmaps by about 1000 x max(heatmap) (~50):
+#   measured here 7e-7 median / 2.4e-6 worst for the supervised step and 1.4e-5 /
+#   4.2e-5 for the semi-supervised one, where the unsupervised gradient is ~500x
+#   the supervised (log_weight 0); 2 vs 4 ranks differ as much as 1 vs 2.
+#   (temporal is left out: each rank's sequence has its own consecutive pairs, so R
+#   ranks see R - 1 fewer pairs than one rank, as in lightning-pose on R GPUs.)
 # - a resumed run continues with the same unlabelled sequences;
 # - bad settings are `error:` + exit 2: an unknown loss, pca_multiview without
 #   views, a sequence shorter than the world, a video shorter than a sequence, no
@@ -43,12 +51,13 @@ losses_to_use = $2
 [losses]
 pca_singleview_log_weight = 0
 pca_singleview_components_to_keep = 0.9
+pca_singleview_epsilon = 0
 temporal_log_weight = 0
-temporal_epsilon = 0.5
+temporal_epsilon = 0
 temporal_prob_threshold = 0
 anneal_init_val = 1
 anneal_freeze_until_epoch = 0
-$3
+${3:-}
 [distributed]
 sync_batchnorm = true
 collective_timeout = 300
@@ -65,13 +74,13 @@ train() {  # train LOG NP ARGS...: one rank without mpirun, else mpirun -np NP
 
 # ---- trains on 1 and 2 ranks; each term in metrics.csv -------------------------
 config "$SCRATCH/both.cfg" "[temporal, pca_singleview]"
-"$TRAINER" plan --config "$SCRATCH/both.cfg" --hypothetical --nodes 1 --gpus-per-node 2 >"$SCRATCH/plan.txt" 2>&1 \
+"$TRAINER" plan --config "$SCRATCH/both.cfg" --nodes 1 --gpus-per-node 2 >"$SCRATCH/plan.txt" 2>&1 \
   || { cat "$SCRATCH/plan.txt"; fail "plan"; }
 grep -q "unlabelled video frames per step: 8" "$SCRATCH/plan.txt" || { cat "$SCRATCH/plan.txt"; fail "plan: no sequence"; }
 grep -qE "^ +1 +0 +1 +gpu:1 +8 +4 +[0-9]+ +- +4 " "$SCRATCH/plan.txt" \
   || { cat "$SCRATCH/plan.txt"; fail "plan: rank 1 should get 4 unlabelled frames"; }
 for np in 1 2; do
-  train "$SCRATCH/both_r$np.log" "$np" --config "$SCRATCH/both.cfg" --out "$SCRATCH/both_r$np" --max-epochs 4
+  train "$SCRATCH/both_r$np.log" "$np" --config "$SCRATCH/both.cfg" --out "$SCRATCH/both_r$np" --training.max_epochs 4
   grep -q "pca_singleview: PCA of the labelled keypoints keeps" "$SCRATCH/both_r$np.log" \
     || { cat "$SCRATCH/both_r$np.log"; fail "no PCA summary"; }
   m=$SCRATCH/both_r$np/metrics.csv
@@ -100,7 +109,7 @@ fi
 
 # ---- a resumed run continues: the same sequences, the same weights ----------------
 train "$SCRATCH/cut.log" 1 --config "$SCRATCH/both.cfg" --out "$SCRATCH/cut" --max-steps 5
-train "$SCRATCH/resumed.log" 1 --config "$SCRATCH/both.cfg" --out "$SCRATCH/cut" --resume auto --max-epochs 4
+train "$SCRATCH/resumed.log" 1 --config "$SCRATCH/both.cfg" --out "$SCRATCH/cut" --resume auto --training.max_epochs 4
 "$PY" - "$SCRATCH/both_r1/metrics.csv" "$SCRATCH/cut/metrics.csv" <<'PYEOF' || fail "resumed run differs"
 import csv, sys
 def epochs(path):
@@ -114,10 +123,13 @@ PYEOF
 # ---- 2 ranks = 1 rank for a semi-supervised step ----------------------------------
 if "$PY" -c "import h5py, numpy" 2>/dev/null; then
   config "$SCRATCH/pca.cfg" "[pca_singleview]"
-  checkpoint=$SCRATCH/both_r1/checkpoints/last.h5
+  # A trained starting point (40 supervised steps): at initialization gradients are noise.
+  train "$SCRATCH/base.log" 1 --config "$SCRATCH/pca.cfg" --out "$SCRATCH/base" --max-steps 40 \
+    --model.losses_to_use "[]"
+  checkpoint=$SCRATCH/base/checkpoints/last.h5
   for np in 1 2; do
     train "$SCRATCH/eq_r$np.log" "$np" --config "$SCRATCH/pca.cfg" --out "$SCRATCH/eq_r$np" --resume "$checkpoint" \
-      --max-steps 9 --dump-gradients "$SCRATCH/eq_r$np.h5" --dump-gradients-step 9
+      --max-steps 41 --dump-gradients "$SCRATCH/eq_r$np.h5" --dump-gradients-step 41
   done
   "$PY" - "$SCRATCH/eq_r1.h5" "$SCRATCH/eq_r2.h5" <<'PYEOF' || fail "2 ranks differ from 1 rank in a semi-supervised step"
 import sys, h5py, numpy as np
@@ -128,7 +140,21 @@ exempt = order[-1]  # the last layer's bias: zero in exact arithmetic (spatial s
 worst = max((np.linalg.norm(np.float64(ga[n][()]) - gb[n][()]) / np.linalg.norm(np.float64(ga[n][()])), n)
             for n in order if n != exempt)
 print(f"semi-supervised step, 1 rank vs 2 ranks: worst per-tensor difference {worst[0]:.1e} ({worst[1]})")
-sys.exit(0 if worst[0] < 1e-5 else 1)
+sys.exit(0 if worst[0] < 1e-4 else 1)
+PYEOF
+  # With the warm-up factor at 0 the unsupervised pass adds exactly nothing: the
+  # labelled gradients set aside and added back per parameter are the supervised step's.
+  train "$SCRATCH/zero.log" 1 --config "$SCRATCH/pca.cfg" --out "$SCRATCH/zero" --resume "$checkpoint" \
+    --max-steps 41 --dump-gradients "$SCRATCH/zero.h5" --dump-gradients-step 41 --losses.anneal_init_val 0
+  train "$SCRATCH/sup.log" 1 --config "$SCRATCH/pca.cfg" --out "$SCRATCH/sup" --resume "$checkpoint" \
+    --max-steps 41 --dump-gradients "$SCRATCH/sup.h5" --dump-gradients-step 41 --model.losses_to_use "[]"
+  "$PY" - "$SCRATCH/zero.h5" "$SCRATCH/sup.h5" <<'PYEOF' || fail "a semi-supervised step at weight 0 is not the supervised step"
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r")["gradients"], h5py.File(sys.argv[2], "r")["gradients"]
+assert sorted(a.keys()) == sorted(b.keys())
+bad = [n for n in a.keys() if not np.array_equal(a[n][()], b[n][()])]
+assert not bad, bad[:5]
+print(f"weight 0: all {len(a.keys())} gradients bit-identical to the supervised step")
 PYEOF
 else
   echo "SKIP (part): /usr/bin/python3 has no h5py/numpy for the equivalence check"
