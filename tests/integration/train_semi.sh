@@ -145,7 +145,8 @@ PYEOF
   # With the warm-up factor at 0 the unsupervised pass adds exactly nothing: the
   # labelled gradients set aside and added back per parameter are the supervised step's.
   train "$SCRATCH/zero.log" 1 --config "$SCRATCH/pca.cfg" --out "$SCRATCH/zero" --resume "$checkpoint" \
-    --max-steps 41 --dump-gradients "$SCRATCH/zero.h5" --dump-gradients-step 41 --losses.anneal_init_val 0
+    --max-steps 41 --dump-gradients "$SCRATCH/zero.h5" --dump-gradients-step 41 --losses.anneal_init_val 0 \
+    --losses.anneal_increase_factor 0
   train "$SCRATCH/sup.log" 1 --config "$SCRATCH/pca.cfg" --out "$SCRATCH/sup" --resume "$checkpoint" \
     --max-steps 41 --dump-gradients "$SCRATCH/sup.h5" --dump-gradients-step 41 --model.losses_to_use "[]"
   "$PY" - "$SCRATCH/zero.h5" "$SCRATCH/sup.h5" <<'PYEOF' || fail "a semi-supervised step at weight 0 is not the supervised step"
