@@ -43,14 +43,22 @@ grep -q "step 4 " "$SCRATCH/job.out" || { cat "$SCRATCH/job.out"; scancel "$job"
 scancel --signal=USR1 "$job" || fail "scancel --signal=USR1"
 # The job requeues and runs again under the same id. SLURM holds a requeued job back
 # for a while (its BeginTime); the test lets it start at once.
-released=0
+# The first run's end can read FAILED for a moment (its tasks are killed by the
+# requeue) before the job turns PENDING: a final state counts once it has held for
+# 5 s, or once the requeued run has started (its "resumed from" line).
+released=0 final_for=0
 for i in $(seq 600); do  # up to 300 s
   state=$(scontrol show job "$job" 2>/dev/null | grep -o "JobState=[A-Z_]*" | cut -d= -f2)
   restarts=$(scontrol show job "$job" 2>/dev/null | grep -o "Restarts=[0-9]*" | cut -d= -f2)
   if [[ $state == PENDING && ${restarts:-0} -ge 1 && $released == 0 ]]; then
     scontrol update JobId="$job" StartTime=now && released=1
   fi
-  [[ $state == COMPLETED || $state == FAILED || $state == CANCELLED || $state == TIMEOUT ]] && [[ ${restarts:-0} -ge 1 ]] && break
+  if [[ $state == COMPLETED || $state == FAILED || $state == CANCELLED || $state == TIMEOUT ]] && [[ ${restarts:-0} -ge 1 ]]; then
+    final_for=$((final_for + 1))
+    { [[ $final_for -ge 10 ]] || grep -q "resumed from" "$SCRATCH/job.out"; } && break
+  else
+    final_for=0
+  fi
   [[ -z $state ]] && break
   sleep 0.5
 done
