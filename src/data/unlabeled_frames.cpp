@@ -3,7 +3,7 @@
 
 #include <opencv2/core.hpp>  // cv::setNumThreads
 
-#include <algorithm>  // std::min, std::max
+#include <algorithm>  // std::min, std::max, std::clamp
 #include <cmath>      // NAN
 #include <map>        // std::map
 #include <numeric>    // std::iota
@@ -24,9 +24,10 @@ struct UnlabeledFrames::Slot {
 };
 
 namespace {
-// Steps decoded ahead of the training loop, per worker: enough that one slow seek
-// does not stall the step, few enough that memory stays at a few batches.
-constexpr int kStepsAheadPerWorker = 2;
+// Host memory for decoded steps ahead of the training loop, at most: a worker
+// decodes a whole run of consecutive windows, so the slots hold up to one run per
+// worker (fewer when the frames are large: the workers then wait for the loop).
+constexpr std::size_t kSlotBudgetBytes = std::size_t(256) << 20;
 constexpr int kChannels = 3;  // decoded as RGB; grayscale videos give three equal planes
 }  // namespace
 
@@ -57,12 +58,14 @@ UnlabeledFrames::UnlabeledFrames(UnlabeledOptions options) : options_(std::move(
       windows_.push_back({static_cast<int>(v), first});
   }
   frame_floats_ = static_cast<std::size_t>(3) * options_.height * options_.width;
-  const int num_slots = options_.num_workers * kStepsAheadPerWorker;
+  const std::size_t slot_bytes = frame_floats_ * options_.frames_per_rank * sizeof(float);
+  const int num_slots = static_cast<int>(std::clamp<std::size_t>(
+      kSlotBudgetBytes / slot_bytes, 2, std::size_t(options_.num_workers) * kWindowsPerRun));
   for (int i = 0; i < num_slots; ++i) {
     auto slot = std::make_unique<Slot>();
-    const std::size_t bytes = frame_floats_ * options_.frames_per_rank * sizeof(float);
-    slot->memory = static_cast<float*>(options_.allocator.allocate(bytes));
-    if (!slot->memory) throw SystemError("unlabelled frames: host allocation of " + std::to_string(bytes) + " bytes failed");
+    slot->memory = static_cast<float*>(options_.allocator.allocate(slot_bytes));
+    if (!slot->memory)
+      throw SystemError("unlabelled frames: host allocation of " + std::to_string(slot_bytes) + " bytes failed");
     slots_.push_back(std::move(slot));
   }
   cv::setNumThreads(0);  // the workers are the parallelism
@@ -79,16 +82,36 @@ UnlabeledFrames::~UnlabeledFrames() {
   for (auto& s : slots_) options_.allocator.release(s->memory);
 }
 
-UnlabeledWindow UnlabeledFrames::window(int epoch, long step) const {
-  // A Fisher-Yates shuffle keyed by (seed, epoch): the same on every rank and for
-  // any number of workers; steps past the last window wrap around to the first.
-  const auto n = static_cast<long>(windows_.size());
-  std::vector<long> order(static_cast<std::size_t>(n));
-  std::iota(order.begin(), order.end(), 0L);
+std::vector<long> UnlabeledFrames::epoch_order(int epoch, std::vector<long>* run_ends) const {
+  // Runs of kWindowsPerRun consecutive windows of one video, shuffled by a
+  // Fisher-Yates shuffle keyed by (seed, epoch): the same on every rank and for any
+  // number of workers. Within a run the frames follow each other, so a worker
+  // decodes a run with one seek (a random window each step would seek each step, and
+  // a seek decodes from the keyframe before: most of the time for long-GOP video).
+  std::vector<std::pair<long, long>> runs;  // [first window, end window)
+  for (std::size_t i = 0; i < windows_.size();) {
+    std::size_t j = i + 1;
+    while (j < windows_.size() && j - i < kWindowsPerRun && windows_[j].video == windows_[i].video) ++j;
+    runs.push_back({static_cast<long>(i), static_cast<long>(j)});
+    i = j;
+  }
   KeyedRng rng(options_.seed, static_cast<std::uint64_t>(RngPurpose::kUnlabeled), static_cast<std::uint64_t>(epoch));
-  for (long i = n - 1; i > 0; --i)
-    std::swap(order[static_cast<std::size_t>(i)], order[rng.below(static_cast<std::uint64_t>(i + 1))]);
-  return windows_[static_cast<std::size_t>(order[static_cast<std::size_t>(step % n)])];
+  for (std::size_t i = runs.size(); i-- > 1;) std::swap(runs[i], runs[rng.below(i + 1)]);
+  std::vector<long> order;
+  if (run_ends) run_ends->clear();
+  for (const auto& run : runs) {
+    for (long w = run.first; w < run.second; ++w) {
+      order.push_back(w);
+      if (run_ends) run_ends->push_back(static_cast<long>(order.size()) + (run.second - w - 1));
+    }
+  }
+  return order;
+}
+
+UnlabeledWindow UnlabeledFrames::window(int epoch, long step) const {
+  const std::vector<long> order = epoch_order(epoch, nullptr);
+  const auto n = static_cast<long>(order.size());
+  return windows_[static_cast<std::size_t>(order[static_cast<std::size_t>(step % n)])];  // wraps around
 }
 
 void UnlabeledFrames::start_epoch(int epoch, long first_step) {
@@ -105,50 +128,71 @@ void UnlabeledFrames::start_epoch(int epoch, long first_step) {
 }
 
 void UnlabeledFrames::worker_main() {
-  std::map<int, VideoReader> readers;  // per video, opened on first use: sequential windows then need one seek
+  std::map<int, VideoReader> readers;  // per video, opened on first use
   std::vector<std::uint8_t> raw, scratch;
+  std::vector<long> order, run_ends;
+  int order_epoch = -1;
   const long num_slots = static_cast<long>(slots_.size());
+  const long n = static_cast<long>(windows_.size());
   for (;;) {
-    long step = 0, generation = 0;
+    // Claim the rest of the run the next step belongs to (consecutive frames).
+    long first = 0, end = 0, generation = 0;
     int epoch = 0;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      // A stale worker may still write into the slot a new epoch's step maps to.
-      work_cv_.wait(lock, [&] {
-        return stop_ || error_ ||
-               (next_step_ < consumed_ + num_slots && !slots_[static_cast<std::size_t>(next_step_ % num_slots)]->busy);
-      });
+      work_cv_.wait(lock, [&] { return stop_ || error_ || next_step_ < consumed_ + num_slots; });
       if (stop_ || error_) return;
-      step = next_step_++;
-      slots_[static_cast<std::size_t>(step % num_slots)]->busy = true;
       generation = generation_;
       epoch = epoch_;
+      if (epoch != order_epoch) {
+        lock.unlock();
+        order = epoch_order(epoch, &run_ends);
+        order_epoch = epoch;
+        continue;  // re-check: start_epoch() may have come meanwhile
+      }
+      first = next_step_;
+      end = (first / n) * n + run_ends[static_cast<std::size_t>(first % n)];
+      next_step_ = end;
     }
-    Slot& slot = *slots_[static_cast<std::size_t>(step % num_slots)];
-    try {
-      const UnlabeledWindow w = window(epoch, step);
-      auto it = readers.find(w.video);
-      if (it == readers.end()) it = readers.emplace(w.video, VideoReader(options_.videos[static_cast<std::size_t>(w.video)])).first;
-      decode(it->second, w, slot, raw, scratch);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      slot.busy = false;
-      if (!error_) error_ = std::current_exception();
+    for (long step = first; step < end; ++step) {
+      Slot& slot = *slots_[static_cast<std::size_t>(step % num_slots)];
+      {
+        // The slot frees once the loop is past the step that used it; a stale worker
+        // (start_epoch() came) may still be writing into it.
+        std::unique_lock<std::mutex> lock(mutex_);
+        work_cv_.wait(lock, [&] {
+          return stop_ || error_ || generation != generation_ || (step < consumed_ + num_slots && !slot.busy);
+        });
+        if (stop_ || error_) return;
+        if (generation != generation_) break;  // dropped: claim anew
+        slot.busy = true;
+      }
+      try {
+        const UnlabeledWindow w = windows_[static_cast<std::size_t>(order[static_cast<std::size_t>(step % n)])];
+        auto it = readers.find(w.video);
+        if (it == readers.end())
+          it = readers.emplace(w.video, VideoReader(options_.videos[static_cast<std::size_t>(w.video)])).first;
+        decode(it->second, w, slot, raw, scratch);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        slot.busy = false;
+        if (!error_) error_ = std::current_exception();
+        ready_cv_.notify_all();
+        work_cv_.notify_all();
+        return;
+      }
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        slot.busy = false;
+        if (generation == generation_) {  // else start_epoch() happened meanwhile: dropped
+          slot.step = step;
+          slot.generation = generation;
+          slot.ready = true;
+        }
+      }
       ready_cv_.notify_all();
       work_cv_.notify_all();
-      return;
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      slot.busy = false;
-      if (generation == generation_) {  // else start_epoch() happened meanwhile: dropped
-        slot.step = step;
-        slot.generation = generation;
-        slot.ready = true;
-      }
-    }
-    ready_cv_.notify_all();
-    work_cv_.notify_all();
   }
 }
 

@@ -4,17 +4,17 @@
 //
 // What a step gets. The videos are cut into non-overlapping windows of
 // `sequence_frames` consecutive frames (DALI's step = sequence_length); each epoch
-// visits the windows of all videos in an order shuffled from (seed, epoch), one
-// window per training step, and wraps around when the labelled epoch has more steps
-// than there are windows. Every rank draws the same window and decodes only its own
+// visits the windows of all videos once, one window per training step, in runs of
+// kWindowsPerRun consecutive windows whose order is shuffled from (seed, epoch), and
+// wraps around when the labelled epoch has more steps than there are windows. Every rank draws the same window and decodes only its own
 // contiguous share: rank r gets frames [r * F, (r + 1) * F) of it, F = frames per
 // rank from the batch plan (lightning-pose's ceil(sequence_length / GPUs)). So the
 // union over ranks is one contiguous sequence of F * world frames, which is what
 // one process would train on, and every rank has a batch at every step (no uneven
 // step count can hang a collective).
 //
-// Decoding runs on worker threads, `depth` steps ahead of the training loop, each
-// worker with its own decoders; frames are resized and normalized exactly as the
+// Decoding runs on worker threads ahead of the training loop, each worker a whole
+// run at a time with its own decoders (one seek per run); frames are resized and normalized exactly as the
 // loader does for un-augmented labelled frames (frame_to_network_input).
 //
 //   UnlabeledFrames frames(options);
@@ -55,6 +55,9 @@ struct UnlabeledWindow {
 
 class UnlabeledFrames {
  public:
+  // Consecutive windows decoded in a row (one seek): 8 windows of 32 frames = 256.
+  static constexpr std::size_t kWindowsPerRun = 8;
+
   // Opens every video (UserError naming one that cannot be read or is shorter than a
   // sequence of frames_per_rank * world_size frames) and starts the workers.
   explicit UnlabeledFrames(UnlabeledOptions options);
@@ -77,6 +80,9 @@ class UnlabeledFrames {
 
  private:
   struct Slot;
+  // One pass over every window (indices into windows_), in runs; run_ends[i] = the
+  // position just past the run of position i.
+  std::vector<long> epoch_order(int epoch, std::vector<long>* run_ends) const;
   void worker_main();
   void decode(class VideoReader& reader, const UnlabeledWindow& w, Slot& slot, std::vector<std::uint8_t>& raw,
               std::vector<std::uint8_t>& scratch);
