@@ -11,6 +11,7 @@
 # Environment: EPOCHS (30), SIZE (128: image_resize_dims), BACKBONE (resnet18),
 # LOG_WEIGHT (lightning-pose's example: 10.7), SEQUENCE (unlabelled frames per step, 16),
 # THREADS (OMP_NUM_THREADS, 2), NP (ranks, 1), TRAINER_SHARED_DATA (../shared/data).
+# A run whose OUT/<name>/predictions_pixel_error.csv exists is kept (delete OUT to redo).
 set -euo pipefail
 TRAINER=${1:-build/trainer}
 OUT=${2:-outputs/semi-supervised-benchmark}
@@ -60,6 +61,7 @@ anneal_freeze_until_epoch = 0
 [eval]
 predict_vids_after_training = false
 CFG
+  if [[ -f $OUT/$name/predictions_pixel_error.csv ]]; then echo "$name: done before, kept"; continue; fi
   start=$(date +%s)
   "${launch[@]}" "$TRAINER" train --config "$OUT/$name.cfg" --out "$OUT/$name" >"$OUT/$name.log" 2>&1 ||
     { tail -20 "$OUT/$name.log"; exit 1; }
