@@ -271,6 +271,23 @@ __global__ void bicubic_up2_adjoint_kernel(const double* dout, int h, int w, Out
   }
 }
 
+// lightning-pose's upsample() `upsamplings` times, in double: `blurred` receives the
+// result (ch x cw on return, from h x w), `up` is the bicubic stage's scratch.
+void upsample_maps(const float* heatmaps, int planes, int upsamplings, double* up, double* blurred, int& ch,
+                   int& cw, cudaStream_t s) {
+  for (int step = 0; step < upsamplings; ++step) {
+    const std::size_t total = std::size_t(planes) * (2 * ch) * (2 * cw);
+    if (step == 0)
+      bicubic_up2_kernel<<<blocks_for(total), kThreads, 0, s>>>(heatmaps, ch, cw, up, total);
+    else
+      bicubic_up2_kernel<<<blocks_for(total), kThreads, 0, s>>>(static_cast<const double*>(blurred), ch, cw, up,
+                                                                total);
+    ch *= 2;
+    cw *= 2;
+    pyramid_blur_kernel<<<blocks_for(total), kThreads, 0, s>>>(up, ch, cw, blurred, total);
+  }
+}
+
 }  // namespace
 
 void heatmap_targets(const float* keypoints, int planes, int h, int w, float sigma, float* targets,
@@ -314,17 +331,7 @@ void soft_argmax(const float* heatmaps, int planes, int h, int w, int upsampling
   double* up = scratch;
   double* blurred = scratch + half;
   int ch = h, cw = w;
-  for (int step = 0; step < upsamplings; ++step) {
-    const std::size_t total = std::size_t(planes) * (2 * ch) * (2 * cw);
-    if (step == 0)
-      bicubic_up2_kernel<<<blocks_for(total), kThreads, 0, s>>>(heatmaps, ch, cw, up, total);
-    else
-      bicubic_up2_kernel<<<blocks_for(total), kThreads, 0, s>>>(
-          static_cast<const double*>(blurred), ch, cw, up, total);
-    ch *= 2;
-    cw *= 2;
-    pyramid_blur_kernel<<<blocks_for(total), kThreads, 0, s>>>(up, ch, cw, blurred, total);
-  }
+  upsample_maps(heatmaps, planes, upsamplings, up, blurred, ch, cw, s);
   expectation_kernel<<<planes, kThreads, 0, s>>>(static_cast<const double*>(blurred), ch, cw,
                                                  temperature, offset, coords, confidence);
 }
@@ -349,17 +356,7 @@ void soft_argmax_backward(const float* heatmaps, int planes, int h, int w, int u
   double* up = scratch;
   double* blurred = scratch + half;
   int ch = h, cw = w;
-  for (int step = 0; step < upsamplings; ++step) {
-    const std::size_t total = std::size_t(planes) * (2 * ch) * (2 * cw);
-    if (step == 0)
-      bicubic_up2_kernel<<<blocks_for(total), kThreads, 0, s>>>(heatmaps, ch, cw, up, total);
-    else
-      bicubic_up2_kernel<<<blocks_for(total), kThreads, 0, s>>>(
-          static_cast<const double*>(blurred), ch, cw, up, total);
-    ch *= 2;
-    cw *= 2;
-    pyramid_blur_kernel<<<blocks_for(total), kThreads, 0, s>>>(up, ch, cw, blurred, total);
-  }
+  upsample_maps(heatmaps, planes, upsamplings, up, blurred, ch, cw, s);
   expectation_backward_kernel<<<planes, kThreads, 0, s>>>(blurred, ch, cw, temperature, dcoords, up);
   for (int step = upsamplings - 1; step >= 0; --step) {
     const std::size_t big = std::size_t(planes) * ch * cw;

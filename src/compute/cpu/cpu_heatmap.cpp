@@ -310,6 +310,36 @@ void upsample_plane_adjoint(std::vector<float>& grad, int& h, int& w, std::vecto
   bicubic_up2_x_adjoint(tmp.data(), h, w, grad.data());
 }
 
+// The forward both soft-argmax ops share, per plane: upsample `upsamplings` times
+// into `plane` (h x w on return), softmax of temperature x plane into `sm`, and its
+// expectation of (column, row).
+struct UpsampledSoftmax {
+  int h = 0, w = 0;
+  double ex = 0, ey = 0;
+};
+UpsampledSoftmax upsampled_softmax(const float* heatmap, int h, int w, int upsamplings, float temperature,
+                                   std::vector<float>& plane, std::vector<float>& tmp, std::vector<float>& sm) {
+  UpsampledSoftmax out;
+  plane.assign(heatmap, heatmap + std::size_t(h) * w);
+  for (int d = 0; d < upsamplings; ++d) upsample_plane(plane, h, w, tmp);
+  sm.resize(plane.size());
+  softmax_plane(plane.data(), temperature, sm.data(), long(sm.size()));
+  for (int r = 0; r < h; ++r) {
+    const float* row = sm.data() + std::size_t(r) * w;
+    float rs = 0, rx = 0;
+#pragma omp simd reduction(+ : rs, rx)
+    for (int c = 0; c < w; ++c) {
+      rs += row[c];
+      rx += row[c] * float(c);
+    }
+    out.ex += rx;
+    out.ey += rs * r;
+  }
+  out.h = h;
+  out.w = w;
+  return out;
+}
+
 }  // namespace
 
 // lightning-pose run_subpixelmaxima: upsample 2^d, softmax(temperature * x),
@@ -328,23 +358,10 @@ void CpuBackend::soft_argmax(ConstTensorView heatmaps, int downsample_factor, fl
     std::vector<float> plane, tmp, sm;  // per thread, reused across planes
 #pragma omp for schedule(dynamic)
     for (int i = 0; i < nk; ++i) {
-      int h = heatmaps.shape.h, w = heatmaps.shape.w;
-      plane.assign(heatmaps.data + long(i) * hw, heatmaps.data + long(i + 1) * hw);
-      for (int d = 0; d < downsample_factor; ++d) upsample_plane(plane, h, w, tmp);
-      sm.resize(plane.size());
-      softmax_plane(plane.data(), temperature, sm.data(), long(sm.size()));
-      double ex = 0, ey = 0;
-      for (int r = 0; r < h; ++r) {
-        const float* row = sm.data() + std::size_t(r) * w;
-        float rs = 0, rx = 0;
-#pragma omp simd reduction(+ : rs, rx)
-        for (int c = 0; c < w; ++c) {
-          rs += row[c];
-          rx += row[c] * float(c);
-        }
-        ex += rx;
-        ey += rs * r;
-      }
+      const UpsampledSoftmax u = upsampled_softmax(heatmaps.data + long(i) * hw, heatmaps.shape.h, heatmaps.shape.w,
+                                                   downsample_factor, temperature, plane, tmp, sm);
+      const int h = u.h, w = u.w;
+      const double ex = u.ex, ey = u.ey;
       const int cx = int(ex), cy = int(ey);  // truncation, as .type(torch.int64)
       double conf = 0;
       for (int r = cy - 2; r <= cy + 2; ++r)
@@ -376,17 +393,10 @@ void CpuBackend::soft_argmax_backward(ConstTensorView heatmaps, int downsample_f
     std::vector<float> plane, tmp, sm;
 #pragma omp for schedule(dynamic)
     for (int i = 0; i < nk; ++i) {
-      int h = heatmaps.shape.h, w = heatmaps.shape.w;
-      plane.assign(heatmaps.data + long(i) * hw, heatmaps.data + long(i + 1) * hw);
-      for (int d = 0; d < downsample_factor; ++d) upsample_plane(plane, h, w, tmp);
-      sm.resize(plane.size());
-      softmax_plane(plane.data(), temperature, sm.data(), long(sm.size()));
-      double ex = 0, ey = 0;
-      for (int r = 0; r < h; ++r)
-        for (int c = 0; c < w; ++c) {
-          ex += double(sm[std::size_t(r) * w + c]) * c;
-          ey += double(sm[std::size_t(r) * w + c]) * r;
-        }
+      const UpsampledSoftmax u = upsampled_softmax(heatmaps.data + long(i) * hw, heatmaps.shape.h, heatmaps.shape.w,
+                                                   downsample_factor, temperature, plane, tmp, sm);
+      int h = u.h, w = u.w;
+      const double ex = u.ex, ey = u.ey;
       const double gx = dcoords[2 * i], gy = dcoords[2 * i + 1];
       const double dot = gx * ex + gy * ey;
       for (int r = 0; r < h; ++r)
