@@ -331,7 +331,13 @@ KeyBuilder optional_real(const char* section, const char* name, Field<S, double>
   KeyBuilder b = make(section, name, "REAL/null", meaning);
   b.key.set = [f](Config& c, const std::string& text) {
     const std::string t = lower(unquote(trim(text)));
-    f(c) = (t.empty() || t == "null" || t == "none" || t == "~") ? -1.0 : parse_real(t);
+    if (t.empty() || t == "null" || t == "none" || t == "~") {
+      f(c) = -1.0;  // computed from the data
+      return;
+    }
+    const double v = parse_real(t);
+    if (v < 0) throw BadValue("a number >= 0, or null, got " + t);
+    f(c) = v;
   };
   b.key.get = [f](const Config& c) { return f(c) < 0 ? std::string("null") : format_real(f(c)); };
   return b;

@@ -96,7 +96,22 @@ train::LoopConfig loop_config(const Config& config, const runtime::RunPlan& plan
   return loop;
 }
 
+std::string resolve_video_dir(const DataConfig& data) {
+  const std::string& dir = data.video_dir;
+  if (dir.empty() || dir.front() == '/') return dir;
+  namespace fs = std::filesystem;
+  if (!data.data_dir.empty()) {
+    // lightning-pose joins a relative video_dir onto data_dir; a path that already
+    // names the folder from here (e.g. ${data.data_dir}/videos) is taken as it is.
+    const fs::path joined = fs::absolute(fs::path(data.data_dir) / dir).lexically_normal();
+    std::error_code ec;
+    if (fs::exists(joined, ec) || !fs::exists(dir, ec)) return joined.string();
+  }
+  return fs::absolute(dir).lexically_normal().string();
+}
+
 Config with_absolute_paths(Config config) {
+  config.data.video_dir = resolve_video_dir(config.data);
   const auto absolute = [](std::string& path) {
     if (!path.empty() && path.front() != '/') path = std::filesystem::absolute(path).lexically_normal().string();
   };

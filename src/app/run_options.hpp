@@ -49,6 +49,11 @@ train::OptimizerConfig optimizer_config(const Config& config);
 // folder, world size, debugging dumps) are the command's to add.
 train::LoopConfig loop_config(const Config& config, const runtime::RunPlan& plan);
 
+// data.video_dir as a path from the working directory, absolute: lightning-pose's rule
+// (a relative video_dir is inside data_dir) unless the relative path already names an
+// existing folder from here and data_dir/video_dir does not exist.
+std::string resolve_video_dir(const DataConfig& data);
+
 // The configuration with every file and folder path made absolute (against the
 // current directory), as the run folder's config.ini and checkpoints store it, so
 // `predict` and `--resume` work from any directory.

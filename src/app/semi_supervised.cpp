@@ -4,7 +4,9 @@
 #include <algorithm>  // std::max
 
 #include "app/loader_source.hpp"   // batch_allocator
-#include "data/video_reader.hpp"   // data::list_videos
+#include "app/run_options.hpp"     // resolve_video_dir
+#include "data/video_reader.hpp"   // data::list_videos, VideoReader
+#include "util/error.hpp"          // UserError
 
 namespace trainer::app {
 
@@ -13,15 +15,36 @@ SemiSupervised make_semi_supervised(const Config& config, const runtime::RunPlan
                                     compute::Backend& backend, compute::Stream& stream, const Log& log) {
   SemiSupervised semi;
   if (config.model.losses_to_use.empty()) return semi;
-  // The PCA losses fit on the labelled training frames, in the pixels of the stored
-  // frames (the unlabelled keypoints are measured in the video's pixels: the same
-  // camera, so the same frame size, is assumed, as lightning-pose does).
+  const std::string video_dir = resolve_video_dir(config.data);
+  const std::vector<std::string> videos = data::list_videos(video_dir);
+  // The unsupervised keypoints are measured in the videos' pixels and the PCA is fitted
+  // on the labels: one frame size for every video, and the labels scaled to it when
+  // the stored frames were resized on import (`trainer import --resize`).
+  int video_w = 0, video_h = 0;
+  for (const auto& path : videos) {
+    const data::VideoReader probe(path);
+    if (video_w == 0) video_w = probe.info().width, video_h = probe.info().height;
+    if (probe.info().width != video_w || probe.info().height != video_h)
+      throw UserError("the unlabelled videos have different frame sizes: " + videos.front() + " is " +
+                          std::to_string(video_w) + "x" + std::to_string(video_h) + ", " + path + " is " +
+                          std::to_string(probe.info().width) + "x" + std::to_string(probe.info().height),
+                      "the unsupervised losses measure keypoints in the videos' pixels; give data.video_dir "
+                      "videos of one camera view and size");
+  }
+  const double to_video_x = double(video_w) / dataset.width(), to_video_y = double(video_h) / dataset.height();
+  if (to_video_x != 1.0 || to_video_y != 1.0)
+    log.info("unsupervised losses: the labels (frames of " + std::to_string(dataset.width()) + "x" +
+             std::to_string(dataset.height()) + ") are scaled to the videos' " + std::to_string(video_w) + "x" +
+             std::to_string(video_h) + " pixels for the PCA");
   const int k = dataset.num_keypoints();
   std::vector<float> labeled;
   labeled.reserve(split.train.size() * static_cast<std::size_t>(k) * 2);
   for (const std::int64_t i : split.train) {
     const float* kp = dataset.keypoints(i);
-    labeled.insert(labeled.end(), kp, kp + 2 * k);
+    for (int j = 0; j < k; ++j) {
+      labeled.push_back(static_cast<float>(kp[2 * j] * to_video_x));
+      labeled.push_back(static_cast<float>(kp[2 * j + 1] * to_video_y));
+    }
   }
   std::vector<std::string> notes;
   semi.losses = std::make_unique<train::UnsupervisedLosses>(backend, stream, config.model.losses_to_use,
@@ -29,7 +52,7 @@ SemiSupervised make_semi_supervised(const Config& config, const runtime::RunPlan
   for (const auto& note : notes) log.info(note);
 
   data::UnlabeledOptions options;
-  options.videos = data::list_videos(config.data.video_dir);
+  options.videos = videos;
   options.frames_per_rank = plan.rank.unlabeled_frames;
   options.rank = world.rank;
   options.world_size = world.size;
@@ -45,7 +68,7 @@ SemiSupervised make_semi_supervised(const Config& config, const runtime::RunPlan
     std::string names;
     for (const auto& t : semi.losses->terms()) names += (names.empty() ? "" : ", ") + t.name;
     return names;
-  }() + " on " + std::to_string(options.videos.size()) + " video(s) of " + config.data.video_dir + ": " +
+  }() + " on " + std::to_string(options.videos.size()) + " video(s) of " + video_dir + ": " +
            std::to_string(semi.frames->sequence_frames()) + " consecutive frames per step (" +
            std::to_string(options.frames_per_rank) + " per rank), " + std::to_string(semi.frames->windows()) +
            " sequences");

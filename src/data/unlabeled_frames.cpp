@@ -5,7 +5,7 @@
 
 #include <algorithm>  // std::min, std::max, std::clamp
 #include <cmath>      // NAN
-#include <map>        // std::map
+#include <memory>     // std::unique_ptr
 #include <numeric>    // std::iota
 
 #include "data/rng.hpp"           // KeyedRng, RngPurpose
@@ -43,7 +43,7 @@ UnlabeledFrames::UnlabeledFrames(UnlabeledOptions options) : options_(std::move(
   if (!options_.allocator.allocate || !options_.allocator.release) options_.allocator = default_host_allocator();
   sequence_ = options_.frames_per_rank * options_.world_size;
   for (std::size_t v = 0; v < options_.videos.size(); ++v) {
-    const VideoReader probe(options_.videos[v]);  // errors for missing / undecodable files, before any thread
+    VideoReader probe(options_.videos[v]);  // errors for missing / undecodable files, before any thread
     const long frames = probe.info().frame_count;
     if (frames < sequence_)
       throw UserError("video " + options_.videos[v] + " has " + std::to_string(frames) +
@@ -56,6 +56,10 @@ UnlabeledFrames::UnlabeledFrames(UnlabeledOptions options) : options_(std::move(
     frame_widths_.push_back(probe.info().width);
     for (long first = 0; first + sequence_ <= frames; first += sequence_)
       windows_.push_back({static_cast<int>(v), first});
+    // The count comes from the container and can be an estimate (duration x rate):
+    // the last frame a window uses must decode now, not on one rank mid-training.
+    std::vector<std::uint8_t> last;
+    probe.read((frames / sequence_) * sequence_ - 1, kChannels, last);
   }
   frame_floats_ = static_cast<std::size_t>(3) * options_.height * options_.width;
   const std::size_t slot_bytes = frame_floats_ * options_.frames_per_rank * sizeof(float);
@@ -128,7 +132,10 @@ void UnlabeledFrames::start_epoch(int epoch, long first_step) {
 }
 
 void UnlabeledFrames::worker_main() {
-  std::map<int, VideoReader> readers;  // per video, opened on first use
+  // One decoder at a time: a run stays in one video, and a decoder per video per
+  // worker would hold V x W FFmpeg contexts (threads, buffers) on every rank.
+  std::unique_ptr<VideoReader> reader;
+  int reader_video = -1;
   std::vector<std::uint8_t> raw, scratch;
   std::vector<long> order, run_ends;
   int order_epoch = -1;
@@ -169,10 +176,12 @@ void UnlabeledFrames::worker_main() {
       }
       try {
         const UnlabeledWindow w = windows_[static_cast<std::size_t>(order[static_cast<std::size_t>(step % n)])];
-        auto it = readers.find(w.video);
-        if (it == readers.end())
-          it = readers.emplace(w.video, VideoReader(options_.videos[static_cast<std::size_t>(w.video)])).first;
-        decode(it->second, w, slot, raw, scratch);
+        if (w.video != reader_video) {
+          reader.reset();
+          reader = std::make_unique<VideoReader>(options_.videos[static_cast<std::size_t>(w.video)]);
+          reader_video = w.video;
+        }
+        decode(*reader, w, slot, raw, scratch);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex_);
         slot.busy = false;

@@ -99,10 +99,16 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
                             bool train_backbone, model::BatchNormSync* bn_sync, const data::Batch* unlabeled,
                             double unsupervised_importance) {
   const bool semi = unlabeled != nullptr && unsupervised_ != nullptr;
+  // During the warm-up (importance 0: lightning-pose's first freeze_until_epoch
+  // epochs) the unsupervised terms add nothing: the unlabelled frames only run
+  // forward, for the running statistics and the logged losses.
+  const bool unsupervised_backward = semi && unsupervised_importance > 0;
   const StagedBatch& b = stage(batch, true, false);  // padded rows train too, as with Lightning's DistributedSampler
   const compute::Shape4 hm = b.heatmap_shape;
   LocalGradientSync no_sync;
-  model::Context ctx{backend_, stream_, true, bn_sync, semi ? static_cast<model::GradientReadyListener*>(&no_sync) : &sync};
+  model::GradientReadyListener* listener = unsupervised_backward ? static_cast<model::GradientReadyListener*>(&no_sync)
+                                                                 : &sync;
+  model::Context ctx{backend_, stream_, true, bn_sync, listener};
   auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
   compute::ensure_capacity(backend_, dpred_, hm.numel());
   // Data-parallel: weigh this rank's mean loss by its share of counted keypoints
@@ -115,10 +121,17 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   const auto& store = model_.store();
   const auto range = train_backbone ? model::ParameterStore::Range{0, store.parameter_count()}
                                     : store.group_range(model::ParamGroup::head);
-  if (!semi) {
+  if (!unsupervised_backward) {
     sync.begin(range.offset, range.count, stream_);
     model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
     sync.finish(stream_);
+    stager_.release(stream_);
+    if (semi) {
+      if (bn_sync) bn_sync->new_batch();
+      unsupervised_forward(*unlabeled, bn_sync, nullptr, 0.0);
+      if (bn_sync) bn_sync->new_batch();  // the next step's labelled forward is another batch
+      unlabeled_stager_.release(stream_);
+    }
   } else {
     model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
     compute::ensure_capacity(backend_, labeled_grads_, range.count);
@@ -126,31 +139,29 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
     stager_.release(stream_);
     if (bn_sync) bn_sync->new_batch();
     sync.begin(range.offset, range.count, stream_);
-    unsupervised_pass(*unlabeled, sync, train_backbone, bn_sync, unsupervised_importance);
+    AddLabeledGradients add(backend_, model_.store().grads_data(), labeled_grads_.data(), range.offset, sync);
+    const compute::ConstTensorView u = unsupervised_forward(*unlabeled, bn_sync, &add, unsupervised_importance);
+    backend_.soft_argmax_backward(u, model_.spec().downsample_factor, kSoftArgmaxTemperature, u_dcoords_.data(),
+                                  {u_dheatmaps_.data(), u.shape}, stream_);
+    model::Context uctx{backend_, stream_, true, bn_sync, &add};
+    model_.backward(uctx, {u_dheatmaps_.data(), u.shape}, train_backbone);
     sync.finish(stream_);
+    unlabeled_stager_.release(stream_);
   }
   // After the all-reduce, so every rank sees the same gradients and skips alike.
   if (scaler_.unscale_and_check(backend_, model_.store().grads_data() + range.offset, range.count, stream_))
     optimizer.step(stream_);
-  if (semi)
-    unlabeled_stager_.release(stream_);
-  else
-    stager_.release(stream_);
 }
 
-void StepRunner::unsupervised_pass(const data::Batch& frames, GradientSync& sync, bool train_backbone,
-                                   model::BatchNormSync* bn_sync, double importance) {
+compute::ConstTensorView StepRunner::unsupervised_forward(const data::Batch& frames, model::BatchNormSync* bn_sync,
+                                                          model::GradientReadyListener* listener, double importance) {
   StageLayout layout;
   layout.heatmap_height = model_.heatmap_size(frames.height);
   layout.heatmap_width = model_.heatmap_size(frames.width);
   layout.branches = model_.branches();
   layout.keypoints = false;
   const StagedBatch& u = unlabeled_stager_.stage(frames, layout, stream_);
-  const auto& store = model_.store();
-  const auto range = train_backbone ? model::ParameterStore::Range{0, store.parameter_count()}
-                                    : store.group_range(model::ParamGroup::head);
-  AddLabeledGradients add(backend_, model_.store().grads_data(), labeled_grads_.data(), range.offset, sync);
-  model::Context ctx{backend_, stream_, true, bn_sync, &add};
+  model::Context ctx{backend_, stream_, true, bn_sync, listener};
   auto heatmaps = model_.forward(ctx, {u.images, u.image_shape});
   const compute::Shape4 hs = heatmaps.shape;
   const int planes = hs.n * hs.c;
@@ -169,9 +180,7 @@ void StepRunner::unsupervised_pass(const data::Batch& frames, GradientSync& sync
                          static_cast<float>(importance) * scaler_.scale(), u_values_.data(), u_dcoords_.data(),
                          stream_);
   backend_.accumulate(u_values_.data(), u_sums_.data(), unsupervised_->names().size(), stream_);
-  backend_.soft_argmax_backward(heatmaps, d, kSoftArgmaxTemperature, u_dcoords_.data(),
-                                {u_dheatmaps_.data(), hs}, stream_);
-  model_.backward(ctx, {u_dheatmaps_.data(), hs}, train_backbone);
+  return heatmaps;
 }
 
 void StepRunner::request_loss() {

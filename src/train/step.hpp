@@ -63,7 +63,8 @@ class StepRunner {
   // run forward, soft-argmax keypoints, the unsupervised losses (weighted, times
   // `unsupervised_importance`), and backward; each parameter's labelled gradient is
   // added back as backward announces it final, so the bucketed all-reduce still
-  // overlaps the backward pass and averages the sum of both terms.
+  // overlaps the backward pass and averages the sum of both terms. With importance
+  // 0 (the warm-up) the step is the supervised one plus the unlabelled forward.
   void train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
                   bool train_backbone, model::BatchNormSync* bn_sync, const data::Batch* unlabeled = nullptr,
                   double unsupervised_importance = 0.0);
@@ -103,8 +104,11 @@ class StepRunner {
   const StagedBatch& stage(const data::Batch& batch, bool labels, bool drop_padded_rows);
   void keypoints_from_heatmaps(const data::Batch& batch, compute::ConstTensorView heatmaps,
                                Predictions& out);
-  void unsupervised_pass(const data::Batch& frames, GradientSync& sync, bool train_backbone,
-                         model::BatchNormSync* bn_sync, double importance);
+  // Stages and runs the unlabelled frames forward (training mode), their soft-argmax
+  // keypoints and the unsupervised losses: values summed for the logs, and the
+  // keypoints' gradient (times `importance`) in u_dcoords_. Returns the heatmaps.
+  compute::ConstTensorView unsupervised_forward(const data::Batch& frames, model::BatchNormSync* bn_sync,
+                                                model::GradientReadyListener* listener, double importance);
 
   compute::Backend& backend_;
   compute::Stream& stream_;

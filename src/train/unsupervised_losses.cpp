@@ -85,6 +85,7 @@ UnsupervisedLosses::UnsupervisedLosses(compute::Backend& backend, compute::Strea
       }
       temporal_epsilon_ = compute::DeviceBuffer(backend_, epsilon.size());
       backend_.upload(temporal_epsilon_.data(), epsilon.data(), epsilon.size(), stream);
+      stream.synchronize();  // `epsilon` is pageable host memory that goes out of scope
       temporal_prob_threshold_ = static_cast<float>(config.temporal_prob_threshold);
       pca_tables_.emplace_back();
     } else if (name == "pca_singleview" || name == "pca_multiview") {
@@ -103,7 +104,6 @@ UnsupervisedLosses::UnsupervisedLosses(compute::Backend& backend, compute::Strea
     }
     names_.push_back(name);
   }
-  stream.synchronize();  // the uploads read host vectors that go out of scope
 }
 
 UnsupervisedLosses::~UnsupervisedLosses() = default;

@@ -25,6 +25,8 @@ PY=/usr/bin/python3
 mkdir -p "$SCRATCH/videos" "$SCRATCH/short"
 "$TOOL" write "$SCRATCH/videos/session1.avi" 48 64 64 || fail "video_tool write"
 "$TOOL" write "$SCRATCH/short/tiny.avi" 5 64 64 || fail "video_tool write"
+mkdir -p "$SCRATCH/mixed"
+"$TOOL" write "$SCRATCH/mixed/a.avi" 16 64 64 && "$TOOL" write "$SCRATCH/mixed/b.avi" 16 96 64 || fail "video_tool write"
 config() {  # config FILE LOSSES [extra INI lines for [losses]]
   cat >"$1" <<CFG
 [data]
@@ -175,6 +177,10 @@ expect_fail 2 "^error: .*data.video_dir is not set" \
   "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --data.video_dir ""
 expect_fail 2 "^error: .*nowhere" \
   "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --data.video_dir "$SCRATCH/nowhere"
+expect_fail 2 "^error: the unlabelled videos have different frame sizes" \
+  "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --data.video_dir "$SCRATCH/mixed"
+expect_fail 2 "^error: .*pca_singleview_epsilon.*>= 0, or null" \
+  "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --losses.pca_singleview_epsilon -5
 expect_fail 2 "^error: .*heatmap_mhcrnn" \
   "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --model.model_type heatmap_mhcrnn
 echo "train_semi: ok"

@@ -1,6 +1,9 @@
 // Config -> option structs (app/run_options.hpp): every key lands in its field,
 // the same for train and predict.
 #include <catch2/catch.hpp>  // TEST_CASE, CHECK
+#include <unistd.h>           // getpid
+
+#include <filesystem>  // std::filesystem
 
 #include "config/config.hpp"       // Config
 #include "app/run_options.hpp"  // the functions under test
@@ -128,4 +131,28 @@ TEST_CASE("sampler, model, optimizer and loop options come from the config", "[a
   CHECK(loop.lr.gamma == 0.1);
   CHECK(loop.lr.unfreezing_epoch == 1);
   CHECK(loop.out_dir.empty());  // the command's to set
+}
+
+TEST_CASE("data.video_dir: relative to data_dir as lightning-pose, else to the working directory",
+          "[app][run_options]") {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("trainer-video-dir-" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "project" / "videos");
+  const fs::path cwd = fs::current_path();
+  fs::current_path(root);
+  trainer::DataConfig d;
+  d.video_dir = "videos";
+  d.data_dir = "project";
+  CHECK(trainer::app::resolve_video_dir(d) == (root / "project" / "videos").string());  // lightning-pose's join
+  d.video_dir = "project/videos";  // ${data.data_dir}/videos, already a path from here
+  CHECK(trainer::app::resolve_video_dir(d) == (root / "project" / "videos").string());
+  d.data_dir.clear();
+  CHECK(trainer::app::resolve_video_dir(d) == (root / "project" / "videos").string());
+  d.video_dir = "/abs/videos";
+  CHECK(trainer::app::resolve_video_dir(d) == "/abs/videos");
+  d.video_dir.clear();
+  CHECK(trainer::app::resolve_video_dir(d).empty());
+  fs::current_path(cwd);
+  fs::remove_all(root);
 }
