@@ -65,25 +65,35 @@ UnlabeledFrames::UnlabeledFrames(UnlabeledOptions options) : options_(std::move(
   const std::size_t slot_bytes = frame_floats_ * options_.frames_per_rank * sizeof(float);
   const int num_slots = static_cast<int>(std::clamp<std::size_t>(
       kSlotBudgetBytes / slot_bytes, 2, std::size_t(options_.num_workers) * kWindowsPerRun));
-  for (int i = 0; i < num_slots; ++i) {
-    auto slot = std::make_unique<Slot>();
-    slot->memory = static_cast<float*>(options_.allocator.allocate(slot_bytes));
-    if (!slot->memory)
-      throw SystemError("unlabelled frames: host allocation of " + std::to_string(slot_bytes) + " bytes failed");
-    slots_.push_back(std::move(slot));
+  try {
+    for (int i = 0; i < num_slots; ++i) {
+      slots_.push_back(std::make_unique<Slot>());
+      slots_.back()->memory = static_cast<float*>(options_.allocator.allocate(slot_bytes));
+      if (!slots_.back()->memory)
+        throw SystemError("unlabelled frames: host allocation of " + std::to_string(slot_bytes) + " bytes failed");
+    }
+    cv::setNumThreads(0);  // the workers are the parallelism
+    for (int i = 0; i < options_.num_workers; ++i) workers_.emplace_back([this] { worker_main(); });
+  } catch (...) {
+    shut_down();  // no destructor runs for a constructor that throws
+    throw;
   }
-  cv::setNumThreads(0);  // the workers are the parallelism
-  for (int i = 0; i < options_.num_workers; ++i) workers_.emplace_back([this] { worker_main(); });
 }
 
-UnlabeledFrames::~UnlabeledFrames() {
+UnlabeledFrames::~UnlabeledFrames() { shut_down(); }
+
+void UnlabeledFrames::shut_down() noexcept {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stop_ = true;
   }
   work_cv_.notify_all();
-  for (auto& t : workers_) t.join();
-  for (auto& s : slots_) options_.allocator.release(s->memory);
+  for (auto& t : workers_)
+    if (t.joinable()) t.join();
+  workers_.clear();
+  for (auto& s : slots_)
+    if (s->memory) options_.allocator.release(s->memory);
+  slots_.clear();
 }
 
 std::vector<long> UnlabeledFrames::epoch_order(int epoch, std::vector<long>* run_ends) const {
@@ -153,7 +163,15 @@ void UnlabeledFrames::worker_main() {
       epoch = epoch_;
       if (epoch != order_epoch) {
         lock.unlock();
-        order = epoch_order(epoch, &run_ends);
+        try {
+          order = epoch_order(epoch, &run_ends);
+        } catch (...) {  // out of memory: the consumer rethrows it
+          std::lock_guard<std::mutex> relock(mutex_);
+          if (!error_) error_ = std::current_exception();
+          ready_cv_.notify_all();
+          work_cv_.notify_all();
+          return;
+        }
         order_epoch = epoch;
         continue;  // re-check: start_epoch() may have come meanwhile
       }

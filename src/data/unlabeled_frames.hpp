@@ -84,6 +84,7 @@ class UnlabeledFrames {
   // position just past the run of position i.
   std::vector<long> epoch_order(int epoch, std::vector<long>* run_ends) const;
   void worker_main();
+  void shut_down() noexcept;  // stops and joins the workers, frees the slots
   void decode(class VideoReader& reader, const UnlabeledWindow& w, Slot& slot, std::vector<std::uint8_t>& raw,
               std::vector<std::uint8_t>& scratch);
 
