@@ -151,79 +151,70 @@ __global__ void pyramid_blur_kernel(const double* in, int h, int w, double* out,
 // uses 2.5 instead of 3.5 for d = 3, a slip the CPU twin fixes too).
 inline double upsampling_offset(int upsamplings) { return ((1 << upsamplings) - 1) / 2.0; }
 
-// Softmax of (temperature * value) in float as the reference computes it, the
-// expectation of (column, row) and the 5x5 confidence, one block per plane.
+// The softmax of (temperature * value) over one plane in float, as the reference
+// computes it, and its expectation of (column, row); one block per plane, every
+// thread gets the result.
+struct PlaneSoftmax {
+  float max = 0, inv = 0;
+  double ex = 0, ey = 0;
+  __device__ double p(float value, float temperature) const { return expf(temperature * value - max) * inv; }
+};
+
 template <typename In>
-__global__ void expectation_kernel(const In* maps, int h, int w, float temperature, double offset,
-                                   float* coords, float* confidence) {
+__device__ PlaneSoftmax plane_softmax(const In* in, int size, int w, float temperature) {
   __shared__ float fshared[32];
   __shared__ double dshared[32];
-  const int size = h * w;
-  const In* in = maps + std::size_t(blockIdx.x) * size;
+  PlaneSoftmax out;
   float m = -FLT_MAX;
   for (int i = threadIdx.x; i < size; i += blockDim.x) m = fmaxf(m, temperature * float(in[i]));
-  m = block_max(m, fshared, -FLT_MAX);
+  out.max = block_max(m, fshared, -FLT_MAX);
   double sum = 0.0;
-  for (int i = threadIdx.x; i < size; i += blockDim.x) sum += expf(temperature * float(in[i]) - m);
-  sum = block_sum(sum, dshared);
-  const float inv = static_cast<float>(1.0 / sum);
+  for (int i = threadIdx.x; i < size; i += blockDim.x) sum += expf(temperature * float(in[i]) - out.max);
+  out.inv = static_cast<float>(1.0 / block_sum(sum, dshared));
   double sx = 0.0, sy = 0.0;
   for (int i = threadIdx.x; i < size; i += blockDim.x) {
-    const double p = expf(temperature * float(in[i]) - m) * inv;
+    const double p = out.p(float(in[i]), temperature);
     sx += p * (i % w);
     sy += p * (i / w);
   }
-  sx = block_sum(sx, dshared);
-  sy = block_sum(sy, dshared);
+  out.ex = block_sum(sx, dshared);
+  out.ey = block_sum(sy, dshared);
+  return out;
+}
+
+// The expectation and the 5x5 confidence, one block per plane.
+template <typename In>
+__global__ void expectation_kernel(const In* maps, int h, int w, float temperature, double offset,
+                                   float* coords, float* confidence) {
+  const int size = h * w;
+  const In* in = maps + std::size_t(blockIdx.x) * size;
+  const PlaneSoftmax sm = plane_softmax(in, size, w, temperature);
   if (threadIdx.x != 0) return;
   // Confidence: softmax mass within 2 pixels (2 sigma of 1.25, floored) of the
   // expectation truncated to integers, zero outside the map.
-  const int cx = static_cast<int>(sx), cy = static_cast<int>(sy);
+  const int cx = static_cast<int>(sm.ex), cy = static_cast<int>(sm.ey);
   double conf = 0.0;
   for (int r = cy - 2; r <= cy + 2; ++r)
     for (int c = cx - 2; c <= cx + 2; ++c)
-      if (r >= 0 && r < h && c >= 0 && c < w) conf += expf(temperature * float(in[r * w + c]) - m) * inv;
-  coords[2 * blockIdx.x] = static_cast<float>(sx - offset);
-  coords[2 * blockIdx.x + 1] = static_cast<float>(sy - offset);
+      if (r >= 0 && r < h && c >= 0 && c < w) conf += sm.p(float(in[r * w + c]), temperature);
+  coords[2 * blockIdx.x] = static_cast<float>(sm.ex - offset);
+  coords[2 * blockIdx.x + 1] = static_cast<float>(sm.ey - offset);
   if (confidence) confidence[blockIdx.x] = static_cast<float>(conf);
 }
 
 // The soft-argmax's gradient at the final resolution, one block per plane:
 // dz = T p (dcoords . (c, r) - dcoords . (ex, ey)) with p the softmax of T z.
-__global__ void expectation_backward_kernel(const double* maps, int h, int w, float temperature,
+template <typename In>
+__global__ void expectation_backward_kernel(const In* maps, int h, int w, float temperature,
                                             const float* dcoords, double* dmaps) {
-  __shared__ float fshared[32];
-  __shared__ double dshared[32];
   const int size = h * w;
-  const double* in = maps + std::size_t(blockIdx.x) * size;
+  const In* in = maps + std::size_t(blockIdx.x) * size;
   double* out = dmaps + std::size_t(blockIdx.x) * size;
-  float m = -FLT_MAX;
-  for (int i = threadIdx.x; i < size; i += blockDim.x) m = fmaxf(m, temperature * float(in[i]));
-  m = block_max(m, fshared, -FLT_MAX);
-  double sum = 0.0;
-  for (int i = threadIdx.x; i < size; i += blockDim.x) sum += expf(temperature * float(in[i]) - m);
-  sum = block_sum(sum, dshared);
-  const float inv = static_cast<float>(1.0 / sum);
-  double sx = 0.0, sy = 0.0;
-  for (int i = threadIdx.x; i < size; i += blockDim.x) {
-    const double p = expf(temperature * float(in[i]) - m) * inv;
-    sx += p * (i % w);
-    sy += p * (i / w);
-  }
-  sx = block_sum(sx, dshared);
-  sy = block_sum(sy, dshared);
+  const PlaneSoftmax sm = plane_softmax(in, size, w, temperature);
   const double gx = dcoords[2 * blockIdx.x], gy = dcoords[2 * blockIdx.x + 1];
-  const double dot = gx * sx + gy * sy;
-  for (int i = threadIdx.x; i < size; i += blockDim.x) {
-    const double p = expf(temperature * float(in[i]) - m) * inv;
-    out[i] = temperature * p * (gx * (i % w) + gy * (i / w) - dot);
-  }
-}
-
-__global__ void copy_to_double_kernel(const float* in, double* out, std::size_t total) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
-       i += std::size_t(blockDim.x) * gridDim.x)
-    out[i] = in[i];
+  const double dot = gx * sm.ex + gy * sm.ey;
+  for (int i = threadIdx.x; i < size; i += blockDim.x)
+    out[i] = temperature * sm.p(float(in[i]), temperature) * (gx * (i % w) + gy * (i / w) - dot);
 }
 
 __global__ void copy_from_double_kernel(const double* in, float* out, std::size_t total) {
@@ -344,12 +335,10 @@ void soft_argmax_backward(const float* heatmaps, int planes, int h, int w, int u
                           double* scratch, cudaStream_t s) {
   if (planes <= 0) return;
   if (upsamplings <= 0) {
-    // No upsampling: the kernels work on doubles, so the float maps are copied up.
+    // No upsampling: the gradient goes to double scratch, then to the float output.
     const std::size_t total = std::size_t(planes) * h * w;
-    copy_to_double_kernel<<<blocks_for(total), kThreads, 0, s>>>(heatmaps, scratch, total);
-    expectation_backward_kernel<<<planes, kThreads, 0, s>>>(scratch, h, w, temperature, dcoords,
-                                                            scratch + total);
-    copy_from_double_kernel<<<blocks_for(total), kThreads, 0, s>>>(scratch + total, dheatmaps, total);
+    expectation_backward_kernel<<<planes, kThreads, 0, s>>>(heatmaps, h, w, temperature, dcoords, scratch);
+    copy_from_double_kernel<<<blocks_for(total), kThreads, 0, s>>>(scratch, dheatmaps, total);
     return;
   }
   const std::size_t half = soft_argmax_scratch_doubles(planes, h, w, upsamplings) / 2;
