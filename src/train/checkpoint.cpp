@@ -2,6 +2,7 @@
 #include "train/checkpoint.hpp"
 
 #include <algorithm>  // std::copy
+#include <cstring>    // std::memcpy
 #include <vector>     // std::vector
 
 #include "util/error.hpp"           // UserError
@@ -80,12 +81,20 @@ h5::Handle create_group(hid_t parent, const char* name) {
 }  // namespace
 
 void take_snapshot(CheckpointSnapshot& snap, model::ParameterStore& store, Optimizer* optimizer,
-                   const TrainingState& state, compute::Stream& stream) {
+                   const TrainingState& state, compute::Stream& stream, SnapshotCopies copies) {
   auto& backend = store.backend();
+  const bool defer = copies == SnapshotCopies::deferred_on_the_cpu && backend.kind() == compute::DeviceKind::cpu;
+  snap.deferred.clear();
+  // Only the optimizer's update writes parameters and moments, so those copies can
+  // wait for it; BN statistics and counters change in the next forward: copied now.
+  const auto copy = [&](float* dst, const float* src, std::size_t count) {
+    if (defer) snap.deferred.push_back({dst, src, count});
+    else backend.download(dst, src, count, stream);
+  };
   // One copy of each flat buffer; the writer slices per tensor.
   compute::ensure_capacity(backend, snap.params, store.parameter_count());
   compute::ensure_capacity(backend, snap.buffers, store.buffer_count());
-  backend.download(snap.params.data(), store.params_data(), store.parameter_count(), stream);
+  copy(snap.params.data(), store.params_data(), store.parameter_count());
   backend.download(snap.buffers.data(), store.buffers_data(), store.buffer_count(), stream);
   snap.counters.clear();
   for (const auto& c : store.counters()) snap.counters.push_back(c.value);
@@ -94,8 +103,8 @@ void take_snapshot(CheckpointSnapshot& snap, model::ParameterStore& store, Optim
   if (optimizer != nullptr) {
     compute::ensure_capacity(backend, snap.exp_avg, optimizer->size());
     compute::ensure_capacity(backend, snap.exp_avg_sq, optimizer->size());
-    backend.download(snap.exp_avg.data(), optimizer->exp_avg(), optimizer->size(), stream);
-    backend.download(snap.exp_avg_sq.data(), optimizer->exp_avg_sq(), optimizer->size(), stream);
+    copy(snap.exp_avg.data(), optimizer->exp_avg(), optimizer->size());
+    copy(snap.exp_avg_sq.data(), optimizer->exp_avg_sq(), optimizer->size());
     snap.optimizer_type = optimizer->config().type;
     snap.weight_decay = optimizer->config().weight_decay;
     for (auto id : {model::ParamGroup::backbone, model::ParamGroup::head}) {
@@ -104,9 +113,18 @@ void take_snapshot(CheckpointSnapshot& snap, model::ParameterStore& store, Optim
     }
   }
   snap.copied = stream.record();
+  snap.deferred_done.reset();
+  if (!snap.deferred.empty()) snap.deferred_done = std::make_shared<UpdateFence>();
+}
+
+void complete_deferred_copies(CheckpointSnapshot& snap) noexcept {
+  for (const auto& c : snap.deferred) std::memcpy(c.dst, c.src, c.count * sizeof(float));
+  snap.deferred.clear();
+  if (snap.deferred_done) snap.deferred_done->release();
 }
 
 void write_snapshot(const std::string& path, const CheckpointSnapshot& snap, const model::ParameterStore& store) {
+  if (!snap.deferred.empty()) throw SystemError("internal error: a checkpoint snapshot was written before its copies");
   snap.copied->synchronize();
   const TrainingState& state = snap.state;
   h5::AtomicFile file(path, "checkpoint file");

@@ -10,9 +10,10 @@
 //                                       loss_scale, loss_scale_growth_tracker (16-mixed)
 // Written to a temporary file next to the target, flushed and closed, then renamed:
 // a crash never leaves a half-written checkpoint under the final name.
+#include <cstddef>  // std::size_t
 #include <cstdint>  // std::uint64_t
 #include <limits>   // std::numeric_limits
-#include <memory>   // std::unique_ptr
+#include <memory>   // std::unique_ptr, std::shared_ptr
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -20,6 +21,7 @@
 #include "compute/stream.hpp"         // compute::Stream
 #include "model/parameter_store.hpp"  // model::ParameterStore
 #include "train/optimizer.hpp"        // Optimizer
+#include "train/update_fence.hpp"     // UpdateFence
 
 namespace trainer::train {
 
@@ -52,7 +54,16 @@ struct TrainingState {
 // What a checkpoint holds, copied off the device: the host side of an asynchronous
 // write. The copies are queued on the stream; `copied` completes when they are done,
 // so the training stream never waits for them (docs/TRAINING.md, "Checkpoints").
+// On the CPU a deferred snapshot leaves the large copies (parameters, Adam moments)
+// in `deferred`, for another thread to make while the next step's forward and
+// backward run; `deferred_done` is released then, and the optimizer's next update
+// waits for it.
 struct CheckpointSnapshot {
+  struct Copy {
+    float* dst = nullptr;
+    const float* src = nullptr;
+    std::size_t count = 0;
+  };
   compute::HostBuffer<float> params, buffers, exp_avg, exp_avg_sq;  // pinned on CUDA
   std::vector<std::int64_t> counters;
   struct Group {
@@ -64,12 +75,24 @@ struct CheckpointSnapshot {
   double weight_decay = 0;
   TrainingState state;
   std::unique_ptr<compute::Event> copied;
+  std::vector<Copy> deferred;
+  std::shared_ptr<UpdateFence> deferred_done;
+};
+
+enum class SnapshotCopies {
+  now,                  // every copy queued on the stream
+  deferred_on_the_cpu,  // CPU backend: parameters and moments left in `deferred`
 };
 
 // Queues the copies into `snapshot` (its buffers grow to fit and are reused);
-// optimizer may be null (a weights-only checkpoint).
+// optimizer may be null (a weights-only checkpoint). With deferred copies the
+// caller makes the optimizer wait for `deferred_done` before its next update, and
+// has complete_deferred_copies() run before the snapshot is written.
 void take_snapshot(CheckpointSnapshot& snapshot, model::ParameterStore& store, Optimizer* optimizer,
-                   const TrainingState& state, compute::Stream& stream);
+                   const TrainingState& state, compute::Stream& stream,
+                   SnapshotCopies copies = SnapshotCopies::now);
+// Makes the deferred copies and releases `deferred_done` (nothing when none is left).
+void complete_deferred_copies(CheckpointSnapshot& snapshot) noexcept;
 // Waits for the snapshot's copies, then writes it atomically to `path`. `store` gives
 // only the names and shapes, which never change, so another thread may train on.
 void write_snapshot(const std::string& path, const CheckpointSnapshot& snapshot,

@@ -8,6 +8,9 @@
 //     one does not (a best.h5), in which case the loop waits for it to start.
 //   - A failed write is kept and thrown at the next check(), at the next epoch
 //     boundary: never a silent loss.
+//   - A snapshot with deferred copies (CPU runs) is copied first by a copier
+//     thread, while the next step's forward and backward run; the optimizer's
+//     update waits for that copy, not for the disk.
 //   - wait() and the destructor wait until everything submitted is on disk.
 // Only rank 0 writes checkpoints; the other ranks never construct one.
 #include <condition_variable>  // std::condition_variable
@@ -32,7 +35,8 @@ class CheckpointWriter {
   // A snapshot to fill for `paths`: a free one, or the waiting one when `paths`
   // covers all of its files (it is then superseded). May wait for the writer.
   std::unique_ptr<CheckpointSnapshot> acquire(const std::vector<std::string>& paths);
-  // Queues the filled snapshot for `paths` (the same list given to acquire).
+  // Queues the filled snapshot for `paths` (the same list given to acquire); its
+  // deferred copies, if any, are made first on the copier thread.
   void submit(std::unique_ptr<CheckpointSnapshot> snapshot, std::vector<std::string> paths);
   // Whether an earlier write failed (check() then throws its error).
   bool failed();
@@ -42,7 +46,9 @@ class CheckpointWriter {
   void wait();
 
  private:
-  void run();
+  void run();       // the writer thread
+  void run_copies();  // the copier thread
+  bool idle() const { return !copying_.snapshot && !waiting_.snapshot && !writing_; }
 
   struct Job {
     std::unique_ptr<CheckpointSnapshot> snapshot;
@@ -51,12 +57,14 @@ class CheckpointWriter {
   const model::ParameterStore& store_;
   std::mutex mutex_;
   std::condition_variable changed_;
+  Job copying_;                                 // submitted, deferred copies not made yet
   Job waiting_;                                 // submitted, not started
   bool writing_ = false;                        // the thread holds a job
   std::vector<std::unique_ptr<CheckpointSnapshot>> free_;  // reusable host memory
   std::string failure_;
   bool stopping_ = false;
-  std::thread thread_;  // last: starts after everything it reads
+  std::thread thread_;  // last: start after everything they read
+  std::thread copier_;
 };
 
 }  // namespace trainer::train

@@ -5,8 +5,6 @@
 #include <fstream>  // std::ifstream
 #include <sstream>  // std::ostringstream
 
-#include "util/atomic_write.hpp"  // write_file_atomically
-#include "util/error.hpp"  // SystemError
 
 namespace trainer::train {
 
@@ -30,8 +28,8 @@ long row_step(const std::string& line) {
 }
 }  // namespace
 
-MetricsLog::MetricsLog(std::string path, long keep_through_step) : path_(std::move(path)) {
-  std::ifstream in(path_);
+MetricsLog::MetricsLog(std::string path, long keep_through_step) : file_(std::move(path)) {
+  std::ifstream in(file_.path());
   std::string line;
   bool first = true;
   while (std::getline(in, line)) {
@@ -77,11 +75,16 @@ void MetricsLog::append(const StepMetrics& m) {
   rows_.push_back(row);
 }
 
-void MetricsLog::write() const {
+void MetricsLog::write() {
   std::ostringstream out;
   out << header() << "\n";
   for (const auto& r : rows_) out << r << "\n";
-  write_file_atomically(path_, out.str());
+  file_.write(out.str());
+}
+
+void MetricsLog::flush() {
+  write();
+  file_.wait();
 }
 
 }  // namespace trainer::train

@@ -7,10 +7,13 @@
 //     cells when it validated, lr, images/s, elapsed.
 // So `df[df.train_loss.notna()]` are the epochs and `df[df.train_loss_step.notna()]`
 // the steps. The file is rewritten atomically (temporary file + rename) at each epoch's
-// end, so a crash leaves the previous complete file. A resumed run keeps the rows up
+// end, so a crash leaves the previous complete file; a background thread writes it
+// (util/background_file_writer.hpp), so the epoch does not wait for the fsync. A resumed run keeps the rows up
 // to the step it resumes from and drops the rest, which it will log again.
 #include <string>  // std::string
 #include <vector>  // std::vector
+
+#include "util/background_file_writer.hpp"  // BackgroundFileWriter
 
 namespace trainer::train {
 
@@ -56,16 +59,18 @@ class MetricsLog {
  public:
   // Keeps the existing rows of steps <= keep_through_step (resume), drops the rest.
   MetricsLog(std::string path, long keep_through_step);
-  void append(const EpochMetrics& m);   // and writes the file
+  // Queues the file with the row for writing; throws an earlier write's error.
+  void append(const EpochMetrics& m);
   void append(const StepMetrics& m);    // written with the next epoch row (or flush())
-  void flush() const { write(); }
-  const std::string& path() const { return path_; }
+  // Writes every row and waits until the file is on disk; throws a write's error.
+  void flush();
+  const std::string& path() const { return file_.path(); }
   static const char* header();
 
  private:
-  void write() const;
-  std::string path_;
+  void write();
   std::vector<std::string> rows_;
+  BackgroundFileWriter file_;
 };
 
 }  // namespace trainer::train

@@ -37,6 +37,10 @@ void Optimizer::set_group(model::ParamGroup id, double lr, bool active) {
 }
 
 void Optimizer::step(compute::Stream& stream) {
+  if (fence_) {
+    fence_->wait();
+    fence_.reset();
+  }
   for (auto& g : groups_) {
     if (!g.active || g.count == 0) continue;
     ++g.step;

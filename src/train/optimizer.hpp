@@ -4,11 +4,13 @@
 // to the parameters; each group counts its own steps, because PyTorch keeps the
 // step per parameter and the backbone joins the optimizer only when unfrozen.
 #include <cstddef>  // std::size_t
+#include <memory>   // std::shared_ptr
 #include <string>   // std::string
 #include <vector>   // std::vector
 
 #include "compute/backend.hpp"        // compute::Backend, DeviceBuffer, AdamParams
 #include "model/parameter_store.hpp"  // model::ParameterStore, ParamGroup
+#include "train/update_fence.hpp"     // UpdateFence
 
 namespace trainer::train {
 
@@ -38,8 +40,12 @@ class Optimizer {
 
   // Sets a group's lr and whether it trains (first activation starts its state).
   void set_group(model::ParamGroup id, double lr, bool active);
-  // One Adam step for every active group with the current gradients.
+  // One Adam step for every active group with the current gradients. Waits first
+  // for a fence given to wait_before_update (a snapshot still being copied).
   void step(compute::Stream& stream);
+  // The next step's update waits for `fence` (replaces an earlier one, which the
+  // caller has waited for or let go).
+  void wait_before_update(std::shared_ptr<const UpdateFence> fence) { fence_ = std::move(fence); }
 
   Group& group(model::ParamGroup id) { return id == model::ParamGroup::backbone ? groups_[0] : groups_[1]; }
   const Group& group(model::ParamGroup id) const {
@@ -57,6 +63,7 @@ class Optimizer {
   OptimizerType type_;
   Group groups_[2];
   compute::DeviceBuffer m_, v_;
+  std::shared_ptr<const UpdateFence> fence_;
 };
 
 }  // namespace trainer::train

@@ -63,7 +63,11 @@ void TrainLoop::save(const std::vector<std::string>& which, const TrainingState&
   std::vector<std::string> paths;
   for (const auto& w : which) paths.push_back(checkpoint_path(w));
   auto snapshot = writer_->acquire(paths);
-  take_snapshot(*snapshot, model_.store(), with_optimizer ? &optimizer_ : nullptr, saved, stream_);
+  // On the CPU the large copies are made by the writer's copier thread during the
+  // next step's forward and backward; the update waits for them (train/update_fence.hpp).
+  take_snapshot(*snapshot, model_.store(), with_optimizer ? &optimizer_ : nullptr, saved, stream_,
+                SnapshotCopies::deferred_on_the_cpu);
+  if (snapshot->deferred_done) optimizer_.wait_before_update(snapshot->deferred_done);
   writer_->submit(std::move(snapshot), std::move(paths));
 }
 
@@ -131,9 +135,12 @@ TrainingState TrainLoop::run(TrainingState state) {
   long last_saved_step = -1;
   int started_epoch = -1;  // the epoch whose batches the loader already prepares
   stopped_by_signal_ = 0;
+  // Each epoch's overhead runs from the previous epoch's measurement, so that the
+  // metrics row and TensorBoard writes after it are counted too (in the next epoch).
+  Clock::time_point epoch_boundary = Clock::now();
 
   for (int epoch = state.epochs_completed; epoch < config_.max_epochs && !stop; ++epoch) {
-    const auto epoch_start = Clock::now();
+    const auto epoch_start = epoch_boundary;
     const EpochLr lr = lr_for_epoch(config_.lr, epoch);
     optimizer_.set_group(model::ParamGroup::head, lr.head, true);
     optimizer_.set_group(model::ParamGroup::backbone, lr.backbone, lr.backbone_trainable);
@@ -327,13 +334,15 @@ TrainingState TrainLoop::run(TrainingState state) {
     row.elapsed_s = seconds_since(start);
     row.steps_s = steps_seconds;
     row.val_s = val_seconds;
-    row.overhead_s = seconds_since(epoch_start) - steps_seconds - val_seconds;
+    epoch_boundary = Clock::now();
+    row.overhead_s = std::chrono::duration<double>(epoch_boundary - epoch_start).count() - steps_seconds - val_seconds;
     if (log_.is_root()) metrics.append(row);
     to_tensorboard([&](TensorBoardLog& tb) { tb.epoch_end(row); });
   }
   if (last_saved_step != state.global_step && (steps_this_run > 0 || !config_.save_initial))
     save({"last"}, state, !config_.save_weights_only);
-  if (writer_) writer_->wait();  // the files are complete before train returns
+  if (log_.is_root()) metrics.flush();  // the files are complete before train returns
+  if (writer_) writer_->wait();
   // No rank leaves before rank 0's checkpoint is on disk: a launcher that sees one
   // rank exit (with 130 after Ctrl-C, say) may kill the others.
   double written = 0;

@@ -31,12 +31,22 @@ struct Net {
   model::HeatmapModel net{*backend, model::ModelSpec{"resnet18", 2, 2}};
   train::Optimizer optimizer{net.store(), train::OptimizerConfig{}};
   Net() { net.initialize(7, backend->default_stream()); }
-  void snapshot(train::CheckpointWriter& writer, const std::vector<std::string>& paths, long step) {
+  // As the training loop takes one: with `deferred`, the copies of the parameters and
+  // moments are made by the writer's copier thread and the next update waits for them.
+  void snapshot(train::CheckpointWriter& writer, const std::vector<std::string>& paths, long step,
+                bool deferred = false) {
     train::TrainingState state;
     state.global_step = step;
     auto snap = writer.acquire(paths);
-    train::take_snapshot(*snap, net.store(), &optimizer, state, backend->default_stream());
+    train::take_snapshot(*snap, net.store(), &optimizer, state, backend->default_stream(),
+                         deferred ? train::SnapshotCopies::deferred_on_the_cpu : train::SnapshotCopies::now);
+    if (snap->deferred_done) optimizer.wait_before_update(snap->deferred_done);
     writer.submit(std::move(snap), paths);
+  }
+  std::vector<float> params() {
+    std::vector<float> p(net.store().parameter_count());
+    backend->download(p.data(), net.store().params_data(), p.size(), backend->default_stream());
+    return p;
   }
 };
 }  // namespace
@@ -95,15 +105,42 @@ TEST_CASE("a failed write is reported at check(), once, and later writes go on",
 }
 
 TEST_CASE("many snapshots in a row: the files hold the newest one", "[train][checkpoint]") {
-  const std::string dir = scratch("supersede");
+  const bool deferred = GENERATE(false, true);
+  INFO("deferred copies: " << deferred);
+  const std::string dir = scratch(deferred ? "supersede_deferred" : "supersede");
   Net n;
   {
     train::CheckpointWriter writer(n.net.store());
-    for (long step = 1; step <= 6; ++step) n.snapshot(writer, {dir + "/last.h5"}, step);
-    n.snapshot(writer, {dir + "/last.h5", dir + "/best.h5"}, 7);
-    n.snapshot(writer, {dir + "/last.h5"}, 8);  // must not supersede step 7's best.h5
+    for (long step = 1; step <= 6; ++step) n.snapshot(writer, {dir + "/last.h5"}, step, deferred);
+    n.snapshot(writer, {dir + "/last.h5", dir + "/best.h5"}, 7, deferred);
+    n.snapshot(writer, {dir + "/last.h5"}, 8, deferred);  // must not supersede step 7's best.h5
   }  // the destructor waits
   CHECK(train::load_training_state(dir + "/last.h5").global_step == 8);
   CHECK(train::load_training_state(dir + "/best.h5").global_step == 7);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a deferred snapshot holds the parameters of its boundary although the update follows at once",
+          "[train][checkpoint]") {
+  const std::string dir = scratch("deferred");
+  Net n;
+  auto& backend = *n.backend;
+  auto& stream = backend.default_stream();
+  backend.fill(n.net.store().grads_data(), 0.5f, n.net.store().parameter_count(), stream);
+  n.optimizer.set_group(model::ParamGroup::backbone, 1e-2, true);
+  n.optimizer.set_group(model::ParamGroup::head, 1e-2, true);
+  const std::vector<float> before = n.params();
+  {
+    train::CheckpointWriter writer(n.net.store());
+    n.snapshot(writer, {dir + "/last.h5"}, 1, true);
+    n.optimizer.step(stream);  // waits for the copier, then moves every parameter by about lr
+    const bool moved = n.params() != before;  // (a bool: Catch would print 11 M floats)
+    CHECK(moved);
+    writer.wait();
+  }
+  Net loaded;
+  train::load_model(dir + "/last.h5", loaded.net.store(), loaded.backend->default_stream());
+  const bool saved_before_update = loaded.params() == before;
+  CHECK(saved_before_update);
   std::filesystem::remove_all(dir);
 }
