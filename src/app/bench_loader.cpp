@@ -76,11 +76,12 @@ struct TempFile {
 // Unlabelled video frames (the semi-supervised steps' second batch): decode +
 // resize + normalize of consecutive sequences, as UnlabeledFrames delivers them.
 void bench_unlabeled(const std::string& videos, const std::vector<int>& worker_counts, int sequence, int height,
-                     int width, double seconds) {
+                     int width, int channels, double seconds) {
   const std::vector<std::string> files = data::list_videos(videos);
-  std::printf("unlabelled frames: %zu video(s) of %s, sequences of %d consecutive frames -> %dx%d float NCHW, "
-              "load average %s\n",
-              files.size(), videos.c_str(), sequence, height, width, load_average().c_str());
+  std::printf("unlabelled frames: %zu video(s) of %s, sequences of %d consecutive frames decoded as %s -> %dx%d "
+              "float NCHW, load average %s\n",
+              files.size(), videos.c_str(), sequence, channels == 1 ? "gray" : "RGB", height, width,
+              load_average().c_str());
   std::printf("%8s %14s %18s %22s\n", "workers", "frames/s", "frames/s/worker", "frames/CPU-second");
   for (int w : worker_counts) {
     data::UnlabeledOptions o;
@@ -88,6 +89,7 @@ void bench_unlabeled(const std::string& videos, const std::vector<int>& worker_c
     o.frames_per_rank = sequence;
     o.height = height;
     o.width = width;
+    o.channels = channels;
     o.num_workers = std::max(1, w);
     data::UnlabeledFrames frames(o);
     frames.start_epoch(0, 0);
@@ -130,7 +132,8 @@ int bench_loader(const Args& args) {
       ("data", po::value(&data_file)->default_value(""), "HDF5 dataset to read (default: synthetic)")
       ("frames", po::value(&frames)->default_value(frames), "synthetic frames")
       ("size", po::value(&size)->default_value(size), "synthetic frame size (square)")
-      ("channels", po::value(&channels)->default_value(channels), "synthetic frame channels (1 or 3)")
+      ("channels", po::value(&channels)->default_value(channels),
+       "synthetic frame channels, or with --unlabeled the decoded ones (1 or 3: the labelled frames')")
       ("deflate", po::value(&deflate)->default_value(deflate), "gzip level of the synthetic frames")
       ("height", po::value(&height)->default_value(height), "network input height (image_resize_dims)")
       ("width", po::value(&width)->default_value(width), "network input width")
@@ -161,7 +164,8 @@ int bench_loader(const Args& args) {
 
   if (!unlabeled.empty()) {
     if (sequence < 1) throw UserError("bench loader: --sequence must be at least 1");
-    bench_unlabeled(unlabeled, worker_counts, sequence, height, width, seconds);
+    if (channels != 1 && channels != 3) throw UserError("bench loader: --channels is 1 or 3");
+    bench_unlabeled(unlabeled, worker_counts, sequence, height, width, channels, seconds);
     return 0;
   }
 

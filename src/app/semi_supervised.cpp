@@ -58,6 +58,7 @@ SemiSupervised make_semi_supervised(const Config& config, const runtime::RunPlan
   options.world_size = world.size;
   options.height = config.data.image_resize_height;
   options.width = config.data.image_resize_width;
+  options.channels = dataset.channels();  // the network sees video frames as it sees labelled ones
   options.num_keypoints = k;
   options.seed = config.training.rng_seed_data_pt;
   options.num_workers = std::max(1, plan.rank.num_workers);

@@ -3,7 +3,7 @@
 
 #include <opencv2/core.hpp>  // cv::setNumThreads
 
-#include <algorithm>  // std::min, std::max, std::clamp
+#include <algorithm>  // std::min, std::max, std::clamp, std::upper_bound
 #include <cmath>      // NAN
 #include <memory>     // std::unique_ptr
 #include <numeric>    // std::iota
@@ -28,7 +28,11 @@ namespace {
 // decodes a whole run of consecutive windows, so the slots hold up to one run per
 // worker (fewer when the frames are large: the workers then wait for the loop).
 constexpr std::size_t kSlotBudgetBytes = std::size_t(256) << 20;
-constexpr int kChannels = 3;  // decoded as RGB; grayscale videos give three equal planes
+
+// The group of pictures `frame` is in: the number of keyframes at or before it.
+long gop_of(const std::vector<long>& keyframes, long frame) {
+  return static_cast<long>(std::upper_bound(keyframes.begin(), keyframes.end(), frame) - keyframes.begin());
+}
 }  // namespace
 
 UnlabeledFrames::UnlabeledFrames(UnlabeledOptions options) : options_(std::move(options)) {
@@ -40,6 +44,8 @@ UnlabeledFrames::UnlabeledFrames(UnlabeledOptions options) : options_(std::move(
     throw UserError("the unsupervised losses need unlabelled videos, and none was given",
                     "set data.video_dir to a folder of videos (lightning-pose's key)");
   if (options_.num_workers < 1) options_.num_workers = 1;
+  if (options_.channels != 1 && options_.channels != 3)
+    throw SystemError("unlabelled frames: channels must be 1 or 3, not " + std::to_string(options_.channels));
   if (!options_.allocator.allocate || !options_.allocator.release) options_.allocator = default_host_allocator();
   sequence_ = options_.frames_per_rank * options_.world_size;
   for (std::size_t v = 0; v < options_.videos.size(); ++v) {
@@ -54,12 +60,13 @@ UnlabeledFrames::UnlabeledFrames(UnlabeledOptions options) : options_(std::move(
     frame_counts_.push_back(frames);
     frame_heights_.push_back(probe.info().height);
     frame_widths_.push_back(probe.info().width);
+    keyframes_.push_back(keyframe_positions(options_.videos[v]));
     for (long first = 0; first + sequence_ <= frames; first += sequence_)
       windows_.push_back({static_cast<int>(v), first});
     // The count comes from the container and can be an estimate (duration x rate):
     // the last frame a window uses must decode now, not on one rank mid-training.
     std::vector<std::uint8_t> last;
-    probe.read((frames / sequence_) * sequence_ - 1, kChannels, last);
+    probe.read((frames / sequence_) * sequence_ - 1, options_.channels, last);
   }
   frame_floats_ = static_cast<std::size_t>(3) * options_.height * options_.width;
   const std::size_t slot_bytes = frame_floats_ * options_.frames_per_rank * sizeof(float);
@@ -97,15 +104,26 @@ void UnlabeledFrames::shut_down() noexcept {
 }
 
 std::vector<long> UnlabeledFrames::epoch_order(int epoch, std::vector<long>* run_ends) const {
-  // Runs of kWindowsPerRun consecutive windows of one video, shuffled by a
-  // Fisher-Yates shuffle keyed by (seed, epoch): the same on every rank and for any
-  // number of workers. Within a run the frames follow each other, so a worker
-  // decodes a run with one seek (a random window each step would seek each step, and
-  // a seek decodes from the keyframe before: most of the time for long-GOP video).
+  // Runs of consecutive windows of one video (those starting in one group of
+  // pictures, at most kMaxRunFrames frames; kWindowsPerRun windows when the keyframes
+  // are unknown), shuffled by a Fisher-Yates shuffle keyed by (seed, epoch): the same
+  // on every rank and for any number of workers. Within a run the frames follow each
+  // other, so a worker decodes a run with one seek (a random window each step would
+  // seek each step, and a seek decodes from the keyframe before: most of the time for
+  // long-GOP video). Starting runs at keyframes keeps what a seek decodes in vain
+  // below one window (plus the ranks before this one's share).
   std::vector<std::pair<long, long>> runs;  // [first window, end window)
   for (std::size_t i = 0; i < windows_.size();) {
+    const UnlabeledWindow& start = windows_[i];
+    const std::vector<long>& keyframes = keyframes_[static_cast<std::size_t>(start.video)];
+    const auto same_run = [&](const UnlabeledWindow& w, std::size_t count) {
+      if (w.video != start.video) return false;
+      if (keyframes.empty()) return count < kWindowsPerRun;
+      return w.first + sequence_ - start.first <= std::max<long>(kMaxRunFrames, sequence_) &&
+             gop_of(keyframes, w.first) == gop_of(keyframes, start.first);
+    };
     std::size_t j = i + 1;
-    while (j < windows_.size() && j - i < kWindowsPerRun && windows_[j].video == windows_[i].video) ++j;
+    while (j < windows_.size() && same_run(windows_[j], j - i)) ++j;
     runs.push_back({static_cast<long>(i), static_cast<long>(j)});
     i = j;
   }
@@ -229,8 +247,8 @@ void UnlabeledFrames::decode(VideoReader& reader, const UnlabeledWindow& w, Slot
   const long first = w.first + static_cast<long>(options_.rank) * options_.frames_per_rank;
   const int frame_h = frame_heights_[v], frame_w = frame_widths_[v];
   for (int i = 0; i < options_.frames_per_rank; ++i) {
-    reader.read(first + i, kChannels, raw);
-    frame_to_network_input(raw.data(), frame_h, frame_w, kChannels, options_.height, options_.width, scratch,
+    reader.read(first + i, options_.channels, raw);
+    frame_to_network_input(raw.data(), frame_h, frame_w, options_.channels, options_.height, options_.width, scratch,
                            slot.memory + static_cast<std::size_t>(i) * frame_floats_);
   }
   Batch& b = slot.batch;

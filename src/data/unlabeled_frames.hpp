@@ -6,7 +6,11 @@
 // `sequence_frames` consecutive frames (DALI's step = sequence_length); each epoch
 // visits the windows of all videos once, one window per training step, in runs of
 // kWindowsPerRun consecutive windows whose order is shuffled from (seed, epoch), and
-// wraps around when the labelled epoch has more steps than there are windows. Every rank draws the same window and decodes only its own
+// wraps around when the labelled epoch has more steps than there are windows. A run
+// holds the windows that start between two keyframes of the video (at most
+// kMaxRunFrames frames), so the seek that starts it decodes few frames it does not
+// use: a seek decodes from the keyframe before (about 100 ms mid-GOP for the
+// 250-frame GOPs of x264's defaults). Every rank draws the same window and decodes only its own
 // contiguous share: rank r gets frames [r * F, (r + 1) * F) of it, F = frames per
 // rank from the batch plan (lightning-pose's ceil(sequence_length / GPUs)). So the
 // union over ranks is one contiguous sequence of F * world frames, which is what
@@ -41,6 +45,7 @@ struct UnlabeledOptions {
   int world_size = 1;
   int height = 256;                 // network input (image_resize_dims)
   int width = 256;
+  int channels = 3;                 // decoded as RGB (3) or gray (1): the labelled frames' channels
   int num_keypoints = 0;            // sizes Batch::keypoints (all NaN: no labels)
   std::uint64_t seed = 0;           // rng_seed_data_pt
   int num_workers = 1;              // decoding threads (at least 1)
@@ -55,7 +60,9 @@ struct UnlabeledWindow {
 
 class UnlabeledFrames {
  public:
-  // Consecutive windows decoded in a row (one seek): 8 windows of 32 frames = 256.
+  // Consecutive windows decoded in a row (one seek): those between two keyframes,
+  // at most this many frames; kWindowsPerRun windows when the keyframes are unknown.
+  static constexpr long kMaxRunFrames = 512;
   static constexpr std::size_t kWindowsPerRun = 8;
 
   // Opens every video (UserError naming one that cannot be read or is shorter than a
@@ -92,6 +99,7 @@ class UnlabeledFrames {
   int sequence_ = 0;
   std::vector<long> frame_counts_;
   std::vector<int> frame_heights_, frame_widths_;
+  std::vector<std::vector<long>> keyframes_;  // per video (keyframe_positions; may be empty)
   std::vector<UnlabeledWindow> windows_;  // every window of every video, in file order
   std::size_t frame_floats_ = 0;
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -160,6 +160,16 @@ bool VideoReader::decodes_past_end() {
   return more;
 }
 
+std::vector<long> keyframe_positions(const std::string& path) {
+  // FFmpeg's raw stream mode: grab() returns packets undecoded, with their key flag.
+  cv::VideoCapture packets;
+  if (!packets.open(path, cv::CAP_FFMPEG, {cv::CAP_PROP_FORMAT, -1}) || !packets.isOpened()) return {};
+  std::vector<long> keyframes;
+  for (long packet = 0; packets.grab(); ++packet)
+    if (packets.get(cv::CAP_PROP_LRF_HAS_KEY_FRAME) != 0) keyframes.push_back(packet);
+  return keyframes;
+}
+
 void frame_to_network_input(const std::uint8_t* frame, int h, int w, int c, int out_h, int out_w,
                             std::vector<std::uint8_t>& scratch, float* out) {
   // The loader's un-augmented path (Augmentation::kNone: the transform draws nothing).

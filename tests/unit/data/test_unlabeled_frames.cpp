@@ -22,8 +22,10 @@ using trainer::data::UnlabeledOptions;
 using trainer::data::testing::ScratchDir;
 
 namespace {
-void write_video(const std::string& path, int frames, int w = 48, int h = 32) {
-  cv::VideoWriter writer(path, cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), 25, cv::Size(w, h), true);
+// MJPG: every frame a keyframe; mp4v (MPEG-4 part 2): a keyframe every 12 frames.
+void write_video(const std::string& path, int frames, int w = 48, int h = 32, const char* codec = "MJPG") {
+  cv::VideoWriter writer(path, cv::VideoWriter::fourcc(codec[0], codec[1], codec[2], codec[3]), 25, cv::Size(w, h),
+                         true);
   REQUIRE(writer.isOpened());
   for (int i = 0; i < frames; ++i) {
     cv::Mat img(h, w, CV_8UC3, cv::Scalar(20, 40, 60));
@@ -47,21 +49,21 @@ UnlabeledOptions options(const std::vector<std::string>& videos, int per_rank, i
 }
 
 // The network input of frame `index` of `path`, as the loader makes it.
-std::vector<float> expected_frame(const std::string& path, long index) {
+std::vector<float> expected_frame(const std::string& path, long index, int channels = 3) {
   trainer::data::VideoReader reader(path);
   std::vector<std::uint8_t> raw, scratch;
-  reader.read(index, 3, raw);
+  reader.read(index, channels, raw);
   std::vector<float> out(3 * 32 * 32);
-  trainer::data::frame_to_network_input(raw.data(), reader.info().height, reader.info().width, 3, 32, 32, scratch,
-                                        out.data());
+  trainer::data::frame_to_network_input(raw.data(), reader.info().height, reader.info().width, channels, 32, 32,
+                                        scratch, out.data());
   return out;
 }
 }  // namespace
 
 TEST_CASE("unlabelled frames: every rank draws the same window and decodes its own share", "[data]") {
   ScratchDir dir("unlabeled_frames");
-  const std::string a = dir.file("a.avi"), b = dir.file("b.avi");
-  write_video(a, 37);  // 4 windows of 8 (frames 32..36 are in none)
+  const std::string a = dir.file("a.mp4"), b = dir.file("b.avi");
+  write_video(a, 37, 48, 32, "mp4v");  // 4 windows of 8 (frames 32..36 are in none)
   write_video(b, 16);  // 2 windows
   UnlabeledFrames rank0(options({a, b}, 4, 0, 2)), rank1(options({a, b}, 4, 1, 2));
   REQUIRE(rank0.sequence_frames() == 8);
@@ -77,12 +79,18 @@ TEST_CASE("unlabelled frames: every rank draws the same window and decodes its o
     CHECK(seen.size() == 6);  // an epoch visits every window once
     CHECK(rank0.window(epoch, 6).first == rank0.window(epoch, 0).first);  // then wraps around
   }
-  // Runs of consecutive windows (one seek per run): video a's 4 windows follow each
-  // other in order; the order of the runs changes from epoch to epoch.
+  // Runs of consecutive windows (one seek per run): the windows that start in one
+  // group of pictures follow each other in order. Video a is mp4v with a keyframe
+  // every 12 frames, so its windows at 0 and 8 form one run, 16 and 24 one each; b is
+  // MJPG, every frame a keyframe, so each of its windows is a run (a seek there
+  // decodes nothing in vain).
+  REQUIRE(trainer::data::keyframe_positions(a) == std::vector<long>{0, 12, 24, 36});
+  REQUIRE(trainer::data::keyframe_positions(b).size() == 16);
   for (int epoch : {0, 1}) {
     long at = 0;
-    while (rank0.window(epoch, at).video != 0) ++at;
-    for (long i = 0; i < 4; ++i) CHECK(rank0.window(epoch, at + i).first == 8 * i);
+    while (!(rank0.window(epoch, at).video == 0 && rank0.window(epoch, at).first == 0)) ++at;
+    CHECK(rank0.window(epoch, at + 1).video == 0);
+    CHECK(rank0.window(epoch, at + 1).first == 8);
   }
   bool reshuffled = false;
   for (int epoch = 1; epoch < 10; ++epoch)
@@ -113,6 +121,23 @@ TEST_CASE("unlabelled frames: every rank draws the same window and decodes its o
   rank0.start_epoch(1, 2);
   const Batch& again = rank0.next();
   CHECK(again.frame_index[0] == rank0.window(1, 2).first);
+}
+
+TEST_CASE("unlabelled frames of a grayscale dataset are decoded as gray", "[data]") {
+  ScratchDir dir("unlabeled_gray");
+  const std::string a = dir.file("a.avi");
+  write_video(a, 16);
+  UnlabeledOptions o = options({a}, 8, 0, 1);
+  o.channels = 1;
+  UnlabeledFrames frames(o);
+  frames.start_epoch(0, 0);
+  const Batch& batch = frames.next();
+  const auto want = expected_frame(a, batch.frame_index[0], 1);
+  const std::vector<float> got(batch.images, batch.images + want.size());
+  CHECK(got == want);
+  CHECK(got != expected_frame(a, batch.frame_index[0], 3));  // the coloured rectangle differs in gray
+  o.channels = 2;
+  CHECK_THROWS_AS(UnlabeledFrames(o), trainer::SystemError);
 }
 
 TEST_CASE("unlabelled frames: a video shorter than a sequence, or none, is a user error", "[data]") {
