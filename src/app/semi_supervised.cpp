@@ -61,7 +61,7 @@ SemiSupervised make_semi_supervised(const Config& config, const runtime::RunPlan
   options.channels = dataset.channels();  // the network sees video frames as it sees labelled ones
   options.num_keypoints = k;
   options.seed = config.training.rng_seed_data_pt;
-  options.num_workers = std::max(1, plan.rank.num_workers);
+  options.num_workers = plan.rank.unlabeled_workers;
   options.allocator = batch_allocator(backend);
   semi.frames = std::make_unique<data::UnlabeledFrames>(options);
   semi.source = std::make_unique<UnlabeledFramesSource>(*semi.frames);

@@ -7,6 +7,7 @@
 #include "runtime/devices.hpp"         // parse_devices, select_device
 #include "runtime/launcher_check.hpp"  // check_launcher, check_num_nodes
 #include "runtime/visible_gpus.hpp"    // built_with_cuda
+#include "util/env.hpp"                // env_int
 #include "util/error.hpp"              // UserError
 #include "util/name_list.hpp"          // join_names
 
@@ -152,6 +153,20 @@ RunPlan plan_run(const Config& config, const World& world, int visible_gpus, con
   // Workers are a node-wide matter: the node's first rank reports over-subscription.
   std::vector<std::string> node_warnings;
   mine.num_workers = workers_per_rank(training.num_workers, env, cores, world.local_size, &node_warnings);
+  if (mine.unlabeled_frames > 0) {
+    // The unlabelled frames have decoding threads of their own, as many as the loader's
+    // (at least one); those over-subscribe a node the labelled workers alone fit.
+    mine.unlabeled_workers = std::max(1, mine.num_workers);
+    const int threads = (mine.num_workers + mine.unlabeled_workers) * std::max(world.local_size, 1);
+    const int node_cores = static_cast<int>(env_int(env, "SLURM_CPUS_ON_NODE").value_or(cores));
+    if (node_warnings.empty() && threads > node_cores)
+      node_warnings.push_back(std::to_string(mine.num_workers) + " loader + " + std::to_string(mine.unlabeled_workers) +
+                              " unlabelled-video workers x " + std::to_string(std::max(world.local_size, 1)) +
+                              " ranks = " + std::to_string(threads) + " threads on a node with " +
+                              std::to_string(node_cores) +
+                              " cores: the node is over-subscribed (hint: lower training.num_workers or raise "
+                              "--cpus-per-task)");
+  }
   if (world.local_rank == 0) {
     for (const auto& w : node_warnings) mine.warnings.push_back("node " + world.hostname + ": " + w);
   }

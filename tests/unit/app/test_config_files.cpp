@@ -12,16 +12,11 @@
 #include "app/config_parse.hpp"
 #include "util/name_list.hpp"  // join_names
 #include "config_test_util.hpp"
+#include "../text_file.hpp"  // read_text_file
+
+using trainer::testing::read_text_file;
 
 namespace {
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 // The cells of one markdown table row "| a | b\\|c |" -> {"a", "b\\|c"}, trimmed; an
 // escaped bar "\\|" stays inside its cell.
 std::vector<std::string> table_cells(const std::string& row) {
@@ -113,7 +108,7 @@ TEST_CASE("inputs/mirror-mouse.cfg matches lightning-pose's mirror-mouse example
 }
 
 TEST_CASE("docs/CONFIG.md lists every key with its default", "[app][config]") {
-  const std::string doc = read_text(std::string(TRAINER_SOURCE_DIR) + "/docs/CONFIG.md");
+  const std::string doc = read_text_file(std::string(TRAINER_SOURCE_DIR) + "/docs/CONFIG.md");
   const trainer::Config defaults;
   for (const auto& key : trainer::app::config_detail::config_keys()) {
     const std::string value = key.get(defaults);
@@ -127,7 +122,7 @@ TEST_CASE("docs/CONFIG.md lists every key with its default", "[app][config]") {
 // Reads the names through the key table, so a choice added or changed in any layer
 // (loss, backbone, model type included) is checked without touching this test.
 TEST_CASE("docs/CONFIG.md lists exactly the names every choice key accepts", "[app][config]") {
-  const std::string doc = read_text(std::string(TRAINER_SOURCE_DIR) + "/docs/CONFIG.md");
+  const std::string doc = read_text_file(std::string(TRAINER_SOURCE_DIR) + "/docs/CONFIG.md");
   int choice_keys = 0;
   for (const auto& key : trainer::app::config_detail::config_keys()) {
     INFO(key.full_name());

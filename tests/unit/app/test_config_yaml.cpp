@@ -16,7 +16,9 @@
 #include "app/config_yaml.hpp"     // parse_yaml_leaves, parse_override, is_yaml_config
 #include "config_test_util.hpp"    // ScratchDir, CaptureStdout, parse, expect_user_error
 #include "model/backbone_registry.hpp"  // backbone_names
+#include "../text_file.hpp"  // read_text_file
 
+using trainer::testing::read_text_file;
 using config_test::expect_user_error;
 using config_test::parse;
 using config_test::ScratchDir;
@@ -25,14 +27,6 @@ using namespace trainer::app::config_detail;
 namespace {
 
 const std::string kConfigs = std::string(TRAINER_SOURCE_DIR) + "/tests/data/lightning-pose-configs/";
-
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  REQUIRE(in);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // The overrides a user of the mirror-mouse example gives: the data path (its
 // ${LP_ROOT_PATH:} is lightning-pose's install folder) and no unsupervised loss;
@@ -53,7 +47,7 @@ TEST_CASE("every leaf key of lightning-pose's example configs is a key or a rule
   for (const auto& entry : std::filesystem::directory_iterator(kConfigs)) {
     if (entry.path().extension() != ".yaml") continue;
     ++files;
-    for (const auto& leaf : parse_yaml_leaves(read(entry.path().string()), entry.path().filename().string())) {
+    for (const auto& leaf : parse_yaml_leaves(read_text_file(entry.path().string()), entry.path().filename().string())) {
       INFO(leaf.where << ": " << leaf.path);
       CHECK((key_for_yaml_path(leaf.path) != nullptr || find_lp_rule(leaf.path) != nullptr));
       ++leaves;
@@ -64,13 +58,13 @@ TEST_CASE("every leaf key of lightning-pose's example configs is a key or a rule
 }
 
 TEST_CASE("docs/CONFIG.md lists every lightning-pose key the trainer knows", "[app][config][yaml][docs]") {
-  const std::string doc = read(std::string(TRAINER_SOURCE_DIR) + "/docs/CONFIG.md");
+  const std::string doc = read_text_file(std::string(TRAINER_SOURCE_DIR) + "/docs/CONFIG.md");
   for (const auto& rule : lp_key_rules()) {
     INFO(rule.path);
     CHECK(doc.find("`" + rule.path + (rule.prefix ? ".*`" : "`")) != std::string::npos);
   }
   // And every leaf of config_default.yaml has a row.
-  for (const auto& leaf : parse_yaml_leaves(read(kConfigs + "config_default.yaml"), "config_default.yaml")) {
+  for (const auto& leaf : parse_yaml_leaves(read_text_file(kConfigs + "config_default.yaml"), "config_default.yaml")) {
     if (leaf.path.rfind("hydra.", 0) == 0) continue;  // one row for the section
     INFO(leaf.path);
     const bool row = doc.find("| `" + leaf.path + "` |") != std::string::npos;

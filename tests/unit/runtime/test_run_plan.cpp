@@ -137,6 +137,19 @@ TEST_CASE("plan: over-subscribed workers are reported once per node", "[runtime]
   CHECK(plan_run(config, node_world(1, 1, 2), 0, {}, 4).rank.warnings.empty());
 }
 
+TEST_CASE("plan: the unlabelled-video workers count towards over-subscription", "[runtime]") {
+  Config config;
+  config.training.num_workers = 1;  // 1 loader worker x 2 ranks fit 4 cores ...
+  CHECK(plan_run(config, node_world(0, 1, 2), 0, {}, 4).rank.unlabeled_workers == 0);
+  CHECK_FALSE(contains(plan_run(config, node_world(0, 1, 2), 0, {}, 4).rank.warnings, "over-subscribed"));
+  config.model.losses_to_use = {"temporal"};  // ... but not with a decoding thread each
+  const RankPlan semi = plan_run(config, node_world(0, 1, 2), 0, {}, 3).rank;
+  CHECK(semi.unlabeled_workers == 1);
+  CHECK(contains(semi.warnings, "1 loader + 1 unlabelled-video workers x 2 ranks = 4 threads"));
+  config.training.num_workers = 0;  // no loader workers: still one decoding thread
+  CHECK(plan_run(config, node_world(0, 1, 2), 0, {}, 4).rank.unlabeled_workers == 1);
+}
+
 TEST_CASE("plan: hypothetical cluster, as under sbatch --cpus-per-task", "[runtime]") {
   Config config;
   ClusterShape shape;

@@ -12,15 +12,9 @@
 #include <string>
 
 #include "train/metrics_log.hpp"
+#include "../text_file.hpp"  // read_text_file
 
-namespace {
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-}  // namespace
+using trainer::testing::read_text_file;
 
 TEST_CASE("metrics.csv keeps the epochs before the resume point", "[train]") {
   const std::string path =
@@ -43,7 +37,7 @@ TEST_CASE("metrics.csv keeps the epochs before the resume point", "[train]") {
       log.append(m);
     }
   }
-  std::string text = slurp(path);
+  std::string text = read_text_file(path);
   CHECK(text.rfind(trainer::train::MetricsLog::header(), 0) == 0);
   CHECK(text.find("\n1,20,0.5,0.5,3.25,") != std::string::npos);
   CHECK(text.find("\n0,10,1,,,") != std::string::npos);
@@ -60,7 +54,7 @@ TEST_CASE("metrics.csv keeps the epochs before the resume point", "[train]") {
     m.step = 99;
     log.append(m);
   }
-  text = slurp(path);
+  text = read_text_file(path);
   CHECK(text.find("\n2,30,") == std::string::npos);
   CHECK(text.find("\n2,25,") == std::string::npos);  // a step after the resume point
   CHECK(text.find("\n1,15,") != std::string::npos);

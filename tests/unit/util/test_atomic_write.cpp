@@ -13,18 +13,14 @@
 #include "../data/scratch_dir.hpp"  // ScratchDir
 #include "util/atomic_write.hpp"
 #include "util/error.hpp"  // UserError
+#include "../text_file.hpp"  // read_text_file
 
+using trainer::testing::read_text_file;
 using trainer::data::testing::ScratchDir;
 namespace fs = std::filesystem;
 
 namespace {
 
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 void touch(const std::string& path) { std::ofstream(path) << "partial"; }
 
@@ -45,7 +41,7 @@ TEST_CASE("write_file_atomically writes the whole text and leaves no temporary f
   const std::string path = dir.file("config.ini");
   trainer::write_file_atomically(path, "a = 1\n");
   trainer::write_file_atomically(path, "a = 2\n");  // replaces
-  CHECK(read(path) == "a = 2\n");
+  CHECK(read_text_file(path) == "a = 2\n");
   CHECK_FALSE(fs::exists(trainer::temp_path_for(path)));
   CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
 }

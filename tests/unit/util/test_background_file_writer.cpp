@@ -3,24 +3,15 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ifstream
-#include <sstream>     // std::ostringstream
 
 #include "../data/scratch_dir.hpp"  // ScratchDir
 #include "util/background_file_writer.hpp"
 #include "util/error.hpp"  // UserError
+#include "../text_file.hpp"  // read_text_file
 
+using trainer::testing::read_text_file;
 using trainer::BackgroundFileWriter;
 using trainer::data::testing::ScratchDir;
-
-namespace {
-std::string read(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-}  // namespace
 
 TEST_CASE("the background writer leaves the newest content on disk", "[util][background_file]") {
   ScratchDir dir("background_newest");
@@ -28,10 +19,10 @@ TEST_CASE("the background writer leaves the newest content on disk", "[util][bac
   BackgroundFileWriter file(path);
   for (int i = 0; i < 50; ++i) file.write("version " + std::to_string(i) + "\n");
   file.wait();
-  CHECK(read(path) == "version 49\n");
+  CHECK(read_text_file(path) == "version 49\n");
   file.write("after wait\n");
   file.wait();
-  CHECK(read(path) == "after wait\n");
+  CHECK(read_text_file(path) == "after wait\n");
 }
 
 TEST_CASE("the background writer's destructor writes what is pending", "[util][background_file]") {
@@ -42,7 +33,7 @@ TEST_CASE("the background writer's destructor writes what is pending", "[util][b
     file.write("first\n");
     file.write("last\n");
   }
-  CHECK(read(path) == "last\n");
+  CHECK(read_text_file(path) == "last\n");
 }
 
 TEST_CASE("a failed background write is thrown by the next call, once", "[util][background_file]") {
