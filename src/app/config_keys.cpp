@@ -418,7 +418,8 @@ std::vector<ConfigKey> build_table() {
               "batch for testing and prediction (per rank, not divided)")
           .lp("training.test_batch_size"),
       integer("training", "context_batch_size", field(T, &TC::context_batch_size), 1, kIntMax,
-              "frames per batch for heatmap_mhcrnn (context) models")
+              "heatmap_mhcrnn with unsupervised losses: unlabelled video frames per step, global; each rank "
+              "gets ceil((B - 4) / GPUs) + 4 consecutive frames")
           .lp("dali.context.train.batch_size"),
       integer("training", "unlabeled_sequence_length", field(T, &TC::unlabeled_sequence_length), 1, kIntMax,
               "unlabelled video frames per step, global: each rank gets ceil(L / GPUs) consecutive frames")

@@ -64,7 +64,7 @@ void validate_combinations(const Config& c, const OriginOf& origin_of) {
     }
   }
 
-  // Unsupervised losses: videos to read, views for pca_multiview, a model that has them.
+  // Unsupervised losses: videos to read, views for pca_multiview.
   const auto& losses = c.model.losses_to_use;
   const auto uses = [&](const char* name) { return std::find(losses.begin(), losses.end(), name) != losses.end(); };
   if (!losses.empty()) {
@@ -73,11 +73,6 @@ void validate_combinations(const Config& c, const OriginOf& origin_of) {
                           " lists unsupervised losses, but data.video_dir is not set",
                       "set data.video_dir to a folder of unlabelled videos of the same setup, or "
                       "losses_to_use = [] for supervised training");
-    if (c.model.model_type != "heatmap")
-      throw UserError("model.losses_to_use" + from(origin_of, "model.losses_to_use") +
-                          " with model.model_type = " + c.model.model_type + from(origin_of, "model.model_type") +
-                          ": the unsupervised losses train the heatmap model only in this version",
-                      "use model_type = heatmap, or losses_to_use = [] with heatmap_mhcrnn");
   }
   if (uses("pca_multiview") && d.mirrored_column_matches.size() < 2)
     throw UserError("model.losses_to_use lists pca_multiview" + from(origin_of, "model.losses_to_use") +

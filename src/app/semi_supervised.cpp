@@ -54,6 +54,7 @@ SemiSupervised make_semi_supervised(const Config& config, const runtime::RunPlan
   data::UnlabeledOptions options;
   options.videos = videos;
   options.frames_per_rank = plan.rank.unlabeled_frames;
+  options.context = plan.rank.context_batch_size > 0;  // heatmap_mhcrnn: context batches
   options.rank = world.rank;
   options.world_size = world.size;
   options.height = config.data.image_resize_height;
@@ -71,8 +72,9 @@ SemiSupervised make_semi_supervised(const Config& config, const runtime::RunPlan
     return names;
   }() + " on " + std::to_string(options.videos.size()) + " video(s) of " + video_dir + ": " +
            std::to_string(semi.frames->sequence_frames()) + " consecutive frames per step (" +
-           std::to_string(options.frames_per_rank) + " per rank), " + std::to_string(semi.frames->windows()) +
-           " sequences");
+           std::to_string(options.frames_per_rank) + " per rank" +
+           (options.context ? ", " + std::to_string(semi.frames->rows_per_rank()) + " rows of 5 context frames" : "") +
+           "), " + std::to_string(semi.frames->windows()) + " sequences");
   return semi;
 }
 

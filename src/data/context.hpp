@@ -14,6 +14,7 @@ namespace trainer::data {
 class Dataset;
 
 inline constexpr int kContextFrames = 5;
+inline constexpr int kHalfContext = kContextFrames / 2;  // frames on either side of the centre
 
 class ContextIndex {
  public:

@@ -5,9 +5,11 @@
 
 #include <algorithm>  // std::min, std::max, std::clamp, std::upper_bound
 #include <cmath>      // NAN
+#include <cstring>    // std::memcpy
 #include <memory>     // std::unique_ptr
 #include <numeric>    // std::iota
 
+#include "data/context.hpp"       // kContextFrames, kHalfContext
 #include "data/rng.hpp"           // KeyedRng, RngPurpose
 #include "data/video_reader.hpp"  // VideoReader, frame_to_network_input
 #include "util/error.hpp"         // UserError, SystemError
@@ -47,16 +49,23 @@ UnlabeledFrames::UnlabeledFrames(UnlabeledOptions options) : options_(std::move(
   if (options_.channels != 1 && options_.channels != 3)
     throw SystemError("unlabelled frames: channels must be 1 or 3, not " + std::to_string(options_.channels));
   if (!options_.allocator.allocate || !options_.allocator.release) options_.allocator = default_host_allocator();
-  sequence_ = options_.frames_per_rank * options_.world_size;
+  if (options_.context && options_.frames_per_rank < kContextFrames)
+    throw UserError("unlabelled context batches need at least " + std::to_string(kContextFrames) +
+                    " frames per rank, not " + std::to_string(options_.frames_per_rank));
+  rows_ = options_.context ? options_.frames_per_rank - 2 * kHalfContext : options_.frames_per_rank;
+  sequence_ = rows_ * options_.world_size + (options_.context ? 2 * kHalfContext : 0);
   for (std::size_t v = 0; v < options_.videos.size(); ++v) {
     VideoReader probe(options_.videos[v]);  // errors for missing / undecodable files, before any thread
     const long frames = probe.info().frame_count;
     if (frames < sequence_)
       throw UserError("video " + options_.videos[v] + " has " + std::to_string(frames) +
                           " frames, fewer than one unlabelled sequence of " + std::to_string(sequence_) +
-                          " frames (" + std::to_string(options_.frames_per_rank) + " per rank x " +
-                          std::to_string(options_.world_size) + " ranks)",
-                      "lower dali.base.train.sequence_length, or leave the video out of data.video_dir");
+                          " frames (" + std::to_string(rows_) + (options_.context ? " context rows" : "") +
+                          " per rank x " + std::to_string(options_.world_size) + " ranks" +
+                          (options_.context ? " + 4 context frames" : "") + ")",
+                      options_.context
+                          ? "lower dali.context.train.batch_size, or leave the video out of data.video_dir"
+                          : "lower dali.base.train.sequence_length, or leave the video out of data.video_dir");
     frame_counts_.push_back(frames);
     frame_heights_.push_back(probe.info().height);
     frame_widths_.push_back(probe.info().width);
@@ -69,7 +78,8 @@ UnlabeledFrames::UnlabeledFrames(UnlabeledOptions options) : options_(std::move(
     probe.read((frames / sequence_) * sequence_ - 1, options_.channels, last);
   }
   frame_floats_ = static_cast<std::size_t>(3) * options_.height * options_.width;
-  const std::size_t slot_bytes = frame_floats_ * options_.frames_per_rank * sizeof(float);
+  const std::size_t slot_bytes =
+      frame_floats_ * static_cast<std::size_t>(rows_) * (options_.context ? kContextFrames : 1) * sizeof(float);
   const int num_slots = static_cast<int>(std::clamp<std::size_t>(
       kSlotBudgetBytes / slot_bytes, 2, std::size_t(options_.num_workers) * kWindowsPerRun));
   try {
@@ -165,6 +175,7 @@ void UnlabeledFrames::worker_main() {
   std::unique_ptr<VideoReader> reader;
   int reader_video = -1;
   std::vector<std::uint8_t> raw, scratch;
+  std::vector<float> frames;  // context: the rank's frames before they are copied into rows
   std::vector<long> order, run_ends;
   int order_epoch = -1;
   const long num_slots = static_cast<long>(slots_.size());
@@ -217,7 +228,7 @@ void UnlabeledFrames::worker_main() {
           reader = std::make_unique<VideoReader>(options_.videos[static_cast<std::size_t>(w.video)]);
           reader_video = w.video;
         }
-        decode(*reader, w, slot, raw, scratch);
+        decode(*reader, w, slot, raw, scratch, frames);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex_);
         slot.busy = false;
@@ -242,19 +253,32 @@ void UnlabeledFrames::worker_main() {
 }
 
 void UnlabeledFrames::decode(VideoReader& reader, const UnlabeledWindow& w, Slot& slot, std::vector<std::uint8_t>& raw,
-                             std::vector<std::uint8_t>& scratch) {
+                             std::vector<std::uint8_t>& scratch, std::vector<float>& frames) {
   const auto v = static_cast<std::size_t>(w.video);
-  const long first = w.first + static_cast<long>(options_.rank) * options_.frames_per_rank;
+  const long first = w.first + static_cast<long>(options_.rank) * rows_;
   const int frame_h = frame_heights_[v], frame_w = frame_widths_[v];
+  // Without context the frames go straight into the slot; with context into
+  // `frames`, then each row gets its five.
+  float* decoded = slot.memory;
+  if (options_.context) {
+    frames.resize(frame_floats_ * static_cast<std::size_t>(options_.frames_per_rank));
+    decoded = frames.data();
+  }
   for (int i = 0; i < options_.frames_per_rank; ++i) {
     reader.read(first + i, options_.channels, raw);
     frame_to_network_input(raw.data(), frame_h, frame_w, options_.channels, options_.height, options_.width, scratch,
-                           slot.memory + static_cast<std::size_t>(i) * frame_floats_);
+                           decoded + static_cast<std::size_t>(i) * frame_floats_);
+  }
+  if (options_.context) {
+    for (int r = 0; r < rows_; ++r)
+      std::memcpy(slot.memory + static_cast<std::size_t>(r) * kContextFrames * frame_floats_,
+                  decoded + static_cast<std::size_t>(r) * frame_floats_,
+                  kContextFrames * frame_floats_ * sizeof(float));  // frames r .. r + 4, consecutive
   }
   Batch& b = slot.batch;
-  const auto n = static_cast<std::size_t>(options_.frames_per_rank);
-  b.size = options_.frames_per_rank;
-  b.context_frames = 1;
+  const auto n = static_cast<std::size_t>(rows_);
+  b.size = rows_;
+  b.context_frames = options_.context ? kContextFrames : 1;
   b.height = options_.height;
   b.width = options_.width;
   b.num_keypoints = options_.num_keypoints;
@@ -262,7 +286,8 @@ void UnlabeledFrames::decode(VideoReader& reader, const UnlabeledWindow& w, Slot
   b.keypoints.assign(n * static_cast<std::size_t>(options_.num_keypoints) * 2, NAN);
   b.missing.assign(n * static_cast<std::size_t>(options_.num_keypoints), 1);
   b.frame_index.resize(n);
-  for (std::size_t i = 0; i < n; ++i) b.frame_index[i] = first + static_cast<long>(i);
+  const long centre = options_.context ? kHalfContext : 0;
+  for (std::size_t i = 0; i < n; ++i) b.frame_index[i] = first + centre + static_cast<long>(i);
   b.is_real.assign(n, 1);
   b.scale_x.assign(n, static_cast<float>(frame_w) / options_.width);
   b.scale_y.assign(n, static_cast<float>(frame_h) / options_.height);

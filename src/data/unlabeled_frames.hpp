@@ -17,6 +17,12 @@
 // one process would train on, and every rank has a batch at every step (no uneven
 // step count can hang a collective).
 //
+// heatmap_mhcrnn (`context`): lightning-pose's context batch. A window has
+// G * R + 4 frames (R = rows per rank = F - 4, F = the plan's ceil((B - 4) / G) + 4);
+// rank r decodes frames [r * R, r * R + F) of it and gets R rows, row i holding
+// frames i .. i + 4 (context for the centre frame i + 2). So the ranks' centre frames
+// are the window's frames 2 .. G * R + 1 once each, as on one GPU with B = G * R + 4.
+//
 // Decoding runs on worker threads ahead of the training loop, each worker a whole
 // run at a time with its own decoders (one seek per run); frames are resized and normalized exactly as the
 // loader does for un-augmented labelled frames (frame_to_network_input).
@@ -41,6 +47,7 @@ namespace trainer::data {
 struct UnlabeledOptions {
   std::vector<std::string> videos;  // video files (list_videos of data.video_dir)
   int frames_per_rank = 0;          // F: the batch plan's per-rank share of a sequence
+  bool context = false;             // heatmap_mhcrnn: rows of 5 frames, F - 4 rows per rank
   int rank = 0;
   int world_size = 1;
   int height = 256;                 // network input (image_resize_dims)
@@ -72,7 +79,8 @@ class UnlabeledFrames {
   UnlabeledFrames(const UnlabeledFrames&) = delete;
   UnlabeledFrames& operator=(const UnlabeledFrames&) = delete;
 
-  int sequence_frames() const { return sequence_; }  // frames_per_rank * world_size
+  int sequence_frames() const { return sequence_; }  // F * G, or (F - 4) * G + 4 with context
+  int rows_per_rank() const { return rows_; }        // F, or F - 4 with context
   long windows() const { return long(windows_.size()); }
   const std::vector<long>& video_frame_counts() const { return frame_counts_; }
 
@@ -93,10 +101,11 @@ class UnlabeledFrames {
   void worker_main();
   void shut_down() noexcept;  // stops and joins the workers, frees the slots
   void decode(class VideoReader& reader, const UnlabeledWindow& w, Slot& slot, std::vector<std::uint8_t>& raw,
-              std::vector<std::uint8_t>& scratch);
+              std::vector<std::uint8_t>& scratch, std::vector<float>& frames);
 
   UnlabeledOptions options_;
   int sequence_ = 0;
+  int rows_ = 0;
   std::vector<long> frame_counts_;
   std::vector<int> frame_heights_, frame_widths_;
   std::vector<std::vector<long>> keyframes_;  // per video (keyframe_positions; may be empty)

@@ -7,7 +7,7 @@
 #include <cmath>      // NAN
 #include <cstring>    // std::memcpy
 
-#include "data/context.hpp"       // kContextFrames
+#include "data/context.hpp"       // kContextFrames, kHalfContext
 #include "data/video_reader.hpp"  // VideoReader, frame_to_network_input
 #include "util/error.hpp"         // UserError, SystemError
 
@@ -19,10 +19,6 @@ struct VideoBatches::Slot {
   long first = 0;          // video frame number of the first stored frame
   bool ready = false;
 };
-
-namespace {
-constexpr int kHalfContext = kContextFrames / 2;
-}
 
 VideoBatches::VideoBatches(const std::string& path, long begin, long end, VideoBatchOptions options)
     : path_(path), options_(std::move(options)) {

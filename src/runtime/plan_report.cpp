@@ -90,7 +90,10 @@ std::string plan_text(const RunPlan& p, const std::vector<std::string>& rows) {
   os << "global batch: train " << p.train_batch_size << ", val " << p.val_batch_size
      << ", context " << p.context_batch_size << "; divided over G=" << p.data_parallel_ranks
      << " data-parallel ranks (test batch is not divided)\n";
-  if (p.unlabeled_sequence_length > 0)
+  if (p.unlabeled_sequence_length > 0 && p.unlabeled_context)
+    os << "unlabelled video frames per step: " << p.unlabeled_sequence_length << " (dali.context.train.batch_size), "
+       << "ceil((B - 4) / G) + 4 consecutive frames per rank, rows of 5 context frames\n";
+  else if (p.unlabeled_sequence_length > 0)
     os << "unlabelled video frames per step: " << p.unlabeled_sequence_length << " (dali.base.train.sequence_length), "
        << "ceil(L / G) consecutive frames per rank\n";
   os << "effective global batch: train " << p.effective_train_batch << ", val " << p.effective_val_batch << "\n";

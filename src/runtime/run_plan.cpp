@@ -134,8 +134,17 @@ RunPlan plan_run(const Config& config, const World& world, int visible_gpus, con
     mine.context_batch_size = per_gpu_context_batch(training.context_batch_size, G);
   }
   if (!config.model.losses_to_use.empty()) {
-    plan.unlabeled_sequence_length = training.unlabeled_sequence_length;
-    mine.unlabeled_frames = per_gpu_unlabeled_frames(training.unlabeled_sequence_length, G);
+    // lightning-pose: dali.base.train.sequence_length frames for heatmap, and a
+    // context batch of dali.context.train.batch_size frames for heatmap_mhcrnn,
+    // divided over the GPUs like the labelled context batch.
+    if (config.model.model_type == "heatmap_mhcrnn") {
+      plan.unlabeled_sequence_length = training.context_batch_size;
+      plan.unlabeled_context = true;
+      mine.unlabeled_frames = mine.context_batch_size;
+    } else {
+      plan.unlabeled_sequence_length = training.unlabeled_sequence_length;
+      mine.unlabeled_frames = per_gpu_unlabeled_frames(training.unlabeled_sequence_length, G);
+    }
   }
   plan.effective_train_batch = mine.train_batch_size * G;
   plan.effective_val_batch = mine.val_batch_size * G;

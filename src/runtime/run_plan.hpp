@@ -23,7 +23,8 @@ struct RankPlan {
   int val_batch_size = 0;     // per rank: ceil(B / G)
   int test_batch_size = 0;    // not divided
   int context_batch_size = -1;  // heatmap_mhcrnn: ceil((B - 4) / G) + 4; -1 for other models
-  int unlabeled_frames = -1;  // unsupervised losses: ceil(L / G) video frames per step; -1 without
+  int unlabeled_frames = -1;  // unsupervised losses: ceil(L / G) video frames per step (heatmap_mhcrnn:
+                              // the context batch, ceil((B - 4) / G) + 4); -1 without
   int num_workers = 0;        // loader threads of this rank
   int unlabeled_workers = 0;  // unsupervised losses: video decoding threads (max(1, num_workers)); 0 without
   std::vector<std::string> warnings;  // about this rank only
@@ -42,6 +43,7 @@ struct RunPlan {
   int val_batch_size = 0;        // global, as configured
   int context_batch_size = 0;    // global, as configured
   int unlabeled_sequence_length = 0;  // global unlabelled frames per step; 0 without unsupervised losses
+  bool unlabeled_context = false;  // heatmap_mhcrnn: the unlabelled frames are a context batch
   int effective_train_batch = 0; // per-rank x G
   int effective_val_batch = 0;
   std::string lr_scaling;        // one of lr_scaling_names() (batch_plan.hpp)

@@ -3,16 +3,22 @@
 # - trains on 1 and 2 ranks with temporal + pca_singleview on a video the test
 #   writes itself; metrics.csv and TensorBoard carry each term and the warm-up;
 # - the 2-rank step equals the 1-rank step: gradients of one semi-supervised step
-#   (pca_singleview; sync BN), from a trained checkpoint, agree per tensor to 1e-4.
+#   (pca_singleview; sync BN), from a trained checkpoint, agree per tensor to 2e-4.
 #   Not 1e-5 as the supervised step in equivalence_ddp.sh: the unsupervised gradient
 #   goes through the soft-argmax's softmax(1000 x heatmap), which multiplies the
 #   float32 reassociation noise of the heatmaps by about 1000 x max(heatmap) (~50):
 #   measured here 7e-7 median / 2.4e-6 worst for the supervised step and 1.4e-5 /
-#   4.2e-5 for the semi-supervised one, where the unsupervised gradient is ~500x
-#   the supervised (log_weight 0); 2 vs 4 ranks differ as much as 1 vs 2.
+#   8.3e-5 for the semi-supervised one (gray frames since 2026-11-25; 4.2e-5 with RGB),
+#   where the unsupervised gradient is ~500x the supervised (log_weight 0); 2 vs 4
+#   ranks differ as much as 1 vs 2. heatmap_mhcrnn: 8.8e-6 median / 9.5e-5 worst.
+#   A real error (a frame of the wrong rank, a row missing) moves the unsupervised
+#   gradient, 2,000x the supervised one, by far more.
 #   (temporal is left out: each rank's sequence has its own consecutive pairs, so R
 #   ranks see R - 1 fewer pairs than one rank, as in lightning-pose on R GPUs.)
 # - a resumed run continues with the same unlabelled sequences;
+# - heatmap_mhcrnn takes lightning-pose's unlabelled context batches
+#   (dali.context.train.batch_size, ceil((B - 4) / G) + 4 frames per rank) on 1 and 2
+#   ranks, and its 2-rank semi-supervised step equals the 1-rank step (2e-4);
 # - bad settings are `error:` + exit 2: an unknown loss, pca_multiview without
 #   views, a sequence shorter than the world, a video shorter than a sequence, no
 #   video_dir, a missing video folder.
@@ -142,7 +148,7 @@ exempt = order[-1]  # the last layer's bias: zero in exact arithmetic (spatial s
 worst = max((np.linalg.norm(np.float64(ga[n][()]) - gb[n][()]) / np.linalg.norm(np.float64(ga[n][()])), n)
             for n in order if n != exempt)
 print(f"semi-supervised step, 1 rank vs 2 ranks: worst per-tensor difference {worst[0]:.1e} ({worst[1]})")
-sys.exit(0 if worst[0] < 1e-4 else 1)
+sys.exit(0 if worst[0] < 2e-4 else 1)
 PYEOF
   # With the warm-up factor at 0 the unsupervised pass adds exactly nothing: the
   # labelled gradients set aside and added back per parameter are the supervised step's.
@@ -163,6 +169,56 @@ else
   echo "SKIP (part): /usr/bin/python3 has no h5py/numpy for the equivalence check"
 fi
 
+# ---- heatmap_mhcrnn: unlabelled context batches ---------------------------------------
+"$TRAINER" synth --out "$SCRATCH/clips.h5" --frames 40 --size 64 --keypoints 3 --seed 5 --videos 2 >/dev/null \
+  || fail "synth --videos"
+mhcrnn=(--data.data_files "$SCRATCH/clips.h5" --model.model_type heatmap_mhcrnn --training.context_batch_size 8
+        --training.train_batch_size 8)
+config "$SCRATCH/ctx.cfg" "[pca_singleview]"
+"$TRAINER" plan --config "$SCRATCH/ctx.cfg" --nodes 1 --gpus-per-node 2 "${mhcrnn[@]}" >"$SCRATCH/ctx_plan.txt" 2>&1 \
+  || { cat "$SCRATCH/ctx_plan.txt"; fail "plan (heatmap_mhcrnn)"; }
+grep -q "unlabelled video frames per step: 8 (dali.context.train.batch_size)" "$SCRATCH/ctx_plan.txt" \
+  || { cat "$SCRATCH/ctx_plan.txt"; fail "plan: no context batch for the unlabelled frames"; }
+grep -qE "^ +1 +0 +1 +gpu:1 +4 +4 +[0-9]+ +6 +6 " "$SCRATCH/ctx_plan.txt" \
+  || { cat "$SCRATCH/ctx_plan.txt"; fail "plan: rank 1 should get ceil((8 - 4) / 2) + 4 = 6 unlabelled frames"; }
+if "$PY" -c "import h5py, numpy" 2>/dev/null; then
+  # 80 supervised steps: after 20 the context model is still so close to initialization
+  # that float noise alone gave 2e-2 here (9.5e-5 after 80).
+  train "$SCRATCH/ctx_base.log" 1 --config "$SCRATCH/ctx.cfg" --out "$SCRATCH/ctx_base" --max-steps 80 \
+    --model.losses_to_use "[]" "${mhcrnn[@]}"
+  for np in 1 2; do
+    train "$SCRATCH/ctx_r$np.log" "$np" --config "$SCRATCH/ctx.cfg" --out "$SCRATCH/ctx_r$np" "${mhcrnn[@]}" \
+      --resume "$SCRATCH/ctx_base/checkpoints/last.h5" --max-steps 81 --dump-gradients "$SCRATCH/ctx_r$np.h5" \
+      --dump-gradients-step 81
+    grep -q "rows of 5 context frames" "$SCRATCH/ctx_r$np.log" || { cat "$SCRATCH/ctx_r$np.log"; fail "no context rows"; }
+  done
+  train "$SCRATCH/ctx_sup.log" 1 --config "$SCRATCH/ctx.cfg" --out "$SCRATCH/ctx_sup" "${mhcrnn[@]}" \
+    --resume "$SCRATCH/ctx_base/checkpoints/last.h5" --max-steps 81 --dump-gradients "$SCRATCH/ctx_sup.h5" \
+    --dump-gradients-step 81 --model.losses_to_use "[]"
+  "$PY" - "$SCRATCH/ctx_r1.h5" "$SCRATCH/ctx_r2.h5" "$SCRATCH/ctx_sup.h5" <<'PYEOF' || fail "heatmap_mhcrnn: 2 ranks differ from 1 rank in a semi-supervised step"
+import sys, h5py, numpy as np
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+sup = h5py.File(sys.argv[3], "r")["gradients"]
+# The unsupervised term is there: the step differs from the supervised one.
+moved = max(np.linalg.norm(np.float64(a["gradients"][n][()]) - sup[n][()]) / max(np.linalg.norm(sup[n][()]), 1e-30)
+            for n in sup.keys())
+assert moved > 1e-2, f"the semi-supervised step equals the supervised one ({moved:.1e})"
+ga, gb = a["gradients"], b["gradients"]
+order = [n.decode() if isinstance(n, bytes) else n for n in a["parameter_order"][()]]
+# Exempt: each head's last bias (zero in exact arithmetic, spatial softmax) and any
+# tensor whose gradient is zero on both sides.
+norms = {n: np.linalg.norm(np.float64(ga[n][()])) for n in order}
+checked = [n for n in order if norms[n] > 0 and not (n.endswith("bias") and np.array(ga[n]).size <= 4)]
+worst = max((np.linalg.norm(np.float64(ga[n][()]) - gb[n][()]) / norms[n], n) for n in checked)
+print(f"heatmap_mhcrnn semi-supervised step, 1 rank vs 2 ranks: worst per-tensor difference {worst[0]:.1e} "
+      f"({worst[1]}) over {len(checked)} tensors")
+sys.exit(0 if worst[0] < 2e-4 else 1)
+PYEOF
+else
+  train "$SCRATCH/ctx_r2.log" 2 --config "$SCRATCH/ctx.cfg" --out "$SCRATCH/ctx_r2" "${mhcrnn[@]}" --max-steps 3
+  echo "SKIP (part): /usr/bin/python3 has no h5py/numpy for the heatmap_mhcrnn equivalence check"
+fi
+
 # ---- bad settings: one error line, exit 2 -----------------------------------------
 config "$SCRATCH/bad.cfg" "[temporal]"
 expect_fail 2 "^error: .*losses_to_use.*(temporal_heatmap_mse|names from)" \
@@ -181,6 +237,4 @@ expect_fail 2 "^error: the unlabelled videos have different frame sizes" \
   "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --data.video_dir "$SCRATCH/mixed"
 expect_fail 2 "^error: .*pca_singleview_epsilon.*>= 0, or null" \
   "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --losses.pca_singleview_epsilon -5
-expect_fail 2 "^error: .*heatmap_mhcrnn" \
-  "$TRAINER" train --config "$SCRATCH/bad.cfg" --out "$SCRATCH/bad" --model.model_type heatmap_mhcrnn
 echo "train_semi: ok"

@@ -149,3 +149,38 @@ TEST_CASE("unlabelled frames: a video shorter than a sequence, or none, is a use
   CHECK_THROWS_AS(UnlabeledFrames(options({}, 4, 0, 1)), UserError);
   CHECK_THROWS_AS(UnlabeledFrames(options({dir.file("missing.avi")}, 4, 0, 1)), UserError);
 }
+
+TEST_CASE("unlabelled context batches (heatmap_mhcrnn): rows of 5 frames, the ranks' centre frames in turn",
+          "[data]") {
+  ScratchDir dir("unlabeled_context");
+  const std::string a = dir.file("a.avi");
+  write_video(a, 20);
+  // B = 8 over 2 ranks: ceil((8 - 4) / 2) + 4 = 6 frames, 2 rows per rank; windows of 8.
+  UnlabeledOptions o0 = options({a}, 6, 0, 2), o1 = options({a}, 6, 1, 2);
+  o0.context = o1.context = true;
+  UnlabeledFrames rank0(o0), rank1(o1);
+  REQUIRE(rank0.sequence_frames() == 8);
+  REQUIRE(rank0.rows_per_rank() == 2);
+  REQUIRE(rank0.windows() == 2);  // frames 0..7 and 8..15
+  rank0.start_epoch(0, 0);
+  rank1.start_epoch(0, 0);
+  const long first = rank0.window(0, 0).first;
+  const std::size_t frame = 3 * 32 * 32;
+  for (UnlabeledFrames* r : {&rank0, &rank1}) {
+    const Batch& batch = r->next();
+    REQUIRE(batch.size == 2);
+    REQUIRE(batch.context_frames == 5);
+    const long centre0 = first + 2 + (r == &rank1 ? 2 : 0);  // rank 1 goes on where rank 0 stopped
+    for (int row = 0; row < 2; ++row) {
+      CHECK(batch.frame_index[static_cast<std::size_t>(row)] == centre0 + row);
+      for (int d = 0; d < 5; ++d) {
+        const auto want = expected_frame(a, centre0 + row + d - 2);
+        const float* at = batch.images + (static_cast<std::size_t>(row) * 5 + static_cast<std::size_t>(d)) * frame;
+        CHECK(std::vector<float>(at, at + frame) == want);
+      }
+    }
+  }
+  UnlabeledOptions too_few = options({a}, 4, 0, 1);
+  too_few.context = true;
+  CHECK_THROWS_AS(UnlabeledFrames(too_few), UserError);
+}
