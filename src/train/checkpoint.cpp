@@ -5,6 +5,7 @@
 #include <cstring>    // std::memcpy
 #include <vector>     // std::vector
 
+#include "train/unsupervised_loss_names.hpp"  // unsupervised_loss_names
 #include "util/error.hpp"           // UserError
 #include "util/h5.hpp"              // h5::Handle, H5_CHECK, H5_OWN
 #include "util/h5_atomic_file.hpp"  // h5::AtomicFile
@@ -182,6 +183,8 @@ void write_snapshot(const std::string& path, const CheckpointSnapshot& snap, con
     h5::write_int_attribute(st.get(), "batches_into_epoch", state.batches_into_epoch);
     h5::write_double_attribute(st.get(), "epoch_loss_sum", state.epoch_loss_sum);
     h5::write_int_attribute(st.get(), "epoch_steps", state.epoch_steps);
+    for (const auto& [name, sum] : state.epoch_unsupervised_sums)
+      h5::write_double_attribute(st.get(), ("epoch_" + name + "_loss_sum").c_str(), sum);
     h5::write_fixed_string_attribute(st.get(), "format", kFormat);
   }
   file.commit();
@@ -222,6 +225,11 @@ TrainingState load_training_state(const std::string& path) {
   s.batches_into_epoch = long(int_or(st.get(), "batches_into_epoch", 0));
   s.epoch_loss_sum = double_or(st.get(), "epoch_loss_sum", 0);
   s.epoch_steps = long(int_or(st.get(), "epoch_steps", 0));
+  for (const auto& name : unsupervised_loss_names()) {
+    const std::string attribute = "epoch_" + name + "_loss_sum";
+    double sum = 0;
+    if (h5::read_double_attribute(st.get(), attribute.c_str(), &sum)) s.epoch_unsupervised_sums[name] = sum;
+  }
   s.has_optimizer = h5::link_exists(file.get(), "optimizer");
   return s;
 }

@@ -7,12 +7,14 @@
 //   /state attributes                   epoch, global_step, best_val_loss, bad_checks,
 //                                       world_size, seeds, config (the effective INI text),
 //                                       model_type, backbone, keypoints, downsample factor,
-//                                       loss_scale, loss_scale_growth_tracker (16-mixed)
+//                                       loss_scale, loss_scale_growth_tracker (16-mixed),
+//                                       the position of a mid-epoch stop and its loss sums
 // Written to a temporary file next to the target, flushed and closed, then renamed:
 // a crash never leaves a half-written checkpoint under the final name.
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::uint64_t
 #include <limits>   // std::numeric_limits
+#include <map>      // std::map
 #include <memory>   // std::unique_ptr, std::shared_ptr
 #include <string>   // std::string
 #include <vector>   // std::vector
@@ -48,6 +50,9 @@ struct TrainingState {
   long batches_into_epoch = 0;
   double epoch_loss_sum = 0;
   long epoch_steps = 0;
+  // Semi-supervised: each unsupervised term's loss sum over those batches and all
+  // ranks, by name (train/unsupervised_loss_names.hpp), for the epoch's means.
+  std::map<std::string, double> epoch_unsupervised_sums;
   bool has_optimizer = true;  // false: a weights-only checkpoint (cannot be resumed)
 };
 

@@ -9,6 +9,7 @@
 #include <cmath>    // std::isfinite
 #include <cstdio>   // std::snprintf
 #include <memory>   // std::unique_ptr
+#include <map>      // std::map
 #include <string>   // std::string
 
 #include "train/gradient_dump.hpp"  // write_gradient_dump
@@ -161,11 +162,16 @@ TrainingState TrainLoop::run(TrainingState state) {
     // order depends only on (seed, epoch), so skipping the batches it trained puts
     // every rank exactly where it stopped.
     double resumed_loss_sum = 0, resumed_steps = 0;
+    std::map<std::string, double> resumed_unsupervised_sums;  // by term name (rank 0)
     if (state.batches_into_epoch > 0) {
       for (; batch_index < state.batches_into_epoch && train_.next() != nullptr; ++batch_index) {
       }
-      if (log_.is_root()) resumed_loss_sum = state.epoch_loss_sum, resumed_steps = double(state.epoch_steps);
+      if (log_.is_root()) {
+        resumed_loss_sum = state.epoch_loss_sum, resumed_steps = double(state.epoch_steps);
+        resumed_unsupervised_sums = state.epoch_unsupervised_sums;
+      }
       state.batches_into_epoch = 0;
+      state.epoch_unsupervised_sums.clear();
     }
     const auto steps_start = Clock::now();
     // A logged step's loss is read only after the next step is queued, so logging
@@ -245,6 +251,7 @@ TrainingState TrainLoop::run(TrainingState state) {
     }
     const double loss_sum = runner_.take_loss_sum().first;  // waits for the epoch's last step
     std::vector<double> unsupervised_sums = runner_.take_unsupervised_sums();  // this run's steps only
+    const auto& unsupervised_terms = runner_.unsupervised_terms();
     const double steps_seconds = seconds_since(steps_start);
     state.epochs_completed = epoch_done ? epoch + 1 : epoch;
 
@@ -257,6 +264,14 @@ TrainingState TrainLoop::run(TrainingState state) {
       if (writer_) writer_->check();  // rank 0 throws the cause
       throw SystemError("rank 0 could not write a checkpoint (its error says why); training stops");
     }
+    if (config_.unlabeled) {
+      // Each term's sum over ranks and over the epoch's steps, those before a resume included.
+      for (std::size_t t = 0; t < unsupervised_terms.size() && t < unsupervised_sums.size(); ++t) {
+        const auto resumed = resumed_unsupervised_sums.find(unsupervised_terms[t].name);
+        if (resumed != resumed_unsupervised_sums.end()) unsupervised_sums[t] += resumed->second;
+      }
+      hooks_.metrics->sum(unsupervised_sums.data(), unsupervised_sums.size());
+    }
 
     if (!epoch_done) {
       // Stopped in the middle of the epoch (a signal or max_steps): the exact position
@@ -264,7 +279,10 @@ TrainingState TrainLoop::run(TrainingState state) {
       state.batches_into_epoch = batch_index;
       state.epoch_loss_sum = train_sums[0];
       state.epoch_steps = long(train_sums[1]);
+      for (std::size_t t = 0; t < unsupervised_terms.size() && t < unsupervised_sums.size(); ++t)
+        state.epoch_unsupervised_sums[unsupervised_terms[t].name] = unsupervised_sums[t];
       save({"last"}, state, true);
+      state.epoch_unsupervised_sums.clear();
       last_saved_step = state.global_step;
       state.batches_into_epoch = 0;
       if (log_.is_root()) metrics.flush();  // the step rows so far; the resumed run keeps them
@@ -279,14 +297,13 @@ TrainingState TrainLoop::run(TrainingState state) {
     row.lr_backbone = lr.backbone;
     row.images_per_s = steps_seconds > 0 ? double(images) * config_.world_size / steps_seconds : 0;
     if (config_.unlabeled) {
-      // Each term's mean over ranks and over this run's steps of the epoch.
-      hooks_.metrics->sum(unsupervised_sums.data(), unsupervised_sums.size());
+      // Each term's mean over ranks and over the epoch's steps (train_sums[1] counts
+      // the steps of every rank, a resumed run's earlier ones included).
       row.unsupervised_importance = importance;
-      const auto& names = runner_.unsupervised_terms();
-      for (std::size_t t = 0; t < names.size() && t < unsupervised_sums.size(); ++t)
-        row.unsupervised.push_back({names[t].name,
-                                    steps > 0 ? unsupervised_sums[t] / (double(steps) * config_.world_size) : 0,
-                                    names[t].weight});
+      for (std::size_t t = 0; t < unsupervised_terms.size() && t < unsupervised_sums.size(); ++t)
+        row.unsupervised.push_back({unsupervised_terms[t].name,
+                                    train_sums[1] > 0 ? unsupervised_sums[t] / train_sums[1] : 0,
+                                    unsupervised_terms[t].weight});
     }
 
     const bool validate_now = config_.check_val_every_n_epoch > 0 &&

@@ -15,7 +15,8 @@
 #   gradient, 2,000x the supervised one, by far more.
 #   (temporal is left out: each rank's sequence has its own consecutive pairs, so R
 #   ranks see R - 1 fewer pairs than one rank, as in lightning-pose on R GPUs.)
-# - a resumed run continues with the same unlabelled sequences;
+# - a resumed run continues with the same unlabelled sequences, and the epoch cut by
+#   the stop logs the same unsupervised means as the uninterrupted run;
 # - heatmap_mhcrnn takes lightning-pose's unlabelled context batches
 #   (dali.context.train.batch_size, ceil((B - 4) / G) + 4 frames per rank) on 1 and 2
 #   ranks, and its 2-rank semi-supervised step equals the 1-rank step (2e-4);
@@ -122,10 +123,15 @@ train "$SCRATCH/resumed.log" 1 --config "$SCRATCH/both.cfg" --out "$SCRATCH/cut"
 import csv, sys
 def epochs(path):
     rows = [r for r in csv.DictReader(open(path)) if r["train_loss"]]
-    return [(r["epoch"], r["train_loss"], r["train_pca_singleview_loss"]) for r in rows]
+    return [(r["epoch"], r["train_loss"], r["train_temporal_loss"], r["train_pca_singleview_loss"]) for r in rows]
 a, b = epochs(sys.argv[1]), epochs(sys.argv[2])
+assert len(a) == len(b), (a, b)
+# Every epoch's means, the one cut by the stop included (its sums before the stop
+# travel in last.h5); the last 1-2 digits of %.8g may differ by summation order.
+for x, y in zip(a, b):
+    assert x[0] == y[0] and all(abs(float(p) - float(q)) <= 1e-6 * max(1.0, abs(float(p))) for p, q in zip(x[1:], y[1:])), (x, y)
 assert a[-1] == b[-1], (a, b)
-print("resume: last epoch identical", a[-1])
+print("resume: every epoch's losses equal, the last identical", a[-1])
 PYEOF
 
 # ---- 2 ranks = 1 rank for a semi-supervised step ----------------------------------

@@ -144,3 +144,20 @@ TEST_CASE("a deferred snapshot holds the parameters of its boundary although the
   CHECK(saved_before_update);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a mid-epoch checkpoint keeps the epoch's loss sums, the unsupervised ones by name", "[train][checkpoint]") {
+  const std::string dir = scratch("sums");
+  Net n;
+  train::TrainingState state;
+  state.batches_into_epoch = 3;
+  state.epoch_loss_sum = 0.25;
+  state.epoch_steps = 6;
+  state.epoch_unsupervised_sums = {{"pca_singleview", 12.5}, {"temporal", 0.75}};
+  train::save_checkpoint(dir + "/last.h5", n.net.store(), &n.optimizer, state, n.backend->default_stream());
+  const auto loaded = train::load_training_state(dir + "/last.h5");
+  CHECK(loaded.batches_into_epoch == 3);
+  CHECK(loaded.epoch_loss_sum == 0.25);
+  CHECK(loaded.epoch_steps == 6);
+  CHECK(loaded.epoch_unsupervised_sums == state.epoch_unsupervised_sums);
+  std::filesystem::remove_all(dir);
+}
