@@ -8,8 +8,8 @@
 #include <chrono>   // std::chrono::steady_clock
 #include <cmath>    // std::isfinite
 #include <cstdio>   // std::snprintf
-#include <memory>   // std::unique_ptr
 #include <map>      // std::map
+#include <memory>   // std::unique_ptr
 #include <string>   // std::string
 
 #include "train/gradient_dump.hpp"  // write_gradient_dump
