@@ -43,4 +43,6 @@ expect_fail 2 "error: .*$S/cut.h5.*(truncated or damaged)" "$TRAINER" bench load
 expect_fail 2 "synth: --keypoints must be between 1 and 15" "$TRAINER" synth --out "$S/x.h5" --keypoints 40
 expect_fail 2 "synth: --out FILE is required" "$TRAINER" synth
 expect_fail 2 "imgaug = 'heavy' is not supported" "$TRAINER" bench loader --imgaug heavy --workers 0
+expect_fail 2 "^error: bench loader: --channels is 1 or 3" \
+  "$TRAINER" bench loader --unlabeled "$S/missing.mp4" --channels 2 --workers 1
 echo "OK"
