@@ -3,6 +3,7 @@
 // block-wide sums of the loss.
 #include "keypoint_losses.cuh"
 
+#include "compute/pca_centering.hpp"  // PcaCentering, pca_center_weight
 #include "launch.cuh"  // detail::block_sum
 
 namespace trainer::kernels {
@@ -73,12 +74,25 @@ __global__ void temporal_loss_kernel(TemporalArgs a, float* loss, float* dkp, fl
 }
 
 // Per-frame scratch: centred rows (later the rows' gradient), residuals, the
-// residuals' gradient, and the C-dimensional projections.
+// residuals' gradient, the C-dimensional projections, the centring weights and
+// each row's two centres (later the sums of the rows' gradient by parity).
 struct PcaFrameScratch {
-  double *c, *e, *ge, *p;
+  double *c, *e, *ge, *p, *w, *centre;
 };
 __host__ __device__ inline std::size_t pca_frame_doubles(int R, int D, int C) {
-  return 3 * std::size_t(R) * D + std::size_t(R) * (C > 0 ? C : 1);
+  return 4 * std::size_t(R) * D + std::size_t(R) * (C > 0 ? C : 1) + 2 * std::size_t(R);
+}
+
+// s.centre[2r + parity] = the sum of weight * value over row r's columns of that
+// parity (weight 1 when null).
+__device__ void pca_row_parity_sums(const PcaFrameScratch& s, int R, int D, const double* weight,
+                                    const double* value) {
+  for (int q = threadIdx.x; q < 2 * R; q += blockDim.x) {
+    const int r = q / 2, parity = q % 2;
+    double acc = 0.0;
+    for (int d = parity; d < D; d += 2) acc += (weight ? weight[r * D + d] : 1.0) * value[r * D + d];
+    s.centre[q] = acc;
+  }
 }
 
 __global__ void pca_frame_kernel(const float* keypoints, int K, compute::PcaLossTables t, float sx,
@@ -88,13 +102,28 @@ __global__ void pca_frame_kernel(const float* keypoints, int K, compute::PcaLoss
   const int f = blockIdx.x, R = t.rows_per_frame, D = t.dims, C = t.num_components;
   const int RD = R * D, K2 = 2 * K;
   double* base = scratch + std::size_t(f) * pca_frame_doubles(R, D, C);
-  const PcaFrameScratch s{base, base + RD, base + 2 * RD, base + 3 * RD};
+  const int P = R * (C > 0 ? C : 1);
+  const PcaFrameScratch s{base, base + RD, base + 2 * RD, base + 3 * RD, base + 3 * RD + P,
+                          base + 4 * RD + P};
   const float* kp = keypoints + std::size_t(f) * K2;
   const float* V = t.components;
+  const bool centred = t.centering != compute::PcaCentering::none;
   for (int i = threadIdx.x; i < RD; i += blockDim.x) {
     const int g = int(t.gather[i]);
-    s.c[i] = double(kp[g]) * ((g & 1) ? sy : sx) - t.mean[i % D];
+    s.c[i] = double(kp[g]) * ((g & 1) ? sy : sx);
   }
+  __syncthreads();
+  if (centred) {
+    for (int i = threadIdx.x; i < RD; i += blockDim.x) {
+      const int r = i / D, d = i % D;
+      s.w[i] = compute::pca_center_weight(s.c + r * D + (d & 1), 2, D / 2, d / 2, t.centering);
+    }
+    __syncthreads();
+    pca_row_parity_sums(s, R, D, s.w, s.c);
+    __syncthreads();
+  }
+  for (int i = threadIdx.x; i < RD; i += blockDim.x)
+    s.c[i] -= (centred ? s.centre[2 * (i / D) + (i & 1)] : 0.0) + t.mean[i % D];
   __syncthreads();
   for (int i = threadIdx.x; i < R * C; i += blockDim.x) {
     const int r = i / C, j = i % C;
@@ -133,6 +162,12 @@ __global__ void pca_frame_kernel(const float* keypoints, int K, compute::PcaLoss
     s.c[i] = s.ge[i] - acc;  // the row's gradient, in place of the centred row
   }
   __syncthreads();
+  if (centred) {  // through the centres (compute/pca_centering.hpp)
+    pca_row_parity_sums(s, R, D, nullptr, s.c);
+    __syncthreads();
+    for (int i = threadIdx.x; i < RD; i += blockDim.x) s.c[i] -= s.w[i] * s.centre[2 * (i / D) + (i & 1)];
+    __syncthreads();
+  }
   // One thread per coordinate gathers its table entries in (row, column) order.
   for (int i = threadIdx.x; i < K2; i += blockDim.x) {
     double acc = 0.0;

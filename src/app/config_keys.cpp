@@ -10,6 +10,7 @@
 #include "app/config_values.hpp"        // parse_*, format_*, BadValue
 #include "comm/nccl_debug.hpp"            // comm::nccl_debug_names
 #include "compute/losses/heatmap_loss_registry.hpp"  // compute::heatmap_loss_names
+#include "compute/pca_centering.hpp"     // compute::pca_centering_names
 #include "compute/precision.hpp"          // compute::precision_names, float32_matmul_precision_names
 #include "data/augment.hpp"               // data::imgaug_names
 #include "data/labeled_video.hpp"         // data::labeled_video_colormap_names
@@ -259,6 +260,10 @@ KeyBuilder index_lists(const char* section, const char* name, Field<S, std::vect
     }
     if (text.front() != '[' || text.back() != ']') throw BadValue(expected);
     const std::string inner = text.substr(1, text.size() - 2);
+    if (inner.find('[') == std::string::npos)  // lightning-pose's flat form
+      throw BadValue(expected + "; a flat list is lightning-pose's form for multiview datasets (one label file "
+                                "per camera), which the trainer does not read: for the views of one mirrored "
+                                "frame, give one list per view");
     std::size_t at = 0;
     while (at < inner.size()) {
       const std::size_t open = inner.find('[', at);
@@ -340,6 +345,30 @@ KeyBuilder optional_real(const char* section, const char* name, Field<S, double>
     f(c) = v;
   };
   b.key.get = [f](const Config& c) { return f(c) < 0 ? std::string("null") : format_real(f(c)); };
+  return b;
+}
+
+// One of a fixed set of names, or null (stored as ""), as lightning-pose's keys
+// whose default is null.
+template <class S>
+KeyBuilder optional_choice(const char* section, const char* name, Field<S, std::string> f,
+                           const std::vector<std::string>& choices, const char* meaning) {
+  KeyBuilder b = choice(section, name, f, choices, meaning);
+  b.key.choices.insert(b.key.choices.begin(), "null");
+  b.key.value_name = join_names(b.key.choices, "|");
+  b.key.set = [f, set_choice = b.key.set](Config& c, const std::string& text) {
+    const std::string t = lower(unquote(trim(text)));
+    if (t.empty() || t == "null" || t == "none" || t == "~") {
+      f(c).clear();
+      return;
+    }
+    try {
+      set_choice(c, text);
+    } catch (const BadValue& e) {
+      throw BadValue(std::string("null or ") + e.what());
+    }
+  };
+  b.key.get = [f](const Config& c) { return f(c).empty() ? std::string("null") : f(c); };
   return b;
 }
 
@@ -599,6 +628,11 @@ std::vector<ConfigKey> build_table() {
            field(L, &LC::pca_singleview_empirical_epsilon_multiplier), 0.0, false, kRealMax,
            "factor on the empirical epsilon")
           .lp("losses.pca_singleview.empirical_epsilon_multiplier"),
+      optional_choice("losses", "pca_singleview_centering_method", field(L, &LC::pca_singleview_centering_method),
+                      compute::pca_centering_names(),
+                      "shift each frame's PCA keypoints by their mean or median (x and y apart) before the "
+                      "PCA fit and the loss; null: no shift")
+          .lp("losses.pca_singleview.centering_method"),
       real("losses", "pca_multiview_log_weight", field(L, &LC::pca_multiview_log_weight), -100.0, false, 100.0,
            "pca_multiview loss weight = 1 / (2 exp(log_weight))")
           .lp("losses.pca_multiview.log_weight"),

@@ -84,10 +84,9 @@ std::vector<LpKeyRule> build_rules() {
       ignored("dali.context.predict.sequence_length", "video frames per context prediction batch: accepted, "
                                                       "not used"),
       // losses: lightning-pose reads them only for losses listed in model.losses_to_use
-      only_if("losses.pca_singleview.centering_method", "null accepted", [](const YamlLeaf& leaf) { return leaf.is_null; },
-              "centering the keypoints before the PCA is not supported", "remove the key (null)"),
       only_if("losses.pca_multiview.centering_method", "null accepted", [](const YamlLeaf& leaf) { return leaf.is_null; },
-              "centering the keypoints before the PCA is not supported", "remove the key (null)"),
+              "lightning-pose centres the keypoints for pca_singleview only; its pca_multiview ignores this key",
+              "remove the key (null), or set losses.pca_singleview.centering_method"),
       ignored_section("losses", unsupervised),
       // callbacks: the unsupervised-loss weight annealing (its values are keys of [losses])
       only_if("callbacks.anneal_weight.attr_name", "total_unsupervised_importance accepted",

@@ -8,7 +8,8 @@ namespace trainer::compute {
 PcaLossTableBuffers::PcaLossTableBuffers(Backend& backend, const std::vector<float>& mean,
                                          const std::vector<float>& components,
                                          const std::vector<int>& gather, int rows_per_frame,
-                                         int num_keypoints, float epsilon, Stream& s) {
+                                         int num_keypoints, float epsilon, PcaCentering centering,
+                                         Stream& s) {
   const std::size_t dims = mean.size();
   TRAINER_ASSERT(dims > 0 && dims % 2 == 0 && components.size() % dims == 0 && rows_per_frame > 0 &&
                      gather.size() == std::size_t(rows_per_frame) * dims && num_keypoints > 0,
@@ -38,6 +39,7 @@ PcaLossTableBuffers::PcaLossTableBuffers(Backend& backend, const std::vector<flo
   tables_.num_components = int(components.size() / dims);
   tables_.num_keypoints = num_keypoints;
   tables_.epsilon = epsilon;
+  tables_.centering = centering;
 }
 
 }  // namespace trainer::compute

@@ -18,7 +18,8 @@ class PcaLossTableBuffers {
   // may go right away.
   PcaLossTableBuffers(Backend& backend, const std::vector<float>& mean,
                       const std::vector<float>& components, const std::vector<int>& gather,
-                      int rows_per_frame, int num_keypoints, float epsilon, Stream& s);
+                      int rows_per_frame, int num_keypoints, float epsilon, PcaCentering centering,
+                      Stream& s);
   const PcaLossTables& tables() const { return tables_; }
 
  private:

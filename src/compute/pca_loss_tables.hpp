@@ -4,6 +4,8 @@
 // memory. The layout is the lightning-pose PCA data matrix, built per frame from
 // the keypoints by a gather table, so one op serves both pca_singleview (one row
 // per frame) and pca_multiview (one row per frame and matched keypoint).
+#include "compute/pca_centering.hpp"  // PcaCentering
+
 namespace trainer::compute {
 
 struct PcaLossTables {
@@ -19,6 +21,9 @@ struct PcaLossTables {
   int num_components = 0;  // C
   int num_keypoints = 0;   // K the gather table indexes into (checked by the op)
   float epsilon = 0.f;     // the loss's epsilon, in frame pixels
+  // Each row's x values (even columns) and y values (odd columns) are shifted by
+  // their centre before the mean is subtracted (compute/pca_centering.hpp).
+  PcaCentering centering = PcaCentering::none;
 };
 
 }  // namespace trainer::compute

@@ -110,6 +110,7 @@ struct LossesConfig {
   double pca_singleview_epsilon = -1;                     // < 0: empirical (null in lightning-pose)
   double pca_singleview_empirical_epsilon_percentile = 99.0;
   double pca_singleview_empirical_epsilon_multiplier = 1.0;
+  std::string pca_singleview_centering_method;  // "" (null: none), or compute::pca_centering_names()
   double pca_multiview_log_weight = 11.0;
   std::string pca_multiview_components_to_keep = "3";
   double pca_multiview_epsilon = -1;

@@ -84,6 +84,20 @@ int choose_components(const ComponentsToKeep& keep, const std::vector<double>& r
   return dims;  // rounding left the total just below `fraction` (lightning-pose: IndexError)
 }
 
+// _singleview_format's centring of one row (x values in even columns, y in odd):
+// as torch's mean and quantile, a NaN among a coordinate's values makes its centre,
+// and so every value of that coordinate, NaN.
+void centre_row(double* row, int dims, compute::PcaCentering centering) {
+  if (centering == compute::PcaCentering::none) return;
+  for (int parity = 0; parity < 2; ++parity) {
+    double centre = 0.0;
+    for (int d = parity; d < dims; d += 2)
+      centre += std::isnan(row[d]) ? kNaN
+                                   : compute::pca_center_weight(row + parity, 2, dims / 2, d / 2, centering) * row[d];
+    for (int d = parity; d < dims; d += 2) row[d] -= centre;
+  }
+}
+
 }  // namespace
 
 std::vector<int> pca_gather_table(const KeypointPcaSettings& settings, int num_keypoints,
@@ -154,6 +168,10 @@ KeypointPca fit_keypoint_pca(const std::vector<float>& keypoints, int num_keypoi
     for (int r = 0; r < R; ++r)
       for (int d = 0; d < D; ++d)
         x[(f * R + r) * D + d] = keypoints[f * K2 + out.gather[std::size_t(r) * D + d]];
+  if (settings.mode == PcaMode::singleview) {
+    out.centering = settings.centering;
+    for (std::size_t n = 0; n < N; ++n) centre_row(x.data() + n * D, D, out.centering);
+  }
 
   // KeypointPCA._check_data (NaN rows count, as there).
   if (N < std::size_t(D))
@@ -279,7 +297,7 @@ compute::PcaLossTableBuffers make_pca_loss_tables(compute::Backend& backend, con
   const std::vector<float> mean(pca.mean.begin(), pca.mean.end());
   const std::vector<float> components(pca.components.begin(), pca.components.end());
   return compute::PcaLossTableBuffers(backend, mean, components, pca.gather, pca.rows_per_frame,
-                                      pca.num_keypoints, float(pca.epsilon), s);
+                                      pca.num_keypoints, float(pca.epsilon), pca.centering, s);
 }
 
 }  // namespace trainer::train

@@ -15,6 +15,7 @@
 #include <vector>    // std::vector
 
 #include "compute/backend.hpp"                // Backend, Stream
+#include "compute/pca_centering.hpp"          // PcaCentering
 #include "compute/pca_loss_table_buffers.hpp"  // PcaLossTableBuffers
 
 namespace trainer::train {
@@ -36,6 +37,8 @@ struct KeypointPcaSettings {
   double empirical_epsilon_percentile = 99.0;  // in [0, 100]
   std::optional<double> epsilon;               // a fixed epsilon, overrides the empirical one
   double empirical_epsilon_multiplier = 1.0;
+  // singleview: lightning-pose's centering_method (its multiview PCA ignores it).
+  compute::PcaCentering centering = compute::PcaCentering::none;
 };
 
 struct KeypointPca {
@@ -43,6 +46,7 @@ struct KeypointPca {
   int num_keypoints = 0;   // K of the labels
   int dims = 0;            // D, columns of the PCA data
   int rows_per_frame = 0;  // 1 (singleview) or the matched keypoints (multiview)
+  compute::PcaCentering centering = compute::PcaCentering::none;  // applied to every row
   // The PCA data layout: value d of a frame's row r is its keypoint coordinate
   // gather[r * dims + d] (index into the frame's K*2 values, 2k = x, 2k+1 = y).
   std::vector<int> gather;

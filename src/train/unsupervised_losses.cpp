@@ -5,7 +5,8 @@
 #include <cmath>      // std::exp
 #include <cstdio>     // std::snprintf
 
-#include "util/error.hpp"  // UserError
+#include "compute/pca_centering.hpp"  // pca_centering_from_name
+#include "util/error.hpp"             // UserError
 
 namespace trainer::train {
 
@@ -43,6 +44,7 @@ KeypointPcaSettings pca_settings(const std::string& name, const LossesConfig& c,
       single ? c.pca_singleview_empirical_epsilon_percentile : c.pca_multiview_empirical_epsilon_percentile;
   s.empirical_epsilon_multiplier =
       single ? c.pca_singleview_empirical_epsilon_multiplier : c.pca_multiview_empirical_epsilon_multiplier;
+  if (single) s.centering = compute::pca_centering_from_name(c.pca_singleview_centering_method);
   if (single && !data.columns_for_singleview_pca.empty())
     s.columns_for_singleview_pca = data.columns_for_singleview_pca;
   else if (!single)
@@ -56,9 +58,13 @@ std::string describe_fit(const std::string& name, const KeypointPca& pca) {
     kept_variance += pca.explained_variance_ratio[static_cast<std::size_t>(i)];
   char line[256];
   std::snprintf(line, sizeof line,
-                "%s: PCA of the labelled keypoints keeps %d of %zu components (%.1f%% of the variance); "
+                "%s: PCA of the labelled keypoints%s keeps %d of %zu components (%.1f%% of the variance); "
                 "epsilon %.3f px",
-                name.c_str(), pca.components_kept, pca.explained_variance_ratio.size(), 100.0 * kept_variance, pca.epsilon);
+                name.c_str(),
+                pca.centering == compute::PcaCentering::mean     ? " (each frame's mean subtracted)"
+                : pca.centering == compute::PcaCentering::median ? " (each frame's median subtracted)"
+                                                                 : "",
+                pca.components_kept, pca.explained_variance_ratio.size(), 100.0 * kept_variance, pca.epsilon);
   return line;
 }
 

@@ -42,13 +42,20 @@ TEST_CASE("cuda temporal_loss matches the CPU twin", "[gpu]") {
   }
 }
 
-TEST_CASE("cuda pca_loss matches the CPU twin (singleview and multiview tables)", "[gpu]") {
+TEST_CASE("cuda pca_loss matches the CPU twin (singleview and multiview tables, centring)", "[gpu]") {
   Twins t;
-  struct Case { const char* name; int keypoints, rows, dims, components, frames; };
+  struct Case {
+    const char* name;
+    int keypoints, rows, dims, components, frames;
+    PcaCentering centering = PcaCentering::none;
+  };
   const Case cases[] = {{"singleview 14 of 17", 17, 1, 28, 9, 16},
                         {"multiview 7 x 2 views", 17, 7, 4, 3, 16},
                         {"multiview 3 views, big batch", 12, 4, 6, 3, 100},
-                        {"singleview, no component", 3, 1, 6, 0, 5}};
+                        {"singleview, no component", 3, 1, 6, 0, 5},
+                        {"singleview 14 of 17, mean centring", 17, 1, 28, 9, 16, PcaCentering::mean},
+                        {"singleview 14 of 17, median centring", 17, 1, 28, 9, 16, PcaCentering::median},
+                        {"singleview 5 of 9, median centring", 9, 1, 10, 3, 40, PcaCentering::median}};
   unsigned seed = 300;
   for (const Case& c : cases) {
     INFO(c.name);
@@ -63,8 +70,8 @@ TEST_CASE("cuda pca_loss matches the CPU twin (singleview and multiview tables)"
     auto mean = random_vector(std::size_t(c.dims), seed++, 5.f, 25.f);
     // Rows need not be orthonormal for the CPU-twin comparison.
     auto comps = random_vector(std::size_t(c.components) * c.dims, seed++, -0.5f, 0.5f);
-    PcaLossTableBuffers cpu_tables(*t.cpu, mean, comps, gather, c.rows, c.keypoints, 2.f, t.cs());
-    PcaLossTableBuffers gpu_tables(*t.gpu, mean, comps, gather, c.rows, c.keypoints, 2.f, t.gs());
+    PcaLossTableBuffers cpu_tables(*t.cpu, mean, comps, gather, c.rows, c.keypoints, 2.f, c.centering, t.cs());
+    PcaLossTableBuffers gpu_tables(*t.gpu, mean, comps, gather, c.rows, c.keypoints, 2.f, c.centering, t.gs());
     const std::size_t n = std::size_t(c.frames) * c.keypoints * 2;
     auto kp = random_vector(n, seed++, 0.f, 30.f);
     auto base = random_vector(n, seed++);

@@ -6,7 +6,8 @@ per case: meta.txt plus raw .f32 / .f64 tensors) and recomputes them the way
 lightning-pose does (lightning_pose/losses/losses.py and utils/pca.py, written
 out here since lightning-pose and scikit-learn are not installed):
   temporal_loss  TemporalLoss in torch float64, gradient by autograd;
-  pca_loss       PCALoss (KeypointPCA._format_data, reproject,
+  pca_loss       PCALoss (KeypointPCA._format_data with its centering_method
+                 mean / quantile(q=0.5) for pca_singleview, reproject,
                  compute_reprojection_error, rectify_epsilon, mean) in torch
                  float64 with our fitted tables, gradient by autograd;
   pca_fit        NaNPCA._fit_full (np.nanmean, np.ma.cov, np.linalg.eigh, flip,
@@ -83,6 +84,7 @@ def pca_settings(meta):
     s["percentile"] = float(meta["percentile"])
     s["multiplier"] = float(meta["multiplier"])
     s["epsilon"] = float(meta["epsilon"]) if "epsilon" in meta else None
+    s["centering_method"] = meta.get("centering_method")
     return s
 
 
@@ -94,6 +96,10 @@ def format_data(arr, s):
     if s["mode"] == "singleview":
         if s["columns"] is not None:
             t = t[:, np.array(s["columns"]), :]
+        if s["centering_method"] == "mean":
+            t = t - t.mean(dim=1, keepdim=True)
+        elif s["centering_method"] == "median":
+            t = t - t.quantile(dim=1, q=0.5, keepdim=True)
         out = t.reshape(t.shape[0], t.shape[1] * 2)
     else:  # format_multiview_data_for_pca
         views = []

@@ -6,6 +6,7 @@
 #include <vector>  // std::vector
 
 #include "compute/cpu/cpu_backend.hpp"  // CpuBackend, PcaLossTables
+#include "compute/pca_centering.hpp"    // PcaCentering, pca_center_weight
 #include "util/error.hpp"  // TRAINER_ASSERT
 
 namespace trainer::compute::cpu {
@@ -88,15 +89,24 @@ void CpuBackend::pca_loss(const float* keypoints, int frames, int num_keypoints,
   const double weight = 1.0 / (double(frames) * R * (D / 2));
   const double eps = tables.epsilon;
   const float* V = tables.components;
-  std::vector<double> c(D), e(D), ge(D), p(C), gx(RD);
+  const PcaCentering centering = tables.centering;
+  std::vector<double> c(D), e(D), ge(D), p(C), gx(RD), w(D);
   double total = 0.0;
   for (int f = 0; f < frames; ++f) {
     const float* kp = keypoints + std::size_t(f) * K2;
     double frame_total = 0.0;
     for (int r = 0; r < R; ++r) {
       const int* gr = gather.data() + r * D;
-      for (int d = 0; d < D; ++d)
-        c[d] = double(kp[gr[d]]) * ((gr[d] & 1) ? scale_y : scale_x) - tables.mean[d];
+      for (int d = 0; d < D; ++d) c[d] = double(kp[gr[d]]) * ((gr[d] & 1) ? scale_y : scale_x);
+      if (centering != PcaCentering::none) {
+        double centre[2] = {0.0, 0.0};
+        for (int d = 0; d < D; ++d) {
+          w[d] = pca_center_weight(c.data() + (d & 1), 2, D / 2, d / 2, centering);
+          centre[d & 1] += w[d] * c[d];
+        }
+        for (int d = 0; d < D; ++d) c[d] -= centre[d & 1];
+      }
+      for (int d = 0; d < D; ++d) c[d] -= tables.mean[d];
       for (int j = 0; j < C; ++j) {
         double acc = 0.0;
         for (int d = 0; d < D; ++d) acc += double(V[j * D + d]) * c[d];
@@ -122,6 +132,11 @@ void CpuBackend::pca_loss(const float* keypoints, int frames, int num_keypoints,
         double acc = 0.0;
         for (int j = 0; j < C; ++j) acc += double(V[j * D + d]) * p[j];
         gx[r * D + d] = ge[d] - acc;
+      }
+      if (centering != PcaCentering::none) {  // through the centre (pca_centering.hpp)
+        double sum[2] = {0.0, 0.0};
+        for (int d = 0; d < D; ++d) sum[d & 1] += gx[r * D + d];
+        for (int d = 0; d < D; ++d) gx[r * D + d] -= w[d] * sum[d & 1];
       }
     }
     total += frame_total;

@@ -135,6 +135,11 @@ TEST_CASE("the mirror-mouse config's unsupervised settings are read", "[app][con
   CHECK(c.losses.anneal_freeze_until_epoch == 0);
   CHECK(c.losses.anneal_increase_factor == 0.01);
   CHECK(c.training.unlabeled_sequence_length == 16);  // dali.base.train.sequence_length
+  CHECK(c.losses.pca_singleview_centering_method.empty());  // absent: null, no centring
+  args.push_back("losses.pca_singleview.centering_method=median");
+  CHECK(parse(args).config.losses.pca_singleview_centering_method == "median");
+  args.back() = "losses.pca_singleview.centering_method=null";
+  CHECK(parse(args).config.losses.pca_singleview_centering_method.empty());
 }
 
 TEST_CASE("unsupervised settings: bad values are errors naming the key", "[app][config][yaml]") {
@@ -154,8 +159,12 @@ TEST_CASE("unsupervised settings: bad values are errors naming the key", "[app][
                     {"data.mirrored_column_matches", "a list of lists of keypoint indices"});
   expect_user_error([&] { parse(with("callbacks.anneal_weight.attr_name=foo")); },
                     {"callbacks.anneal_weight.attr_name"});
-  expect_user_error([&] { parse(with("losses.pca_singleview.centering_method=mean")); },
-                    {"centering"});
+  expect_user_error([&] { parse(with("losses.pca_singleview.centering_method=medain")); },
+                    {"losses.pca_singleview.centering_method", "null or one of mean, median"});
+  expect_user_error([&] { parse(with("losses.pca_multiview.centering_method=mean")); },
+                    {"losses.pca_multiview.centering_method", "pca_singleview only"});
+  expect_user_error([&] { parse(with("data.mirrored_column_matches=[0, 1, 2]")); },
+                    {"data.mirrored_column_matches", "a list of lists of keypoint indices"});
   // pca_multiview without views, and no video_dir, are combinations of keys.
   auto multiview = with("model.losses_to_use=[pca_multiview]");
   multiview.push_back("data.mirrored_column_matches=null");

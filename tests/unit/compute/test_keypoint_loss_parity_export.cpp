@@ -64,6 +64,8 @@ class CaseWriter {
     param("percentile", s.empirical_epsilon_percentile);
     param("multiplier", s.empirical_epsilon_multiplier);
     if (s.epsilon) param("epsilon", *s.epsilon);
+    if (s.centering == trainer::compute::PcaCentering::mean) param("centering_method", "mean");
+    if (s.centering == trainer::compute::PcaCentering::median) param("centering_method", "median");
   }
 
  private:
@@ -203,6 +205,22 @@ TEST_CASE("export unsupervised loss and PCA fit cases for the parity check", "[.
     s.epsilon = 3.5;
     const auto fixed = export_fit(root, "fit_singleview_fixed_epsilon", labels, K, s);
     export_pca_loss(*be, root, "pca_loss_singleview_all", fixed, s, 5, 1.f, 1.f, predictions_from(labels, K, 5, 102));
+    // centering_method: the mean, and the median of an even (6) and an odd (5)
+    // number of keypoints; NaN labels make their frame's centre NaN, as in torch.
+    s.epsilon.reset();
+    s.components_to_keep = 0.95;
+    s.centering = trainer::compute::PcaCentering::mean;
+    const auto mean_centred = export_fit(root, "fit_singleview_mean_centred", labels, K, s);
+    export_pca_loss(*be, root, "pca_loss_singleview_mean_centred", mean_centred, s, 8, 1.5f, 0.8f,
+                    predictions_from(labels, K, 8, 103));
+    s.centering = trainer::compute::PcaCentering::median;
+    const auto median_even = export_fit(root, "fit_singleview_median_even", labels, K, s);
+    export_pca_loss(*be, root, "pca_loss_singleview_median_even", median_even, s, 8, 1.5f, 0.8f,
+                    predictions_from(labels, K, 8, 104));
+    s.columns_for_singleview_pca = std::vector<int>{0, 2, 3, 5, 1};
+    const auto median_odd = export_fit(root, "fit_singleview_median_odd", labels, K, s);
+    export_pca_loss(*be, root, "pca_loss_singleview_median_odd", median_odd, s, 8, 1.f, 1.f,
+                    predictions_from(labels, K, 8, 105));
   }
   {  // synthetic multiview: two views of three body parts, keypoint 3 unused
     const int K = 7;
@@ -233,6 +251,10 @@ TEST_CASE("export unsupervised loss and PCA fit cases for the parity check", "[.
   const auto single = export_fit(root, "fit_mirror_mouse_singleview", table.keypoints, K, s);
   export_pca_loss(*be, root, "pca_loss_mirror_mouse_singleview", single, s, 16, 2.f, 1.5f,
                   predictions_from(table.keypoints, K, 16, 301));
+  s.centering = trainer::compute::PcaCentering::median;
+  const auto single_median = export_fit(root, "fit_mirror_mouse_singleview_median", table.keypoints, K, s);
+  export_pca_loss(*be, root, "pca_loss_mirror_mouse_singleview_median", single_median, s, 16, 2.f, 1.5f,
+                  predictions_from(table.keypoints, K, 16, 303));
   KeypointPcaSettings m;
   m.mode = PcaMode::multiview;
   m.mirrored_column_matches = {{0, 1, 2, 3, 4, 5, 6}, {8, 9, 10, 11, 12, 13, 14}};

@@ -3,6 +3,7 @@
 // scale, and central finite differences of the gradient, which is added into dkeypoints.
 #include <catch2/catch.hpp>
 
+#include <algorithm>  // std::find
 #include <cmath>
 #include <functional>
 #include <vector>
@@ -119,7 +120,7 @@ TEST_CASE("pca_loss: hand-computed singleview case", "[compute]") {
   auto be = make_cpu_backend(1);
   Stream& s = be->default_stream();
   // One keypoint, D = 2, the kept component is the x axis: the error is |y - mean y|.
-  PcaLossTableBuffers t(*be, {10.f, 20.f}, {1.f, 0.f}, {0, 1}, 1, 1, 1.f, s);
+  PcaLossTableBuffers t(*be, {10.f, 20.f}, {1.f, 0.f}, {0, 1}, 1, 1, 1.f, PcaCentering::none, s);
   const std::vector<float> kp{13, 24, /**/ 10, 20.5f};  // residuals (0, 4) and (0, 0.5)
   float loss = -1;
   std::vector<float> d{1, 1, 1, 1};
@@ -136,7 +137,7 @@ TEST_CASE("pca_loss: hand-computed singleview case", "[compute]") {
   CHECK(d[0] == 0.f);
 }
 
-TEST_CASE("pca_loss: multiview rows and a repeated column, finite differences", "[compute]") {
+TEST_CASE("pca_loss: multiview rows, a repeated column and centring, finite differences", "[compute]") {
   auto be = make_cpu_backend(1);
   Stream& s = be->default_stream();
   const int F = 4, K = 6;
@@ -144,12 +145,17 @@ TEST_CASE("pca_loss: multiview rows and a repeated column, finite differences", 
     const char* name;
     std::vector<int> gather;
     int rows, C;
+    PcaCentering centering = PcaCentering::none;
   };
   const Case cases[] = {
       // two views, keypoints (0, 3), (1, 4), (2, 5): rows of view0 x, y, view1 x, y
       {"multiview", {0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, 11}, 3, 3},
       // singleview over keypoints 4, 1, 4: a coordinate used twice collects both
       {"singleview, repeated keypoint", {8, 9, 2, 3, 8, 9}, 1, 2},
+      // centering_method over keypoints 0, 2, 3, 5 (even count) and 0, 2, 3, 4, 5 (odd)
+      {"singleview, mean centring", {0, 1, 4, 5, 6, 7, 10, 11}, 1, 2, PcaCentering::mean},
+      {"singleview, median centring, even", {0, 1, 4, 5, 6, 7, 10, 11}, 1, 2, PcaCentering::median},
+      {"singleview, median centring, odd", {0, 1, 4, 5, 6, 7, 8, 9, 10, 11}, 1, 3, PcaCentering::median},
   };
   unsigned seed = 40;
   for (const Case& c : cases) {
@@ -157,7 +163,7 @@ TEST_CASE("pca_loss: multiview rows and a repeated column, finite differences", 
     const int D = int(c.gather.size()) / c.rows;
     auto mean = random_vector(D, seed++, 5.f, 15.f);
     auto comps = random_components(c.C, D, seed++);
-    PcaLossTableBuffers t(*be, mean, comps, c.gather, c.rows, K, 1.5f, s);
+    PcaLossTableBuffers t(*be, mean, comps, c.gather, c.rows, K, 1.5f, c.centering, s);
     auto kp = random_vector(std::size_t(F) * K * 2, seed++, 0.f, 12.f);
     const float sx = 1.3f, sy = 0.9f;
     auto loss_of = [&](const std::vector<float>& k) {
@@ -175,19 +181,20 @@ TEST_CASE("pca_loss: multiview rows and a repeated column, finite differences", 
     for (std::size_t i = 0; i < kp.size(); ++i) grad[i] = (d[i] - base[i]) / 2.f;
     check_gradient(loss_of, kp, grad, 1e-2f);
     // Coordinates outside the table get no gradient (keypoints 0, 2, 3, 5 in the
-    // singleview case).
-    if (c.rows == 1)
-      for (int f = 0; f < F; ++f)
-        for (int i : {0, 1, 4, 5, 6, 7, 10, 11}) CHECK(d[f * K * 2 + i] == base[f * K * 2 + i]);
+    // repeated-keypoint case), centred or not.
+    for (int f = 0; f < F; ++f)
+      for (int i = 0; i < 2 * K; ++i)
+        if (std::find(c.gather.begin(), c.gather.end(), i) == c.gather.end())
+          CHECK(d[f * K * 2 + i] == base[f * K * 2 + i]);
   }
 }
 
 TEST_CASE("pca_loss: tables that disagree with the keypoints are internal errors", "[compute]") {
   auto be = make_cpu_backend(1);
   Stream& s = be->default_stream();
-  CHECK_THROWS_AS(PcaLossTableBuffers(*be, {0, 0}, {1, 0}, {0, 2}, 1, 1, 1.f, s), trainer::SystemError);
-  CHECK_THROWS_AS(PcaLossTableBuffers(*be, {0, 0}, {1, 0}, {0, 1, 2}, 1, 2, 1.f, s), trainer::SystemError);
-  PcaLossTableBuffers t(*be, {0, 0}, {1, 0}, {0, 1}, 1, 1, 1.f, s);
+  CHECK_THROWS_AS(PcaLossTableBuffers(*be, {0, 0}, {1, 0}, {0, 2}, 1, 1, 1.f, PcaCentering::none, s), trainer::SystemError);
+  CHECK_THROWS_AS(PcaLossTableBuffers(*be, {0, 0}, {1, 0}, {0, 1, 2}, 1, 2, 1.f, PcaCentering::none, s), trainer::SystemError);
+  PcaLossTableBuffers t(*be, {0, 0}, {1, 0}, {0, 1}, 1, 1, 1.f, PcaCentering::none, s);
   std::vector<float> kp(4);
   float loss;
   CHECK_THROWS_AS(be->pca_loss(kp.data(), 1, 2, t.tables(), 1.f, 1.f, &loss, nullptr, 1.f, s),

@@ -135,6 +135,66 @@ TEST_CASE("keypoint PCA: singleview fit recovers a rank-2 subspace", "[train]") 
   CHECK(pca.warnings.empty());
 }
 
+TEST_CASE("keypoint PCA: centering_method removes each frame's translation", "[train]") {
+  // A rank-1 pose change, then a large random translation per frame. Uncentred, the
+  // translation takes two more components. Centred by the mean or the median, the
+  // fit equals the fit of the untranslated poses; mean centring keeps the pose
+  // change linear (one component), and its rows, so its mean, sum to zero in x and y.
+  std::vector<double> basis;
+  const auto poses = low_rank_labels(150, 5, 1, 0.01, 7, basis);
+  auto kp = poses;
+  std::mt19937 rng(8);
+  std::normal_distribution<double> g;
+  for (std::size_t f = 0; f < 150; ++f) {
+    const double tx = 80 * g(rng), ty = 60 * g(rng);
+    for (int k = 0; k < 5; ++k) {
+      kp[f * 10 + 2 * k] += float(tx);
+      kp[f * 10 + 2 * k + 1] += float(ty);
+    }
+  }
+  KeypointPcaSettings s;
+  s.components_to_keep = 0.999;
+  CHECK(fit_keypoint_pca(kp, 5, s).components_kept >= 3);
+  for (auto centering : {trainer::compute::PcaCentering::mean, trainer::compute::PcaCentering::median}) {
+    INFO("centering " << int(centering));
+    s.centering = centering;
+    const KeypointPca pca = fit_keypoint_pca(kp, 5, s);
+    const KeypointPca still = fit_keypoint_pca(poses, 5, s);
+    CHECK(pca.centering == centering);
+    CHECK(pca.components_kept == still.components_kept);
+    for (int d = 0; d < 10; ++d) {
+      CHECK(pca.mean[d] == Approx(still.mean[d]).margin(1e-3));
+      CHECK(pca.explained_variance_ratio[d] == Approx(still.explained_variance_ratio[d]).margin(1e-5));
+    }
+    CHECK(pca.epsilon == Approx(still.epsilon).margin(1e-3));
+    if (centering == trainer::compute::PcaCentering::mean) {
+      CHECK(pca.components_kept == 1);
+      double sx = 0, sy = 0;
+      for (int k = 0; k < 5; ++k) {
+        sx += pca.mean[2 * k];
+        sy += pca.mean[2 * k + 1];
+      }
+      CHECK(std::fabs(sx) < 1e-6);
+      CHECK(std::fabs(sy) < 1e-6);
+    }
+  }
+  // A frame with one NaN keypoint gets a NaN centre: the whole frame drops out of the
+  // mean (torch's mean and quantile propagate NaN).
+  s.centering = trainer::compute::PcaCentering::median;
+  const KeypointPca before = fit_keypoint_pca(kp, 5, s);
+  auto with_nan = kp;
+  with_nan[3 * 10 + 4] = with_nan[3 * 10 + 5] = kNaN;
+  const KeypointPca after = fit_keypoint_pca(with_nan, 5, s);
+  CHECK(after.complete_rows == before.complete_rows - 1);
+  // Multiview rows are never centred (lightning-pose's _multiview_format).
+  KeypointPcaSettings m;
+  m.mode = PcaMode::multiview;
+  m.mirrored_column_matches = {{0, 1}, {2, 3}};
+  m.components_to_keep = 3;
+  m.centering = trainer::compute::PcaCentering::mean;
+  CHECK(fit_keypoint_pca(kp, 5, m).centering == trainer::compute::PcaCentering::none);
+}
+
 TEST_CASE("keypoint PCA: components_to_keep as a count or a fraction", "[train]") {
   std::vector<double> basis;
   const auto kp = low_rank_labels(100, 4, 3, 0.5, 2, basis);
