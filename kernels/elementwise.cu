@@ -21,6 +21,9 @@ __global__ void scale_kernel(float* x, float alpha, std::size_t n) {
 __global__ void accumulate_kernel(const float* x, float* out, std::size_t n) {
   GRID_STRIDE(i, n) out[i] += x[i];
 }
+__global__ void affine_points_kernel(float* xy, std::size_t n, compute::AffineMap2D map) {
+  GRID_STRIDE(i, n) compute::apply_affine(map, xy + 2 * i);
+}
 __global__ void relu_forward_kernel(const float* x, float* y, std::size_t n) {
   GRID_STRIDE(i, n) {
     const float v = x[i];
@@ -63,6 +66,9 @@ void scale(float* x, float alpha, std::size_t n, cudaStream_t s) {
 }
 void accumulate(const float* x, float* out, std::size_t n, cudaStream_t s) {
   if (n) accumulate_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, out, n);
+}
+void affine_points(float* xy, std::size_t points, const compute::AffineMap2D& map, cudaStream_t s) {
+  if (points) affine_points_kernel<<<blocks_for(points), kThreads, 0, s>>>(xy, points, map);
 }
 void relu_forward(const float* x, float* y, std::size_t n, cudaStream_t s) {
   if (n) relu_forward_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, y, n);

@@ -14,6 +14,7 @@
 
 #include "app/commands.hpp"    // bench_loader, Args
 #include "data/augment.hpp"    // imgaug_names, parse_imgaug, make_transform, warp_image, normalize_to_planes
+#include "data/unlabeled_augment.hpp"  // augments_unlabeled_frames
 #include "data/dataset.hpp"    // Dataset
 #include "data/loader.hpp"     // Loader
 #include "data/sampler.hpp"    // distributed_rows
@@ -76,11 +77,14 @@ struct TempFile {
 // Unlabelled video frames (the semi-supervised steps' second batch): decode +
 // resize + normalize of consecutive sequences, as UnlabeledFrames delivers them.
 void bench_unlabeled(const std::string& videos, const std::vector<int>& worker_counts, int sequence, int height,
-                     int width, int channels, double seconds) {
+                     int width, int channels, const std::string& imgaug, double seconds) {
   const std::vector<std::string> files = data::list_videos(videos);
+  const data::Augmentation aug = data::parse_imgaug(imgaug);
   std::printf("unlabelled frames: %zu video(s) of %s, sequences of %d consecutive frames decoded as %s -> %dx%d "
-              "float NCHW, load average %s\n",
+              "float NCHW, %s, load average %s\n",
               files.size(), videos.c_str(), sequence, channels == 1 ? "gray" : "RGB", height, width,
+              data::augments_unlabeled_frames(aug) ? ("augmented (imgaug " + imgaug + ")").c_str()
+                                                   : "not augmented",
               load_average().c_str());
   std::printf("%8s %14s %18s %22s\n", "workers", "frames/s", "frames/s/worker", "frames/CPU-second");
   for (int w : worker_counts) {
@@ -90,6 +94,7 @@ void bench_unlabeled(const std::string& videos, const std::vector<int>& worker_c
     o.height = height;
     o.width = width;
     o.channels = channels;
+    o.imgaug = aug;
     o.num_workers = std::max(1, w);
     data::UnlabeledFrames frames(o);
     frames.start_epoch(0, 0);
@@ -139,7 +144,8 @@ int bench_loader(const Args& args) {
       ("width", po::value(&width)->default_value(width), "network input width")
       ("batch", po::value(&batch)->default_value(batch), "batch size")
       ("imgaug", po::value(&imgaug)->default_value(imgaug),
-       ("one of " + join_names(data::imgaug_names()) + " (training.imgaug; default: resize only)").c_str())
+       ("one of " + join_names(data::imgaug_names()) + " (training.imgaug; default: resize only; with --unlabeled, dlc and dlc-top-down augment as "
+        "lightning-pose's DALI pipeline)").c_str())
       ("workers", po::value(&workers_text)->default_value(workers_text),
        "comma-separated worker counts to measure (0: load in the calling thread)")
       ("seconds", po::value(&seconds)->default_value(seconds), "measuring time per worker count")
@@ -165,7 +171,7 @@ int bench_loader(const Args& args) {
   if (!unlabeled.empty()) {
     if (sequence < 1) throw UserError("bench loader: --sequence must be at least 1");
     if (channels != 1 && channels != 3) throw UserError("bench loader: --channels is 1 or 3");
-    bench_unlabeled(unlabeled, worker_counts, sequence, height, width, channels, seconds);
+    bench_unlabeled(unlabeled, worker_counts, sequence, height, width, channels, imgaug, seconds);
     return 0;
   }
 

@@ -5,6 +5,8 @@
 
 #include "app/loader_source.hpp"   // batch_allocator
 #include "app/run_options.hpp"     // resolve_video_dir
+#include "data/augment.hpp"        // data::parse_imgaug
+#include "data/unlabeled_augment.hpp"  // data::augments_unlabeled_frames
 #include "data/video_reader.hpp"   // data::list_videos, VideoReader
 #include "util/error.hpp"          // UserError
 
@@ -62,6 +64,7 @@ SemiSupervised make_semi_supervised(const Config& config, const runtime::RunPlan
   options.channels = dataset.channels();  // the network sees video frames as it sees labelled ones
   options.num_keypoints = k;
   options.seed = config.training.rng_seed_data_pt;
+  options.imgaug = data::parse_imgaug(config.training.imgaug);
   options.num_workers = plan.rank.unlabeled_workers;
   options.allocator = batch_allocator(backend);
   semi.frames = std::make_unique<data::UnlabeledFrames>(options);
@@ -74,7 +77,11 @@ SemiSupervised make_semi_supervised(const Config& config, const runtime::RunPlan
            std::to_string(semi.frames->sequence_frames()) + " consecutive frames per step (" +
            std::to_string(options.frames_per_rank) + " per rank" +
            (options.context ? ", " + std::to_string(semi.frames->rows_per_rank()) + " rows of 5 context frames" : "") +
-           "), " + std::to_string(semi.frames->windows()) + " sequences");
+           "), " + std::to_string(semi.frames->windows()) + " sequences" +
+           (data::augments_unlabeled_frames(options.imgaug)
+                ? "; augmented as lightning-pose's DALI pipeline (rotation, scale, brightness/contrast, shot "
+                  "noise), keypoints mapped back before the losses"
+                : ""));
   return semi;
 }
 

@@ -26,6 +26,7 @@
 
 #include "compute/batchnorm_moments.hpp"  // batchnorm_moments_size (the moments layout)
 #include "compute/losses/heatmap_loss.hpp"  // HeatmapLoss (heatmap_loss's choice of loss)
+#include "compute/affine_points.hpp"          // AffineMap2D (affine_points)
 #include "compute/pca_loss_tables.hpp"        // PcaLossTables (pca_loss's fitted PCA)
 #include "compute/precision.hpp"  // Precision
 #include "compute/stream.hpp"     // Stream, Event
@@ -160,6 +161,8 @@ class Backend {
                                 Stream& s) = 0;
   // out += x
   virtual void accumulate(const float* x, float* out, std::size_t count, Stream& s) = 0;
+  // Maps `points` (x, y) pairs in place (compute/affine_points.hpp).
+  virtual void affine_points(float* xy, std::size_t points, const AffineMap2D& map, Stream& s) = 0;
   virtual void pixel_shuffle_forward(ConstTensorView x, TensorView y, int factor, Stream& s) = 0;
   virtual void pixel_shuffle_backward(ConstTensorView dy, TensorView dx, int factor, Stream& s) = 0;
 

@@ -36,6 +36,11 @@ struct Batch {
   // Scale from network-input pixels back to the stored frame: x_orig = x * scale_x
   // (exact for un-augmented batches: val, test, predict).
   std::vector<float> scale_x, scale_y;
+  // Unlabelled batches augmented as lightning-pose's DALI pipeline: the map (6
+  // values, compute::AffineMap2D's layout) taking network-input pixels of the
+  // augmented frames back to those of the un-augmented frames; the same for every
+  // row. Empty: not augmented.
+  std::vector<float> keypoint_unwarp;
 
   std::size_t image_floats() const {
     return static_cast<std::size_t>(size) * context_frames * 3 * height * width;

@@ -11,6 +11,7 @@
 
 #include "data/context.hpp"       // kContextFrames, kHalfContext
 #include "data/rng.hpp"           // KeyedRng, RngPurpose
+#include "data/unlabeled_augment.hpp"  // draw_unlabeled_augment, apply_unlabeled_photometrics
 #include "data/video_reader.hpp"  // VideoReader, frame_to_network_input
 #include "util/error.hpp"         // UserError, SystemError
 
@@ -228,7 +229,7 @@ void UnlabeledFrames::worker_main() {
           reader = std::make_unique<VideoReader>(options_.videos[static_cast<std::size_t>(w.video)]);
           reader_video = w.video;
         }
-        decode(*reader, w, slot, raw, scratch, frames);
+        decode(*reader, w, epoch, step, slot, raw, scratch, frames);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex_);
         slot.busy = false;
@@ -252,7 +253,8 @@ void UnlabeledFrames::worker_main() {
   }
 }
 
-void UnlabeledFrames::decode(VideoReader& reader, const UnlabeledWindow& w, Slot& slot, std::vector<std::uint8_t>& raw,
+void UnlabeledFrames::decode(VideoReader& reader, const UnlabeledWindow& w, int epoch, long step, Slot& slot,
+                             std::vector<std::uint8_t>& raw,
                              std::vector<std::uint8_t>& scratch, std::vector<float>& frames) {
   const auto v = static_cast<std::size_t>(w.video);
   const long first = w.first + static_cast<long>(options_.rank) * rows_;
@@ -264,10 +266,25 @@ void UnlabeledFrames::decode(VideoReader& reader, const UnlabeledWindow& w, Slot
     frames.resize(frame_floats_ * static_cast<std::size_t>(options_.frames_per_rank));
     decoded = frames.data();
   }
+  const bool augment = augments_unlabeled_frames(options_.imgaug);
+  UnlabeledAugment a;
+  if (augment) a = draw_unlabeled_augment(frame_h, frame_w, options_.height, options_.width, options_.seed, epoch, step);
+  const std::size_t pixels = static_cast<std::size_t>(options_.height) * options_.width * options_.channels;
   for (int i = 0; i < options_.frames_per_rank; ++i) {
     reader.read(first + i, options_.channels, raw);
-    frame_to_network_input(raw.data(), frame_h, frame_w, options_.channels, options_.height, options_.width, scratch,
-                           decoded + static_cast<std::size_t>(i) * frame_floats_);
+    float* out = decoded + static_cast<std::size_t>(i) * frame_floats_;
+    if (!augment) {
+      frame_to_network_input(raw.data(), frame_h, frame_w, options_.channels, options_.height, options_.width, scratch,
+                             out);
+      continue;
+    }
+    scratch.resize(pixels);
+    warp_image(a.transform, raw.data(), frame_h, frame_w, options_.channels, scratch.data(), options_.height,
+               options_.width);
+    // Noise keyed by the frame's place in the whole sequence, so ranks split it alike.
+    apply_unlabeled_photometrics(a, scratch.data(), pixels, options_.seed, epoch, step,
+                                 static_cast<long>(options_.rank) * rows_ + i);
+    normalize_to_planes(FrameTransform{}, scratch.data(), options_.height, options_.width, options_.channels, out);
   }
   if (options_.context) {
     for (int r = 0; r < rows_; ++r)
@@ -291,6 +308,8 @@ void UnlabeledFrames::decode(VideoReader& reader, const UnlabeledWindow& w, Slot
   b.is_real.assign(n, 1);
   b.scale_x.assign(n, static_cast<float>(frame_w) / options_.width);
   b.scale_y.assign(n, static_cast<float>(frame_h) / options_.height);
+  if (augment) b.keypoint_unwarp.assign(a.unwarp, a.unwarp + 6);
+  else b.keypoint_unwarp.clear();
 }
 
 const Batch& UnlabeledFrames::next() {

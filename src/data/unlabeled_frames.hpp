@@ -25,7 +25,8 @@
 //
 // Decoding runs on worker threads ahead of the training loop, each worker a whole
 // run at a time with its own decoders (one seek per run); frames are resized and normalized exactly as the
-// loader does for un-augmented labelled frames (frame_to_network_input).
+// loader does for un-augmented labelled frames (frame_to_network_input), after lightning-pose's unlabelled
+// augmentation when imgaug asks for it (Batch::keypoint_unwarp then maps the predictions back).
 //
 //   UnlabeledFrames frames(options);
 //   frames.start_epoch(epoch, first_step);
@@ -39,6 +40,7 @@
 #include <thread>              // std::thread
 #include <vector>              // std::vector
 
+#include "data/augment.hpp"  // Augmentation
 #include "data/batch.hpp"   // Batch
 #include "data/loader.hpp"  // HostAllocator
 
@@ -54,6 +56,9 @@ struct UnlabeledOptions {
   int width = 256;
   int channels = 3;                 // decoded as RGB (3) or gray (1): the labelled frames' channels
   int num_keypoints = 0;            // sizes Batch::keypoints (all NaN: no labels)
+  // training.imgaug: dlc and dlc-top-down augment the frames as lightning-pose's DALI
+  // pipeline does (data/unlabeled_augment.hpp); anything else resizes only.
+  Augmentation imgaug = Augmentation::kNone;
   std::uint64_t seed = 0;           // rng_seed_data_pt
   int num_workers = 1;              // decoding threads (at least 1)
   HostAllocator allocator;          // empty: default_host_allocator()
@@ -100,7 +105,8 @@ class UnlabeledFrames {
   std::vector<long> epoch_order(int epoch, std::vector<long>* run_ends) const;
   void worker_main();
   void shut_down() noexcept;  // stops and joins the workers, frees the slots
-  void decode(class VideoReader& reader, const UnlabeledWindow& w, Slot& slot, std::vector<std::uint8_t>& raw,
+  void decode(class VideoReader& reader, const UnlabeledWindow& w, int epoch, long step, Slot& slot,
+              std::vector<std::uint8_t>& raw,
               std::vector<std::uint8_t>& scratch, std::vector<float>& frames);
 
   UnlabeledOptions options_;

@@ -4,7 +4,8 @@
 #include <algorithm>  // std::copy
 #include <cmath>      // std::isnan, std::sqrt
 
-#include "util/error.hpp"  // UserError
+#include "compute/affine_points.hpp"  // AffineMap2D
+#include "util/error.hpp"           // UserError
 
 namespace trainer::train {
 
@@ -172,6 +173,15 @@ compute::ConstTensorView StepRunner::unsupervised_forward(const data::Batch& fra
   const int d = model_.spec().downsample_factor;
   backend_.soft_argmax(heatmaps, d, kSoftArgmaxTemperature, u_coords_.data(), u_confidence_.data(), stream_);
   backend_.fill(u_dcoords_.data(), 0.f, std::size_t(planes) * 2, stream_);
+  // Augmented frames: the keypoints back to the un-augmented frame first
+  // (lightning-pose's undo_affine_transform_batch), the gradient the other way after.
+  compute::AffineMap2D unwarp;
+  const bool augmented = !frames.keypoint_unwarp.empty();
+  if (augmented) {
+    TRAINER_ASSERT(frames.keypoint_unwarp.size() == 6, "keypoint_unwarp holds " << frames.keypoint_unwarp.size());
+    std::copy(frames.keypoint_unwarp.begin(), frames.keypoint_unwarp.end(), unwarp.m);
+    backend_.affine_points(u_coords_.data(), std::size_t(planes), unwarp, stream_);
+  }
   // Keypoints into original-frame pixels (lightning-pose's model_to_frame), where
   // the epsilons are measured; the same scale for every frame of one video.
   const float sx = frames.scale_x.empty() ? 1.f : frames.scale_x[0];
@@ -179,6 +189,7 @@ compute::ConstTensorView StepRunner::unsupervised_forward(const data::Batch& fra
   unsupervised_->compute(u_coords_.data(), u_confidence_.data(), hs.n, hs.c, sx, sy,
                          static_cast<float>(importance) * scaler_.scale(), u_values_.data(), u_dcoords_.data(),
                          stream_);
+  if (augmented) backend_.affine_points(u_dcoords_.data(), std::size_t(planes), unwarp.transposed_linear(), stream_);
   backend_.accumulate(u_values_.data(), u_sums_.data(), unsupervised_->names().size(), stream_);
   return heatmaps;
 }

@@ -2,6 +2,7 @@
 // fp32 with TF32 off must agree to a relative error below 1e-5.
 #include <catch2/catch.hpp>
 
+#include <algorithm>  // std::copy
 #include <cmath>    // std::nanf
 #include <cstdint>  // std::uint8_t
 #include <limits>   // quiet_NaN
@@ -27,6 +28,19 @@ TEST_CASE("cuda fill, scale, copy, accumulate", "[gpu]") {
   t.cpu->scale(ref.data(), -3.f, n, t.cs());
   t.cpu->accumulate(b.data(), ref.data(), n, t.cs());
   CHECK(rel_error(t.host(dc), ref) < kTolerance);
+}
+
+TEST_CASE("cuda affine_points matches the CPU twin", "[gpu]") {
+  Twins t;
+  const std::size_t points = 50001;
+  auto xy = random_vector(2 * points, 5, -100.f, 300.f);
+  AffineMap2D map;
+  const float m[6] = {0.93f, -0.17f, 4.5f, 0.21f, 1.08f, -6.25f};
+  std::copy(m, m + 6, map.m);
+  auto d = t.device(xy);
+  t.gpu->affine_points(d.data(), points, map, t.gs());
+  t.cpu->affine_points(xy.data(), points, map, t.cs());
+  CHECK(rel_error(t.host(d), xy) < kTolerance);
 }
 
 TEST_CASE("cuda conv2d forward / backward-data / backward-weights", "[gpu]") {

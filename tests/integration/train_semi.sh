@@ -89,10 +89,14 @@ config "$SCRATCH/both.cfg" "[temporal, pca_singleview]"
 grep -q "unlabelled video frames per step: 8" "$SCRATCH/plan.txt" || { cat "$SCRATCH/plan.txt"; fail "plan: no sequence"; }
 grep -qE "^ +1 +0 +1 +gpu:1 +8 +4 +[0-9]+ +- +4 " "$SCRATCH/plan.txt" \
   || { cat "$SCRATCH/plan.txt"; fail "plan: rank 1 should get 4 unlabelled frames"; }
+# imgaug dlc: the unlabelled frames are augmented too (keypoints mapped back).
 for np in 1 2; do
-  train "$SCRATCH/both_r$np.log" "$np" --config "$SCRATCH/both.cfg" --out "$SCRATCH/both_r$np" --training.max_epochs 4
+  train "$SCRATCH/both_r$np.log" "$np" --config "$SCRATCH/both.cfg" --out "$SCRATCH/both_r$np" --training.max_epochs 4 \
+    --training.imgaug dlc
   grep -q "pca_singleview: PCA of the labelled keypoints keeps" "$SCRATCH/both_r$np.log" \
     || { cat "$SCRATCH/both_r$np.log"; fail "no PCA summary"; }
+  grep -q "augmented as lightning-pose's DALI pipeline" "$SCRATCH/both_r$np.log" \
+    || { cat "$SCRATCH/both_r$np.log"; fail "unlabelled frames not augmented under imgaug dlc"; }
   m=$SCRATCH/both_r$np/metrics.csv
   head -1 "$m" | grep -q "total_unsupervised_importance,train_temporal_loss,train_pca_singleview_loss" \
     || fail "metrics.csv header lacks the unsupervised columns"
@@ -118,8 +122,9 @@ else
 fi
 
 # ---- a resumed run continues: the same sequences, the same weights ----------------
-train "$SCRATCH/cut.log" 1 --config "$SCRATCH/both.cfg" --out "$SCRATCH/cut" --max-steps 5
-train "$SCRATCH/resumed.log" 1 --config "$SCRATCH/both.cfg" --out "$SCRATCH/cut" --resume auto --training.max_epochs 4
+train "$SCRATCH/cut.log" 1 --config "$SCRATCH/both.cfg" --out "$SCRATCH/cut" --max-steps 5 --training.imgaug dlc
+train "$SCRATCH/resumed.log" 1 --config "$SCRATCH/both.cfg" --out "$SCRATCH/cut" --resume auto --training.max_epochs 4 \
+  --training.imgaug dlc
 "$PY" - "$SCRATCH/both_r1/metrics.csv" "$SCRATCH/cut/metrics.csv" <<'PYEOF' || fail "resumed run differs"
 import csv, sys
 def epochs(path):
@@ -142,7 +147,7 @@ if "$PY" -c "import h5py, numpy" 2>/dev/null; then
   train "$SCRATCH/base.log" 1 --config "$SCRATCH/pca.cfg" --out "$SCRATCH/base" --max-steps 40 \
     --model.losses_to_use "[]"
   checkpoint=$SCRATCH/base/checkpoints/last.h5
-  # With lightning-pose's median centring, so that the step covers it too.
+  # With lightning-pose's median centring, so that the step covers it.
   for np in 1 2; do
     train "$SCRATCH/eq_r$np.log" "$np" --config "$SCRATCH/pca.cfg" --out "$SCRATCH/eq_r$np" --resume "$checkpoint" \
       --max-steps 41 --dump-gradients "$SCRATCH/eq_r$np.h5" --dump-gradients-step 41 \

@@ -142,6 +142,11 @@ void CpuBackend::accumulate(const float* x, float* out, std::size_t count, Strea
   for (long i = 0; i < n; ++i) out[i] += x[i];
 }
 
+void CpuBackend::affine_points(float* xy, std::size_t points, const AffineMap2D& map, Stream&) {
+  enter();
+  for (std::size_t i = 0; i < points; ++i) apply_affine(map, xy + 2 * i);
+}
+
 // PyTorch PixelShuffle(r): y[n, c, h*r + i, w*r + j] = x[n, c*r*r + i*r + j, h, w].
 void CpuBackend::pixel_shuffle_forward(ConstTensorView x, TensorView y, int r, Stream&) {
   TRAINER_ASSERT(x.shape.c == y.shape.c * r * r && y.shape.h == x.shape.h * r &&

@@ -293,6 +293,10 @@ class CudaBackend final : public Backend {
     const float one = 1.f;
     CUBLAS_CHECK(cublasSaxpy_64(h, static_cast<int64_t>(count), &one, x, 1, out, 1));
   }
+  void affine_points(float* xy, std::size_t points, const AffineMap2D& map, Stream& s) override {
+    kernels::affine_points(xy, points, map, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
   void pixel_shuffle_forward(ConstTensorView x, TensorView y, int factor, Stream& s) override {
     SHAPE_CHECK(x.shape.c == y.shape.c * factor * factor && y.shape.h == x.shape.h * factor &&
                     y.shape.w == x.shape.w * factor && x.shape.n == y.shape.n,

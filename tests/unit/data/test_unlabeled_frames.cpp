@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "data/augment.hpp"           // Augmentation
 #include "data/unlabeled_frames.hpp"  // UnlabeledFrames
 #include "data/video_reader.hpp"      // VideoReader, frame_to_network_input
 #include "scratch_dir.hpp"            // ScratchDir
@@ -183,4 +184,43 @@ TEST_CASE("unlabelled context batches (heatmap_mhcrnn): rows of 5 frames, the ra
   UnlabeledOptions too_few = options({a}, 4, 0, 1);
   too_few.context = true;
   CHECK_THROWS_AS(UnlabeledFrames(too_few), UserError);
+}
+
+TEST_CASE("unlabelled frames with imgaug dlc: one augmentation per sequence, the same on every rank's share",
+          "[data]") {
+  ScratchDir dir("unlabeled_augmented");
+  const std::string a = dir.file("a.avi");
+  write_video(a, 16);
+  UnlabeledOptions one = options({a}, 8, 0, 1);
+  one.imgaug = trainer::data::Augmentation::kDlc;
+  UnlabeledOptions half0 = options({a}, 4, 0, 2), half1 = options({a}, 4, 1, 2);
+  half0.imgaug = half1.imgaug = trainer::data::Augmentation::kDlc;
+  UnlabeledFrames whole(one), rank0(half0), rank1(half1);
+  for (UnlabeledFrames* f : {&whole, &rank0, &rank1}) f->start_epoch(3, 0);
+  for (int step = 0; step < 2; ++step) {
+    const Batch& w = whole.next();
+    const Batch& r0 = rank0.next();
+    const Batch& r1 = rank1.next();
+    REQUIRE(w.keypoint_unwarp.size() == 6);
+    CHECK(r0.keypoint_unwarp == w.keypoint_unwarp);
+    CHECK(r1.keypoint_unwarp == w.keypoint_unwarp);
+    const std::size_t frame = 3 * 32 * 32;
+    // The two ranks' frames are the one-rank sequence's, noise included.
+    CHECK(std::vector<float>(r0.images, r0.images + 4 * frame) == std::vector<float>(w.images, w.images + 4 * frame));
+    CHECK(std::vector<float>(r1.images, r1.images + 4 * frame) ==
+          std::vector<float>(w.images + 4 * frame, w.images + 8 * frame));
+    // ... and not the un-augmented frames.
+    const auto plain = expected_frame(a, w.frame_index[0]);
+    CHECK(std::vector<float>(w.images, w.images + frame) != plain);
+  }
+  // imgaug default (and dlc-lr, which lightning-pose's DALI pipeline does not
+  // augment): resize only.
+  UnlabeledOptions lr = one;
+  lr.imgaug = trainer::data::Augmentation::kDlcLr;
+  UnlabeledFrames plain(lr);
+  plain.start_epoch(3, 0);
+  const Batch& p = plain.next();
+  CHECK(p.keypoint_unwarp.empty());
+  const auto want = expected_frame(a, p.frame_index[0]);
+  CHECK(std::vector<float>(p.images, p.images + want.size()) == want);
 }

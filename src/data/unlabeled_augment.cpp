@@ -1,0 +1,72 @@
+#include "data/unlabeled_augment.hpp"
+
+#include <algorithm>  // std::clamp
+#include <cmath>      // std::cos, std::sin, std::sqrt, std::lround
+
+#include "data/rng.hpp"  // KeyedRng, RngPurpose
+
+namespace trainer::data {
+
+bool augments_unlabeled_frames(Augmentation imgaug) {
+  return imgaug == Augmentation::kDlc || imgaug == Augmentation::kDlcTopDown;
+}
+
+UnlabeledAugment draw_unlabeled_augment(int src_h, int src_w, int dst_h, int dst_w, std::uint64_t seed, int epoch,
+                                        long step) {
+  KeyedRng rng(seed, static_cast<std::uint64_t>(RngPurpose::kUnlabeledAugment), static_cast<std::uint64_t>(epoch),
+               static_cast<std::uint64_t>(step));
+  const double angle = rng.uniform(-10.0, 10.0) * 3.141592653589793 / 180.0;
+  const double kx = rng.uniform(0.8, 1.2), ky = rng.uniform(0.8, 1.2);
+  const double contrast = rng.uniform(0.75, 1.25), brightness = rng.uniform(0.75, 1.25);
+  UnlabeledAugment a;
+  a.shot_noise = rng.uniform(0.0, 10.0);
+  a.gain = static_cast<float>(brightness * contrast);
+  a.offset = static_cast<float>(brightness * 0.5 * (1.0 - contrast));
+  // G = T(c) S(kx, ky) R(angle) T(-c) in network pixels, after the resize D.
+  const double cx = dst_w / 2.0, cy = dst_h / 2.0, cs = std::cos(angle), sn = std::sin(angle);
+  const double g00 = kx * cs, g01 = -kx * sn, g10 = ky * sn, g11 = ky * cs;
+  const double g02 = cx - (g00 * cx + g01 * cy), g12 = cy - (g10 * cx + g11 * cy);
+  const FrameTransform resize = make_transform(src_h, src_w, dst_h, dst_w, Augmentation::kNone, 0, 0, 0);
+  a.transform = resize;
+  double* m = a.transform.m;
+  // G * D, D = the un-augmented resize of make_transform.
+  const double d[6] = {resize.m[0], resize.m[1], resize.m[2], resize.m[3], resize.m[4], resize.m[5]};
+  m[0] = g00 * d[0] + g01 * d[3];
+  m[1] = g00 * d[1] + g01 * d[4];
+  m[2] = g00 * d[2] + g01 * d[5] + g02;
+  m[3] = g10 * d[0] + g11 * d[3];
+  m[4] = g10 * d[1] + g11 * d[4];
+  m[5] = g10 * d[2] + g11 * d[5] + g12;
+  // unwarp = G^-1.
+  const double det = g00 * g11 - g01 * g10;
+  const double i00 = g11 / det, i01 = -g01 / det, i10 = -g10 / det, i11 = g00 / det;
+  a.unwarp[0] = static_cast<float>(i00);
+  a.unwarp[1] = static_cast<float>(i01);
+  a.unwarp[2] = static_cast<float>(-(i00 * g02 + i01 * g12));
+  a.unwarp[3] = static_cast<float>(i10);
+  a.unwarp[4] = static_cast<float>(i11);
+  a.unwarp[5] = static_cast<float>(-(i10 * g02 + i11 * g12));
+  return a;
+}
+
+void apply_unlabeled_photometrics(const UnlabeledAugment& a, std::uint8_t* image, std::size_t n, std::uint64_t seed,
+                                  int epoch, long step, long frame) {
+  KeyedRng rng(seed, static_cast<std::uint64_t>(RngPurpose::kUnlabeledNoise), static_cast<std::uint64_t>(epoch),
+               static_cast<std::uint64_t>(step) * 4096u + static_cast<std::uint64_t>(frame));
+  // A sum of four 16-bit uniforms, centred and scaled to unit variance: close enough
+  // to normal for noise, and a few nanoseconds per pixel.
+  constexpr double kCentre = 2.0 * 65535.0;
+  const double unit = 1.0 / (65536.0 * std::sqrt(4.0 / 12.0));
+  for (std::size_t i = 0; i < n; ++i) {
+    double v = std::clamp(a.gain * static_cast<double>(image[i]) + a.offset, 0.0, 255.0);
+    if (a.shot_noise > 0.0) {
+      const std::uint64_t r = rng.next_u64();
+      const double sum = static_cast<double>(r & 0xFFFF) + static_cast<double>((r >> 16) & 0xFFFF) +
+                         static_cast<double>((r >> 32) & 0xFFFF) + static_cast<double>(r >> 48);
+      v += std::sqrt(v * a.shot_noise) * (sum - kCentre) * unit;
+    }
+    image[i] = static_cast<std::uint8_t>(std::clamp(std::lround(v), 0L, 255L));
+  }
+}
+
+}  // namespace trainer::data
