@@ -1,7 +1,7 @@
 #include "data/unlabeled_augment.hpp"
 
 #include <algorithm>  // std::clamp
-#include <cmath>      // std::cos, std::sin, std::sqrt, std::lround
+#include <cmath>      // std::cos, std::sin, std::sqrt
 
 #include "data/rng.hpp"  // KeyedRng, RngPurpose
 
@@ -51,21 +51,30 @@ UnlabeledAugment draw_unlabeled_augment(int src_h, int src_w, int dst_h, int dst
 
 void apply_unlabeled_photometrics(const UnlabeledAugment& a, std::uint8_t* image, std::size_t n, std::uint64_t seed,
                                   int epoch, long step, long frame) {
+  // Per grey level: the brightness/contrast result, and the noise's standard
+  // deviation sqrt(v * factor) in units of the uniform sum below (tables, so that
+  // a pixel costs one random draw and a few float operations).
+  float level[256], spread[256];
+  // A sum of four 16-bit uniforms, centred and scaled to unit variance: close enough
+  // to normal for noise.
+  constexpr float kCentre = 2.0f * 65535.0f;
+  const double unit = 1.0 / (65536.0 * std::sqrt(4.0 / 12.0));
+  for (int v = 0; v < 256; ++v) {
+    const double adjusted = std::clamp(a.gain * static_cast<double>(v) + a.offset, 0.0, 255.0);
+    level[v] = static_cast<float>(adjusted);
+    spread[v] = static_cast<float>(std::sqrt(adjusted * a.shot_noise) * unit);
+  }
+  if (a.shot_noise <= 0.0) {
+    for (std::size_t i = 0; i < n; ++i) image[i] = static_cast<std::uint8_t>(level[image[i]] + 0.5f);
+    return;
+  }
   KeyedRng rng(seed, static_cast<std::uint64_t>(RngPurpose::kUnlabeledNoise), static_cast<std::uint64_t>(epoch),
                static_cast<std::uint64_t>(step) * 4096u + static_cast<std::uint64_t>(frame));
-  // A sum of four 16-bit uniforms, centred and scaled to unit variance: close enough
-  // to normal for noise, and a few nanoseconds per pixel.
-  constexpr double kCentre = 2.0 * 65535.0;
-  const double unit = 1.0 / (65536.0 * std::sqrt(4.0 / 12.0));
   for (std::size_t i = 0; i < n; ++i) {
-    double v = std::clamp(a.gain * static_cast<double>(image[i]) + a.offset, 0.0, 255.0);
-    if (a.shot_noise > 0.0) {
-      const std::uint64_t r = rng.next_u64();
-      const double sum = static_cast<double>(r & 0xFFFF) + static_cast<double>((r >> 16) & 0xFFFF) +
-                         static_cast<double>((r >> 32) & 0xFFFF) + static_cast<double>(r >> 48);
-      v += std::sqrt(v * a.shot_noise) * (sum - kCentre) * unit;
-    }
-    image[i] = static_cast<std::uint8_t>(std::clamp(std::lround(v), 0L, 255L));
+    const std::uint64_t r = rng.next_u64();
+    const float sum = static_cast<float>((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48));
+    const float v = level[image[i]] + spread[image[i]] * (sum - kCentre);
+    image[i] = static_cast<std::uint8_t>(std::clamp(v, 0.0f, 255.0f) + 0.5f);
   }
 }
 
