@@ -68,8 +68,10 @@ void apply_unlabeled_photometrics(const UnlabeledAugment& a, std::uint8_t* image
     for (std::size_t i = 0; i < n; ++i) image[i] = static_cast<std::uint8_t>(level[image[i]] + 0.5f);
     return;
   }
-  KeyedRng rng(seed, static_cast<std::uint64_t>(RngPurpose::kUnlabeledNoise), static_cast<std::uint64_t>(epoch),
-               static_cast<std::uint64_t>(step) * 4096u + static_cast<std::uint64_t>(frame));
+  // (epoch, step) share one key word: both stay far below 2^32.
+  KeyedRng rng(seed, static_cast<std::uint64_t>(RngPurpose::kUnlabeledNoise),
+               (static_cast<std::uint64_t>(epoch) << 32) | static_cast<std::uint32_t>(step),
+               static_cast<std::uint64_t>(frame));
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t r = rng.next_u64();
     const float sum = static_cast<float>((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48));
