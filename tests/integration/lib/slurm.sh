@@ -15,7 +15,7 @@ start_local_slurm() {
   export SLURM_LOCAL_DIR=$(mktemp -d "/tmp/trainer-slurm-$name.XXXXXX") SLURM_LOCAL_CPUS=16
   export SLURM_LOCAL_CTLD_PORT=${SLURM_LOCAL_CTLD_PORT:-$ctld_port}
   export SLURM_LOCAL_SLURMD_PORT=${SLURM_LOCAL_SLURMD_PORT:-$slurmd_port}
-  trap 'bash "$REPO/scripts/slurm-local.sh" stop || true; cp -r "$SLURM_LOCAL_DIR/log" "$SCRATCH/slurm-logs" 2>/dev/null; rm -rf "$SLURM_LOCAL_DIR"' EXIT
+  at_exit 'bash "$REPO/scripts/slurm-local.sh" stop || true; cp -r "$SLURM_LOCAL_DIR/log" "$SCRATCH/slurm-logs" 2>/dev/null; rm -rf "$SLURM_LOCAL_DIR"'
   bash "$REPO/scripts/slurm-local.sh" start || fail "could not start the local SLURM cluster"
   export SLURM_CONF=$SLURM_LOCAL_DIR/slurm.conf
 }
