@@ -5,7 +5,10 @@
 #include <algorithm>  // std::max
 #include <climits>    // PATH_MAX
 #include <cstdlib>    // setenv
+#include <chrono>     // std::chrono::milliseconds
 #include <exception>  // std::uncaught_exceptions
+#include <iostream>   // std::cerr
+#include <thread>     // std::this_thread::sleep_for
 
 #include "runtime/launcher_check.hpp"  // check_launcher, detect_launcher
 #include "util/error.hpp"              // UserError, MPI_CHECK
@@ -109,8 +112,9 @@ MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int npro
     world_.watchdog = watchdog_.get();
     world_.launched_by = launch_kind_name(kind_);
   } catch (...) {
-    // The destructor will not run: give MPI back before the error reaches main.
-    finalize();
+    // The destructor will not run: give MPI back before the error reaches main (the
+    // other ranks need not be here: no barrier).
+    finalize(false);
     throw;
   }
 }
@@ -147,11 +151,60 @@ void MpiSession::start_heartbeats(MPI_Comm comm) {
   watchdog_->mpi_ready(comm, comm, thread_multiple());
 }
 
-void MpiSession::finalize() {
-  // The watchdog thread stops calling MPI first; MPI_Finalize waits for every rank,
-  // so it gets a deadline too.
-  watchdog_->mpi_closing();
+namespace {
+// A barrier that waits without spinning a core: Open MPI's blocking MPI_Barrier
+// busy-polls, and a rank waiting at shutdown would slow a peer on the same node that
+// still works alone (rank 0 writes the predictions). False when `give_up` says so
+// first, or when MPI reports an error.
+template <typename GiveUp>
+bool barrier_without_spinning(MPI_Comm comm, GiveUp give_up) {
+  MPI_Request request = MPI_REQUEST_NULL;
+  if (MPI_Ibarrier(comm, &request) != MPI_SUCCESS) return false;
+  for (;;) {
+    int done = 0;
+    if (MPI_Test(&request, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) return false;
+    if (done) return true;
+    if (give_up()) return false;  // the request is left behind: the process is leaving
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+}  // namespace
+
+void MpiSession::finalize(bool every_rank_here) {
+  const bool together = every_rank_here && owned_world_.get() != MPI_COMM_NULL && world_.size > 1;
+  // 1. Every rank reaches the end before any stops its heartbeats. No deadline here:
+  //    a peer may legitimately work alone for long (rank 0's predictions); one whose
+  //    heartbeats stop for distributed.collective_timeout is gone, and this rank then
+  //    leaves with the error (no heartbeats or no timeout: the launcher ends the job).
+  if (together) {
+    const double timeout_s = watchdog_->timeout_s();
+    std::vector<int> silent;
+    const bool arrived = barrier_without_spinning(owned_world_.get(), [&] {
+      if (timeout_s <= 0) return false;
+      silent = watchdog_->heartbeats().silent_ranks(std::max(timeout_s, watchdog_->silent_after_s()));
+      return !silent.empty();
+    });
+    if (!arrived) {
+      for (int r : silent)
+        std::cerr << "error: [rank " << world_.rank << "] at shutdown: " << watchdog_->heartbeats().describe(r)
+                  << "\n";
+      std::cerr << "error: [rank " << world_.rank << "] leaves without MPI_Finalize (a peer is gone)\n";
+      watchdog_->mpi_closing();
+      owned_world_.abandon();
+      intercomm_.abandon();
+      return;
+    }
+  }
+  // 2. MPI_Finalize waits for every rank, so it gets a deadline. The watchdog thread
+  //    stops calling MPI first (its heartbeats end), then a second barrier: past it
+  //    nobody sends heartbeats, and nobody left before it. Without the two, a rank
+  //    that finished early could exit while a peer still sent it heartbeats (a
+  //    --nprocs child's MPI_Finalize does not wait for its parent), and Open MPI's TCP
+  //    transport then spins inside MPI_Test forever ("writev failed: Broken pipe",
+  //    100% CPU): the run's output was complete but the process never ended.
   const auto stage = watchdog_->stage("shutdown: MPI_Finalize");
+  watchdog_->mpi_closing();
+  if (together) barrier_without_spinning(owned_world_.get(), [] { return false; });
   owned_world_.reset();
   intercomm_.reset();
   int finalized = 0;
@@ -171,7 +224,7 @@ MpiSession::~MpiSession() {
     intercomm_.abandon();
     return;
   }
-  finalize();
+  finalize(true);
 }
 
 std::vector<int> all_ranks_ok(const World& world, bool ok) {

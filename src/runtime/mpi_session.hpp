@@ -59,7 +59,8 @@ class MpiSession {
 
  private:
   void spawn_and_merge(const std::vector<std::string>& subcommand_args, int nprocs);
-  void finalize();
+  // every_rank_here: all ranks call it together (the normal end, or an agreed failure).
+  void finalize(bool every_rank_here);
   void start_heartbeats(MPI_Comm comm);
 
   std::unique_ptr<Watchdog> watchdog_;  // first: armed before MPI_Init, gone after MPI_Finalize

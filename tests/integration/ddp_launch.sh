@@ -5,8 +5,8 @@
 # depend on the world size; the sampler re-partitions). Short runs (--max-steps).
 source "$(dirname "$0")/lib/common.sh"
 cd "$SCRATCH"
-common=(--config "$REPO/inputs/demo.cfg" --data.synthetic_file "$SCRATCH/synthetic.h5"
-        --training.log_every_n_steps 2 --distributed.collective_timeout 300)
+settings=(--config "$REPO/inputs/demo.cfg" --training.log_every_n_steps 2 --distributed.collective_timeout 300)
+common=("${settings[@]}" --data.synthetic_file "$SCRATCH/synthetic.h5")
 
 check_run() {  # check_run DIR STEPS LOG
   local dir=$1 steps=$2 log=$3
@@ -29,10 +29,19 @@ for backend in gloo mpi; do
   echo "mpirun -np 2 --backend $backend: ok"
 done
 
-timeout 600 "$TRAINER" train "${common[@]}" --backend gloo --nprocs 2 --max-steps 4 --out "$SCRATCH/spawn" \
-  >"$SCRATCH/spawn.log" 2>&1 || { cat "$SCRATCH/spawn.log"; fail "train --nprocs 2 failed"; }
+# 1,000 frames: rank 0 then writes predictions.csv alone for a few seconds, while the
+# spawned child is done. The child must not exit before the parent stops sending it
+# heartbeats: that gave Open MPI TCP errors ("failed to TCP connect", "Broken pipe")
+# and once a parent spinning in MPI_Test forever after its output was complete.
+"$TRAINER" synth --out "$SCRATCH/spawn_frames.h5" --frames 1000 --size 64 >/dev/null || fail "synth"
+timeout 600 "$TRAINER" train "${settings[@]}" --data.synthetic_file "$SCRATCH/spawn_frames.h5" --backend gloo \
+  --nprocs 2 --max-steps 4 --out "$SCRATCH/spawn" >"$SCRATCH/spawn.log" 2>&1 ||
+  { cat "$SCRATCH/spawn.log"; fail "train --nprocs 2 failed (124: it did not end)"; }
 check_run "$SCRATCH/spawn" 4 "$SCRATCH/spawn.log"
 grep -q "gradient all-reduce (gloo, 2 ranks" "$SCRATCH/spawn.log" || { cat "$SCRATCH/spawn.log"; fail "self-spawn ran 1 rank"; }
+[[ -f $SCRATCH/spawn/predictions.csv ]] || { cat "$SCRATCH/spawn.log"; fail "self-spawn: no predictions.csv"; }
+! grep -E "TCP connect|Broken pipe|ORTE_ERROR_LOG" "$SCRATCH/spawn.log" ||
+  fail "self-spawn: Open MPI transport errors at shutdown (a rank left while another still sent to it)"
 echo "--nprocs 2: ok"
 
 # Resume the 2-rank run (step 6) with 1 rank and with 3 ranks, up to step 10.
