@@ -33,9 +33,12 @@ grep -q "^data_files = \[$SCRATCH/runs/imported/CollectedData-" "$SCRATCH/runs/a
 grep -q "^csv_file =$" "$SCRATCH/runs/a/config.ini" || fail "config.ini still imports"
 [[ $(tail -n +2 "$SCRATCH/runs/a/metrics.csv" | wc -l) -ge 2 ]] || fail "metrics.csv lacks epoch rows"
 
+# The runs below test the import cache, not the network: ResNet-18 at 128x128 keeps them short.
+SMALL=(model.backbone=resnet18 data.image_resize_dims.height=128 data.image_resize_dims.width=128)
+
 # The second run reuses the import.
 # (With lightning-pose's train_frames: half of the 72 train frames, the rest unused.)
-$MPIRUN -np 2 "$TRAINER" train "$CONFIG" --overrides "${OVERRIDES[@]}" training.max_epochs=1 \
+$MPIRUN -np 2 "$TRAINER" train "$CONFIG" --overrides "${OVERRIDES[@]}" "${SMALL[@]}" training.max_epochs=1 \
   training.train_frames=0.5 --out "$SCRATCH/runs/b" >"$SCRATCH/b.txt" 2>&1 ||
   { cat "$SCRATCH/b.txt"; fail "second run failed"; }
 grep -q "imported before" "$SCRATCH/b.txt" || { cat "$SCRATCH/b.txt"; fail "the cached import was not reused"; }
@@ -48,7 +51,7 @@ mkdir -p "$SCRATCH/project"
 ln -s "$DATA/labeled-data" "$SCRATCH/project/labeled-data"
 sed '5s/,[0-9.]*,/,12.5,/' "$DATA/CollectedData.csv" >"$SCRATCH/project/CollectedData.csv"
 cmp -s "$DATA/CollectedData.csv" "$SCRATCH/project/CollectedData.csv" && fail "the CSV copy was not changed"
-$MPIRUN -np 2 "$TRAINER" train "$CONFIG" --overrides "${OVERRIDES[@]}" training.max_epochs=1 \
+$MPIRUN -np 2 "$TRAINER" train "$CONFIG" --overrides "${OVERRIDES[@]}" "${SMALL[@]}" training.max_epochs=1 \
   data.data_dir="$SCRATCH/project" --out "$SCRATCH/runs/c" >"$SCRATCH/c.txt" 2>&1 ||
   { cat "$SCRATCH/c.txt"; fail "run on the changed CSV failed"; }
 grep -q "data: imported 90 frames" "$SCRATCH/c.txt" || fail "the changed CSV was not imported again"
