@@ -29,6 +29,7 @@
 #include "data/video_reader.hpp"    // data::list_videos, data::VideoReader
 #include "model/make_model.hpp"     // model::make_pose_model, needs_context_frames
 #include "runtime/agreed_failure.hpp"  // runtime::on_every_rank_or_none
+#include "runtime/broadcast_string.hpp" // runtime::broadcast_string
 #include "runtime/gather_text.hpp"  // runtime::gather_text
 #include "runtime/mpi_session.hpp"  // runtime::MpiSession
 #include "runtime/visible_gpus.hpp" // runtime::visible_gpu_count
@@ -123,6 +124,36 @@ std::vector<Segment> segments_of_rank(const std::vector<long>& frames, int rank,
   return out;
 }
 
+// Every video's real length (VideoReader::count_decodable_frames: the container's
+// count can be too small), counted by the ranks in turn: this rank's share as
+// "index count" lines. May throw (a truncated video); no collective inside.
+std::string count_my_videos(const runtime::World& world, const std::vector<std::string>& videos) {
+  std::string mine;
+  for (std::size_t v = static_cast<std::size_t>(world.rank); v < videos.size(); v += static_cast<std::size_t>(world.size))
+    mine += std::to_string(v) + " " + std::to_string(data::VideoReader(videos[v]).count_decodable_frames()) + "\n";
+  return mine;
+}
+
+// The counts of every rank, gathered on rank 0 and broadcast (collectives only).
+// Logs the videos whose container was wrong.
+std::vector<long> share_counts(const runtime::World& world, const std::string& mine,
+                               const std::vector<std::string>& videos, const std::vector<long>& announced,
+                               const Log& log) {
+  std::string all;
+  for (const auto& part : runtime::gather_text(world, mine)) all += part;
+  std::istringstream lines(runtime::broadcast_string(world, all));
+  std::vector<long> frames = announced;
+  std::size_t v = 0;
+  long n = 0;
+  while (lines >> v >> n)
+    if (v < frames.size()) frames[v] = n;
+  for (std::size_t i = 0; i < videos.size(); ++i)
+    if (frames[i] != announced[i])
+      log.info("video '" + videos[i] + "': its container announces " + std::to_string(announced[i]) + " frames, " +
+               std::to_string(frames[i]) + " decode; all " + std::to_string(frames[i]) + " are predicted");
+  return frames;
+}
+
 std::string seconds_text(double s) {
   char buf[32];
   if (s < 120) std::snprintf(buf, sizeof buf, "%.0f s", s);
@@ -142,7 +173,7 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
   runtime::on_every_rank_or_none(session, [&] {
     for (const auto& input : request.inputs)
       for (auto& v : data::list_videos(input)) videos.push_back(std::move(v));
-    for (const auto& v : videos) frames.push_back(data::VideoReader(v).info().frame_count);
+    for (const auto& v : videos) frames.push_back(data::VideoReader(v).info().frame_count);  // opens and checks it
     // Two videos with one stem would write one CSV.
     for (std::size_t i = 0; i < videos.size(); ++i)
       for (std::size_t j = 0; j < i; ++j)
@@ -157,6 +188,8 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
       remove_stale_temp_files_in(request.out_dir, log);
     }
   });
+  const std::string my_counts = runtime::on_every_rank_or_none(session, [&] { return count_my_videos(world, videos); });
+  frames = share_counts(world, my_counts, videos, frames, log);
 
   const train::TrainingState state = train::load_training_state(request.checkpoint);
   if (static_cast<int>(request.keypoint_names.size()) != state.num_keypoints)
@@ -204,6 +237,7 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
     train::Predictions p;
     char cell[96];
     for (const Segment& seg : mine) {
+      options.frame_count = frames[seg.video];
       data::VideoBatches batches(videos[seg.video], seg.begin, seg.end, options);
       std::string& out = rows[seg.video];
       while (const data::Batch* batch = batches.next()) {
@@ -228,10 +262,6 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
                    " frames/s, ETA " + seconds_text(rate > 0 ? (my_frames - done) / rate : 0));
         }
       }
-      if (batches.frames_past_announced_end())
-        log.warn_this_rank("video '" + videos[seg.video] + "' decodes beyond the " + std::to_string(frames[seg.video]) +
-                           " frames its container announces; only those are predicted (re-mux it, e.g. "
-                           "`ffmpeg -i in.mp4 -c copy out.mp4`, to fix the count)");
     }
   });
 

@@ -28,7 +28,7 @@ VideoBatches::VideoBatches(const std::string& path, long begin, long end, VideoB
   if (!options_.allocator.allocate || !options_.allocator.release) options_.allocator = default_host_allocator();
   {
     const VideoReader probe(path);  // errors for missing / empty / undecodable files, before any thread
-    video_frames_ = probe.info().frame_count;
+    video_frames_ = options_.frame_count > 0 ? options_.frame_count : probe.info().frame_count;
     fps_ = probe.info().fps;
     frame_h_ = probe.info().height;
     frame_w_ = probe.info().width;
@@ -88,7 +88,10 @@ void VideoBatches::worker_main() {
     }
     Slot& slot = *slots_[static_cast<std::size_t>(chunk % num_slots)];
     try {
-      if (!reader) reader = std::make_unique<VideoReader>(path_);
+      if (!reader) {
+        reader = std::make_unique<VideoReader>(path_);
+        reader->trust_frame_count(video_frames_);
+      }
       decode_chunk(*reader, slot, chunk, raw, scratch);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -118,11 +121,6 @@ void VideoBatches::decode_chunk(VideoReader& reader, Slot& slot, long chunk, std
     reader.read(f, options_.channels, raw);
     frame_to_network_input(raw.data(), frame_h_, frame_w_, options_.channels, options_.height, options_.width, scratch,
                            out + static_cast<std::size_t>(f - first) * frame_floats_);
-  }
-  // The container's count can be too small; the chunk holding the last frame checks.
-  if (e == video_frames_ && reader.decodes_past_end()) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    past_end_ = true;
   }
 }
 

@@ -35,13 +35,16 @@ struct VideoBatchOptions {
   bool context = false;     // 5 frames per row (heatmap_mhcrnn)
   int num_workers = 2;      // decoding threads (at least 1)
   int num_keypoints = 0;    // sizes Batch::keypoints (NaN: videos carry no labels)
+  long frame_count = 0;     // the video's length from VideoReader::count_decodable_frames();
+                            // 0: the container's count
   HostAllocator allocator;  // empty: default_host_allocator()
 };
 
 class VideoBatches {
  public:
   // Opens the video (UserError naming it when it cannot be read) and starts the
-  // workers. end < 0: to the last frame the container announces.
+  // workers. end < 0: to the video's last frame (options.frame_count, else the
+  // container's count).
   VideoBatches(const std::string& path, long begin, long end, VideoBatchOptions options);
   ~VideoBatches();
   VideoBatches(const VideoBatches&) = delete;
@@ -58,10 +61,6 @@ class VideoBatches {
   // last. Rethrows a worker's error (a frame that does not decode: UserError naming
   // the file and frame).
   const Batch* next();
-
-  // After the last batch of a range that ends at the video's end: whether the file
-  // decodes beyond the frames its container announced (those are not in any batch).
-  bool frames_past_announced_end() const { return past_end_; }
 
  private:
   struct Slot;
@@ -89,7 +88,6 @@ class VideoBatches {
   bool holding_ = false;
   std::exception_ptr error_;
   bool stop_ = false;
-  bool past_end_ = false;
   std::vector<std::thread> workers_;
 };
 

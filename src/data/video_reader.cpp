@@ -152,12 +152,18 @@ void VideoReader::read(long index, int channels, std::vector<std::uint8_t>& out)
   }
 }
 
-bool VideoReader::decodes_past_end() {
+long VideoReader::count_decodable_frames() {
   std::vector<std::uint8_t> last;
   read(info_.frame_count - 1, 1, last);  // positions the decoder after the last announced frame
-  const bool more = impl_->capture.grab();
-  impl_->next = more ? info_.frame_count + 1 : -1;
-  return more;
+  long frames = info_.frame_count;
+  while (impl_->capture.grab()) ++frames;
+  impl_->next = -1;  // at the end of the file: the next read seeks
+  info_.frame_count = frames;
+  return frames;
+}
+
+void VideoReader::trust_frame_count(long frames) {
+  if (frames > 0) info_.frame_count = frames;
 }
 
 std::vector<long> keyframe_positions(const std::string& path) {

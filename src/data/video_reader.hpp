@@ -49,10 +49,17 @@ class VideoReader {
   // not decode (truncated or corrupt file).
   void read(long index, int channels, std::vector<std::uint8_t>& out);
 
-  // Whether a frame decodes after the last one the container announces (its count is
-  // then too small, e.g. an estimate for a variable frame rate). Decodes from the last
-  // announced frame on; the next read() seeks.
-  bool decodes_past_end();
+  // The number of frames that really decode: the container's count plus the frames
+  // that decode after the last one it announces (its count can be too small: MPEG
+  // program streams, variable frame rates, estimates from the duration). Decodes from
+  // the last announced frame to the end of the file, so it costs about one GOP plus
+  // the extra frames. info().frame_count becomes that number; the next read() seeks.
+  // UserError when the last announced frame does not decode (a truncated file).
+  long count_decodable_frames();
+
+  // Takes `frames` as the video's length (a count_decodable_frames() made by another
+  // reader of the same file), so read() accepts frames past the container's count.
+  void trust_frame_count(long frames);
 
  private:
   struct Impl;

@@ -58,14 +58,22 @@ sed -n 2p "$SCRATCH/out1/clip_temporal_norm.csv" | grep -q "^0,,," || fail "temp
 mkdir -p "$SCRATCH/vids"
 cp "$SCRATCH/clip.avi" "$SCRATCH/vids/a.avi"
 "$TOOL" write "$SCRATCH/vids/b.mp4" 45 64 64 || fail "video_tool write mp4"
+# A container that announces fewer frames than it holds (24 of 48: a Matroska duration
+# too short, as MPEG program streams or variable frame rates give): every frame that
+# decodes is predicted.
+"$TOOL" write "$SCRATCH/vids/c.mkv" 48 64 64 && "$TOOL" understate "$SCRATCH/vids/c.mkv" || fail "video_tool c.mkv"
 echo "not a video" >"$SCRATCH/vids/notes.txt"
 "$TRAINER" predict --checkpoint "$CKPT" --video "$SCRATCH/vids" --video-out "$SCRATCH/d1" >"$SCRATCH/d1.log" 2>&1 \
   || { cat "$SCRATCH/d1.log"; fail "predict --video DIR"; }
 [[ $(wc -l <"$SCRATCH/d1/a.csv") == 73 && $(wc -l <"$SCRATCH/d1/b.csv") == 48 ]] || fail "folder: a.csv / b.csv rows"
+grep -q "c.mkv': its container announces 24 frames, 48 decode; all 48 are predicted" "$SCRATCH/d1.log" ||
+  { cat "$SCRATCH/d1.log"; fail "c.mkv: the real frame count is not reported"; }
+[[ $(wc -l <"$SCRATCH/d1/c.csv") == 51 ]] || fail "c.mkv: expected 3 header rows + 48 frames, got $(wc -l <"$SCRATCH/d1/c.csv") lines"
+[[ $(tail -n +4 "$SCRATCH/d1/c.csv" | cut -d, -f1 | tr '\n' ' ') == "$(seq -s ' ' 0 47) " ]] || fail "c.mkv: frame index column"
 timeout 600 $MPIRUN -np 2 "$TRAINER" predict --checkpoint "$CKPT" --video "$SCRATCH/vids" --video-out "$SCRATCH/d2" \
   >"$SCRATCH/d2.log" 2>&1 || { cat "$SCRATCH/d2.log"; fail "mpirun -np 2 predict --video"; }
 grep -q "on 2 rank(s)" "$SCRATCH/d2.log" || { cat "$SCRATCH/d2.log"; fail "2 ranks"; }
-for v in a b; do
+for v in a b c; do
   d=$(max_diff "$SCRATCH/d1/$v.csv" "$SCRATCH/d2/$v.csv") || fail "$v: $d"
   echo "$v.csv: 1 rank vs 2 ranks, max |diff| = $d"
   awk -v d="$d" 'BEGIN { exit !(d < 1e-3) }' || fail "$v.csv differs between 1 and 2 ranks by $d"

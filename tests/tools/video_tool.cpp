@@ -1,11 +1,16 @@
 // Test helper for tests/integration/predict_video.sh (no python3-opencv needed):
 //   video_tool write FILE FRAMES WIDTH HEIGHT   a video whose frames all differ (MJPG for
-//                                               .avi, mp4v for .mp4); FRAMES may be 0
+//                                               .avi and .mkv, mp4v for .mp4); FRAMES may be 0
+//   video_tool understate FILE.mkv              halves the Matroska segment's Duration, so
+//                                               the container announces half its frames
+//                                               (OpenCV counts duration x fps) and all decode
 //   video_tool extract VIDEO DIR NAME...         every frame as DIR/labeled-data/img%05d.png
 //                                               and DIR/CollectedData.csv with those keypoint
 //                                               names and no labels (what a user would import)
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <iterator>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -33,6 +38,40 @@ int write(const std::string& file, int frames, int w, int h) {
     writer.write(img);
   }
   return 0;
+}
+
+// The Segment Info's Duration element (EBML id 0x4489, a big-endian float of 4 or 8
+// bytes), halved in place.
+int understate(const std::string& file) {
+  std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const auto at = bytes.find("\x44\x89");
+  if (!f || at == std::string::npos || at + 3 >= bytes.size()) {
+    std::cerr << "video_tool: no Matroska Duration in " << file << "\n";
+    return 1;
+  }
+  const int size = static_cast<unsigned char>(bytes[at + 2]) & 0x7f;
+  if ((size != 4 && size != 8) || at + 3 + size > bytes.size()) {
+    std::cerr << "video_tool: unexpected Duration size " << size << " in " << file << "\n";
+    return 1;
+  }
+  unsigned char raw[8];
+  for (int i = 0; i < size; ++i) raw[i] = static_cast<unsigned char>(bytes[at + 3 + size - 1 - i]);  // to little-endian
+  if (size == 8) {
+    double d;
+    std::memcpy(&d, raw, 8);
+    d /= 2;
+    std::memcpy(raw, &d, 8);
+  } else {
+    float d;
+    std::memcpy(&d, raw, 4);
+    d /= 2;
+    std::memcpy(raw, &d, 4);
+  }
+  for (int i = 0; i < size; ++i) bytes[at + 3 + size - 1 - i] = static_cast<char>(raw[i]);
+  f.seekp(0);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  return f ? 0 : 1;
 }
 
 int extract(const std::string& video, const std::string& dir, int argc, char** argv, int first_name) {
@@ -67,6 +106,7 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "write" && argc == 6) return write(argv[2], std::atoi(argv[3]), std::atoi(argv[4]), std::atoi(argv[5]));
   if (mode == "extract" && argc >= 5) return extract(argv[2], argv[3], argc, argv, 4);
-  std::cerr << "usage: video_tool write FILE FRAMES W H | extract VIDEO DIR NAME...\n";
+  if (mode == "understate" && argc == 3) return understate(argv[2]);
+  std::cerr << "usage: video_tool write FILE FRAMES W H | understate FILE.mkv | extract VIDEO DIR NAME...\n";
   return 2;
 }
