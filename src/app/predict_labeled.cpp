@@ -7,6 +7,7 @@
 #include <vector>   // std::vector
 
 #include "app/make_backend.hpp"     // make_predict_backend
+#include "app/pca_error_files.hpp"  // fit_pca_error_metrics, pca_error_csv
 #include "app/run_data.hpp"         // open_run_data
 #include "app/run_options.hpp"      // predict_loader_options
 #include "compute/backend.hpp"      // compute::Backend
@@ -79,6 +80,16 @@ long predict_labeled_frames(const Config& config, const std::string& checkpoint,
   for (const auto& name : dataset.keypoint_names()) errors << "," << csv_field(name);
   errors << (request.with_sets ? ",set" : "") << "\n";
 
+  // For the PCA error files: every frame's predicted keypoints, and the fit on the
+  // training split's labels (stored-frame pixels, as the predictions).
+  std::vector<float> predicted(static_cast<std::size_t>(dataset.size()) * k * 2, std::nanf(""));
+  std::vector<float> train_labels;
+  for (const std::int64_t i : run.split.train) {
+    const float* kp = dataset.keypoints(i);
+    train_labels.insert(train_labels.end(), kp, kp + 2 * k);
+  }
+  const std::vector<PcaErrorFit> pca_fits = fit_pca_error_metrics(config, train_labels, k, log);
+
   train::Predictions p;
   long done = 0;
   while (const data::Batch* batch = loader.next()) {
@@ -94,6 +105,8 @@ long predict_labeled_frames(const Config& config, const std::string& checkpoint,
         const std::size_t at = std::size_t(i) * k + j;
         std::snprintf(cell, sizeof cell, ",%.4f,%.4f,%.6f", p.coords[2 * at], p.coords[2 * at + 1], p.confidence[at]);
         csv << cell;
+        predicted[(std::size_t(frame) * k + j) * 2] = p.coords[2 * at];
+        predicted[(std::size_t(frame) * k + j) * 2 + 1] = p.coords[2 * at + 1];
         // The label, in stored-frame pixels like the prediction (the batch holds it
         // in network-input pixels); missing labels leave the cell empty (NaN in pandas).
         const float tx = batch->keypoints[2 * at], ty = batch->keypoints[2 * at + 1];
@@ -119,8 +132,21 @@ long predict_labeled_frames(const Config& config, const std::string& checkpoint,
   }
   write_file_atomically(request.predictions_csv, csv.str());
   write_file_atomically(pixel_error_path(request.predictions_csv), errors.str());
+  std::string written = pixel_error_path(request.predictions_csv);
+  if (!pca_fits.empty()) {
+    std::vector<std::string> index, set_column;
+    for (std::int64_t i = 0; i < dataset.size(); ++i) {
+      index.push_back(dataset.frame_path(i));
+      if (request.with_sets) set_column.push_back(lightning_pose_set(sets[std::size_t(i)]));
+    }
+    for (const auto& fit : pca_fits) {
+      const std::string path = pca_error_path(request.predictions_csv, fit.name);
+      write_file_atomically(path, pca_error_csv(fit.pca, dataset.keypoint_names(), index, predicted, set_column));
+      written += ", " + path;
+    }
+  }
   log.info("predicted " + std::to_string(done) + " frames with " + checkpoint + " -> " + request.predictions_csv +
-           " and " + pixel_error_path(request.predictions_csv));
+           " and " + written);
   return done;
 }
 

@@ -8,6 +8,8 @@
 //   predictions_pixel_error.csv  the Euclidean error of each keypoint and frame in
 //                                pixels of the stored frame (empty where unlabelled),
 //                                plus `set`
+//   predictions_pca_*_error.csv  with PCA keypoints in the configuration: the PCA
+//                                reprojection error (app/pca_error_files.hpp)
 // Coordinates are pixels of the stored frame; likelihood is the soft-argmax confidence.
 #include <string>  // std::string
 

@@ -292,6 +292,41 @@ KeypointPca fit_keypoint_pca(const std::vector<float>& keypoints, int num_keypoi
   return out;
 }
 
+std::vector<double> pca_reprojection_error(const KeypointPca& pca, const std::vector<float>& keypoints) {
+  const std::size_t K = static_cast<std::size_t>(pca.num_keypoints), D = static_cast<std::size_t>(pca.dims);
+  const std::size_t C = static_cast<std::size_t>(pca.components_kept), R = static_cast<std::size_t>(pca.rows_per_frame);
+  const std::size_t frames = K ? keypoints.size() / (2 * K) : 0;
+  std::vector<double> error(frames * K, kNaN);
+  std::vector<double> row(D), low(C);
+  for (std::size_t f = 0; f < frames; ++f) {
+    const float* kp = keypoints.data() + f * 2 * K;
+    for (std::size_t r = 0; r < R; ++r) {
+      const int* gather = pca.gather.data() + r * D;
+      for (std::size_t d = 0; d < D; ++d) row[d] = kp[gather[d]];
+      centre_row(row.data(), static_cast<int>(D), pca.centering);
+      bool finite = true;
+      for (std::size_t d = 0; d < D; ++d) finite = finite && !std::isnan(row[d]);
+      if (!finite) continue;  // the keypoints stay NaN, as torch's arithmetic leaves them
+      // sklearn's transform then inverse_transform: mean + ((x - mean) C^T) C.
+      for (std::size_t c = 0; c < C; ++c) {
+        double sum = 0;
+        for (std::size_t d = 0; d < D; ++d) sum += (row[d] - pca.mean[d]) * pca.components[c * D + d];
+        low[c] = sum;
+      }
+      for (std::size_t d = 0; d + 1 < D; d += 2) {
+        double rx = pca.mean[d], ry = pca.mean[d + 1];
+        for (std::size_t c = 0; c < C; ++c) {
+          rx += low[c] * pca.components[c * D + d];
+          ry += low[c] * pca.components[c * D + d + 1];
+        }
+        const double dx = row[d] - rx, dy = row[d + 1] - ry;
+        error[f * K + static_cast<std::size_t>(gather[d] / 2)] = std::sqrt(dx * dx + dy * dy);
+      }
+    }
+  }
+  return error;
+}
+
 compute::PcaLossTableBuffers make_pca_loss_tables(compute::Backend& backend, const KeypointPca& pca,
                                                   compute::Stream& s) {
   const std::vector<float> mean(pca.mean.begin(), pca.mean.end());

@@ -73,6 +73,16 @@ KeypointPca fit_keypoint_pca(const std::vector<float>& keypoints, int num_keypoi
 std::vector<int> pca_gather_table(const KeypointPcaSettings& settings, int num_keypoints,
                                   int& rows_per_frame);
 
+// lightning-pose's PCA reprojection error metric (metrics.py,
+// pca_singleview_reprojection_error / pca_multiview_reprojection_error): for keypoints
+// [frames, K, 2] in the fit's pixels, the Euclidean distance in pixels between each
+// keypoint the PCA uses and its reprojection from the kept components, as [frames, K]
+// (NaN for keypoints outside the PCA and for rows with a NaN). With centering the
+// distance is taken between the centred keypoints and their reprojection (lightning-
+// pose compares its uncentred predictions with the centred reprojection, which adds
+// the frame's centre to the error).
+std::vector<double> pca_reprojection_error(const KeypointPca& pca, const std::vector<float>& keypoints);
+
 // The fit's tables in backend memory, for Backend::pca_loss (floats: mean,
 // components, epsilon rounded from double).
 compute::PcaLossTableBuffers make_pca_loss_tables(compute::Backend& backend, const KeypointPca& pca,

@@ -32,7 +32,25 @@ ComponentsToKeep parse_components(const std::string& text) {
   return std::stoi(text);
 }
 
-KeypointPcaSettings pca_settings(const std::string& name, const LossesConfig& c, const DataConfig& data) {
+std::string describe_fit(const std::string& name, const KeypointPca& pca) {
+  double kept_variance = 0;
+  for (int i = 0; i < pca.components_kept && i < static_cast<int>(pca.explained_variance_ratio.size()); ++i)
+    kept_variance += pca.explained_variance_ratio[static_cast<std::size_t>(i)];
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "%s: PCA of the labelled keypoints%s keeps %d of %zu components (%.1f%% of the variance); "
+                "epsilon %.3f px",
+                name.c_str(),
+                pca.centering == compute::PcaCentering::mean     ? " (each frame's mean subtracted)"
+                : pca.centering == compute::PcaCentering::median ? " (each frame's median subtracted)"
+                                                                 : "",
+                pca.components_kept, pca.explained_variance_ratio.size(), 100.0 * kept_variance, pca.epsilon);
+  return line;
+}
+
+}  // namespace
+
+KeypointPcaSettings pca_settings_of(const std::string& name, const LossesConfig& c, const DataConfig& data) {
   const bool single = name == "pca_singleview";
   KeypointPcaSettings s;
   s.mode = single ? PcaMode::singleview : PcaMode::multiview;
@@ -51,24 +69,6 @@ KeypointPcaSettings pca_settings(const std::string& name, const LossesConfig& c,
     s.mirrored_column_matches = data.mirrored_column_matches;
   return s;
 }
-
-std::string describe_fit(const std::string& name, const KeypointPca& pca) {
-  double kept_variance = 0;
-  for (int i = 0; i < pca.components_kept && i < static_cast<int>(pca.explained_variance_ratio.size()); ++i)
-    kept_variance += pca.explained_variance_ratio[static_cast<std::size_t>(i)];
-  char line[256];
-  std::snprintf(line, sizeof line,
-                "%s: PCA of the labelled keypoints%s keeps %d of %zu components (%.1f%% of the variance); "
-                "epsilon %.3f px",
-                name.c_str(),
-                pca.centering == compute::PcaCentering::mean     ? " (each frame's mean subtracted)"
-                : pca.centering == compute::PcaCentering::median ? " (each frame's median subtracted)"
-                                                                 : "",
-                pca.components_kept, pca.explained_variance_ratio.size(), 100.0 * kept_variance, pca.epsilon);
-  return line;
-}
-
-}  // namespace
 
 UnsupervisedLosses::UnsupervisedLosses(compute::Backend& backend, compute::Stream& stream,
                                        const std::vector<std::string>& losses_to_use, const LossesConfig& config,
@@ -98,7 +98,7 @@ UnsupervisedLosses::UnsupervisedLosses(compute::Backend& backend, compute::Strea
       const double log_weight = name == "pca_singleview" ? config.pca_singleview_log_weight
                                                          : config.pca_multiview_log_weight;
       terms_.push_back({name, weight_of(log_weight)});
-      const KeypointPca pca = fit_keypoint_pca(labeled_keypoints, num_keypoints, pca_settings(name, config, data));
+      const KeypointPca pca = fit_keypoint_pca(labeled_keypoints, num_keypoints, pca_settings_of(name, config, data));
       if (notes) {
         notes->push_back(describe_fit(name, pca));
         for (const auto& w : pca.warnings) notes->push_back(name + ": " + w);

@@ -23,6 +23,11 @@ namespace trainer::train {
 // init_val + (epoch - freeze) * increase_factor, at most final_val.
 double unsupervised_importance(const LossesConfig& config, int epoch);
 
+// The PCA fit's settings for "pca_singleview" or "pca_multiview" from the configuration
+// (losses.<name>.*, data.columns_for_singleview_pca, data.mirrored_column_matches):
+// what the loss fits, and what the PCA error files after training fit.
+KeypointPcaSettings pca_settings_of(const std::string& name, const LossesConfig& config, const DataConfig& data);
+
 // What is logged per term: "<name>" and its weight.
 struct UnsupervisedTerm {
   std::string name;   // temporal, pca_singleview, pca_multiview

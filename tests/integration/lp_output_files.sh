@@ -3,7 +3,10 @@
 # heatmap_tracker, bodyparts, coords x/y/likelihood, a `set` column with train,
 # validation, test, unused as split.csv says), predictions_pixel_error.csv (index_col=0:
 # one column per keypoint, the Euclidean error against the labels, plus `set`), and
-# metrics.csv's val_pixel_error_px = sqrt(2) x val_rmse_px. The run's config.ini holds
+# metrics.csv's val_pixel_error_px = sqrt(2) x val_rmse_px, and with
+# data.columns_for_singleview_pca predictions_pca_singleview_error.csv (metrics.py's
+# PCA reprojection error per keypoint, empty outside the PCA, plus `set`), recomputed
+# here with lightning-pose's NaNPCA fit on the training split's labels. The run's config.ini holds
 # absolute paths, so predict works from another directory; predicting other data
 # leaves the set column out.
 source "$(dirname "$0")/lib/common.sh"
@@ -17,6 +20,7 @@ cat >small.cfg <<CFG
 data_files = data/small.h5
 image_resize_height = 64
 image_resize_width = 64
+columns_for_singleview_pca = [0, 2]
 [training]
 imgaug = none
 train_batch_size = 8
@@ -58,6 +62,27 @@ xy = preds[preds.columns[:-1]].to_numpy().reshape(len(preds), -1, 3)[:, :, :2]
 euclid = np.linalg.norm(xy - labels, axis=2)           # lightning-pose's metrics.pixel_error
 got = err[names].to_numpy()
 assert np.allclose(got, euclid, atol=2e-3, equal_nan=True), np.nanmax(np.abs(got - euclid))
+pca_err = pd.read_csv(f"{run}/predictions_pca_singleview_error.csv", index_col=0)
+assert list(pca_err.columns) == names + ["set"], pca_err.columns
+assert pca_err["set"].tolist() == sets and list(pca_err.index) == paths
+assert pca_err[names[1]].isna().all(), "keypoint 1 is outside the PCA: its column must be empty"
+# KeypointPCA (NaNPCA, components_to_keep 0.95) on the train split, then
+# pca_singleview_reprojection_error on the predictions.
+cols = [0, 2]
+X = labels[np.array([s == "train" for s in sets])][:, cols, :].reshape(-1, 2 * len(cols))
+mean = np.nanmean(X, axis=0)
+w, V = np.linalg.eigh(np.ma.cov(np.ma.masked_invalid(X), rowvar=False).data)
+w, V = np.flip(w), np.flip(V, axis=1)
+w[w < 0] = 0
+n = int(np.where(np.cumsum(w / w.sum()) >= 0.95)[0][0]) + 1
+evecs = V.T[:n]
+P = xy[:, cols, :].reshape(len(xy), -1)
+reproj = ((P - mean) @ evecs.T) @ evecs + mean
+ref = np.linalg.norm((P - reproj).reshape(len(P), len(cols), 2), axis=2)
+got_pca = pca_err[[names[c] for c in cols]].to_numpy()
+assert np.allclose(got_pca, ref, atol=2e-3), np.abs(got_pca - ref).max()
+print(f"predictions_pca_singleview_error.csv: {n} of {2 * len(cols)} components, "
+      f"mean {np.mean(got_pca):.3f} px, matches lightning-pose's metric")
 m = pd.read_csv(f"{run}/metrics.csv")
 ep = m[m.train_loss.notna() & m.val_rmse_px.notna()]
 assert len(ep) == 1 and math.isclose(ep.val_pixel_error_px.iloc[0], math.sqrt(2) * ep.val_rmse_px.iloc[0], rel_tol=1e-5)

@@ -57,6 +57,10 @@ def rel(ours, ref):
     ref = np.asarray(ref, dtype=np.float64).reshape(-1)
     if ours.shape != ref.shape:
         return float("inf")
+    # NaN (keypoints outside a PCA) must be NaN on both sides; the rest is compared.
+    if not np.array_equal(np.isnan(ours), np.isnan(ref)):
+        return float("inf")
+    ours, ref = ours[~np.isnan(ref)], ref[~np.isnan(ref)]
     scale = max(np.abs(ref).max(initial=0.0), 1e-8 / TOL)
     return float(np.abs(ours - ref).max(initial=0.0) / scale)
 
@@ -153,6 +157,34 @@ def ref_pca_loss(m, a):
     return {"loss": value.detach().numpy(), "dkeypoints": kp.grad.numpy()}
 
 
+def ref_pca_error(m, a):
+    """metrics.py: pca_singleview_reprojection_error / pca_multiview_reprojection_error,
+    with our fitted mean and components. With centering the distance is taken in the
+    centred frame (lightning-pose compares its uncentred predictions with the centred
+    reprojection; see src/train/keypoint_pca.hpp)."""
+    s = pca_settings(m)
+    kp = a["keypoints"].astype(np.float64)
+    N, K, _ = kp.shape
+    data = format_data(kp.reshape(N, 2 * K), s)
+    mean, evecs = a["mean"], a["components"]
+    reproj = ((data - mean) @ evecs.T) @ evecs + mean
+    err = np.full((N, K), np.nan)
+    if s["mode"] == "singleview":
+        cols = s["columns"] if s["columns"] is not None else list(range(K))
+        pairs = np.linalg.norm((data - reproj).reshape(N, len(cols), 2), axis=2)
+        err[:, cols] = pairs
+    else:
+        # format_multiview_data_for_pca's rows: row = frame * M + match (M matched
+        # keypoints); columns 2v, 2v + 1 are view v's x and y.
+        views = s["views"]
+        per = np.linalg.norm((data - reproj).reshape(data.shape[0], len(views), 2), axis=2)
+        per = per.reshape(N, len(views[0]), len(views))
+        for v, cols in enumerate(views):
+            for i, col in enumerate(cols):
+                err[:, col] = per[:, i, v]
+    return {"error": err}
+
+
 def svd_flip_rows(vt):
     """sklearn.utils.extmath.svd_flip(None, vt, u_based_decision=False)."""
     max_abs_rows = np.argmax(np.abs(vt), axis=1)
@@ -211,7 +243,8 @@ def compare_components(ours, ref):
     return worst, free
 
 
-REFS = {"temporal_loss": ref_temporal, "pca_loss": ref_pca_loss, "pca_fit": ref_pca_fit}
+REFS = {"temporal_loss": ref_temporal, "pca_loss": ref_pca_loss, "pca_fit": ref_pca_fit,
+        "pca_error": ref_pca_error}
 
 
 def main():

@@ -144,6 +144,21 @@ void export_pca_loss(Backend& be, const fs::path& root, const std::string& name,
   c.tensor("dkeypoints", d, {std::size_t(frames), std::size_t(K), 2});
 }
 
+// A PCA error metric case (the _pca_*_error.csv files after training): the fit's
+// tables, predictions in frame pixels, and our per-keypoint reprojection error.
+void export_pca_error(const fs::path& root, const std::string& name, const KeypointPca& pca,
+                      const KeypointPcaSettings& s, const std::vector<float>& predictions) {
+  const std::size_t K = std::size_t(pca.num_keypoints), D = std::size_t(pca.dims);
+  const std::size_t frames = predictions.size() / (2 * K);
+  CaseWriter c(root, name);
+  c.param("op", "pca_error");
+  c.settings(s);
+  c.tensor("keypoints", predictions, {frames, K, 2});
+  c.tensor("mean", pca.mean, {D});
+  c.tensor("components", pca.components, {std::size_t(pca.components_kept), D});
+  c.tensor("error", pca_reprojection_error(pca, predictions), {frames, K});
+}
+
 void export_temporal(Backend& be, const fs::path& root, const std::string& name, int S, int K,
                      bool confidence, float threshold, float sx, float sy, unsigned seed) {
   Stream& st = be.default_stream();
@@ -197,6 +212,7 @@ TEST_CASE("export unsupervised loss and PCA fit cases for the parity check", "[.
     s.components_to_keep = 0.9;
     const auto pca = export_fit(root, "fit_singleview_fraction", labels, K, s);
     export_pca_loss(*be, root, "pca_loss_singleview", pca, s, 8, 1.5f, 0.8f, predictions_from(labels, K, 8, 101));
+    export_pca_error(root, "pca_error_singleview", pca, s, predictions_from(labels, K, 12, 111));
     s.columns_for_singleview_pca.reset();
     s.components_to_keep = 4;
     s.empirical_epsilon_percentile = 90;
@@ -217,6 +233,7 @@ TEST_CASE("export unsupervised loss and PCA fit cases for the parity check", "[.
     const auto median_even = export_fit(root, "fit_singleview_median_even", labels, K, s);
     export_pca_loss(*be, root, "pca_loss_singleview_median_even", median_even, s, 8, 1.5f, 0.8f,
                     predictions_from(labels, K, 8, 104));
+    export_pca_error(root, "pca_error_singleview_median", median_even, s, predictions_from(labels, K, 7, 114));
     s.columns_for_singleview_pca = std::vector<int>{0, 2, 3, 5, 1};
     const auto median_odd = export_fit(root, "fit_singleview_median_odd", labels, K, s);
     export_pca_loss(*be, root, "pca_loss_singleview_median_odd", median_odd, s, 8, 1.f, 1.f,
@@ -231,6 +248,7 @@ TEST_CASE("export unsupervised loss and PCA fit cases for the parity check", "[.
     s.components_to_keep = 3;
     const auto pca = export_fit(root, "fit_multiview", labels, K, s);
     export_pca_loss(*be, root, "pca_loss_multiview", pca, s, 6, 1.25f, 1.25f, predictions_from(labels, K, 6, 201));
+    export_pca_error(root, "pca_error_multiview", pca, s, predictions_from(labels, K, 9, 211));
   }
 
   const char* mm = std::getenv("MIRROR_MOUSE_DIR");
@@ -251,6 +269,7 @@ TEST_CASE("export unsupervised loss and PCA fit cases for the parity check", "[.
   const auto single = export_fit(root, "fit_mirror_mouse_singleview", table.keypoints, K, s);
   export_pca_loss(*be, root, "pca_loss_mirror_mouse_singleview", single, s, 16, 2.f, 1.5f,
                   predictions_from(table.keypoints, K, 16, 301));
+  export_pca_error(root, "pca_error_mirror_mouse_singleview", single, s, predictions_from(table.keypoints, K, 24, 311));
   s.centering = trainer::compute::PcaCentering::median;
   const auto single_median = export_fit(root, "fit_mirror_mouse_singleview_median", table.keypoints, K, s);
   export_pca_loss(*be, root, "pca_loss_mirror_mouse_singleview_median", single_median, s, 16, 2.f, 1.5f,
@@ -262,4 +281,5 @@ TEST_CASE("export unsupervised loss and PCA fit cases for the parity check", "[.
   const auto multi = export_fit(root, "fit_mirror_mouse_multiview", table.keypoints, K, m);
   export_pca_loss(*be, root, "pca_loss_mirror_mouse_multiview", multi, m, 16, 2.f, 1.5f,
                   predictions_from(table.keypoints, K, 16, 302));
+  export_pca_error(root, "pca_error_mirror_mouse_multiview", multi, m, predictions_from(table.keypoints, K, 24, 312));
 }
