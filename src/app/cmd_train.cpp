@@ -336,6 +336,7 @@ int run_train(const Args& args) {
     videos.out_dir = out_dir + "/video_preds";
     videos.keypoint_names = dataset.keypoint_names();
     videos.labeled_videos = config.eval.save_vids_after_training;
+    set_pca_labels(videos, dataset, run.split);
     predict_videos(session, config, videos, log);
   }
   return 0;

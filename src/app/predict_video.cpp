@@ -21,6 +21,7 @@
 #include "app/make_backend.hpp"     // make_backend, BackendRequest
 #include "app/loader_source.hpp"    // batch_allocator
 #include "app/output_files.hpp"     // run_dir_of_checkpoint, remove_stale_temp_files_in
+#include "app/pca_error_files.hpp"  // fit_pca_error_metrics, pca_error_csv
 #include "app/run_data.hpp"         // open_run_data
 #include "compute/backend.hpp"      // compute::Backend
 #include "compute/losses/heatmap_mse.hpp"  // the runner needs a loss; prediction computes none
@@ -161,7 +162,45 @@ std::string seconds_text(double s) {
   return buf;
 }
 
+// The PCA error files of one video (rank 0): the labels scaled to its frame size, the
+// fits, and the errors of its rows' keypoints.
+void write_pca_error_files(const Config& config, const VideoPredictRequest& request, const std::string& video,
+                           const std::string& base, const std::vector<float>& xyl, const Log& log) {
+  const std::size_t k = request.keypoint_names.size();
+  const data::VideoInfo info = data::VideoReader(video).info();
+  const double sx = double(info.width) / request.label_width, sy = double(info.height) / request.label_height;
+  std::vector<float> labels(request.pca_labels.size());
+  for (std::size_t i = 0; i < labels.size(); i += 2) {
+    labels[i] = static_cast<float>(request.pca_labels[i] * sx);
+    labels[i + 1] = static_cast<float>(request.pca_labels[i + 1] * sy);
+  }
+  const std::size_t frames = k ? xyl.size() / (3 * k) : 0;
+  std::vector<float> xy(frames * k * 2);
+  std::vector<std::string> index(frames);
+  for (std::size_t f = 0; f < frames; ++f) {
+    index[f] = std::to_string(f);
+    for (std::size_t j = 0; j < k; ++j) {
+      xy[(f * k + j) * 2] = xyl[(f * k + j) * 3];
+      xy[(f * k + j) * 2 + 1] = xyl[(f * k + j) * 3 + 1];
+    }
+  }
+  for (const auto& fit : fit_pca_error_metrics(config, labels, static_cast<int>(k), log))
+    write_file_atomically(base + "_" + fit.name + "_error.csv",
+                          pca_error_csv(fit.pca, request.keypoint_names, index, xy, {}));
+}
+
 }  // namespace
+
+void set_pca_labels(VideoPredictRequest& request, const data::Dataset& dataset, const data::Split& split) {
+  const int k = dataset.num_keypoints();
+  request.pca_labels.clear();
+  for (const std::int64_t i : split.train) {
+    const float* kp = dataset.keypoints(i);
+    request.pca_labels.insert(request.pca_labels.end(), kp, kp + 2 * k);
+  }
+  request.label_width = dataset.width();
+  request.label_height = dataset.height();
+}
 
 void predict_videos(runtime::MpiSession& session, const Config& config, const VideoPredictRequest& request,
                     const Log& log) {
@@ -278,6 +317,8 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
       write_file_atomically(base + ".csv", predictions_header(request.keypoint_names, lightning_pose_scorer(model_type)) + body);
       const std::vector<float> xyl = parse_rows(body, request.keypoint_names.size());
       write_file_atomically(base + "_temporal_norm.csv", temporal_norm_csv(request.keypoint_names, xyl));
+      if (!request.pca_labels.empty() && request.label_width > 0 && request.label_height > 0)
+        write_pca_error_files(config, request, videos[v], base, xyl, log);
       if (request.labeled_videos) {
         data::LabeledVideoRequest labeled;
         labeled.video = videos[v];
@@ -320,12 +361,17 @@ int run_predict_video(const CommandLine& cl, const Args& args, const std::string
   runtime::MpiSession session(spawn_args, 1, env, config.distributed.collective_timeout);
   const Log log(session.world().rank);
   if (!config_note.empty()) log.info(config_note);
-  // The keypoint names: the configuration's, else the data's (as `predict` finds them).
-  if (!config.data.keypoint_names.empty()) {
+  // The keypoint names: the configuration's, else the data's (as `predict` finds them);
+  // with PCA keypoints in the configuration the data's training labels too, for the
+  // PCA error files.
+  const bool pca_files = !config.data.columns_for_singleview_pca.empty() || !config.data.mirrored_column_matches.empty();
+  if (!config.data.keypoint_names.empty() && !pca_files) {
     request.keypoint_names = config.data.keypoint_names;
   } else {
     const RunData run = runtime::on_every_rank_or_none(session, [&] { return open_run_data(config, session.world(), log); });
-    request.keypoint_names = run.dataset->keypoint_names();
+    request.keypoint_names =
+        config.data.keypoint_names.empty() ? run.dataset->keypoint_names() : config.data.keypoint_names;
+    if (pca_files) set_pca_labels(request, *run.dataset, run.split);
   }
   predict_videos(session, config, request, log);
   return 0;

@@ -1,7 +1,9 @@
 #pragma once
 // Keypoints for every frame of videos: `trainer predict --video PATH...` and
 // lightning-pose's eval.predict_vids_after_training. Writes lightning-pose's
-// video_preds/<video>.csv (and <video>_temporal_norm.csv) per video, and with
+// video_preds/<video>.csv (and <video>_temporal_norm.csv, and with PCA keypoints in the
+// configuration <video>_pca_singleview_error.csv / _pca_multiview_error.csv) per video,
+// and with
 // --labeled-video / eval.save_vids_after_training video_preds/labeled_videos/<video>_labeled.mp4.
 #include <string>  // std::string
 #include <vector>  // std::vector
@@ -9,6 +11,8 @@
 #include "app/commands.hpp"      // Args
 #include "app/config_parse.hpp"  // CommandLine
 #include "config/config.hpp"     // Config
+#include "data/dataset.hpp"      // data::Dataset
+#include "data/split.hpp"        // data::Split
 #include "util/log.hpp"          // Log
 
 namespace trainer::runtime {
@@ -25,7 +29,15 @@ struct VideoPredictRequest {
   // Also <out_dir>/labeled_videos/<video>_labeled.mp4 (rank 0 encodes), drawn with
   // config.eval.colormap and confidence_thresh_for_vid.
   bool labeled_videos = false;
+  // The training split's labels [frames, K, 2] in pixels of the stored frames
+  // (label_width x label_height), for the PCA error files: scaled to each video's
+  // frame size and fitted as the loss fits them. Empty: no PCA error files.
+  std::vector<float> pca_labels;
+  int label_width = 0, label_height = 0;
 };
+
+// The request's pca_labels from the run's data: the training split's labels.
+void set_pca_labels(VideoPredictRequest& request, const data::Dataset& dataset, const data::Split& split);
 
 // Collective over the session's ranks: the frames of all videos, in order, are cut
 // into one contiguous range per rank (so one long video is shared too); each rank

@@ -120,12 +120,20 @@ awk -v d="$d_shift" -v e="$d" 'BEGIN { exit !(d > e && d >= 1e-3) }' || fail "pr
   --eval.colormap spring >/dev/null || fail "predict --labeled-video"
 "$TOOL" extract "$SCRATCH/lab/labeled_videos/clip_labeled.mp4" "$SCRATCH/labframes" x >/dev/null || fail "labeled video unreadable"
 [[ $(ls "$SCRATCH/labframes/labeled-data" | wc -l) == 70 ]] || fail "labeled video: expected 70 frames"
+# With PCA keypoints in the configuration, lightning-pose's <video>_pca_singleview_error.csv too.
 "$TRAINER" train --config "$SCRATCH/s.cfg" --out "$SCRATCH/run_eval" --max-steps 1 \
-  --eval.test_videos_directory "$SCRATCH/vids" --eval.save_vids_after_training true >"$SCRATCH/eval.log" 2>&1 \
+  --eval.test_videos_directory "$SCRATCH/vids" --eval.save_vids_after_training true \
+  --data.columns_for_singleview_pca "[0, 2]" >"$SCRATCH/eval.log" 2>&1 \
   || { cat "$SCRATCH/eval.log"; fail "train with eval.test_videos_directory"; }
-for f in a.csv b.csv a_temporal_norm.csv labeled_videos/a_labeled.mp4 labeled_videos/b_labeled.mp4; do
+for f in a.csv b.csv a_temporal_norm.csv a_pca_singleview_error.csv c_pca_singleview_error.csv \
+         labeled_videos/a_labeled.mp4 labeled_videos/b_labeled.mp4; do
   [[ -s $SCRATCH/run_eval/video_preds/$f ]] || { cat "$SCRATCH/eval.log"; fail "after training: video_preds/$f missing"; }
 done
+PCA_ERR=$SCRATCH/run_eval/video_preds/a_pca_singleview_error.csv
+[[ $(wc -l <"$PCA_ERR") == 71 ]] || fail "a_pca_singleview_error.csv: expected a header and 70 frames"
+[[ $(head -1 "$PCA_ERR" | tr ',' '\n' | wc -l) == 4 ]] || fail "a_pca_singleview_error.csv: header $(head -1 "$PCA_ERR")"
+awk -F, 'NR > 1 && ($1 != NR - 2 || $2 == "" || $3 != "" || $4 == "" || $2 < 0) { bad = 1 } END { exit bad }' "$PCA_ERR" ||
+  fail "a_pca_singleview_error.csv: expected frame numbers, errors for keypoints 0 and 2, none for 1"
 
 # ---- errors: exit 2 with the file (and frame) named ------------------------------
 expect_fail 2 "error: video '.*nope.mp4' does not exist" \
