@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Does the unsupervised PCA loss help? Trains lightning-pose's mirror-mouse example
-# twice with the same settings and seeds, supervised only and with pca_singleview on
-# the example video (test_vid.mp4), then predicts the labelled frames with each best
-# checkpoint and prints the mean pixel error per split (train / validation / test)
-# from predictions_pixel_error.csv. Not a timed test: a measurement for
-# docs/TRAINING.md ("Semi-supervised training").
+# with the same settings and seeds, supervised only and with pca_singleview on the
+# example video (test_vid.mp4) at each of LOG_WEIGHTS, then predicts the labelled frames
+# with each best checkpoint and prints per split (train / validation / test) the mean
+# pixel error (predictions_pixel_error.csv) and lightning-pose's PCA error metric
+# (predictions_pca_singleview_error.csv, written for every run since the configs name
+# the PCA keypoints). Not a timed test: a measurement for docs/TRAINING.md
+# ("Semi-supervised training").
 #
 #   scripts/semi_supervised_benchmark.sh [TRAINER] [OUT]
 #
 # Environment: EPOCHS (30), SIZE (128: image_resize_dims), BACKBONE (resnet18),
-# LOG_WEIGHT (lightning-pose's example: 10.7), SEQUENCE (unlabelled frames per step, 16),
+# LOG_WEIGHTS (space-separated; lightning-pose's example: 10.7), SEQUENCE (unlabelled frames per step, 16),
 # THREADS (OMP_NUM_THREADS, 2), NP (ranks, 1), TRAINER_SHARED_DATA (../shared/data).
 # A run whose OUT/<name>/predictions_pixel_error.csv exists is kept (delete OUT to redo).
 set -euo pipefail
@@ -25,8 +27,12 @@ data="$OUT/mirror-mouse.h5"
 launch=()
 [[ ${NP:-1} == 1 ]] || launch=(mpirun --oversubscribe -np "$NP")
 
-for losses in "[]" "[pca_singleview]"; do
-  name=$([[ $losses == "[]" ]] && echo supervised || echo pca_singleview)
+RUNS=(supervised)
+for w in ${LOG_WEIGHTS:-${LOG_WEIGHT:-10.7}}; do RUNS+=("pca_singleview_$w"); done
+for name in "${RUNS[@]}"; do
+  losses=$([[ $name == supervised ]] && echo "[]" || echo "[pca_singleview]")
+  log_weight=${name#pca_singleview_}
+  [[ $name == supervised ]] && log_weight=10.7
   cat >"$OUT/$name.cfg" <<CFG
 [data]
 data_files = $data
@@ -52,7 +58,7 @@ unlabeled_sequence_length = ${SEQUENCE:-16}
 backbone = ${BACKBONE:-resnet18}
 losses_to_use = $losses
 [losses]
-pca_singleview_log_weight = ${LOG_WEIGHT:-10.7}
+pca_singleview_log_weight = $log_weight
 pca_singleview_components_to_keep = 0.99
 anneal_init_val = 0
 anneal_increase_factor = 0.01
@@ -68,21 +74,22 @@ CFG
   echo "$name: $(( $(date +%s) - start )) s"
 done
 
-echo "mean pixel error (px, original frames) of the best checkpoint's predictions:"
-printf "%-16s %8s %8s %8s\n" run train val test
-for name in supervised pca_singleview; do
-  /usr/bin/python3 - "$OUT/$name/predictions_pixel_error.csv" "$name" <<'PYEOF'
-import csv, math, sys
-rows = list(csv.reader(open(sys.argv[1])))
-header, body = rows[0], rows[1:]
-sums = {}
-for r in body:
-    values = [float(v) for v in r[1:-1] if v not in ("", "nan")]
-    if not values:
-        continue
-    s = sums.setdefault(r[-1], [0.0, 0])
-    s[0] += sum(values); s[1] += len(values)
-cell = lambda k: f"{sums[k][0] / sums[k][1]:.2f}" if k in sums else "-"
-print(f"{sys.argv[2]:<16} {cell('train'):>8} {cell('validation'):>8} {cell('test'):>8}")
+echo "mean pixel error / PCA error (px, original frames) of the best checkpoint's predictions:"
+printf "%-22s %16s %16s %16s\n" run train val test
+for name in "${RUNS[@]}"; do
+  /usr/bin/python3 - "$OUT/$name/predictions_pixel_error.csv" "$OUT/$name/predictions_pca_singleview_error.csv" "$name" <<'PYEOF'
+import csv, sys
+def means(path):
+    rows = list(csv.reader(open(path)))
+    sums = {}
+    for r in rows[1:]:
+        values = [float(v) for v in r[1:-1] if v not in ("", "nan")]
+        if values:
+            s = sums.setdefault(r[-1], [0.0, 0])
+            s[0] += sum(values); s[1] += len(values)
+    return {k: v[0] / v[1] for k, v in sums.items()}
+pixel, pca = means(sys.argv[1]), means(sys.argv[2])
+cell = lambda k: f"{pixel.get(k, float('nan')):.2f} / {pca.get(k, float('nan')):.2f}"
+print(f"{sys.argv[3]:<22} {cell('train'):>16} {cell('validation'):>16} {cell('test'):>16}")
 PYEOF
 done

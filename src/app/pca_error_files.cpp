@@ -27,11 +27,11 @@ std::vector<PcaErrorFit> fit_pca_error_metrics(const Config& config, const std::
   return fits;
 }
 
-std::string pca_error_path(const std::string& predictions_csv, const std::string& name) {
+std::string metric_error_path(const std::string& predictions_csv, const std::string& metric) {
   const std::string ext = ".csv";
   const bool has_ext = predictions_csv.size() > ext.size() &&
                        predictions_csv.compare(predictions_csv.size() - ext.size(), ext.size(), ext) == 0;
-  return (has_ext ? predictions_csv.substr(0, predictions_csv.size() - ext.size()) : predictions_csv) + "_" + name +
+  return (has_ext ? predictions_csv.substr(0, predictions_csv.size() - ext.size()) : predictions_csv) + "_" + metric +
          "_error.csv";
 }
 

@@ -27,8 +27,9 @@ struct PcaErrorFit {
 std::vector<PcaErrorFit> fit_pca_error_metrics(const Config& config, const std::vector<float>& labels,
                                                int num_keypoints, const Log& log);
 
-// "<predictions stem>_<name>_error.csv" beside `predictions_csv`.
-std::string pca_error_path(const std::string& predictions_csv, const std::string& name);
+// "<predictions stem>_<metric>_error.csv" beside `predictions_csv`, lightning-pose's
+// name for a metric's file (metric: "pixel", "pca_singleview", "pca_multiview").
+std::string metric_error_path(const std::string& predictions_csv, const std::string& metric);
 
 // The file's text for `keypoints` [frames, K, 2] with row labels `index` (one per
 // frame) and, when not empty, `sets` (one per frame).

@@ -7,7 +7,7 @@
 #include <vector>   // std::vector
 
 #include "app/make_backend.hpp"     // make_predict_backend
-#include "app/pca_error_files.hpp"  // fit_pca_error_metrics, pca_error_csv
+#include "app/pca_error_files.hpp"  // fit_pca_error_metrics, pca_error_csv, metric_error_path
 #include "app/run_data.hpp"         // open_run_data
 #include "app/run_options.hpp"      // predict_loader_options
 #include "compute/backend.hpp"      // compute::Backend
@@ -28,13 +28,7 @@ namespace {
 // lightning-pose's names of the split's sets.
 std::string lightning_pose_set(const std::string& ours) { return ours == "val" ? "validation" : ours; }
 
-std::string pixel_error_path(const std::string& predictions_csv) {
-  const std::string ext = ".csv";
-  const bool has_ext = predictions_csv.size() > ext.size() &&
-                       predictions_csv.compare(predictions_csv.size() - ext.size(), ext.size(), ext) == 0;
-  return (has_ext ? predictions_csv.substr(0, predictions_csv.size() - ext.size()) : predictions_csv) +
-         "_pixel_error.csv";
-}
+std::string pixel_error_path(const std::string& predictions_csv) { return metric_error_path(predictions_csv, "pixel"); }
 
 }  // namespace
 
@@ -140,7 +134,7 @@ long predict_labeled_frames(const Config& config, const std::string& checkpoint,
       if (request.with_sets) set_column.push_back(lightning_pose_set(sets[std::size_t(i)]));
     }
     for (const auto& fit : pca_fits) {
-      const std::string path = pca_error_path(request.predictions_csv, fit.name);
+      const std::string path = metric_error_path(request.predictions_csv, fit.name);
       write_file_atomically(path, pca_error_csv(fit.pca, dataset.keypoint_names(), index, predicted, set_column));
       written += ", " + path;
     }
