@@ -10,6 +10,17 @@
 
 namespace trainer::app {
 
+std::vector<float> training_labels(const data::Dataset& dataset, const data::Split& split) {
+  const int k = dataset.num_keypoints();
+  std::vector<float> labels;
+  labels.reserve(split.train.size() * static_cast<std::size_t>(k) * 2);
+  for (const std::int64_t i : split.train) {
+    const float* kp = dataset.keypoints(i);
+    labels.insert(labels.end(), kp, kp + 2 * k);
+  }
+  return labels;
+}
+
 std::vector<PcaErrorFit> fit_pca_error_metrics(const Config& config, const std::vector<float>& labels,
                                                int num_keypoints, const Log& log) {
   std::vector<PcaErrorFit> fits;

@@ -11,6 +11,8 @@
 #include <vector>  // std::vector
 
 #include "config/config.hpp"       // Config
+#include "data/dataset.hpp"        // data::Dataset
+#include "data/split.hpp"          // data::Split
 #include "train/keypoint_pca.hpp"  // train::KeypointPca
 #include "util/log.hpp"            // Log
 
@@ -20,6 +22,10 @@ struct PcaErrorFit {
   std::string name;  // "pca_singleview" or "pca_multiview"
   train::KeypointPca pca;
 };
+
+// The training split's labels [frames, K, 2] in stored-frame pixels (NaN: not
+// labelled): what the PCA error files are fitted on.
+std::vector<float> training_labels(const data::Dataset& dataset, const data::Split& split);
 
 // The fits lightning-pose's metrics make for this configuration, on `labels`
 // [frames, K, 2] (NaN: not labelled) in the pixels the predictions will be in. A fit

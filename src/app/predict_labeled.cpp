@@ -77,12 +77,8 @@ long predict_labeled_frames(const Config& config, const std::string& checkpoint,
   // For the PCA error files: every frame's predicted keypoints, and the fit on the
   // training split's labels (stored-frame pixels, as the predictions).
   std::vector<float> predicted(static_cast<std::size_t>(dataset.size()) * k * 2, std::nanf(""));
-  std::vector<float> train_labels;
-  for (const std::int64_t i : run.split.train) {
-    const float* kp = dataset.keypoints(i);
-    train_labels.insert(train_labels.end(), kp, kp + 2 * k);
-  }
-  const std::vector<PcaErrorFit> pca_fits = fit_pca_error_metrics(config, train_labels, k, log);
+  const std::vector<PcaErrorFit> pca_fits =
+      fit_pca_error_metrics(config, training_labels(dataset, run.split), k, log);
 
   train::Predictions p;
   long done = 0;

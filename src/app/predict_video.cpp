@@ -192,12 +192,7 @@ void write_pca_error_files(const Config& config, const VideoPredictRequest& requ
 }  // namespace
 
 void set_pca_labels(VideoPredictRequest& request, const data::Dataset& dataset, const data::Split& split) {
-  const int k = dataset.num_keypoints();
-  request.pca_labels.clear();
-  for (const std::int64_t i : split.train) {
-    const float* kp = dataset.keypoints(i);
-    request.pca_labels.insert(request.pca_labels.end(), kp, kp + 2 * k);
-  }
+  request.pca_labels = training_labels(dataset, split);
   request.label_width = dataset.width();
   request.label_height = dataset.height();
 }
