@@ -1,8 +1,7 @@
 // Import of a labeled project into the HDF5 format (see import.hpp).
 #include "data/import.hpp"
 
-#include <opencv2/imgcodecs.hpp>  // cv::imdecode
-#include <opencv2/imgproc.hpp>    // cv::cvtColor, cv::resize
+#include <opencv2/imgproc.hpp>  // cv::cvtColor, cv::resize
 
 #include <algorithm>   // std::find
 #include <cctype>      // std::isdigit
@@ -16,10 +15,11 @@
 #include <iterator>    // std::istreambuf_iterator
 #include <vector>      // std::vector
 
-#include "data/format.hpp"     // DatasetWriter
-#include "data/label_csv.hpp"  // parse_label_csv
-#include "data/pandas_h5.hpp"  // read_pandas_label_h5
-#include "util/error.hpp"      // UserError
+#include "data/format.hpp"        // DatasetWriter
+#include "data/label_csv.hpp"     // parse_label_csv
+#include "data/media_loader.hpp"  // media_api: image codecs live in the media module
+#include "data/pandas_h5.hpp"     // read_pandas_label_h5
+#include "util/error.hpp"         // UserError
 
 namespace trainer::data {
 
@@ -63,8 +63,8 @@ cv::Mat read_image_file(const fs::path& path, const std::string& where) {
     bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     if (in.bad()) throw UserError(where + ": cannot read image " + path.string() + ": " + std::strerror(errno));
   }
-  cv::Mat img = bytes.empty() ? cv::Mat() : cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
-  if (img.empty()) throw UserError(where + ": cannot decode image " + path.string() + " (PNG and JPEG are supported)");
+  cv::Mat img;
+  if (!media_api(where + ": reading image " + path.string()).decode_image(bytes, img)) throw UserError(where + ": cannot decode image " + path.string() + " (PNG and JPEG are supported)");
   if (img.depth() != CV_8U)
     throw UserError(where + ": image " + path.string() + " is not 8-bit per channel", "convert the frames to 8-bit PNG");
   cv::Mat out;

@@ -9,8 +9,8 @@
 #include <filesystem>  // rename, remove, create_directories
 #include <functional>  // std::function
 #include <opencv2/imgproc.hpp>  // cv::circle, cv::putText, cv::resize
-#include <opencv2/videoio.hpp>  // cv::VideoWriter
 
+#include "data/media_loader.hpp"  // media_api: the encoder lives in the media module
 #include "data/video_reader.hpp"  // VideoReader
 #include "util/error.hpp"         // UserError
 
@@ -70,10 +70,9 @@ void write_labeled_video(const LabeledVideoRequest& request) {
 
   const std::filesystem::path out(request.out);
   const std::string temp = (out.parent_path() / ("." + out.stem().string() + ".tmp-" + std::to_string(::getpid()) + ".mp4")).string();
-  cv::VideoWriter writer;
   // H.264 as lightning-pose writes (libx264); MPEG-4 part 2 where FFmpeg lacks the encoder.
-  if (!writer.open(temp, cv::CAP_FFMPEG, cv::VideoWriter::fourcc('a', 'v', 'c', '1'), info.fps, cv::Size(nx, ny)) &&
-      !writer.open(temp, cv::CAP_FFMPEG, cv::VideoWriter::fourcc('m', 'p', '4', 'v'), info.fps, cv::Size(nx, ny)))
+  const auto writer = media_api("writing labeled video '" + request.out + "'").make_encoder();
+  if (!writer->open(temp, info.fps, nx, ny, ""))
     throw UserError("cannot write labeled video '" + request.out + "'", "check that its folder is writable");
   std::vector<std::uint8_t> rgb;
   cv::Mat frame;
@@ -102,12 +101,12 @@ void write_labeled_video(const LabeledVideoRequest& request) {
                     cv::Scalar(0, 0, 0), cv::FILLED);
       cv::putText(frame, text, cv::Point(tx, ty), cv::FONT_HERSHEY_SIMPLEX, 0.5, cv::Scalar(255, 255, 255), 1, cv::LINE_AA);
       cv::cvtColor(frame, frame, cv::COLOR_RGB2BGR);
-      writer.write(frame);
+      if (!writer->write(frame)) throw UserError("cannot write labeled video '" + request.out + "' (disk full?)");
     }
-    writer.release();
+    writer->close();
     std::filesystem::rename(temp, request.out);
   } catch (...) {
-    writer.release();
+    writer->close();
     std::error_code ec;
     std::filesystem::remove(temp, ec);
     throw;

@@ -1,7 +1,6 @@
 // Synthetic animal frames (see synth.hpp).
 #include "data/synth.hpp"
 
-#include <opencv2/imgcodecs.hpp>  // cv::imwrite
 #include <opencv2/imgproc.hpp>    // cv::ellipse, cv::circle, cv::line, cv::GaussianBlur
 
 #include <algorithm>   // std::min, std::max
@@ -10,9 +9,10 @@
 #include <filesystem>  // std::filesystem
 #include <fstream>     // std::ofstream
 
-#include "data/format.hpp"  // DatasetWriter
-#include "data/rng.hpp"     // KeyedRng, RngPurpose
-#include "util/error.hpp"   // UserError
+#include "data/format.hpp"        // DatasetWriter
+#include "data/media_loader.hpp"  // media_api: write_image (the media module)
+#include "data/rng.hpp"           // KeyedRng, RngPurpose
+#include "util/error.hpp"         // UserError
 
 namespace trainer::data {
 
@@ -304,7 +304,7 @@ void export_synthetic_project(const std::string& dir, const SynthOptions& o) {
     cv::Mat bgr;
     if (o.channels == 3) cv::cvtColor(img, bgr, cv::COLOR_RGB2BGR);
     else bgr = img;
-    if (!cv::imwrite(image_path.string(), bgr)) throw UserError("cannot write " + image_path.string());
+    if (!media_api("writing image " + image_path.string()).write_image(image_path.string(), bgr)) throw UserError("cannot write " + image_path.string());
     csv << f.frame_path;
     for (float v : f.keypoints) {
       std::snprintf(number, sizeof number, "%.9g", static_cast<double>(v));  // round-trips float32 exactly

@@ -1,4 +1,5 @@
-// Video reading with OpenCV's FFmpeg backend (see video_reader.hpp).
+// Video reading with OpenCV's FFmpeg backend, through the media module (see
+// video_reader.hpp and media_api.hpp).
 #include "data/video_reader.hpp"
 
 #include <sys/stat.h>  // stat, S_ISDIR, S_ISREG
@@ -8,10 +9,10 @@
 #include <cmath>      // std::lround
 #include <filesystem> // directory_iterator
 #include <opencv2/imgproc.hpp>  // cv::cvtColor
-#include <opencv2/videoio.hpp>  // cv::VideoCapture
 
-#include "data/augment.hpp"  // make_transform, warp_image, normalize_to_planes
-#include "util/error.hpp"    // UserError
+#include "data/augment.hpp"       // make_transform, warp_image, normalize_to_planes
+#include "data/media_loader.hpp"  // media_api: the decoder lives in the media module
+#include "util/error.hpp"         // UserError
 
 namespace trainer::data {
 
@@ -57,7 +58,7 @@ std::vector<std::string> list_videos(const std::string& file_or_dir) {
 }
 
 struct VideoReader::Impl {
-  cv::VideoCapture capture;
+  std::unique_ptr<media::VideoDecoder> capture;
   long next = 0;  // frame the decoder returns on the next grab
   cv::Mat bgr;
 };
@@ -68,14 +69,14 @@ VideoReader::VideoReader(const std::string& path) : impl_(std::make_unique<Impl>
   if (::stat(path.c_str(), &st) != 0)
     throw UserError("video '" + path + "' does not exist", "give a video file or a folder of videos");
   if (!S_ISREG(st.st_mode)) throw UserError("video '" + path + "' is not a file");
-  // FFmpeg explicitly: another backend (GStreamer, images) could count frames differently.
-  if (!impl_->capture.open(path, cv::CAP_FFMPEG) || !impl_->capture.isOpened())
+  impl_->capture = media_api("reading video '" + path + "'").make_decoder();
+  if (!impl_->capture->open(path, false))
     throw UserError("video '" + path + "' cannot be opened or decoded",
                     "check that it is a complete video file (e.g. `ffprobe " + path + "`)");
-  info_.frame_count = static_cast<long>(std::llround(impl_->capture.get(cv::CAP_PROP_FRAME_COUNT)));
-  info_.fps = impl_->capture.get(cv::CAP_PROP_FPS);
-  info_.width = static_cast<int>(impl_->capture.get(cv::CAP_PROP_FRAME_WIDTH));
-  info_.height = static_cast<int>(impl_->capture.get(cv::CAP_PROP_FRAME_HEIGHT));
+  info_.frame_count = static_cast<long>(std::llround(impl_->capture->frame_count()));
+  info_.fps = impl_->capture->fps();
+  info_.width = impl_->capture->width();
+  info_.height = impl_->capture->height();
   if (info_.frame_count <= 0)
     throw UserError("video '" + path + "' has no frames", "the file is empty or its frame count is unknown");
   if (info_.width <= 0 || info_.height <= 0)
@@ -94,7 +95,7 @@ void VideoReader::read(long index, int channels, std::vector<std::uint8_t>& out)
   if (channels != 1 && channels != 3) throw UserError(where + ": channels must be 1 or 3");
   if (index < 0 || index >= info_.frame_count)
     throw UserError(where + " is out of range (the video has " + std::to_string(info_.frame_count) + " frames)");
-  cv::VideoCapture& cap = impl_->capture;
+  media::VideoDecoder& cap = *impl_->capture;
   if (index != impl_->next) {
     // Forward by a few frames: decoding on is cheaper (and surer) than a seek, which
     // decodes from the keyframe before (the next rank's share of an unlabelled window
@@ -108,13 +109,10 @@ void VideoReader::read(long index, int channels, std::vector<std::uint8_t>& out)
         ++impl_->next;
       }
     } else {
-      // OpenCV's FFmpeg seek goes to the keyframe before and decodes forward; the
-      // position it reports afterwards says whether it landed on the frame.
-      if (!cap.set(cv::CAP_PROP_POS_FRAMES, static_cast<double>(index)) ||
-          std::llround(cap.get(cv::CAP_PROP_POS_FRAMES)) != index) {
+      if (!cap.seek(index)) {
         // Not frame-exact here: reopen and decode from the start (slow, exact).
-        cap.release();
-        if (!cap.open(info_.path, cv::CAP_FFMPEG)) throw UserError(where + ": the video cannot be reopened");
+        cap.close();
+        if (!cap.open(info_.path, false)) throw UserError(where + ": the video cannot be reopened");
         impl_->next = 0;
         while (impl_->next < index) {
           if (!cap.grab())
@@ -126,7 +124,7 @@ void VideoReader::read(long index, int channels, std::vector<std::uint8_t>& out)
       impl_->next = index;
     }
   }
-  if (!cap.read(impl_->bgr) || impl_->bgr.empty()) {
+  if (!cap.read(impl_->bgr)) {
     impl_->next = -1;  // position unknown: the next read seeks
     throw UserError(where + " does not decode (the file is truncated or corrupt; its header says " +
                         std::to_string(info_.frame_count) + " frames)",
@@ -156,7 +154,7 @@ long VideoReader::count_decodable_frames() {
   std::vector<std::uint8_t> last;
   read(info_.frame_count - 1, 1, last);  // positions the decoder after the last announced frame
   long frames = info_.frame_count;
-  while (impl_->capture.grab()) ++frames;
+  while (impl_->capture->grab()) ++frames;
   impl_->next = -1;  // at the end of the file: the next read seeks
   info_.frame_count = frames;
   return frames;
@@ -168,11 +166,11 @@ void VideoReader::trust_frame_count(long frames) {
 
 std::vector<long> keyframe_positions(const std::string& path) {
   // FFmpeg's raw stream mode: grab() returns packets undecoded, with their key flag.
-  cv::VideoCapture packets;
-  if (!packets.open(path, cv::CAP_FFMPEG, {cv::CAP_PROP_FORMAT, -1}) || !packets.isOpened()) return {};
+  const auto packets = media_api("reading video '" + path + "'").make_decoder();
+  if (!packets->open(path, true)) return {};
   std::vector<long> keyframes;
-  for (long packet = 0; packets.grab(); ++packet)
-    if (packets.get(cv::CAP_PROP_LRF_HAS_KEY_FRAME) != 0) keyframes.push_back(packet);
+  for (long packet = 0; packets->grab(); ++packet)
+    if (packets->packet_is_keyframe()) keyframes.push_back(packet);
   return keyframes;
 }
 

@@ -7,27 +7,34 @@
 #include <array>
 #include <filesystem>
 #include <fstream>
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/core.hpp>  // cv::Mat
 
 #include "data/context.hpp"  // ContextIndex
 #include "data/dataset.hpp"  // Dataset
 #include "data/import.hpp"   // import_project
 #include "data/loader.hpp"   // Loader
+#include "data/media_loader.hpp"  // media_api: write_image
 #include "scratch_dir.hpp"   // ScratchDir
 
 using namespace trainer::data;
 
-TEST_CASE("import stores unlabelled neighbours as context and ContextIndex uses them", "[data][context]") {
+namespace {
+bool write_png(const std::string& path, const cv::Mat& image) {
+  return media_api("writing a test image").write_image(path, image);
+}
+}  // namespace
+
+TEST_CASE("import stores unlabelled neighbours as context and ContextIndex uses them", "[data][context][media]") {
   testing::ScratchDir dir("context-import");
   std::filesystem::create_directories(dir.file("labeled-data"));
   // img00..img05 on disk, each a flat grey of 10 * its number; still.png has no number.
   for (int i = 0; i <= 5; ++i) {
     char name[64];
     std::snprintf(name, sizeof name, "labeled-data/img%02d.png", i);
-    REQUIRE(cv::imwrite(dir.file(name), cv::Mat(16, 20, CV_8UC1, cv::Scalar(10 * i))));
+    REQUIRE(write_png(dir.file(name), cv::Mat(16, 20, CV_8UC1, cv::Scalar(10 * i))));
   }
-  REQUIRE(cv::imwrite(dir.file("labeled-data/img10.png"), cv::Mat(16, 20, CV_8UC1, cv::Scalar(100))));
-  REQUIRE(cv::imwrite(dir.file("labeled-data/still.png"), cv::Mat(16, 20, CV_8UC1, cv::Scalar(200))));
+  REQUIRE(write_png(dir.file("labeled-data/img10.png"), cv::Mat(16, 20, CV_8UC1, cv::Scalar(100))));
+  REQUIRE(write_png(dir.file("labeled-data/still.png"), cv::Mat(16, 20, CV_8UC1, cv::Scalar(200))));
   std::ofstream(dir.file("CollectedData.csv")) << "scorer,s,s\nbodyparts,nose,nose\ncoords,x,y\n"
                                                   "labeled-data/img02.png,1,2\nlabeled-data/img03.png,3,4\n"
                                                   "labeled-data/img10.png,5,6\nlabeled-data/still.png,7,8\n";

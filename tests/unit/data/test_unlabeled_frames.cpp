@@ -4,13 +4,13 @@
 #include <catch2/catch.hpp>
 
 #include <opencv2/imgproc.hpp>  // cv::rectangle
-#include <opencv2/videoio.hpp>  // cv::VideoWriter
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "data/augment.hpp"           // Augmentation
+#include "data/media_loader.hpp"      // media_api: the video encoder
 #include "data/unlabeled_frames.hpp"  // UnlabeledFrames
 #include "data/video_reader.hpp"      // VideoReader, frame_to_network_input
 #include "scratch_dir.hpp"            // ScratchDir
@@ -25,14 +25,14 @@ using trainer::data::testing::ScratchDir;
 namespace {
 // MJPG: every frame a keyframe; mp4v (MPEG-4 part 2): a keyframe every 12 frames.
 void write_video(const std::string& path, int frames, int w = 48, int h = 32, const char* codec = "MJPG") {
-  cv::VideoWriter writer(path, cv::VideoWriter::fourcc(codec[0], codec[1], codec[2], codec[3]), 25, cv::Size(w, h),
-                         true);
-  REQUIRE(writer.isOpened());
+  const auto writer = trainer::data::media_api("writing a test video").make_encoder();
+  REQUIRE(writer->open(path, 25, w, h, codec));
   for (int i = 0; i < frames; ++i) {
     cv::Mat img(h, w, CV_8UC3, cv::Scalar(20, 40, 60));
     cv::rectangle(img, cv::Rect((i * 3) % (w - 8), 4, 8, h - 8), cv::Scalar(255, 200, 10 * (i % 20)), cv::FILLED);
-    writer.write(img);
+    REQUIRE(writer->write(img));
   }
+  writer->close();
 }
 
 UnlabeledOptions options(const std::vector<std::string>& videos, int per_rank, int rank, int world) {
@@ -61,7 +61,7 @@ std::vector<float> expected_frame(const std::string& path, long index, int chann
 }
 }  // namespace
 
-TEST_CASE("unlabelled frames: every rank draws the same window and decodes its own share", "[data]") {
+TEST_CASE("unlabelled frames: every rank draws the same window and decodes its own share", "[data][media]") {
   ScratchDir dir("unlabeled_frames");
   const std::string a = dir.file("a.mp4"), b = dir.file("b.avi");
   write_video(a, 37, 48, 32, "mp4v");  // 4 windows of 8 (frames 32..36 are in none)
@@ -124,7 +124,7 @@ TEST_CASE("unlabelled frames: every rank draws the same window and decodes its o
   CHECK(again.frame_index[0] == rank0.window(1, 2).first);
 }
 
-TEST_CASE("unlabelled frames of a grayscale dataset are decoded as gray", "[data]") {
+TEST_CASE("unlabelled frames of a grayscale dataset are decoded as gray", "[data][media]") {
   ScratchDir dir("unlabeled_gray");
   const std::string a = dir.file("a.avi");
   write_video(a, 16);
@@ -141,7 +141,7 @@ TEST_CASE("unlabelled frames of a grayscale dataset are decoded as gray", "[data
   CHECK_THROWS_AS(UnlabeledFrames(o), trainer::SystemError);
 }
 
-TEST_CASE("unlabelled frames: a video shorter than a sequence, or none, is a user error", "[data]") {
+TEST_CASE("unlabelled frames: a video shorter than a sequence, or none, is a user error", "[data][media]") {
   ScratchDir dir("unlabeled_frames_bad");
   const std::string tiny = dir.file("tiny.avi");
   write_video(tiny, 5);
@@ -152,7 +152,7 @@ TEST_CASE("unlabelled frames: a video shorter than a sequence, or none, is a use
 }
 
 TEST_CASE("unlabelled context batches (heatmap_mhcrnn): rows of 5 frames, the ranks' centre frames in turn",
-          "[data]") {
+          "[data][media]") {
   ScratchDir dir("unlabeled_context");
   const std::string a = dir.file("a.avi");
   write_video(a, 20);
@@ -187,7 +187,7 @@ TEST_CASE("unlabelled context batches (heatmap_mhcrnn): rows of 5 frames, the ra
 }
 
 TEST_CASE("unlabelled frames with imgaug dlc: one augmentation per sequence, the same on every rank's share",
-          "[data]") {
+          "[data][media]") {
   ScratchDir dir("unlabeled_augmented");
   const std::string a = dir.file("a.avi");
   write_video(a, 16);

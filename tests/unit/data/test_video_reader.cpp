@@ -7,12 +7,12 @@
 #include <filesystem>  // std::filesystem
 #include <fstream>     // std::ofstream
 #include <opencv2/imgproc.hpp>  // cv::putText, cv::rectangle
-#include <opencv2/videoio.hpp>  // cv::VideoWriter
 #include <string>
 #include <vector>
 
 #include "scratch_dir.hpp"         // ScratchDir
 #include "data/labeled_video.hpp"  // colormap_colors, write_labeled_video
+#include "data/media_loader.hpp"   // media_api: the video encoder
 #include "data/video_reader.hpp"   // VideoReader
 #include "util/error.hpp"          // UserError
 
@@ -24,14 +24,15 @@ namespace {
 // A video whose frame i shows a bar at a position given by i, so that any frame
 // mix-up changes the pixels. MJPG in AVI: OpenCV writes it without external codecs.
 void write_test_video(const std::string& path, int frames, int w = 96, int h = 64, double fps = 25) {
-  cv::VideoWriter writer(path, cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), fps, cv::Size(w, h), true);
-  REQUIRE(writer.isOpened());
+  const auto writer = trainer::data::media_api("writing a test video").make_encoder();
+  REQUIRE(writer->open(path, fps, w, h, "MJPG"));
   for (int i = 0; i < frames; ++i) {
     cv::Mat img(h, w, CV_8UC3, cv::Scalar(20, 40, 60));
     cv::rectangle(img, cv::Rect((i * 3) % (w - 8), 4, 8, h - 8), cv::Scalar(255, 200, 10 * (i % 20)), cv::FILLED);
     cv::putText(img, std::to_string(i), cv::Point(2, h - 4), cv::FONT_HERSHEY_SIMPLEX, 0.4, cv::Scalar(0, 255, 0));
-    writer.write(img);
+    REQUIRE(writer->write(img));
   }
+  writer->close();
 }
 
 std::string shared_video() {
@@ -60,7 +61,7 @@ void check_seek_equals_sequential(const std::string& path, long stride) {
 }
 }  // namespace
 
-TEST_CASE("video reader: info and frame-exact seeking on a written video", "[video]") {
+TEST_CASE("video reader: info and frame-exact seeking on a written video", "[video][media]") {
   ScratchDir dir("video");
   const std::string path = dir.file("clip.avi");
   write_test_video(path, 60, 96, 64, 30);
@@ -85,12 +86,16 @@ TEST_CASE("video reader: info and frame-exact seeking on a written video", "[vid
   CHECK_THROWS_WITH(reader.read(60, 3, rgb), Catch::Contains("frame 60") && Catch::Contains("out of range"));
 }
 
-TEST_CASE("video reader: missing, empty and truncated files are errors naming them", "[video]") {
+TEST_CASE("video reader: missing, empty and truncated files are errors naming them", "[video][media]") {
   ScratchDir dir("video-bad");
   CHECK_THROWS_WITH(VideoReader(dir.file("nope.mp4")), Catch::Contains("nope.mp4") && Catch::Contains("does not exist"));
 
   const std::string empty = dir.file("empty.avi");
-  { cv::VideoWriter w(empty, cv::VideoWriter::fourcc('M', 'J', 'P', 'G'), 25, cv::Size(32, 32), true); REQUIRE(w.isOpened()); }
+  {
+    const auto w = trainer::data::media_api("writing a test video").make_encoder();
+    REQUIRE(w->open(empty, 25, 32, 32, "MJPG"));
+    w->close();
+  }
   CHECK_THROWS_AS(VideoReader(empty), UserError);
   CHECK_THROWS_WITH(VideoReader(empty), Catch::Contains("empty.avi"));
 
@@ -118,7 +123,7 @@ TEST_CASE("video reader: missing, empty and truncated files are errors naming th
   CHECK(threw);
 }
 
-TEST_CASE("video reader: list_videos", "[video]") {
+TEST_CASE("video reader: list_videos", "[video][media]") {
   ScratchDir dir("video-list");
   write_test_video(dir.file("b.avi"), 2);
   write_test_video(dir.file("a.avi"), 2);
@@ -133,7 +138,7 @@ TEST_CASE("video reader: list_videos", "[video]") {
   CHECK_THROWS_WITH(trainer::data::list_videos(dir.file("gone")), Catch::Contains("does not exist"));
 }
 
-TEST_CASE("video reader: test_vid.mp4 of the mirror-mouse example", "[video][shared]") {
+TEST_CASE("video reader: test_vid.mp4 of the mirror-mouse example", "[video][shared][media]") {
   const std::string path = shared_video();
   if (!std::filesystem::exists(path)) {
     WARN("SKIPPED: " << path << " is absent (set TRAINER_SHARED_DATA)");
@@ -156,7 +161,7 @@ TEST_CASE("labeled videos: colours sampled from matplotlib's colormaps as lightn
   CHECK_THROWS_WITH(trainer::data::colormap_colors("viridisx", 2), Catch::Contains("unknown colormap"));
 }
 
-TEST_CASE("labeled videos: every frame is written, keypoints above the threshold drawn", "[video]") {
+TEST_CASE("labeled videos: every frame is written, keypoints above the threshold drawn", "[video][media]") {
   ScratchDir dir("video-labeled");
   const std::string path = dir.file("clip.avi");
   write_test_video(path, 12, 96, 64, 25);
