@@ -23,6 +23,13 @@ with {batch} and {precision}; the last number before "images/s" in its output is
       --trainer-cmd 'build/trainer bench step --accelerator gpu --backbone resnet50 --size 256 \\
                      --batch {batch} --precision {precision} --steps 50 --warmup 10'
 
+With --inference it also times prediction: the forward pass without gradients,
+then lightning-pose's subpixel maxima (bicubic x2 and the 5x5 pyramid blur per
+upsampling, softmax at temperature 1000, the expectation) and the keypoints copied to
+the host, in fp32 (TF32 on and off) and bf16 channels_last. --trainer-predict-cmd
+(a template like --trainer-cmd, e.g. `trainer bench step --mode predict ...`) then
+prints the trainer's prediction rate against them.
+
 Without a GPU it prints "SKIPPED: no GPU visible" and exits 77, unless
 --device cpu is given (a smoke test of the script itself with tiny sizes).
 """
@@ -142,6 +149,54 @@ def time_training(mode, batch, args, device):
             "step_ms": seconds * 1e3, "train_flops_per_step": 3 * fwd_flops}
 
 
+def subpixel_keypoints(heatmaps, upsamplings=2, temperature=1000.0):
+    """lightning-pose's run_subpixelmaxima: upsample 2^d, softmax, expectation (host)."""
+    k1 = torch.tensor([1.0, 4.0, 6.0, 4.0, 1.0], device=heatmaps.device) / 16
+    n, k = heatmaps.shape[:2]
+    x = heatmaps.float()
+    blur = (k1[:, None] * k1[None, :]).expand(k, 1, 5, 5)
+    for _ in range(upsamplings):
+        x = F.interpolate(x, scale_factor=2, mode="bicubic", align_corners=False)
+        x = F.conv2d(x, blur, padding=2, groups=k)
+    h, w = x.shape[-2:]
+    p = F.softmax(temperature * x.reshape(n, k, h * w), dim=-1).reshape(n, k, h, w)
+    cols = torch.arange(w, device=x.device, dtype=x.dtype)
+    rows = torch.arange(h, device=x.device, dtype=x.dtype)
+    ex = (p.sum(dim=2) * cols).sum(dim=-1)
+    ey = (p.sum(dim=3) * rows).sum(dim=-1)
+    return torch.stack([ex, ey], dim=-1).cpu()
+
+
+def time_inference(mode, batch, args, device):
+    torch.manual_seed(0)
+    model = HeatmapModel(args.keypoints).to(device).eval()
+    size = args.image_size
+    x = torch.randn(batch, 3, size, size, device=device)
+    channels_last = mode == "amp-bf16-cl"
+    if channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.to(memory_format=torch.channels_last)
+    if device.type == "cuda":
+        tf32 = mode != "eager-fp32-notf32"
+        torch.backends.cudnn.allow_tf32 = tf32
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.benchmark = True
+
+    def step():
+        with torch.no_grad(), torch.autocast(device_type=device.type, dtype=torch.bfloat16,
+                                             enabled=channels_last):
+            return subpixel_keypoints(model(x))
+
+    for _ in range(args.warmup):
+        step()
+    sync(device)
+    start = time.perf_counter()
+    for _ in range(args.iters):
+        step()  # .cpu() waits for the batch, as a prediction loop does
+    seconds = (time.perf_counter() - start) / args.iters
+    return {"mode": "predict-" + mode, "batch": batch, "images_per_s": batch / seconds, "step_ms": seconds * 1e3}
+
+
 def bf16_matmul_rate(device, n, reps):
     """Measured dense bf16 GEMM rate in FLOP/s (the MFU denominator)."""
     dtype = torch.bfloat16
@@ -182,6 +237,10 @@ def main():
     p.add_argument("--matmul-size", type=int, default=8192)
     p.add_argument("--trainer-cmd", default=None, help="template with {batch} and {precision}")
     p.add_argument("--json", default=None, help="write the results as JSON lines here")
+    p.add_argument("--inference", action="store_true", help="also time prediction (see above)")
+    p.add_argument("--trainer-predict-cmd", default=None,
+                   help="template with {batch} and {precision} for the trainer's prediction rate")
+    p.add_argument("--skip-training", action="store_true", help="time prediction only (with --inference)")
     args = p.parse_args()
 
     if torchvision is None:
@@ -208,7 +267,36 @@ def main():
     print(f"# measured bf16 matmul rate ({args.matmul_size}^3): {peak / 1e12:.1f} TFLOP/s")
 
     results = []
-    for batch in [int(b) for b in args.batches.split(",")]:
+    trainer_failures = 0  # a trainer command without a rate makes the exit status 1
+    batches = [int(b) for b in args.batches.split(",")]
+    if args.inference:
+        for batch in batches:
+            for mode in ("eager-fp32", "eager-fp32-notf32", "amp-bf16-cl"):
+                r = time_inference(mode, batch, args, device)
+                r["device"] = gpu
+                results.append(r)
+                print(f"torch {r['mode']:26s} batch {batch:3d}: {r['images_per_s']:9.1f} images/s "
+                      f"({r['step_ms']:.1f} ms/batch)", flush=True)
+        if args.trainer_predict_cmd:
+            print("# trainer prediction vs PyTorch inference")
+            for batch in batches:
+                by_mode = {r["mode"]: r["images_per_s"] for r in results if r["batch"] == batch}
+                for precision, ref_name in (("32", "predict-eager-fp32-notf32"),
+                                            ("32-tf32", "predict-eager-fp32"),
+                                            ("bf16-mixed", "predict-amp-bf16-cl")):
+                    ours = run_trainer(args.trainer_predict_cmd, batch, precision)
+                    if ours is None:
+                        print(f"trainer predict {precision:10s} batch {batch:3d}: no images/s in its output")
+                        trainer_failures += 1
+                        continue
+                    ref = by_mode[ref_name]
+                    results.append({"mode": f"trainer-predict-{precision}", "batch": batch, "images_per_s": ours,
+                                    "device": gpu, f"ratio_vs_{ref_name}": ours / ref})
+                    print(f"trainer predict {precision:10s} batch {batch:3d}: {ours:9.1f} images/s = "
+                          f"{ours / ref:.2f}x torch {ref_name}")
+    if args.skip_training:
+        batches = []
+    for batch in batches:
         for mode in modes:
             r = time_training(mode, batch, args, device)
             r["mfu"] = r["train_flops_per_step"] / (r["step_ms"] / 1e3) / peak
@@ -217,7 +305,7 @@ def main():
             print(f"torch {mode:18s} batch {batch:3d}: {r['images_per_s']:9.1f} images/s "
                   f"({r['step_ms']:.1f} ms/step, MFU {100 * r['mfu']:.1f}%)", flush=True)
 
-    if args.trainer_cmd:
+    if args.trainer_cmd and not args.skip_training:
         print("# trainer vs PyTorch")
         for batch in sorted({r["batch"] for r in results}):
             by_mode = {r["mode"]: r["images_per_s"] for r in results if r["batch"] == batch}
@@ -230,6 +318,7 @@ def main():
                 ours = run_trainer(args.trainer_cmd, batch, precision)
                 if ours is None:
                     print(f"trainer {precision:10s} batch {batch:3d}: no images/s in its output")
+                    trainer_failures += 1
                     continue
                 mfu = ours * flops_per_image / peak
                 results.append({"mode": f"trainer-{precision}", "batch": batch, "images_per_s": ours,
@@ -240,7 +329,7 @@ def main():
         with open(args.json, "w") as f:
             for r in results:
                 f.write(json.dumps(r) + "\n")
-    return 0
+    return 1 if trainer_failures else 0
 
 
 if __name__ == "__main__":

@@ -2,9 +2,20 @@
 # Relocatable bundle of `trainer` for GPU nodes that lack the build dependencies.
 #
 #   scripts/bundle.sh [--build-dir build] [--out bundle] [--no-mpi] [--with-tests]
+#                     [--media] [--pack FILE.tar.xz] [--max-packed-mib 45]
 #
-# --with-tests adds OUT/bin/gpu_tests (the GPU test binary, same RPATH) for
-# scripts/gpu_verify.sh on a GPU machine without the build dependencies.
+# --with-tests  adds OUT/bin/gpu_tests (when the GPU path is built) and
+#               OUT/bin/unit_tests (same RPATH), for scripts/device_check.sh.
+# --media       adds the media module (lib/libtrainer_media.so: image and video files,
+#               OpenCV imgcodecs/videoio with FFmpeg, GDAL, GStreamer: ~230 MB) and the
+#               libraries only it needs. Without it the bundle trains, benchmarks and
+#               predicts from HDF5; commands that read images or videos (import,
+#               predict --video, unlabelled video frames) say that the module is missing.
+# --pack FILE   also writes FILE (tar.xz, top folder trainer-bundle/) without the media
+#               module and, with --media, FILE's name with -media before .tar.xz holding
+#               only the media files (unpack it over the first). Fails when FILE is over
+#               --max-packed-mib MiB (default 45: what a GPU device visit carries, with
+#               room for the working tree).
 #
 # Produces:
 #   OUT/bin/trainer           the program, RPATH $ORIGIN/../lib (DT_RPATH, so it also
@@ -16,6 +27,7 @@
 #   OUT/bin/mpirun, orted     Open MPI's launcher and daemon
 #   OUT/bin/trainer-env.sh    source it: relocates Open MPI (OPAL_PREFIX, ...) and
 #                             adds CUDA_HOME / CUDNN_HOME / NCCL_HOME libraries
+#   OUT/media-files.txt       with --media: the files that belong to the media module
 #
 # Not bundled, taken from the node: glibc, the NVIDIA driver (libcuda), and the CUDA
 # libraries (cudart, cuBLAS, cuDNN, NCCL): they must match the node's driver. Point
@@ -28,12 +40,18 @@ build_dir=build
 out=bundle
 with_mpi=1
 with_tests=0
+with_media=0
+pack=""
+max_packed_mib=45
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --build-dir) build_dir="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --no-mpi) with_mpi=0; shift ;;
     --with-tests) with_tests=1; shift ;;
+    --media) with_media=1; shift ;;
+    --pack) pack="$2"; shift 2 ;;
+    --max-packed-mib) max_packed_mib="$2"; shift 2 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "error: unknown option $1" >&2; echo "hint: scripts/bundle.sh --help" >&2; exit 2 ;;
   esac
@@ -106,9 +124,13 @@ install_program() {  # install_program BUILT_BINARY TARGET_NAME CMAKE_TARGET_DIR
 }
 install_program "$trainer" trainer "$build_dir/CMakeFiles/trainer.dir"
 if [[ $with_tests == 1 ]]; then
-  [[ -x "$build_dir/tests/gpu_tests" ]] ||
-    die "no $build_dir/tests/gpu_tests" "build the GPU path first (cmake -DTRAINER_CUDA=ON; cmake --build $build_dir)"
-  install_program "$build_dir/tests/gpu_tests" gpu_tests "$build_dir/tests/CMakeFiles/gpu_tests.dir"
+  [[ -x "$build_dir/tests/unit_tests" ]] || die "no $build_dir/tests/unit_tests" "build the tests first: cmake --build $build_dir"
+  install_program "$build_dir/tests/unit_tests" unit_tests "$build_dir/tests/CMakeFiles/unit_tests.dir"
+  if [[ -x "$build_dir/tests/gpu_tests" ]]; then
+    install_program "$build_dir/tests/gpu_tests" gpu_tests "$build_dir/tests/CMakeFiles/gpu_tests.dir"
+  else
+    echo "note: no $build_dir/tests/gpu_tests (CPU-only build): the bundle has no GPU tests" >&2
+  fi
 fi
 
 # ---- Open MPI runtime ------------------------------------------------------------
@@ -142,6 +164,16 @@ if [[ $with_mpi == 1 ]]; then
   fi
 fi
 
+# ---- the media module, last: what it alone needs is listed in media-files.txt ----
+if [[ $with_media == 1 ]]; then
+  module="$build_dir/libtrainer_media.so"
+  [[ -f "$module" ]] || die "no media module at $module" "build it: cmake --build $build_dir --target trainer_media"
+  before="$(cd "$out" && find lib -maxdepth 1 -type f | sort)"
+  cp -L "$module" "$out/lib/libtrainer_media.so"
+  copy_deps "$out/lib/libtrainer_media.so"
+  comm -13 <(echo "$before") <(cd "$out" && find lib -maxdepth 1 -type f | sort) > "$out/media-files.txt"
+fi
+
 # Bundled libraries look next to themselves first (their build-time RUNPATHs
 # would otherwise hide the bundle from their own dependencies).
 if command -v patchelf >/dev/null; then
@@ -172,4 +204,31 @@ unset _tb _tl _h _d
 ENV
 
 echo "bundle written to $out ($(ls "$out/lib" | wc -l) entries in lib/)"
+
+# ---- archives ------------------------------------------------------------------------
+if [[ -n "$pack" ]]; then
+  [[ "$pack" == *.tar.xz ]] || die "--pack $pack: the archive name must end in .tar.xz"
+  mkdir -p "$(dirname "$pack")"
+  media_pack="${pack%.tar.xz}-media.tar.xz"
+  trap 'rm -f "$pack.tmp" "$media_pack.tmp"' EXIT
+  # Exclusion patterns match member names before --transform renames them.
+  exclude_list="$(mktemp)"
+  if [[ -f "$out/media-files.txt" ]]; then sed "s|^|$(basename "$out")/|" "$out/media-files.txt" > "$exclude_list"; fi
+  # One top folder whatever --out is called, so an unpacked kit is always trainer-bundle/.
+  tar -C "$(dirname "$out")" --exclude-from="$exclude_list" --transform "s|^$(basename "$out")|trainer-bundle|" \
+      -cf - "$(basename "$out")" | xz -6 -T2 > "$pack.tmp"
+  rm -f "$exclude_list"
+  mv "$pack.tmp" "$pack"
+  bytes=$(stat -c %s "$pack")
+  echo "packed $pack: $((bytes / 1024 / 1024)) MiB ($bytes bytes; limit $max_packed_mib MiB)"
+  if [[ $with_media == 1 ]]; then
+    (cd "$out" && sed 's|^|./|' media-files.txt) |
+      tar -C "$out" --transform "s|^\.|trainer-bundle|" -cf - -T - | xz -6 -T2 > "$media_pack.tmp"
+    mv "$media_pack.tmp" "$media_pack"
+    echo "packed $media_pack: $(( $(stat -c %s "$media_pack") / 1024 / 1024 )) MiB (the media module; unpack over the first)"
+  fi
+  (( bytes <= max_packed_mib * 1024 * 1024 )) ||
+    die "$pack is $((bytes / 1024 / 1024)) MiB, over the $max_packed_mib MiB limit" \
+        "see which libraries grew: ls -lS $out/lib | head; the media module belongs in the -media archive"
+fi
 echo "on the GPU node: source $out/bin/trainer-env.sh && mpirun -np 4 trainer train ..."

@@ -1,5 +1,7 @@
 // `trainer bench step`: training images/s of one rank on random input (forward,
-// loss, backward, Adam), the number to compare with scripts/bench_step_torch.py.
+// loss, backward, Adam), the number to compare with scripts/bench_step_torch.py;
+// with --mode predict, the prediction path's images/s instead (evaluation forward,
+// soft-argmax, keypoints to the host: what `trainer predict` runs per batch).
 // With --export DIR it also writes what the PyTorch parity test needs: the initial
 // weights, the batch, the targets, the loss, the gradients and the weights after
 // one Adam step (tests/parity/model_parity.py).
@@ -47,7 +49,7 @@ double process_cpu_seconds() {
 
 int bench_step(const Args& args) {
   std::string backbone = "resnet18", export_dir, precision_name = "32", accelerator = "cpu",
-              fp32_precision = "highest";
+              fp32_precision = "highest", mode = "train";
   int size = 128, batch = 16, keypoints = 17, steps = 10, warmup = 2, threads = 0, downsample = 2;
   unsigned seed = 0;
   std::string backbones;
@@ -69,6 +71,9 @@ int bench_step(const Args& args) {
        "cpu | gpu (gpu: the CUDA backend on device 0; CUDA builds only)")
       ("keypoints", po::value(&keypoints)->default_value(keypoints), "keypoints (heatmap channels)")
       ("downsample", po::value(&downsample)->default_value(downsample), "downsample factor d (heatmap = size / 2^d)")
+      ("mode", po::value(&mode)->default_value(mode),
+       "train: one optimizer step per iteration | predict: the prediction path (evaluation forward, "
+       "soft-argmax, keypoints copied to the host)")
       ("steps", po::value(&steps)->default_value(steps), "timed steps")
       ("warmup", po::value(&warmup)->default_value(warmup), "untimed steps first")
       ("threads", po::value(&threads)->default_value(threads), "CPU threads (0: OMP_NUM_THREADS or all cores)")
@@ -98,6 +103,10 @@ int bench_step(const Args& args) {
   }
   if (accelerator != "cpu" && accelerator != "gpu")
     throw UserError("bench step: --accelerator must be cpu or gpu, not '" + accelerator + "'");
+  if (mode != "train" && mode != "predict")
+    throw UserError("bench step: --mode must be train or predict, not '" + mode + "'");
+  if (mode == "predict" && exporting)
+    throw UserError("bench step: --export writes a training step; it cannot be combined with --mode predict");
   BackendRequest request;
   request.gpu = accelerator == "gpu";
   request.precision = precision_name;
@@ -138,14 +147,25 @@ int bench_step(const Args& args) {
     st.downsample_factor = downsample;
     train::save_checkpoint(export_dir + "/initial.h5", net.store(), nullptr, st, stream);
   }
-  for (int i = 0; i < warmup; ++i) runner.train_step(b, optimizer, sync, true, nullptr);
+  const bool predicting = mode == "predict";
+  train::Predictions predictions;
+  for (int i = 0; i < warmup; ++i) {
+    if (predicting) runner.predict(b, predictions);
+    else runner.train_step(b, optimizer, sync, true, nullptr);
+  }
   stream.synchronize();
   const auto t0 = std::chrono::steady_clock::now();
   const double cpu0 = process_cpu_seconds();
-  // Steps are queued without waiting (as in training); the loss read waits for the last.
-  for (int i = 0; i < steps; ++i) runner.train_step(b, optimizer, sync, true, nullptr);
-  runner.request_loss();
-  const double loss = runner.requested_loss();
+  // Training steps are queued without waiting (as in training); the loss read waits
+  // for the last. Each prediction waits for its keypoints, as `trainer predict` does.
+  double loss = 0;
+  if (predicting) {
+    for (int i = 0; i < steps; ++i) runner.predict(b, predictions);
+  } else {
+    for (int i = 0; i < steps; ++i) runner.train_step(b, optimizer, sync, true, nullptr);
+    runner.request_loss();
+    loss = runner.requested_loss();
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double cpu_seconds = process_cpu_seconds() - cpu0;
 
@@ -170,10 +190,14 @@ int bench_step(const Args& args) {
     std::printf("exported initial.h5, batch.h5, after.h5 to %s (loss %.8g)\n", export_dir.c_str(), loss);
     return 0;
   }
-  std::printf("bench step: %s %dx%d batch %d, %d keypoints, precision %s, %s\n", backbone.c_str(), size, size,
-              batch, keypoints, precision_name.c_str(), backend->description().c_str());
-  std::printf("trainer: %.2f images/s (%.3f s/step over %d steps, last loss %.6g)\n", batch * steps / seconds,
-              seconds / steps, steps, loss);
+  std::printf("bench step: %s %dx%d batch %d, %d keypoints, precision %s, mode %s, %s\n", backbone.c_str(), size,
+              size, batch, keypoints, precision_name.c_str(), mode.c_str(), backend->description().c_str());
+  if (predicting)
+    std::printf("trainer: %.2f images/s (%.3f s/batch over %d batches, prediction)\n", batch * steps / seconds,
+                seconds / steps, steps);
+  else
+    std::printf("trainer: %.2f images/s (%.3f s/step over %d steps, last loss %.6g)\n", batch * steps / seconds,
+                seconds / steps, steps, loss);
   // On a shared machine wall time measures the scheduler; CPU time measures the
   // work (use OMP_WAIT_POLICY=passive so idle threads do not spin).
   std::printf("trainer: %.2f images per CPU-second (%.3f CPU s/step)\n", batch * steps / cpu_seconds,

@@ -6,6 +6,7 @@
 #include "app/commands.hpp"  // run_synth, Args
 #include "app/output_files.hpp" // remove_stale_temp_files_in
 #include "util/atomic_write.hpp" // folder_of
+#include "data/media_loader.hpp"  // media_api: --export-dir needs the media module
 #include "data/synth.hpp"    // SynthOptions, write_synthetic_dataset, export_synthetic_project
 #include "util/error.hpp"    // UserError
 #include "util/log.hpp"      // Log
@@ -49,6 +50,8 @@ int run_synth(const Args& args) {
   }
   if (out.empty() && export_dir.empty()) throw UserError("synth: --out FILE is required", "run `trainer synth --help`");
   data::validate(o);
+  // Refused before the HDF5 file is written, not after it.
+  if (!export_dir.empty()) data::media_api("writing the frames of --export-dir as PNG files");
   if (!out.empty()) {
     remove_stale_temp_files_in(folder_of(out), Log(0));
     data::write_synthetic_dataset(out, o);

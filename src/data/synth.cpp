@@ -278,6 +278,8 @@ void write_synthetic_dataset(const std::string& path, const SynthOptions& o) {
 
 void export_synthetic_project(const std::string& dir, const SynthOptions& o) {
   validate(o);
+  // Before anything is written: without the media module no image could be.
+  const media::Api& media = media_api("writing the frames of --export-dir as PNG files");
   namespace fs = std::filesystem;
   const auto& all = synth_keypoint_names();
   std::ofstream csv(fs::path(dir) / "CollectedData.csv");
@@ -304,7 +306,7 @@ void export_synthetic_project(const std::string& dir, const SynthOptions& o) {
     cv::Mat bgr;
     if (o.channels == 3) cv::cvtColor(img, bgr, cv::COLOR_RGB2BGR);
     else bgr = img;
-    if (!media_api("writing image " + image_path.string()).write_image(image_path.string(), bgr)) throw UserError("cannot write " + image_path.string());
+    if (!media.write_image(image_path.string(), bgr)) throw UserError("cannot write " + image_path.string());
     csv << f.frame_path;
     for (float v : f.keypoints) {
       std::snprintf(number, sizeof number, "%.9g", static_cast<double>(v));  // round-trips float32 exactly

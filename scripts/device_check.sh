@@ -1,0 +1,301 @@
+#!/usr/bin/env bash
+# One GPU visit in one command: unpack the bundle, check the GPU path, measure it
+# against PyTorch on the same GPU, and leave every log in at most 8 files.
+#
+#   bash scripts/device_check.sh [--kit FILE.tar.xz] [--out DIR] [--budget SECONDS] [--dry-run]
+#
+# --kit FILE    the archive of `scripts/bundle.sh --with-tests --pack FILE`
+#               (default: device-kit/trainer-bundle.tar.xz; see "Before the visit")
+# --out DIR     where the results go (default: $OUT when set, else device-check)
+# --budget S    the whole check's wall-clock limit (default 450 s: a visit's command may
+#               run 600 s, and the machine's start-up counts against the visit too).
+#               Each step has its own timeout, cut to what is left; a step that no
+#               longer fits is skipped and says so, so the logs always come back.
+# --dry-run     for a machine without a GPU (the `bundle` ctest runs it): every step
+#               that needs no GPU runs for real (unpacking, the environment, library
+#               resolution, the programs starting, CPU training through the bundle's
+#               mpirun, the PyTorch scripts on the CPU with tiny sizes, the profile
+#               summarizer, the packing of the logs); the GPU steps report SKIPPED.
+#
+# Before the visit, on the build machine (docs/GPU.md, "A device visit"):
+#   cmake --build build -j
+#   scripts/bundle.sh --build-dir build --out build/device-bundle --with-tests \
+#       --pack device-kit/trainer-bundle.tar.xz          # fails over 45 MiB
+# then run it there with the device tool: command `bash scripts/device_check.sh`,
+# carry ["device-kit"], timeout_s 540.
+#
+# Steps (each logged to its own file; all logs are packed into OUT/logs.tar.gz):
+#   1-env          nvidia-smi, trainer --version, every bundled program's libraries
+#   2-gpu-tests    every gpu_tests case (ops vs their CPU twins, mixed precision, NCCL
+#                  with 1 rank, GPU vs CPU training and semi-supervised steps)
+#   3-integration  tests/integration/gpu_train.sh: CPU == GPU training (NCCL, 1 rank)
+#                  and `predict` on both devices
+#   4-sanitizer    compute-sanitizer memcheck and racecheck on the kernels added since
+#                  273cbd3 (soft-argmax, keypoint losses, PCA centring, affine points)
+#   5-vs-torch     scripts/bench_gpu_torch.py: ResNet-50 256x256 training images/s,
+#                  trainer vs PyTorch on this GPU (fp32, TF32, bf16; batch 16 and 64)
+#   6-predict      the prediction rate (`bench step --mode predict`) vs PyTorch inference
+#   7-profile      Nsight Compute per-kernel times of one bf16 batch-64 step, summarized
+#                  by scripts/ncu_summary.py (skipped where ncu is missing or refused)
+# OUT/summary.md: the machine, each step's verdict and time, and the numbers.
+# Exit status: 0 when every step passed or was skipped, 1 when one failed, 2 on
+# bad usage or a kit that cannot be unpacked.
+set -uo pipefail
+
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+kit="$repo/device-kit/trainer-bundle.tar.xz"
+out="${OUT:-device-check}"
+budget=450
+dry_run=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --kit) kit="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    --budget) budget="$2"; shift 2 ;;
+    --dry-run) dry_run=1; shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "error: unknown option $1" >&2; echo "hint: bash scripts/device_check.sh --help" >&2; exit 2 ;;
+  esac
+done
+die() { echo "error: $1" >&2; [[ -n "${2:-}" ]] && echo "hint: $2" >&2; exit 2; }
+[[ "$budget" =~ ^[0-9]+$ ]] || die "--budget must be a number of seconds, not '$budget'"
+[[ -f "$kit" ]] || die "no kit at $kit" \
+  "make it on the build machine: scripts/bundle.sh --with-tests --out build/device-bundle --pack $kit"
+deadline=$((SECONDS + budget))
+
+mkdir -p "$out" || die "cannot create $out"
+out="$(cd "$out" && pwd)"
+logs="$(mktemp -d)"
+summary="$out/summary.md"
+failed=0
+
+# ---- unpack and set up the environment --------------------------------------------
+unpack_root="$(mktemp -d /tmp/device-check.XXXXXX)"
+trap 'rm -rf "$unpack_root" "$logs"' EXIT
+tar -C "$unpack_root" -xJf "$kit" || die "cannot unpack $kit"
+bundle="$unpack_root/trainer-bundle"
+[[ -x "$bundle/bin/trainer" && -f "$bundle/bin/trainer-env.sh" ]] || die "$kit holds no trainer-bundle/bin/trainer"
+
+# The Python with PyTorch: the device machine's python3, or Debian's on a build machine.
+py=python3
+for candidate in python3 /usr/bin/python3; do
+  if command -v "$candidate" >/dev/null && "$candidate" -c "import torch, torchvision" 2>/dev/null; then
+    py="$candidate"
+    break
+  fi
+done
+# cuDNN and NCCL from python's nvidia-* wheels (PyTorch's) when the environment names none.
+wheel_dir() {
+  "$py" -c "import importlib, sys; m = importlib.import_module('nvidia.' + sys.argv[1]); print(list(m.__path__)[0])" \
+    "$1" 2>/dev/null
+}
+: "${CUDA_HOME:=/usr/local/cuda}"
+[[ -n "${CUDNN_HOME:-}" ]] || CUDNN_HOME="$(wheel_dir cudnn)"
+[[ -n "${NCCL_HOME:-}" ]] || NCCL_HOME="$(wheel_dir nccl)"
+export CUDA_HOME CUDNN_HOME NCCL_HOME
+# shellcheck disable=SC1091
+source "$bundle/bin/trainer-env.sh"
+export PATH="$CUDA_HOME/bin:$PATH"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+trainer="$bundle/bin/trainer"
+gpu_tests="$bundle/bin/gpu_tests"
+
+has_gpu=0
+if [[ $dry_run == 0 ]] && command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then has_gpu=1; fi
+if [[ $dry_run == 0 && $has_gpu == 0 ]]; then
+  echo "SKIPPED: no GPU visible (nvidia-smi -L); use --dry-run to check the kit without one"
+  exit 77
+fi
+
+# ---- steps ------------------------------------------------------------------------------
+# step NAME TIMEOUT COMMAND...: runs it under min(TIMEOUT, time left), output in NAME.log.
+# Exit 77 from a step means SKIPPED (with its reason as the log's last line).
+step() {
+  local name="$1" limit="$2"; shift 2
+  local left=$((deadline - SECONDS - 20)) start=$SECONDS rc=0 verdict
+  if (( left < 10 )); then
+    verdict="SKIPPED (no time left in the ${budget} s budget)"
+    echo "=== $name: $verdict"
+  else
+    (( limit > left )) && limit=$left
+    echo "=== $name (timeout ${limit} s): $*"
+    # The steps are shell functions: a child bash runs them (exported below) under timeout.
+    timeout --kill-after=10 "$limit" bash -c '"$@"' step "$@" > "$logs/$name.log" 2>&1 || rc=$?
+    case $rc in
+      0) verdict=PASS ;;
+      77) verdict="$(grep -h 'SKIPPED' "$logs/$name.log" | tail -1 | cut -c1-160)" ;;
+      124|137) verdict="FAIL (timed out after ${limit} s)"; failed=1 ;;
+      *) verdict="FAIL (exit $rc)"; failed=1 ;;
+    esac
+    echo "$verdict ($((SECONDS - start)) s)"
+  fi
+  printf '| %s | %s | %s s |\n' "$name" "$verdict" "$((SECONDS - start))" >> "$logs/steps.md"
+  return 0
+}
+gpu_step() {  # like step, but SKIPPED on a dry run
+  if [[ $has_gpu == 0 ]]; then
+    printf '| %s | SKIPPED (dry run: needs a GPU) | 0 s |\n' "$1" >> "$logs/steps.md"
+    echo "=== $1: SKIPPED (dry run: needs a GPU)"
+    return 0
+  fi
+  step "$@"
+}
+
+env_report() {
+  echo "kit: $kit ($(stat -c %s "$kit") bytes), unpacked to $bundle"
+  echo "CUDA_HOME=$CUDA_HOME CUDNN_HOME=$CUDNN_HOME NCCL_HOME=$NCCL_HOME"
+  if [[ $has_gpu == 1 ]]; then
+    nvidia-smi -L
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  else
+    echo "(dry run: no GPU queried)"
+  fi
+  "$trainer" --version || return 1
+  local missing=0 program
+  for program in "$bundle"/bin/trainer "$bundle"/bin/gpu_tests "$bundle"/bin/unit_tests; do
+    [[ -x "$program" ]] || continue
+    if ldd "$program" | grep "not found"; then
+      echo "$program: libraries not found (above)"
+      missing=1
+    fi
+  done
+  "$py" -c "import torch, torchvision; print('$py: torch', torch.__version__, 'torchvision', torchvision.__version__)" ||
+    echo "python3 lacks torch/torchvision: the PyTorch comparisons will be skipped"
+  command -v compute-sanitizer >/dev/null && compute-sanitizer --version | tail -1 || echo "no compute-sanitizer on PATH"
+  command -v ncu >/dev/null && ncu --version | tail -1 || echo "no ncu on PATH"
+  return $missing
+}
+
+gpu_tests_run() {
+  [[ -x "$gpu_tests" ]] || { echo "SKIPPED: the kit has no gpu_tests (a CPU-only build)"; return 77; }
+  "$gpu_tests" --reporter compact --durations yes
+}
+
+# The kernels added since the last verified visit (273cbd3), by test name.
+sanitized_cases='cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda semi*'
+sanitizer_run() {
+  command -v compute-sanitizer >/dev/null || { echo "SKIPPED: no compute-sanitizer on PATH"; return 77; }
+  local rc=0 tool
+  for tool in memcheck racecheck; do
+    echo "--- compute-sanitizer --tool $tool"
+    compute-sanitizer --tool "$tool" --error-exitcode 3 "$gpu_tests" "$sanitized_cases" --reporter compact || rc=1
+  done
+  return $rc
+}
+
+integration_run() {
+  bash "$repo/tests/integration/gpu_train.sh" "$trainer" "$repo" "$logs/gpu_train"
+}
+
+# The CPU half of the integration check, through the bundle's mpirun: what a dry run can do.
+cpu_training_run() {
+  local dir="$logs/cpu_train"
+  mpirun -np 1 "$trainer" train --model.backbone resnet18 --data.image_resize_height 64 \
+    --data.image_resize_width 64 --training.imgaug default --training.train_batch_size 8 \
+    --training.max_epochs 1 --training.num_workers 1 --data.synthetic_file "$dir/synthetic.h5" \
+    --accelerator cpu --out "$dir/run" &&
+    "$trainer" predict --checkpoint "$dir/run/checkpoints/last.h5" --accelerator cpu --out "$dir/predictions.csv" &&
+    [[ -s "$dir/predictions.csv" ]]
+}
+
+has_torch() { "$py" -c "import torch, torchvision" 2>/dev/null; }
+
+vs_torch_run() {
+  has_torch || { echo "SKIPPED: python3 lacks torch or torchvision"; return 77; }
+  local cmd="$trainer bench step --accelerator gpu --backbone resnet50 --size 256 --batch {batch} --precision {precision} --steps 30 --warmup 10"
+  if [[ $has_gpu == 1 ]]; then
+    "$py" "$repo/scripts/bench_gpu_torch.py" --batches 16,64 --iters 30 --warmup 10 \
+      --json "$logs/torch-train.jsonl" --trainer-cmd "$cmd"
+  else  # the script and the template wiring, on the CPU with tiny sizes
+    "$py" "$repo/scripts/bench_gpu_torch.py" --device cpu --batches 2 --image-size 64 --iters 1 --warmup 0 \
+      --matmul-size 64 --json "$logs/torch-train.jsonl" \
+      --trainer-cmd "$trainer bench step --accelerator cpu --backbone resnet50 --size 64 --batch {batch} --precision {precision} --steps 1 --warmup 0"
+  fi
+}
+
+predict_run() {
+  has_torch || { echo "SKIPPED: python3 lacks torch or torchvision"; return 77; }
+  if [[ $has_gpu == 1 ]]; then
+    "$py" "$repo/scripts/bench_gpu_torch.py" --inference --skip-training --batches 16,64 --iters 30 --warmup 5 \
+      --json "$logs/torch-predict.jsonl" \
+      --trainer-predict-cmd "$trainer bench step --mode predict --accelerator gpu --backbone resnet50 --size 256 --batch {batch} --precision {precision} --steps 30 --warmup 5"
+  else
+    "$py" "$repo/scripts/bench_gpu_torch.py" --device cpu --inference --skip-training --batches 2 --image-size 64 \
+      --iters 1 --warmup 0 --matmul-size 64 --json "$logs/torch-predict.jsonl" \
+      --trainer-predict-cmd "$trainer bench step --mode predict --accelerator cpu --backbone resnet50 --size 64 --batch {batch} --precision {precision} --steps 1 --warmup 0"
+  fi
+}
+
+profile_run() {
+  local csv="$logs/ncu-bf16-b64.csv"
+  if [[ $has_gpu == 0 ]]; then
+    # The summarizer on a two-iteration sample in ncu's format.
+    printf '%s\n' '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"' \
+      '"0","search_kernel(float*)","gpu__time_duration.sum","usecond","50"' \
+      '"1","conv(float*)","gpu__time_duration.sum","nsecond","2,000"' \
+      '"2","bn(float*)","gpu__time_duration.sum","nsecond","1,000"' > "$csv"
+    "$py" "$repo/scripts/ncu_summary.py" "$csv" --iterations 1 | tee "$logs/ncu-summary.txt"
+    grep -q "step GPU time 0.053 ms over 3 launches" "$logs/ncu-summary.txt"
+    return
+  fi
+  command -v ncu >/dev/null || { echo "SKIPPED: no ncu on PATH"; return 77; }
+  ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+    "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 --precision bf16-mixed \
+    --steps 1 --warmup 2 > "$csv" || { tail -20 "$csv"; return 1; }
+  "$py" "$repo/scripts/ncu_summary.py" "$csv" --iterations 3 | tee "$logs/ncu-summary.txt"
+}
+
+unit_tests_run() {  # the CPU unit tests through the bundle, without the media module
+  [[ -x "$bundle/bin/unit_tests" ]] || { echo "SKIPPED: the kit has no unit_tests"; return 77; }
+  # One spec, so the exclusions are ANDed: no media module, no shared data, no hidden cases.
+  (cd "$logs" && "$bundle/bin/unit_tests" "~[media]~[shared]~[.]" --reporter compact)
+}
+
+export repo kit logs bundle trainer gpu_tests has_gpu sanitized_cases py
+export -f env_report gpu_tests_run sanitizer_run integration_run cpu_training_run has_torch vs_torch_run \
+  predict_run profile_run unit_tests_run
+step 1-env 60 env_report
+if [[ $has_gpu == 1 ]]; then
+  step 2-gpu-tests 150 gpu_tests_run
+  step 3-integration 120 integration_run
+else
+  step 2-gpu-tests 30 gpu_tests_run  # must say SKIPPED (no GPU), after starting up
+  step 3-integration 120 cpu_training_run
+fi
+gpu_step 4-sanitizer 90 sanitizer_run
+step 5-vs-torch 150 vs_torch_run
+step 6-predict 60 predict_run
+step 7-profile 90 profile_run
+[[ $has_gpu == 0 ]] && step 8-unit-tests 120 unit_tests_run
+
+# ---- summary and the files that come back ------------------------------------------------
+{
+  echo "# Device check, $(date -u '+%Y-%m-%d %H:%M UTC')$([[ $has_gpu == 0 ]] && echo ' (dry run, no GPU)')"
+  echo
+  echo '```'
+  head -12 "$logs/1-env.log" 2>/dev/null
+  echo '```'
+  echo
+  echo "| step | result | time |"
+  echo "|---|---|---|"
+  cat "$logs/steps.md"
+  echo
+  echo "## Numbers"
+  echo '```'
+  grep -h "images/s\|MFU\|TFLOP\|step GPU time\|test cases\|assertions\|ERROR SUMMARY\|rel [0-9]\|largest |" \
+    "$logs"/*.log 2>/dev/null | head -80
+  echo '```'
+  if [[ -f "$logs/ncu-summary.txt" ]]; then
+    echo
+    echo "## One step's kernels (Nsight Compute)"
+    echo '```'
+    head -32 "$logs/ncu-summary.txt"
+    echo '```'
+  fi
+} > "$summary"
+# Everything else in one archive: the visit returns at most 8 files.
+find "$logs" -type f -name '*.h5*' -delete
+tar -C "$logs" -czf "$out/logs.tar.gz" . || failed=1
+cat "$summary"
+echo "results: $summary and $out/logs.tar.gz"
+exit $failed
