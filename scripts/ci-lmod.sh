@@ -2,7 +2,8 @@
 # The module-based build, tested for real: Lmod with small modulefiles (in a temporary
 # MODULEPATH) for the system-installed CUDA, Open MPI, HDF5 and Boost that export the
 # variables Makefile.hpc reads, `module load` them in a clean environment, then
-#   make -f Makefile.hpc CUDA=0      -> ./trainer, and run ./trainer --version.
+#   make -f Makefile.hpc CUDA=0      -> ./trainer and ./libtrainer_media.so, and run
+#                                       ./trainer --version (which loads the module).
 # The CPU-only variant is built (it doubles as CI's CPU-only build check); the GPU
 # variant's compile commands are checked with a dry run so CUDA_HOME is exercised too.
 # usage: scripts/ci-lmod.sh [JOBS]
@@ -63,5 +64,7 @@ env -u CUDA_HOME -u CUDA_ROOT -u CUDNN_ROOT -u CUDNN_HOME -u NCCL_ROOT -u NCCL_H
   ./trainer --version | tee "$MODULES/version.txt"
   grep -q "Makefile.hpc" "$MODULES/version.txt"
   grep -q "no cuda" "$MODULES/version.txt"
+  # The media module was built beside ./trainer and loads from there.
+  grep -q "media module (image and video files): OpenCV" "$MODULES/version.txt"
 '
 echo "module build OK: ./trainer"
