@@ -49,7 +49,7 @@ double process_cpu_seconds() {
 
 int bench_step(const Args& args) {
   std::string backbone = "resnet18", export_dir, precision_name = "32", accelerator = "cpu",
-              fp32_precision = "highest", mode = "train";
+              fp32_precision = "highest", mode = "train", conv_algorithms = "heuristics";
   int size = 128, batch = 16, keypoints = 17, steps = 10, warmup = 2, threads = 0, downsample = 2;
   unsigned seed = 0;
   std::string backbones;
@@ -71,6 +71,9 @@ int bench_step(const Args& args) {
        "cpu | gpu (gpu: the CUDA backend on device 0; CUDA builds only)")
       ("keypoints", po::value(&keypoints)->default_value(keypoints), "keypoints (heatmap channels)")
       ("downsample", po::value(&downsample)->default_value(downsample), "downsample factor d (heatmap = size / 2^d)")
+      ("conv-algorithms", po::value(&conv_algorithms)->default_value(conv_algorithms),
+       (join_names(compute::conv_algorithms_names(), " | ") +
+        ": how the GPU picks cuDNN algorithms (model.conv_algorithms)").c_str())
       ("mode", po::value(&mode)->default_value(mode),
        "train: one optimizer step per iteration | predict: the prediction path (evaluation forward, "
        "soft-argmax, keypoints copied to the host)")
@@ -111,6 +114,7 @@ int bench_step(const Args& args) {
   request.gpu = accelerator == "gpu";
   request.precision = precision_name;
   request.float32_matmul = fp32_precision;
+  request.conv_algorithms = conv_algorithms;
   request.cpu_threads = threads;
   auto backend = make_backend(request, Log(0));
   auto& stream = backend->default_stream();

@@ -562,6 +562,11 @@ std::vector<ConfigKey> build_table() {
              "high = TF32 tensor cores (PyTorch's default for cuDNN convolutions: faster, ~1e-3 relative "
              "error); ignored on CPUs")
           .lp("(torch.set_float32_matmul_precision)"),
+      choice("model", "conv_algorithms", field(M, &MC::conv_algorithms), compute::conv_algorithms_names(),
+             "how GPUs pick each convolution's cuDNN algorithm: heuristics = cuDNN's ranked choice (no "
+             "device sync; faster on an H100 in 3 of 4 measured settings); benchmark = time every "
+             "algorithm once per shape (cudnnFind, the path of 2026-11-22); ignored on CPUs")
+          .lp("(torch.backends.cudnn.benchmark)"),
       // [distributed]
       choice("distributed", "backend", field(X, &XC::backend), runtime::backend_names(),
              "gradient all-reduce backend; auto: nccl on GPUs, gloo on CPUs")

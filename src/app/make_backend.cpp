@@ -17,11 +17,13 @@ std::string cpu_precision_warning(const std::string& precision) {
 
 std::unique_ptr<compute::Backend> make_backend(const BackendRequest& request, const Log& log) {
   const compute::Precision precision = compute::parse_precision(request.precision);
+  const compute::ConvAlgorithms algorithms = compute::parse_conv_algorithms(request.conv_algorithms);
 #ifdef TRAINER_WITH_CUDA
   if (request.gpu) {
     compute::CudaBackendOptions options;
     options.precision = precision;
     options.allow_tf32 = request.float32_matmul == "high";
+    options.benchmark_algorithms = algorithms == compute::ConvAlgorithms::benchmark;
     return compute::make_cuda_backend(request.device, options);
   }
 #endif
@@ -39,6 +41,7 @@ std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const r
   request.device = plan.rank.device;
   request.precision = config.model.precision;
   request.float32_matmul = config.model.float32_matmul_precision;
+  request.conv_algorithms = config.model.conv_algorithms;
   return make_backend(request, log);
 }
 
@@ -47,6 +50,7 @@ std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, con
   BackendRequest request;
   request.gpu = accelerator == "gpu" || (accelerator == "auto" && runtime::visible_gpu_count() > 0);
   request.float32_matmul = config.model.float32_matmul_precision;
+  request.conv_algorithms = config.model.conv_algorithms;
   auto backend = make_backend(request, log);
   if (request.gpu) log.info("predicting on GPU 0 (fp32)");
   return backend;

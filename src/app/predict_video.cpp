@@ -236,6 +236,7 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
   backend_request.gpu = accelerator == "gpu" || (accelerator == "auto" && gpus > 0);
   backend_request.device = gpus > 0 ? world.local_rank % gpus : 0;
   backend_request.float32_matmul = config.model.float32_matmul_precision;
+  backend_request.conv_algorithms = config.model.conv_algorithms;
   auto backend = runtime::on_every_rank_or_none(session, [&] { return make_backend(backend_request, log); });
   auto& stream = backend->default_stream();
   const std::string& model_type = state.model_type.empty() ? config.model.model_type : state.model_type;

@@ -40,6 +40,17 @@ Float32MatmulPrecision parse_float32_matmul_precision(const std::string& name) {
                   "use one of " + join_names(float32_matmul_precision_names()));
 }
 
+const std::vector<std::string>& conv_algorithms_names() {
+  static const std::vector<std::string> names = {"heuristics", "benchmark"};
+  return names;
+}
+
+ConvAlgorithms parse_conv_algorithms(const std::string& name) {
+  if (name == "heuristics") return ConvAlgorithms::heuristics;
+  if (name == "benchmark") return ConvAlgorithms::benchmark;
+  throw UserError("unknown conv_algorithms '" + name + "'", "use one of " + join_names(conv_algorithms_names()));
+}
+
 float round_to_precision(Precision p, float x) {
   switch (p) {
     case Precision::bf16: return f16::round_bf16(x);

@@ -34,6 +34,16 @@ enum class Float32MatmulPrecision {
 const std::vector<std::string>& float32_matmul_precision_names();
 // One of float32_matmul_precision_names(); throws UserError listing them for anything else.
 Float32MatmulPrecision parse_float32_matmul_precision(const std::string& name);
+// How the GPU backend picks each convolution's cuDNN algorithm (model.conv_algorithms);
+// CPUs ignore it.
+enum class ConvAlgorithms {
+  heuristics,  // "heuristics": cuDNN's ranked heuristics, no device sync (the default)
+  benchmark,   // "benchmark": run every algorithm once per shape (cudnnFind*), as on 2026-11-22
+};
+// The names of model.conv_algorithms: "heuristics", "benchmark".
+const std::vector<std::string>& conv_algorithms_names();
+// One of conv_algorithms_names(); throws UserError listing them for anything else.
+ConvAlgorithms parse_conv_algorithms(const std::string& name);
 // The value x has after a round trip through the precision's 16-bit type (x itself for fp32).
 float round_to_precision(Precision p, float x);
 

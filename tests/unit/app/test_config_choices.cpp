@@ -41,6 +41,8 @@ std::vector<Owned> owned_choices() {
        [](const std::string& n) { trainer::compute::parse_precision(n); }},
       {"model.float32_matmul_precision", trainer::compute::float32_matmul_precision_names(),
        [](const std::string& n) { trainer::compute::parse_float32_matmul_precision(n); }},
+      {"model.conv_algorithms", trainer::compute::conv_algorithms_names(),
+       [](const std::string& n) { trainer::compute::parse_conv_algorithms(n); }},
       {"distributed.accelerator", rt::accelerator_names(),
        [](const std::string& n) { rt::resolve_accelerator(n, 1, false, nullptr); }},
       // Resolved for a GPU run, where every backend name is allowed.

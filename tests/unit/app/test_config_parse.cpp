@@ -195,7 +195,7 @@ TEST_CASE("every key has a meaning and reads back its own default", "[app][confi
   const std::string ini = trainer::app::config_to_ini(cl.config);
   for (const char* key : {"data_files", "image_resize_height", "keypoint_names", "downsample_factor", "imgaug",
                           "context_batch_size", "rng_seed_model_pt", "lr_scheduler_gamma", "early_stop_patience",
-                          "model_type", "heatmap_loss_type", "precision", "float32_matmul_precision", "backend", "accelerator", "devices",
+                          "model_type", "heatmap_loss_type", "precision", "float32_matmul_precision", "conv_algorithms", "backend", "accelerator", "devices",
                           "num_nodes", "manual_gradient_reduction", "nccl_debug", "nccl_socket_nthreads",
                           "collective_timeout", "bucket_cap_mb"}) {
     INFO(key);
