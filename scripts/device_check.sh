@@ -33,7 +33,8 @@
 #   4-sanitizer    compute-sanitizer memcheck and racecheck on the kernels added since
 #                  273cbd3 (soft-argmax, keypoint losses, PCA centring, affine points)
 #   5-vs-torch     scripts/bench_gpu_torch.py: ResNet-50 256x256 training images/s,
-#                  trainer vs PyTorch on this GPU (fp32, TF32, bf16; batch 16 and 64)
+#                  trainer vs PyTorch on this GPU (fp32, TF32, bf16; batch 16 and 64),
+#                  then cuDNN's algorithms by cudnnFind (the 2026-11-22 path) vs heuristics
 #   6-predict      the prediction rate (`bench step --mode predict`) vs PyTorch inference
 #   7-profile      Nsight Compute per-kernel times of one bf16 batch-64 step, summarized
 #                  by scripts/ncu_summary.py (skipped where ncu is missing or refused)
@@ -205,7 +206,14 @@ vs_torch_run() {
   local cmd="$trainer bench step --accelerator gpu --backbone resnet50 --size 256 --batch {batch} --precision {precision} --steps 30 --warmup 10"
   if [[ $has_gpu == 1 ]]; then
     "$py" "$repo/scripts/bench_gpu_torch.py" --batches 16,64 --iters 30 --warmup 10 \
-      --json "$logs/torch-train.jsonl" --trainer-cmd "$cmd"
+      --json "$logs/torch-train.jsonl" --trainer-cmd "$cmd" || return
+    # The path the last visit measured (cudnnFind) against today's default (heuristics).
+    local algorithms
+    for algorithms in benchmark heuristics; do
+      echo "--- conv algorithms: $algorithms (bf16-mixed, batch 16)"
+      "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 16 --precision bf16-mixed \
+        --steps 30 --warmup 10 --conv-algorithms "$algorithms" || return
+    done
   else  # the script and the template wiring, on the CPU with tiny sizes
     "$py" "$repo/scripts/bench_gpu_torch.py" --device cpu --batches 2 --image-size 64 --iters 1 --warmup 0 \
       --matmul-size 64 --json "$logs/torch-train.jsonl" \
