@@ -1,11 +1,14 @@
-// Heatmap kernels; see heatmap.cuh. Each plane (n, k) is one block: planes are
-// small (64x64 for 256x256 frames) and every op needs a per-plane reduction.
+// Heatmap kernels; see heatmap.cuh. Each plane (n, k) is one block where an op
+// needs a per-plane reduction (planes are small: 64x64 for 256x256 frames); the
+// soft-argmax's upsampling passes take one thread per output pixel.
 #include "heatmap.cuh"
 
-#include <cfloat>  // FLT_MAX
+#include <cfloat>   // FLT_MAX
+#include <climits>  // INT_MAX
 
-#include "compute/keypoint_rule.hpp"  // keypoint_counts, wants_uniform_target
-#include "launch.cuh"                  // blocks_for, kThreads, block_sum, block_max
+#include "compute/keypoint_rule.hpp"    // keypoint_counts, wants_uniform_target
+#include "compute/subpixel_maxima.hpp"  // the soft-argmax's per-element formulas (shared with the CPU)
+#include "launch.cuh"                   // blocks_for, kThreads, block_sum, block_max
 
 namespace trainer::kernels {
 namespace {
@@ -16,6 +19,7 @@ using detail::block_sum;
 using detail::kThreads;
 
 using compute::keypoint_counts;  // lightning-pose's rule, shared with the host
+namespace sp = compute::subpixel;
 
 // Values in double as the CPU twin computes them, stored as float.
 __global__ void targets_kernel(const float* keypoints, int h, int w, float sigma, float* targets,
@@ -55,18 +59,20 @@ __global__ void softmax_forward_kernel(const float* x, int size, float scale, fl
   __shared__ double dshared[32];
   const float* in = x + std::size_t(blockIdx.x) * size;
   float* out = y + std::size_t(blockIdx.x) * size;
+  // The CPU twin's formulas (compute/subpixel_maxima.hpp): scale * x - max as two
+  // roundings, not one FMA; exp with the -104 cutoff; p = e * (1 / float(sum)).
   float m = -FLT_MAX;
-  for (int i = threadIdx.x; i < size; i += blockDim.x) m = fmaxf(m, in[i] * scale);
+  for (int i = threadIdx.x; i < size; i += blockDim.x) m = fmaxf(m, sp::softmax_logit(scale, in[i]));
   m = block_max(m, fshared, -FLT_MAX);
   double sum = 0.0;
   for (int i = threadIdx.x; i < size; i += blockDim.x) {
-    const float e = expf(in[i] * scale - m);
+    const float e = sp::softmax_exp_gpu(sp::softmax_exponent(scale, in[i], m));
     out[i] = e;
     sum += e;
   }
   sum = block_sum(sum, dshared);
-  const float inv = static_cast<float>(1.0 / sum);
-  for (int i = threadIdx.x; i < size; i += blockDim.x) out[i] *= inv;
+  const float inv = __fdiv_rn(1.f, static_cast<float>(sum));
+  for (int i = threadIdx.x; i < size; i += blockDim.x) out[i] = sp::mul(out[i], inv);
 }
 
 __global__ void softmax_backward_kernel(const float* y, const float* dy, int size, float scale,
@@ -81,201 +87,181 @@ __global__ void softmax_backward_kernel(const float* y, const float* dy, int siz
 }
 
 // ---- soft-argmax ---------------------------------------------------------------
+// lightning-pose's run_subpixelmaxima in float, with the CPU twin's arithmetic
+// element for element: compute/subpixel_maxima.hpp holds the formulas both use,
+// with every multiply and add rounded on its own (no FMA), so the upsampling and
+// its adjoint give the CPU's bits. Each upsampling pass and each adjoint pass is one
+// grid-stride kernel over a chunk of planes, one thread per output element, reading
+// its taps in the CPU's order; the softmax and expectation take one block per plane.
 
-// PyTorch's bicubic convolution coefficients (A = -0.75).
-__device__ inline void cubic_coefficients(double t, double c[4]) {
-  const double A = -0.75;
-  auto near = [A](double x) { return ((A + 2.0) * x - (A + 3.0)) * x * x + 1.0; };
-  auto far = [A](double x) { return ((A * x - 5.0 * A) * x + 8.0 * A) * x - 4.0 * A; };
-  c[0] = far(t + 1.0);
-  c[1] = near(t);
-  c[2] = near(1.0 - t);
-  c[3] = far(2.0 - t);
+// The x pass of bicubic x2: rows of n -> rows of 2n.
+__global__ void up2_x_kernel(const float* in, int n, float* out, std::size_t total) {
+  const int wide = 2 * n;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(blockDim.x) * gridDim.x)
+    out[i] = sp::up2_at(in + (i / wide) * n, 1, n, static_cast<int>(i % wide));
 }
 
-// F.interpolate(scale 2, mode="bicubic", align_corners=False): source index
-// 0.5 * (dst + 0.5) - 0.5, neighbours clamped to the border.
-template <typename In>
-__global__ void bicubic_up2_kernel(const In* in, int h, int w, double* out, std::size_t total) {
-  const int H = 2 * h, W = 2 * w;
+// The y pass: [planes, n, width] -> [planes, 2n, width].
+__global__ void up2_y_kernel(const float* in, int n, int width, float* out, std::size_t total) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
        i += std::size_t(blockDim.x) * gridDim.x) {
-    const int X = static_cast<int>(i % W);
-    const int Y = static_cast<int>((i / W) % H);
-    const std::size_t plane = i / (std::size_t(W) * H);
-    const In* src = in + plane * h * w;
-    const double ry = 0.5 * (Y + 0.5) - 0.5, rx = 0.5 * (X + 0.5) - 0.5;
-    const int iy = static_cast<int>(floor(ry)), ix = static_cast<int>(floor(rx));
-    double cy[4], cx[4];
-    cubic_coefficients(ry - iy, cy);
-    cubic_coefficients(rx - ix, cx);
-    double acc = 0.0;
-    for (int a = 0; a < 4; ++a) {
-      const int yy = min(max(iy - 1 + a, 0), h - 1);
-      double row = 0.0;
-      for (int b = 0; b < 4; ++b) {
-        const int xx = min(max(ix - 1 + b, 0), w - 1);
-        row += double(src[yy * w + xx]) * cx[b];
-      }
-      acc += row * cy[a];
-    }
-    out[i] = acc;
+    const int c = static_cast<int>(i % width);
+    const std::size_t line = i / width;  // plane * 2n + o
+    const int o = static_cast<int>(line % (2 * n));
+    out[i] = sp::up2_at(in + (line / (2 * n)) * n * width + c, width, n, o);
   }
 }
 
-// kornia filter2d with the 5x5 pyramid Gaussian ([1 4 6 4 1]^T [1 4 6 4 1] / 256),
-// zero ("constant") border, same size.
-__global__ void pyramid_blur_kernel(const double* in, int h, int w, double* out, std::size_t total) {
-  const double k1[5] = {1.0 / 16, 4.0 / 16, 6.0 / 16, 4.0 / 16, 1.0 / 16};
+// One pass of the pyramid blur over [planes, h, w]: the vertical one (along the
+// columns) or the horizontal one; the CPU twin runs vertical, then horizontal.
+template <bool kVertical>
+__global__ void pyramid_pass_kernel(const float* in, int h, int w, float* out, std::size_t total) {
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
        i += std::size_t(blockDim.x) * gridDim.x) {
-    const int x = static_cast<int>(i % w);
-    const int y = static_cast<int>((i / w) % h);
-    const double* src = in + (i / (std::size_t(w) * h)) * h * w;
-    double acc = 0.0;
-    for (int a = 0; a < 5; ++a) {
-      const int yy = y + a - 2;
-      if (yy < 0 || yy >= h) continue;
-      for (int b = 0; b < 5; ++b) {
-        const int xx = x + b - 2;
-        if (xx < 0 || xx >= w) continue;
-        acc += src[yy * w + xx] * (k1[a] * k1[b]);
-      }
-    }
-    out[i] = acc;
+    const int c = static_cast<int>(i % w);
+    const std::size_t line = i / w;  // plane * h + r
+    const int r = static_cast<int>(line % h);
+    const float* plane = in + (line / h) * h * w;
+    out[i] = kVertical ? sp::pyramid_at(plane + c, w, h, r) : sp::pyramid_at(plane + std::size_t(r) * w, 1, w, c);
   }
 }
 
-// The expectation in upsampled pixels is shifted by the grid offset (2^d - 1) / 2
-// so that a one-hot at heatmap pixel p maps to image pixel p * 2^d (lightning-pose
-// uses 2.5 instead of 3.5 for d = 3, a slip the CPU twin fixes too).
-inline double upsampling_offset(int upsamplings) { return ((1 << upsamplings) - 1) / 2.0; }
+// The adjoint of the x pass as a gather (deterministic, no atomics): rows of 2n -> n.
+__global__ void up2_x_adjoint_kernel(const float* grad, int n, float* out, std::size_t total) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(blockDim.x) * gridDim.x)
+    out[i] = sp::up2_adjoint_at(grad + (i / n) * 2 * n, 1, n, static_cast<int>(i % n));
+}
 
-// The softmax of (temperature * value) over one plane in float, as the reference
-// computes it, and its expectation of (column, row); one block per plane, every
-// thread gets the result.
+// The adjoint of the y pass: [planes, 2n, width] -> [planes, n, width].
+__global__ void up2_y_adjoint_kernel(const float* grad, int n, int width, float* out, std::size_t total) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(blockDim.x) * gridDim.x) {
+    const int c = static_cast<int>(i % width);
+    const std::size_t line = i / width;  // plane * n + row
+    const int y = static_cast<int>(line % n);
+    out[i] = sp::up2_adjoint_at(grad + (line / n) * 2 * n * width + c, width, n, y);
+  }
+}
+
+// The softmax of (temperature * value) over one plane and its expectation of
+// (column, row) relative to the first maximum (c0, r0) (compute/subpixel_maxima.hpp,
+// expectation_at); one block of sp::kPlaneThreads threads per plane, every thread
+// gets the result. e receives each pixel's e^(T v - max) and may be `in` itself
+// (each thread reads a pixel before it writes it). The sums run in double over
+// thread-strided pixels, then block_sum's tree (the host emulation in
+// tests/unit/compute/test_soft_argmax_emulation.cpp follows the same order); the
+// CPU twin adds in another order, also in double.
 struct PlaneSoftmax {
-  float max = 0, inv = 0;
-  double ex = 0, ey = 0;
-  __device__ double p(float value, float temperature) const { return expf(temperature * value - max) * inv; }
+  float inv = 0;  // 1 / float(sum of e): p = e * inv, as on the CPU
+  int c0 = 0, r0 = 0;
+  double ex_rel = 0, ey_rel = 0;  // sum p (c - c0), sum p (r - r0)
 };
 
-template <typename In>
-__device__ PlaneSoftmax plane_softmax(const In* in, int size, int w, float temperature) {
+__device__ PlaneSoftmax plane_softmax(const float* in, float* e, int h, int w, float temperature) {
   __shared__ float fshared[32];
   __shared__ double dshared[32];
-  PlaneSoftmax out;
+  __shared__ int ishared[32];
+  const int size = h * w;
   float m = -FLT_MAX;
-  for (int i = threadIdx.x; i < size; i += blockDim.x) m = fmaxf(m, temperature * float(in[i]));
-  out.max = block_max(m, fshared, -FLT_MAX);
-  double sum = 0.0;
-  for (int i = threadIdx.x; i < size; i += blockDim.x) sum += expf(temperature * float(in[i]) - out.max);
-  out.inv = static_cast<float>(1.0 / block_sum(sum, dshared));
+  for (int i = threadIdx.x; i < size; i += blockDim.x) m = fmaxf(m, sp::softmax_logit(temperature, in[i]));
+  m = block_max(m, fshared, -FLT_MAX);  // exact: the same float as the CPU's maximum
+  double total = 0.0;
+  int peak = INT_MAX;  // the first pixel at the maximum (this thread's, then the block's)
+  for (int i = threadIdx.x; i < size; i += blockDim.x) {
+    const float z = sp::softmax_exponent(temperature, in[i], m);
+    if (z == 0.f && i < peak) peak = i;
+    const float v = sp::softmax_exp_gpu(z);
+    e[i] = v;
+    total = sp::dadd(total, double(v));
+  }
+  peak = -block_max(-peak, ishared, -INT_MAX);
+  if (peak == INT_MAX) peak = 0;  // NaN maps: any reference will do
+  PlaneSoftmax out;
+  out.inv = __fdiv_rn(1.f, static_cast<float>(block_sum(total, dshared)));
+  out.c0 = peak % w;
+  out.r0 = peak / w;
   double sx = 0.0, sy = 0.0;
   for (int i = threadIdx.x; i < size; i += blockDim.x) {
-    const double p = out.p(float(in[i]), temperature);
-    sx += p * (i % w);
-    sy += p * (i / w);
+    const double p = sp::mul(e[i], out.inv);
+    sx = sp::dadd(sx, sp::dmul(p, double(i % w - out.c0)));  // the products are exact in double
+    sy = sp::dadd(sy, sp::dmul(p, double(i / w - out.r0)));
   }
-  out.ex = block_sum(sx, dshared);
-  out.ey = block_sum(sy, dshared);
+  out.ex_rel = block_sum(sx, dshared);
+  out.ey_rel = block_sum(sy, dshared);
   return out;
 }
 
-// The expectation and the 5x5 confidence, one block per plane.
-template <typename In>
-__global__ void expectation_kernel(const In* maps, int h, int w, float temperature, double offset,
-                                   float* coords, float* confidence) {
-  const int size = h * w;
-  const In* in = maps + std::size_t(blockIdx.x) * size;
-  const PlaneSoftmax sm = plane_softmax(in, size, w, temperature);
-  if (threadIdx.x != 0) return;
-  // Confidence: softmax mass within 2 pixels (2 sigma of 1.25, floored) of the
-  // expectation truncated to integers, zero outside the map.
-  const int cx = static_cast<int>(sm.ex), cy = static_cast<int>(sm.ey);
+// Forward, one block per plane of [planes, h, w] at the final resolution: the
+// coordinates, and the confidence (softmax mass within 2 pixels of the expectation
+// truncated to integers, zero outside the map) summed as the CPU twin sums it.
+__global__ void __launch_bounds__(sp::kPlaneThreads)
+    expectation_kernel(const float* maps, float* e, int h, int w, float temperature, double offset, float* coords,
+                       float* confidence) {
+  const std::size_t size = std::size_t(h) * w;
+  float* ep = e + blockIdx.x * size;
+  const PlaneSoftmax sm = plane_softmax(maps + blockIdx.x * size, ep, h, w, temperature);
+  if (threadIdx.x != 0) return;  // block_sum's barrier made every e visible
+  const double ex = sp::expectation_at(sm.c0, sm.ex_rel), ey = sp::expectation_at(sm.r0, sm.ey_rel);
+  const int cx = static_cast<int>(ex), cy = static_cast<int>(ey);  // truncation, as .type(torch.int64)
   double conf = 0.0;
   for (int r = cy - 2; r <= cy + 2; ++r)
     for (int c = cx - 2; c <= cx + 2; ++c)
-      if (r >= 0 && r < h && c >= 0 && c < w) conf += sm.p(float(in[r * w + c]), temperature);
-  coords[2 * blockIdx.x] = static_cast<float>(sm.ex - offset);
-  coords[2 * blockIdx.x + 1] = static_cast<float>(sm.ey - offset);
+      if (r >= 0 && r < h && c >= 0 && c < w) conf = sp::dadd(conf, double(sp::mul(ep[r * w + c], sm.inv)));
+  coords[2 * blockIdx.x] = static_cast<float>(ex - offset);
+  coords[2 * blockIdx.x + 1] = static_cast<float>(ey - offset);
   if (confidence) confidence[blockIdx.x] = static_cast<float>(conf);
 }
 
-// The soft-argmax's gradient at the final resolution, one block per plane:
-// dz = T p (dcoords . (c, r) - dcoords . (ex, ey)) with p the softmax of T z.
-template <typename In>
-__global__ void expectation_backward_kernel(const In* maps, int h, int w, float temperature,
-                                            const float* dcoords, double* dmaps) {
-  const int size = h * w;
-  const In* in = maps + std::size_t(blockIdx.x) * size;
-  double* out = dmaps + std::size_t(blockIdx.x) * size;
-  const PlaneSoftmax sm = plane_softmax(in, size, w, temperature);
+// The gradient at the final resolution, one block per plane:
+// dz = T p (gx (c - ex) + gy (r - ey)). dz may be e (in place).
+__global__ void __launch_bounds__(sp::kPlaneThreads)
+    expectation_backward_kernel(const float* maps, float* e, int h, int w, float temperature, const float* dcoords,
+                                float* dz) {
+  const std::size_t size = std::size_t(h) * w;
+  float* ep = e + blockIdx.x * size;
+  float* out = dz + blockIdx.x * size;
+  const PlaneSoftmax sm = plane_softmax(maps + blockIdx.x * size, ep, h, w, temperature);
   const double gx = dcoords[2 * blockIdx.x], gy = dcoords[2 * blockIdx.x + 1];
-  const double dot = gx * sm.ex + gy * sm.ey;
-  for (int i = threadIdx.x; i < size; i += blockDim.x)
-    out[i] = temperature * sm.p(float(in[i]), temperature) * (gx * (i % w) + gy * (i / w) - dot);
+  for (int i = threadIdx.x; i < int(size); i += blockDim.x)
+    out[i] = sp::expectation_grad(temperature, sp::mul(ep[i], sm.inv), gx, gy, i % w - sm.c0, i / w - sm.r0,
+                                  sm.ex_rel, sm.ey_rel);
 }
 
-__global__ void copy_from_double_kernel(const double* in, float* out, std::size_t total) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
-       i += std::size_t(blockDim.x) * gridDim.x)
-    out[i] = static_cast<float>(in[i]);
-}
-
-// Weight with which bicubic output o (of 2n) reads input i, clamped taps summed.
-__device__ inline double bicubic_adjoint_weight(int o, int i, int n) {
-  const double r = 0.5 * (o + 0.5) - 0.5;
-  const int io = static_cast<int>(floor(r));
-  double c[4];
-  cubic_coefficients(r - io, c);
-  double wsum = 0.0;
-  for (int k = 0; k < 4; ++k)
-    if (min(max(io - 1 + k, 0), n - 1) == i) wsum += c[k];
-  return wsum;
-}
-
-// The adjoint of bicubic_up2_kernel as a gather (deterministic, no atomics): input
-// pixel (y, x) of h x w sums the output gradients [2h, 2w] that read it. Outputs
-// 2i-4 .. 2i+5 cover every tap of i, the border clamps included.
-template <typename Out>
-__global__ void bicubic_up2_adjoint_kernel(const double* dout, int h, int w, Out* din,
-                                           std::size_t total) {
-  const int H = 2 * h, W = 2 * w;
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
-       i += std::size_t(blockDim.x) * gridDim.x) {
-    const int x = static_cast<int>(i % w);
-    const int y = static_cast<int>((i / w) % h);
-    const double* src = dout + (i / (std::size_t(w) * h)) * std::size_t(H) * W;
-    double wx[10];
-    const int ox0 = max(2 * x - 4, 0), ox1 = min(2 * x + 5, W - 1);
-    for (int ox = ox0; ox <= ox1; ++ox) wx[ox - ox0] = bicubic_adjoint_weight(ox, x, w);
-    double acc = 0.0;
-    for (int oy = max(2 * y - 4, 0); oy <= min(2 * y + 5, H - 1); ++oy) {
-      const double wy = bicubic_adjoint_weight(oy, y, h);
-      if (wy == 0.0) continue;
-      double row = 0.0;
-      for (int ox = ox0; ox <= ox1; ++ox) row += wx[ox - ox0] * src[std::size_t(oy) * W + ox];
-      acc += wy * row;
-    }
-    din[i] = static_cast<Out>(acc);
+// lightning-pose's upsample() `upsamplings` times on `count` planes of h x w from
+// `in`: a receives the result (h 2^d x w 2^d), b is the other ping-pong buffer (each
+// holds count final-size planes).
+void upsample_chunk(const float* in, int count, int h, int w, int upsamplings, float* a, float* b, cudaStream_t s) {
+  int ch = h, cw = w;
+  for (int step = 0; step < upsamplings; ++step) {
+    std::size_t total = std::size_t(count) * ch * 2 * cw;
+    up2_x_kernel<<<blocks_for(total), kThreads, 0, s>>>(step == 0 ? in : a, cw, b, total);  // [ch, 2cw]
+    cw *= 2;
+    total = std::size_t(count) * 2 * ch * cw;
+    up2_y_kernel<<<blocks_for(total), kThreads, 0, s>>>(b, ch, cw, a, total);  // [2ch, 2cw]
+    ch *= 2;
+    pyramid_pass_kernel<true><<<blocks_for(total), kThreads, 0, s>>>(a, ch, cw, b, total);
+    pyramid_pass_kernel<false><<<blocks_for(total), kThreads, 0, s>>>(b, ch, cw, a, total);
   }
 }
 
-// lightning-pose's upsample() `upsamplings` times, in double: `blurred` receives the
-// result (ch x cw on return, from h x w), `up` is the bicubic stage's scratch.
-void upsample_maps(const float* heatmaps, int planes, int upsamplings, double* up, double* blurred, int& ch,
-                   int& cw, cudaStream_t s) {
-  for (int step = 0; step < upsamplings; ++step) {
-    const std::size_t total = std::size_t(planes) * (2 * ch) * (2 * cw);
-    if (step == 0)
-      bicubic_up2_kernel<<<blocks_for(total), kThreads, 0, s>>>(heatmaps, ch, cw, up, total);
-    else
-      bicubic_up2_kernel<<<blocks_for(total), kThreads, 0, s>>>(static_cast<const double*>(blurred), ch, cw, up,
-                                                                total);
-    ch *= 2;
-    cw *= 2;
-    pyramid_blur_kernel<<<blocks_for(total), kThreads, 0, s>>>(up, ch, cw, blurred, total);
+// The adjoint of upsample_chunk, as the CPU twin's upsample_plane_adjoint: a holds
+// the gradient at the final resolution (clobbered), `out` receives count planes of
+// h x w. The pyramid blur (symmetric kernel, zero border) is its own adjoint.
+void upsample_adjoint_chunk(float* a, float* b, int count, int h, int w, int upsamplings, float* out,
+                            cudaStream_t s) {
+  int ch = h << upsamplings, cw = w << upsamplings;
+  for (int step = upsamplings - 1; step >= 0; --step) {
+    std::size_t total = std::size_t(count) * ch * cw;
+    pyramid_pass_kernel<true><<<blocks_for(total), kThreads, 0, s>>>(a, ch, cw, b, total);
+    pyramid_pass_kernel<false><<<blocks_for(total), kThreads, 0, s>>>(b, ch, cw, a, total);
+    ch /= 2;
+    total = std::size_t(count) * ch * cw;
+    up2_y_adjoint_kernel<<<blocks_for(total), kThreads, 0, s>>>(a, ch, cw, b, total);  // [ch, cw]
+    cw /= 2;
+    total = std::size_t(count) * ch * cw;
+    up2_x_adjoint_kernel<<<blocks_for(total), kThreads, 0, s>>>(b, cw, step == 0 ? out : a, total);
   }
 }
 
@@ -297,67 +283,56 @@ void spatial_softmax_backward(const float* y, const float* dy, int planes, int p
     softmax_backward_kernel<<<planes, kThreads, 0, s>>>(y, dy, plane_size, temperature, dx);
 }
 
-std::size_t soft_argmax_scratch_doubles(int planes, int h, int w, int upsamplings) {
-  if (upsamplings <= 0) return 0;
-  const std::size_t final_size = std::size_t(planes) * (std::size_t(h) << upsamplings) *
-                                 (std::size_t(w) << upsamplings);
-  return 2 * final_size;  // ping-pong: bicubic output and blur output
+int soft_argmax_chunk_planes(int planes, int h, int w, int upsamplings) {
+  return sp::chunk_planes(planes, h, w, upsamplings);
 }
 
-std::size_t soft_argmax_backward_scratch_doubles(int planes, int h, int w, int upsamplings) {
-  return 2 * std::size_t(planes) * (std::size_t(h) << upsamplings) * (std::size_t(w) << upsamplings);
+std::size_t soft_argmax_scratch_floats(int chunk_planes, int h, int w, int upsamplings) {
+  return sp::scratch_floats(chunk_planes, h, w, upsamplings);
 }
 
-void soft_argmax(const float* heatmaps, int planes, int h, int w, int upsamplings,
-                 float temperature, float* coords, float* confidence, double* scratch,
-                 cudaStream_t s) {
-  if (planes <= 0) return;
-  const double offset = upsampling_offset(upsamplings);
-  if (upsamplings <= 0) {
-    expectation_kernel<<<planes, kThreads, 0, s>>>(heatmaps, h, w, temperature, offset, coords,
-                                                   confidence);
-    return;
+// Per chunk: upsample into scratch (unless d = 0), then one block per plane. The
+// chunks reuse the same scratch, in stream order.
+void soft_argmax(const float* heatmaps, int planes, int h, int w, int upsamplings, float temperature,
+                 float* coords, float* confidence, int chunk_planes, float* scratch, cudaStream_t s) {
+  if (planes <= 0 || chunk_planes < 1) return;
+  const std::size_t in_size = std::size_t(h) * w;
+  float* a = scratch;
+  float* b = scratch + std::size_t(chunk_planes) * sp::final_plane_size(h, w, upsamplings);
+  const double offset = sp::upsampling_offset(upsamplings);
+  for (int first = 0; first < planes; first += chunk_planes) {
+    const int count = planes - first < chunk_planes ? planes - first : chunk_planes;
+    const float* in = heatmaps + std::size_t(first) * in_size;
+    if (upsamplings > 0) upsample_chunk(in, count, h, w, upsamplings, a, b, s);
+    expectation_kernel<<<count, sp::kPlaneThreads, 0, s>>>(upsamplings > 0 ? a : in, a, h << upsamplings,
+                                                           w << upsamplings, temperature, offset,
+                                                           coords + 2 * std::size_t(first),
+                                                           confidence ? confidence + first : nullptr);
   }
-  const std::size_t half = soft_argmax_scratch_doubles(planes, h, w, upsamplings) / 2;
-  double* up = scratch;
-  double* blurred = scratch + half;
-  int ch = h, cw = w;
-  upsample_maps(heatmaps, planes, upsamplings, up, blurred, ch, cw, s);
-  expectation_kernel<<<planes, kThreads, 0, s>>>(static_cast<const double*>(blurred), ch, cw,
-                                                 temperature, offset, coords, confidence);
 }
 
-// Forward again (the upsampled maps are not kept), the gradient at the final
-// resolution, then the adjoint of each upsampling step in reverse: the pyramid blur
-// (symmetric kernel, zero border) is its own adjoint. Reuses soft_argmax's scratch.
-void soft_argmax_backward(const float* heatmaps, int planes, int h, int w, int upsamplings,
-                          float temperature, const float* dcoords, float* dheatmaps,
-                          double* scratch, cudaStream_t s) {
-  if (planes <= 0) return;
-  if (upsamplings <= 0) {
-    // No upsampling: the gradient goes to double scratch, then to the float output.
-    const std::size_t total = std::size_t(planes) * h * w;
-    expectation_backward_kernel<<<planes, kThreads, 0, s>>>(heatmaps, h, w, temperature, dcoords, scratch);
-    copy_from_double_kernel<<<blocks_for(total), kThreads, 0, s>>>(scratch, dheatmaps, total);
-    return;
-  }
-  const std::size_t half = soft_argmax_scratch_doubles(planes, h, w, upsamplings) / 2;
-  double* up = scratch;
-  double* blurred = scratch + half;
-  int ch = h, cw = w;
-  upsample_maps(heatmaps, planes, upsamplings, up, blurred, ch, cw, s);
-  expectation_backward_kernel<<<planes, kThreads, 0, s>>>(blurred, ch, cw, temperature, dcoords, up);
-  for (int step = upsamplings - 1; step >= 0; --step) {
-    const std::size_t big = std::size_t(planes) * ch * cw;
-    pyramid_blur_kernel<<<blocks_for(big), kThreads, 0, s>>>(up, ch, cw, blurred, big);
-    ch /= 2;
-    cw /= 2;
-    const std::size_t small = std::size_t(planes) * ch * cw;
-    if (step == 0)
-      bicubic_up2_adjoint_kernel<<<blocks_for(small), kThreads, 0, s>>>(blurred, ch, cw, dheatmaps,
-                                                                       small);
-    else
-      bicubic_up2_adjoint_kernel<<<blocks_for(small), kThreads, 0, s>>>(blurred, ch, cw, up, small);
+// Per chunk: the forward again (the upsampled maps are not kept), the gradient at
+// the final resolution in place, then the adjoint of each upsampling step in
+// reverse, the last one writing dheatmaps.
+void soft_argmax_backward(const float* heatmaps, int planes, int h, int w, int upsamplings, float temperature,
+                          const float* dcoords, float* dheatmaps, int chunk_planes, float* scratch, cudaStream_t s) {
+  if (planes <= 0 || chunk_planes < 1) return;
+  const std::size_t in_size = std::size_t(h) * w;
+  float* a = scratch;
+  float* b = scratch + std::size_t(chunk_planes) * sp::final_plane_size(h, w, upsamplings);
+  for (int first = 0; first < planes; first += chunk_planes) {
+    const int count = planes - first < chunk_planes ? planes - first : chunk_planes;
+    const float* in = heatmaps + std::size_t(first) * in_size;
+    float* out = dheatmaps + std::size_t(first) * in_size;
+    const float* dc = dcoords + 2 * std::size_t(first);
+    if (upsamplings == 0) {
+      expectation_backward_kernel<<<count, sp::kPlaneThreads, 0, s>>>(in, a, h, w, temperature, dc, out);
+      continue;
+    }
+    upsample_chunk(in, count, h, w, upsamplings, a, b, s);
+    expectation_backward_kernel<<<count, sp::kPlaneThreads, 0, s>>>(a, a, h << upsamplings, w << upsamplings,
+                                                                    temperature, dc, a);
+    upsample_adjoint_chunk(a, b, count, h, w, upsamplings, out, s);
   }
 }
 

@@ -6,8 +6,10 @@
 #include <vector>
 
 #include "compute/cpu/cpu_backend.hpp"
+#include "compute/cpu/cpu_subpixel.hpp"     // subpixel_upsample, subpixel_upsample_adjoint
 #include "compute/keypoint_rule.hpp"        // keypoint_counts, wants_uniform_target
 #include "compute/losses/heatmap_loss.hpp"  // HeatmapLoss, kHeatmapLossWeight
+#include "compute/subpixel_maxima.hpp"      // the soft-argmax's per-element formulas
 #include "util/error.hpp"
 
 namespace trainer::compute::cpu {
@@ -70,15 +72,13 @@ void CpuBackend::heatmap_targets(const float* keypoints, TensorView targets, flo
 
 namespace {
 // softmax(t * x) over one plane (kornia spatial_softmax2d: the temperature multiplies).
+// The exponent and exp (with its -104 cutoff) are subpixel_maxima.hpp's, shared
+// with the kernels.
 void softmax_plane(const float* x, float t, float* y, long hw) {
   float mx = -INFINITY;
 #pragma omp simd reduction(max : mx)
-  for (long i = 0; i < hw; ++i) mx = std::max(mx, t * x[i]);
-  for (long i = 0; i < hw; ++i) {
-    // below -104, float exp is exactly 0; skipping it matters at temperature 1000
-    const float z = t * x[i] - mx;
-    y[i] = z < -104.f ? 0.f : std::exp(z);
-  }
+  for (long i = 0; i < hw; ++i) mx = std::max(mx, subpixel::softmax_logit(t, x[i]));
+  for (long i = 0; i < hw; ++i) y[i] = subpixel::softmax_exp_cpu(subpixel::softmax_exponent(t, x[i], mx));
   float total = 0;
 #pragma omp simd reduction(+ : total)
   for (long i = 0; i < hw; ++i) total += y[i];
@@ -161,91 +161,68 @@ void CpuBackend::heatmap_loss(ConstTensorView pred, ConstTensorView target, cons
 
 namespace {
 
-// PyTorch bicubic (A = -0.75) weights for fractional offset t.
-inline void cubic_weights(float t, float w[4]) {
-  constexpr float A = -0.75f;
-  auto c1 = [](float x) { return ((A + 2) * x - (A + 3)) * x * x + 1; };
-  auto c2 = [](float x) { return ((A * x - 5 * A) * x + 8 * A) * x - 4 * A; };
-  w[0] = c2(t + 1);
-  w[1] = c1(t);
-  w[2] = c1(1 - t);
-  w[3] = c2(2 - t);
-}
+namespace sp = subpixel;  // the per-element formulas shared with the kernels
 
-// torch interpolate(scale 2, bicubic, align_corners=False) in one direction: output
-// o reads source coordinate (o + 0.5) / 2 - 0.5, i.e. i - 0.25 for o = 2i (taps
-// i-2..i+1, t = 0.75) and i + 0.25 for o = 2i + 1 (taps i-1..i+2, t = 0.25), taps
-// clamped to [0, n-1]. Returns the tap index of output o's first weight.
-inline int first_tap(int o) { return o / 2 - 2 + (o & 1); }
-
-// Upsamples `rows` rows (stride `in_stride`) of length n to length 2n in place of
-// `out` (stride `out_stride`): the horizontal pass.
+// torch interpolate(scale 2, bicubic, align_corners=False) in one direction
+// (subpixel_maxima.hpp: weights, taps, the 4-tap sum, borders clamped).
+// Upsamples `rows` rows of length n to length 2n into `out`: the horizontal pass.
 void bicubic_up2_x(const float* in, int rows, int n, float* out) {
-  float we[4], wo[4];
-  cubic_weights(0.75f, we);
-  cubic_weights(0.25f, wo);
+  const sp::CubicWeights we = sp::up2_weights(0), wo = sp::up2_weights(1);
   for (int r = 0; r < rows; ++r) {
     const float* a = in + std::size_t(r) * n;
     float* b = out + std::size_t(r) * 2 * n;
     for (int o = 0; o < 2 * n; ++o) {
-      const float* w = (o & 1) ? wo : we;
-      const int i0 = first_tap(o);
-      float acc = 0;
-      if (i0 >= 0 && i0 + 3 < n) {
-        acc = w[0] * a[i0] + w[1] * a[i0 + 1] + w[2] * a[i0 + 2] + w[3] * a[i0 + 3];
-      } else {
-        for (int k = 0; k < 4; ++k) acc += w[k] * a[std::min(std::max(i0 + k, 0), n - 1)];
-      }
-      b[o] = acc;
+      const int i0 = sp::first_tap(o);
+      if (i0 >= 0 && i0 + 3 < n)  // interior: no clamping (what up2_at computes there)
+        b[o] = sp::bicubic_sum((o & 1) ? wo : we, a[i0], a[i0 + 1], a[i0 + 2], a[i0 + 3]);
+      else
+        b[o] = sp::up2_at(a, 1, n, o);
     }
   }
 }
 
 // The vertical pass: [n, width] -> [2n, width], whole rows at a time (vectorizable).
 void bicubic_up2_y(const float* in, int n, int width, float* out) {
-  float we[4], wo[4];
-  cubic_weights(0.75f, we);
-  cubic_weights(0.25f, wo);
+  const sp::CubicWeights we = sp::up2_weights(0), wo = sp::up2_weights(1);
   for (int o = 0; o < 2 * n; ++o) {
-    const float* w = (o & 1) ? wo : we;
-    const int i0 = first_tap(o);
+    const sp::CubicWeights& w = (o & 1) ? wo : we;
+    const int i0 = sp::first_tap(o);
     const float* r[4];
-    for (int k = 0; k < 4; ++k) r[k] = in + std::size_t(std::min(std::max(i0 + k, 0), n - 1)) * width;
+    for (int k = 0; k < 4; ++k) r[k] = in + std::size_t(sp::clamp_tap(i0 + k, n)) * width;
     float* b = out + std::size_t(o) * width;
 #pragma omp simd
-    for (int c = 0; c < width; ++c) b[c] = w[0] * r[0][c] + w[1] * r[1][c] + w[2] * r[2][c] + w[3] * r[3][c];
+    for (int c = 0; c < width; ++c) b[c] = sp::bicubic_sum(w, r[0][c], r[1][c], r[2][c], r[3][c]);
   }
 }
 
 // kornia filter2d with the 5x5 pyramid kernel [1 4 6 4 1]^T [1 4 6 4 1] / 256 and
-// zero ("constant") borders, separably: `tmp` receives the vertical pass.
+// zero ("constant") borders, separably: `tmp` receives the vertical pass. Each
+// output sums its taps inside the plane left to right, the first product starting
+// the sum (sp::pyramid_at), as the kernels do.
 void pyramid_blur(float* plane, int h, int w, float* tmp) {
-  static constexpr float k[5] = {1 / 16.f, 4 / 16.f, 6 / 16.f, 4 / 16.f, 1 / 16.f};
   for (int r = 0; r < h; ++r) {
     float* t = tmp + std::size_t(r) * w;
-    for (int c = 0; c < w; ++c) t[c] = 0.f;
-    for (int j = -2; j <= 2; ++j) {
-      const int rr = r + j;
-      if (rr < 0 || rr >= h) continue;
-      const float* src = plane + std::size_t(rr) * w;
-      const float kj = k[j + 2];
+    int j0, j1;
+    sp::pyramid_taps(r, h, j0, j1);
+    const float* first = plane + std::size_t(r + j0 - 2) * w;
+    const float k0 = sp::pyramid_tap(j0);
 #pragma omp simd
-      for (int c = 0; c < w; ++c) t[c] += kj * src[c];
+    for (int c = 0; c < w; ++c) t[c] = sp::mul(k0, first[c]);
+    for (int j = j0 + 1; j <= j1; ++j) {
+      const float* src = plane + std::size_t(r + j - 2) * w;
+      const float kj = sp::pyramid_tap(j);
+#pragma omp simd
+      for (int c = 0; c < w; ++c) t[c] = sp::add(t[c], sp::mul(kj, src[c]));
     }
   }
+  const int lo = std::min(2, w), hi = std::max(lo, w - 2);  // columns [lo, hi) have all five taps
   for (int r = 0; r < h; ++r) {
     const float* t = tmp + std::size_t(r) * w;
     float* o = plane + std::size_t(r) * w;
-    for (int c = 0; c < w; ++c) {
-      float acc = 0;
-      if (c >= 2 && c + 2 < w) {
-        acc = k[0] * t[c - 2] + k[1] * t[c - 1] + k[2] * t[c] + k[3] * t[c + 1] + k[4] * t[c + 2];
-      } else {
-        for (int j = -2; j <= 2; ++j)
-          if (c + j >= 0 && c + j < w) acc += k[j + 2] * t[c + j];
-      }
-      o[c] = acc;
-    }
+    for (int c = 0; c < lo; ++c) o[c] = sp::pyramid_at(t, 1, w, c);
+#pragma omp simd
+    for (int c = lo; c < hi; ++c) o[c] = sp::pyramid_sum5(t[c - 2], t[c - 1], t[c], t[c + 1], t[c + 2]);
+    for (int c = hi; c < w; ++c) o[c] = sp::pyramid_at(t, 1, w, c);
   }
 }
 
@@ -262,37 +239,37 @@ void upsample_plane(std::vector<float>& plane, int& h, int& w, std::vector<float
 }
 
 // Adjoints of the upsampling passes, for the soft-argmax's backward: each input
-// tap receives weight x output gradient, clamped taps included.
+// tap receives weight x output gradient, clamped taps included. The kernels gather
+// the same products in the same order (sp::up2_adjoint_at).
 void bicubic_up2_x_adjoint(const float* dout, int rows, int n, float* din) {
-  float we[4], wo[4];
-  cubic_weights(0.75f, we);
-  cubic_weights(0.25f, wo);
+  const sp::CubicWeights we = sp::up2_weights(0), wo = sp::up2_weights(1);
   for (int r = 0; r < rows; ++r) {
     const float* b = dout + std::size_t(r) * 2 * n;
     float* a = din + std::size_t(r) * n;
     for (int i = 0; i < n; ++i) a[i] = 0.f;
     for (int o = 0; o < 2 * n; ++o) {
-      const float* w = (o & 1) ? wo : we;
-      const int i0 = first_tap(o);
-      for (int k = 0; k < 4; ++k) a[std::min(std::max(i0 + k, 0), n - 1)] += w[k] * b[o];
+      const sp::CubicWeights& w = (o & 1) ? wo : we;
+      const int i0 = sp::first_tap(o);
+      for (int k = 0; k < 4; ++k) {
+        float& at = a[sp::clamp_tap(i0 + k, n)];
+        at = sp::add(at, sp::mul(w.w[k], b[o]));
+      }
     }
   }
 }
 
 void bicubic_up2_y_adjoint(const float* dout, int n, int width, float* din) {
-  float we[4], wo[4];
-  cubic_weights(0.75f, we);
-  cubic_weights(0.25f, wo);
+  const sp::CubicWeights we = sp::up2_weights(0), wo = sp::up2_weights(1);
   std::fill(din, din + std::size_t(n) * width, 0.f);
   for (int o = 0; o < 2 * n; ++o) {
-    const float* w = (o & 1) ? wo : we;
-    const int i0 = first_tap(o);
+    const sp::CubicWeights& w = (o & 1) ? wo : we;
+    const int i0 = sp::first_tap(o);
     const float* b = dout + std::size_t(o) * width;
     for (int k = 0; k < 4; ++k) {
-      float* r = din + std::size_t(std::min(std::max(i0 + k, 0), n - 1)) * width;
-      const float wk = w[k];
+      float* r = din + std::size_t(sp::clamp_tap(i0 + k, n)) * width;
+      const float wk = w.w[k];
 #pragma omp simd
-      for (int c = 0; c < width; ++c) r[c] += wk * b[c];
+      for (int c = 0; c < width; ++c) r[c] = sp::add(r[c], sp::mul(wk, b[c]));
     }
   }
 }
@@ -312,35 +289,82 @@ void upsample_plane_adjoint(std::vector<float>& grad, int& h, int& w, std::vecto
 
 // The forward both soft-argmax ops share, per plane: upsample `upsamplings` times
 // into `plane` (h x w on return), softmax of temperature x plane into `sm`, and its
-// expectation of (column, row).
+// expectation of (column, row) relative to the first maximum (c0, r0). Every sum is
+// in double (subpixel_maxima.hpp, expectation_at: the kernels then agree with it to
+// the last bits of p).
 struct UpsampledSoftmax {
   int h = 0, w = 0;
-  double ex = 0, ey = 0;
+  int c0 = 0, r0 = 0;            // the first pixel where temperature * x is largest
+  double ex_rel = 0, ey_rel = 0;  // sum p (c - c0), sum p (r - r0)
+  double ex() const { return subpixel::expectation_at(c0, ex_rel); }
+  double ey() const { return subpixel::expectation_at(r0, ey_rel); }
 };
 UpsampledSoftmax upsampled_softmax(const float* heatmap, int h, int w, int upsamplings, float temperature,
                                    std::vector<float>& plane, std::vector<float>& tmp, std::vector<float>& sm) {
+  namespace sp = subpixel;
   UpsampledSoftmax out;
   plane.assign(heatmap, heatmap + std::size_t(h) * w);
   for (int d = 0; d < upsamplings; ++d) upsample_plane(plane, h, w, tmp);
+  const long n = long(plane.size());
   sm.resize(plane.size());
-  softmax_plane(plane.data(), temperature, sm.data(), long(sm.size()));
-  for (int r = 0; r < h; ++r) {
-    const float* row = sm.data() + std::size_t(r) * w;
-    float rs = 0, rx = 0;
+  const float* x = plane.data();
+  float* y = sm.data();
+  float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+  for (long i = 0; i < n; ++i) mx = std::max(mx, sp::softmax_logit(temperature, x[i]));
+  // At temperature 1000 only a few rows hold a non-zero e: the sums skip the rest
+  // (adding zeros would change no bit) and so stay cheap in double.
+  long peak = -1, first = -1, last = -1;
+  double total = 0;
+  for (long i = 0; i < n; ++i) {
+    const float z = sp::softmax_exponent(temperature, x[i], mx);
+    if (z == 0.f && peak < 0) peak = i;
+    const float e = sp::softmax_exp_cpu(z);
+    y[i] = e;
+    if (e != 0.f) {
+      total += e;
+      if (first < 0) first = i;
+      last = i;
+    }
+  }
+  if (peak < 0) peak = 0;  // NaN maps: any reference will do
+  out.c0 = int(peak % w);
+  out.r0 = int(peak / w);
+  out.h = h;
+  out.w = w;
+  if (first < 0) return out;  // nothing but NaN
+  const float inv = 1.f / float(total);
+  const int row_first = int(first / w), row_last = int(last / w);
+#pragma omp simd
+  for (long i = long(row_first) * w; i < long(row_last + 1) * w; ++i) y[i] = sp::mul(y[i], inv);
+  for (int r = row_first; r <= row_last; ++r) {
+    const float* row = y + std::size_t(r) * w;
+    double rs = 0, rx = 0;
 #pragma omp simd reduction(+ : rs, rx)
     for (int c = 0; c < w; ++c) {
       rs += row[c];
-      rx += row[c] * float(c);
+      rx += double(row[c]) * double(c - out.c0);  // exact products
     }
-    out.ex += rx;
-    out.ey += rs * r;
+    out.ex_rel += rx;
+    out.ey_rel += rs * double(r - out.r0);
   }
-  out.h = h;
-  out.w = w;
   return out;
 }
 
 }  // namespace
+
+void subpixel_upsample(const float* plane, int h, int w, int upsamplings, std::vector<float>& out) {
+  std::vector<float> tmp;
+  out.assign(plane, plane + std::size_t(h) * w);
+  for (int d = 0; d < upsamplings; ++d) upsample_plane(out, h, w, tmp);
+}
+
+void subpixel_upsample_adjoint(const float* grad, int h, int w, int upsamplings, std::vector<float>& out) {
+  int gh = h << upsamplings, gw = w << upsamplings;
+  std::vector<float> tmp;
+  out.assign(grad, grad + std::size_t(gh) * gw);
+  for (int d = 0; d < upsamplings; ++d) upsample_plane_adjoint(out, gh, gw, tmp);
+}
 
 // lightning-pose run_subpixelmaxima: upsample 2^d, softmax(temperature * x),
 // expectation of (x, y), confidence = softmax mass in the 5x5 window around the
@@ -352,7 +376,7 @@ void CpuBackend::soft_argmax(ConstTensorView heatmaps, int downsample_factor, fl
   enter();
   const int nk = heatmaps.shape.n * heatmaps.shape.c;
   const long hw = long(heatmaps.shape.plane());
-  const double offset = ((1 << downsample_factor) - 1) / 2.0;
+  const double offset = subpixel::upsampling_offset(downsample_factor);
 #pragma omp parallel
   {
     std::vector<float> plane, tmp, sm;  // per thread, reused across planes
@@ -361,7 +385,7 @@ void CpuBackend::soft_argmax(ConstTensorView heatmaps, int downsample_factor, fl
       const UpsampledSoftmax u = upsampled_softmax(heatmaps.data + long(i) * hw, heatmaps.shape.h, heatmaps.shape.w,
                                                    downsample_factor, temperature, plane, tmp, sm);
       const int h = u.h, w = u.w;
-      const double ex = u.ex, ey = u.ey;
+      const double ex = u.ex(), ey = u.ey();
       const int cx = int(ex), cy = int(ey);  // truncation, as .type(torch.int64)
       double conf = 0;
       for (int r = cy - 2; r <= cy + 2; ++r)
@@ -378,7 +402,7 @@ void CpuBackend::soft_argmax(ConstTensorView heatmaps, int downsample_factor, fl
 // differentiated, as lightning-pose uses it only to mask losses). It recomputes the
 // forward per plane rather than keeping the upsampled maps (4^d times the heatmap).
 // coords = sum p * (c, r) - offset with p = softmax(T z), so
-// dz = T p (dcoords . (c, r) - dcoords . (ex, ey)), and dheatmaps = upsample^T dz.
+// dz = T p (gx (c - ex) + gy (r - ey)), and dheatmaps = upsample^T dz.
 void CpuBackend::soft_argmax_backward(ConstTensorView heatmaps, int downsample_factor,
                                       float temperature, const float* dcoords,
                                       TensorView dheatmaps, Stream&) {
@@ -396,13 +420,11 @@ void CpuBackend::soft_argmax_backward(ConstTensorView heatmaps, int downsample_f
       const UpsampledSoftmax u = upsampled_softmax(heatmaps.data + long(i) * hw, heatmaps.shape.h, heatmaps.shape.w,
                                                    downsample_factor, temperature, plane, tmp, sm);
       int h = u.h, w = u.w;
-      const double ex = u.ex, ey = u.ey;
       const double gx = dcoords[2 * i], gy = dcoords[2 * i + 1];
-      const double dot = gx * ex + gy * ey;
       for (int r = 0; r < h; ++r)
         for (int c = 0; c < w; ++c) {
           const std::size_t at = std::size_t(r) * w + c;
-          plane[at] = float(temperature * double(sm[at]) * (gx * c + gy * r - dot));
+          plane[at] = subpixel::expectation_grad(temperature, sm[at], gx, gy, c - u.c0, r - u.r0, u.ex_rel, u.ey_rel);
         }
       for (int d = 0; d < downsample_factor; ++d) upsample_plane_adjoint(plane, h, w, tmp);
       std::copy(plane.begin(), plane.end(), dheatmaps.data + long(i) * hw);

@@ -371,17 +371,21 @@ class CudaBackend final : public Backend {
     CUDA_CHECK_LAUNCH();
   }
 
+  // The soft-argmax works through the planes in chunks whose upsampled maps fit
+  // 64 MiB of the stream's scratch (kernels/heatmap.cuh), so the scratch does not
+  // grow with the batch; no host wait.
   void soft_argmax(ConstTensorView heatmaps, int downsample_factor, float temperature, float* coords,
                    float* confidence, Stream& s) override {
     TRAINER_ASSERT(downsample_factor >= 0 && downsample_factor <= 5,
                    "soft_argmax: downsample_factor " << downsample_factor);
     auto& cs = as_cuda(s);
-    const int planes = heatmaps.shape.n * heatmaps.shape.c;
-    const std::size_t doubles = kernels::soft_argmax_scratch_doubles(
-        planes, heatmaps.shape.h, heatmaps.shape.w, downsample_factor);
-    auto* scratch = doubles ? static_cast<double*>(cs.scratch(doubles * sizeof(double))) : nullptr;
-    kernels::soft_argmax(heatmaps.data, planes, heatmaps.shape.h, heatmaps.shape.w,
-                         downsample_factor, temperature, coords, confidence, scratch, cs.get());
+    const int planes = heatmaps.shape.n * heatmaps.shape.c, h = heatmaps.shape.h, w = heatmaps.shape.w;
+    if (planes == 0) return;
+    const int chunk = kernels::soft_argmax_chunk_planes(planes, h, w, downsample_factor);
+    auto* scratch = static_cast<float*>(
+        cs.scratch(kernels::soft_argmax_scratch_floats(chunk, h, w, downsample_factor) * sizeof(float)));
+    kernels::soft_argmax(heatmaps.data, planes, h, w, downsample_factor, temperature, coords, confidence, chunk,
+                         scratch, cs.get());
     CUDA_CHECK_LAUNCH();
   }
 
@@ -391,13 +395,13 @@ class CudaBackend final : public Backend {
                    "soft_argmax_backward: downsample_factor " << downsample_factor);
     SHAPE_CHECK(heatmaps.shape == dheatmaps.shape, "soft_argmax_backward shapes");
     auto& cs = as_cuda(s);
-    const int planes = heatmaps.shape.n * heatmaps.shape.c;
-    const std::size_t doubles = kernels::soft_argmax_backward_scratch_doubles(
-        planes, heatmaps.shape.h, heatmaps.shape.w, downsample_factor);
-    auto* scratch = static_cast<double*>(cs.scratch(doubles * sizeof(double)));
-    kernels::soft_argmax_backward(heatmaps.data, planes, heatmaps.shape.h, heatmaps.shape.w,
-                                  downsample_factor, temperature, dcoords, dheatmaps.data, scratch,
-                                  cs.get());
+    const int planes = heatmaps.shape.n * heatmaps.shape.c, h = heatmaps.shape.h, w = heatmaps.shape.w;
+    if (planes == 0) return;
+    const int chunk = kernels::soft_argmax_chunk_planes(planes, h, w, downsample_factor);
+    auto* scratch = static_cast<float*>(
+        cs.scratch(kernels::soft_argmax_scratch_floats(chunk, h, w, downsample_factor) * sizeof(float)));
+    kernels::soft_argmax_backward(heatmaps.data, planes, h, w, downsample_factor, temperature, dcoords,
+                                  dheatmaps.data, chunk, scratch, cs.get());
     CUDA_CHECK_LAUNCH();
   }
 
