@@ -87,3 +87,45 @@ TEST_CASE("cuda pca_loss matches the CPU twin (singleview and multiview tables, 
     CHECK(rel_error(t.host(gd), d) < kTolerance);
   }
 }
+
+// Backend::pca_loss with null dkeypoints computes the loss only (the logged value
+// of a term whose gradient is not wanted, e.g. validation): the kernel then skips
+// the gradient half of pca_frame_kernel. Same loss as the CPU twin, and as the
+// GPU's own call with a gradient.
+TEST_CASE("cuda pca_loss without keypoint gradients (null dkeypoints) matches the CPU twin", "[gpu]") {
+  Twins t;
+  struct Case {
+    const char* name;
+    int keypoints, rows, dims, components, frames;
+    PcaCentering centering;
+  };
+  const Case cases[] = {{"singleview 14 of 17", 17, 1, 28, 9, 16, PcaCentering::none},
+                        {"singleview 14 of 17, median centring", 17, 1, 28, 9, 16, PcaCentering::median},
+                        {"multiview 3 views, big batch", 12, 4, 6, 3, 100, PcaCentering::none}};
+  unsigned seed = 400;
+  for (const Case& c : cases) {
+    INFO(c.name);
+    std::vector<int> gather;
+    auto picks = random_vector(std::size_t(c.rows) * c.dims / 2, seed++, 0.f, float(c.keypoints) - 0.01f);
+    for (float p : picks) {
+      gather.push_back(2 * int(p));
+      gather.push_back(2 * int(p) + 1);
+    }
+    auto mean = random_vector(std::size_t(c.dims), seed++, 5.f, 25.f);
+    auto comps = random_vector(std::size_t(c.components) * c.dims, seed++, -0.5f, 0.5f);
+    PcaLossTableBuffers cpu_tables(*t.cpu, mean, comps, gather, c.rows, c.keypoints, 2.f, c.centering, t.cs());
+    PcaLossTableBuffers gpu_tables(*t.gpu, mean, comps, gather, c.rows, c.keypoints, 2.f, c.centering, t.gs());
+    const std::size_t n = std::size_t(c.frames) * c.keypoints * 2;
+    auto kp = random_vector(n, seed++, 0.f, 30.f);
+    auto gkp = t.device(kp), gloss = t.zeros(1), gloss_with = t.zeros(1), gd = t.zeros(n);
+    t.gpu->pca_loss(gkp.data(), c.frames, c.keypoints, gpu_tables.tables(), 0.9f, 1.2f, gloss.data(), nullptr, 3.f,
+                    t.gs());
+    t.gpu->pca_loss(gkp.data(), c.frames, c.keypoints, gpu_tables.tables(), 0.9f, 1.2f, gloss_with.data(), gd.data(),
+                    3.f, t.gs());
+    float loss = 0;
+    t.cpu->pca_loss(kp.data(), c.frames, c.keypoints, cpu_tables.tables(), 0.9f, 1.2f, &loss, nullptr, 3.f, t.cs());
+    CHECK(loss > 0.f);
+    CHECK(rel_error(t.host(gloss), {loss}) < kTolerance);
+    CHECK(t.host(gloss) == t.host(gloss_with));  // the loss does not depend on whether the gradient is wanted
+  }
+}

@@ -3,16 +3,21 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>  // std::copy
-#include <cmath>    // std::nanf
-#include <cstdint>  // std::uint8_t
-#include <limits>   // quiet_NaN
+#include <cmath>      // std::nanf, std::isfinite, NAN
+#include <cstdint>    // std::uint8_t
+#include <cstdio>     // std::printf
+#include <limits>     // quiet_NaN
+
+#include <cuda_runtime_api.h>  // cudaStream_t, cudaGetLastError
 
 #include "compute/keypoint_rule.hpp"  // kUniformTargetMark
 #include "compute/losses/heatmap_loss_registry.hpp"  // heatmap_losses
 #include "gpu_test_util.hpp"
+#include "heatmap.cuh"  // kernels::soft_argmax with an explicit chunk
 
 using namespace trainer::compute;
 using namespace trainer::compute::gpu_test;
+namespace kernels = trainer::kernels;
 
 TEST_CASE("cuda fill, scale, copy, accumulate", "[gpu]") {
   Twins t;
@@ -388,6 +393,97 @@ TEST_CASE("cuda soft-argmax backward", "[gpu]") {
     t.cpu->soft_argmax_backward({maps.data(), s}, d, 1000.f, dcoords.data(), {dm.data(), s}, t.cs());
     INFO("downsample factor " << d);
     CHECK(rel_error(t.host(gd), dm) < kTolerance);
+  }
+}
+
+namespace {
+// Heatmaps as the head produces them: a Gaussian (sigma 1.25) per plane at a
+// random place, plus noise.
+std::vector<float> peaked_heatmaps(Backend& cpu, Shape4 s, unsigned seed) {
+  const std::size_t planes = std::size_t(s.n) * s.c;
+  const auto kx = random_vector(planes, seed, 0.f, float(s.w) - 1.f);
+  const auto ky = random_vector(planes, seed + 1, 0.f, float(s.h) - 1.f);
+  std::vector<float> kp(2 * planes), maps(s.numel());
+  for (std::size_t i = 0; i < planes; ++i) kp[2 * i] = kx[i], kp[2 * i + 1] = ky[i];
+  cpu.heatmap_targets(kp.data(), {maps.data(), s}, 1.25f, nullptr, cpu.default_stream());
+  const auto noise = random_vector(s.numel(), seed + 2, 0.f, 1e-3f);
+  for (std::size_t i = 0; i < maps.size(); ++i) maps[i] += noise[i];
+  return maps;
+}
+
+// The soft-argmax forward and backward on both backends; returns the three
+// relative errors (coords, confidence, gradient) and prints them (docs/GPU.md).
+struct SoftArgmaxErrors {
+  double coords = 1, confidence = 1, gradient = 1;
+};
+SoftArgmaxErrors compare_soft_argmax(Twins& t, Shape4 s, int d, const std::vector<float>& maps, unsigned seed) {
+  const std::size_t planes = std::size_t(s.n) * s.c;
+  const auto dcoords = random_vector(2 * planes, seed);
+  auto gmaps = t.device(maps), gdc = t.device(dcoords), gc = t.zeros(2 * planes), gconf = t.zeros(planes);
+  auto gd = t.zeros(s.numel());
+  t.gpu->soft_argmax({gmaps.data(), s}, d, 1000.f, gc.data(), gconf.data(), t.gs());
+  t.gpu->soft_argmax_backward({gmaps.data(), s}, d, 1000.f, gdc.data(), {gd.data(), s}, t.gs());
+  std::vector<float> c(2 * planes), conf(planes), dm(s.numel());
+  t.cpu->soft_argmax({maps.data(), s}, d, 1000.f, c.data(), conf.data(), t.cs());
+  t.cpu->soft_argmax_backward({maps.data(), s}, d, 1000.f, dcoords.data(), {dm.data(), s}, t.cs());
+  SoftArgmaxErrors e{rel_error(t.host(gc), c), rel_error(t.host(gconf), conf), rel_error(t.host(gd), dm)};
+  std::printf("cuda soft-argmax vs CPU, %s d=%d T=1000: coords %.2e, confidence %.2e, gradient %.2e\n",
+              s.str().c_str(), d, e.coords, e.confidence, e.gradient);
+  return e;
+}
+}  // namespace
+
+TEST_CASE("cuda soft-argmax at training size (16 x 17 keypoints, 64 x 64 maps, d = 2, T = 1000)", "[gpu]") {
+  Twins t;
+  const Shape4 s{16, 17, 64, 64};
+  // 272 planes of 256 x 256 after upsampling: three chunks (128, 128, 16) within
+  // the 64 MiB scratch bound.
+  const int planes = s.n * s.c;
+  REQUIRE(kernels::soft_argmax_chunk_planes(planes, s.h, s.w, 2) < planes);
+  const auto maps = peaked_heatmaps(*t.cpu, s, 120);
+  const SoftArgmaxErrors e = compare_soft_argmax(t, s, 2, maps, 123);
+  // The kernels do the CPU twin's float arithmetic op for op (the upsampling and
+  // its adjoint bit for bit; tests/unit/compute/test_soft_argmax_emulation.cpp):
+  // what is left is the order of double sums and exp's last bit (the host
+  // emulation of the kernels is within 2e-7 of the CPU).
+  CHECK(e.coords < kTolerance);
+  CHECK(e.confidence < kTolerance);
+  CHECK(e.gradient < kTolerance);
+}
+
+TEST_CASE("cuda soft-argmax: any chunk size gives the same bits (one chunk, the bound's, chunks of 5)", "[gpu]") {
+  Twins t;
+  const Shape4 s{16, 17, 64, 64};
+  const int planes = s.n * s.c, d = 2;
+  const auto maps = peaked_heatmaps(*t.cpu, s, 140);
+  const auto dcoords = random_vector(2 * std::size_t(planes), 141);
+  auto gmaps = t.device(maps), gdc = t.device(dcoords);
+  auto stream = static_cast<cudaStream_t>(t.gs().native());
+  // One scratch for the largest chunk (all planes: 142 MB), shared by every run.
+  DeviceBuffer scratch(*t.gpu, kernels::soft_argmax_scratch_floats(planes, s.h, s.w, d));
+  std::vector<float> coords[3], conf[3], grad[3];
+  const int chunks[3] = {planes, kernels::soft_argmax_chunk_planes(planes, s.h, s.w, d), 5};  // 5: the last holds 2
+  for (int k = 0; k < 3; ++k) {
+    INFO("chunk " << chunks[k]);
+    auto gc = t.zeros(2 * std::size_t(planes)), gconf = t.zeros(planes), gd = t.zeros(s.numel());
+    t.gpu->fill(gc.data(), NAN, gc.size(), t.gs());  // every plane must be written
+    t.gpu->fill(gd.data(), NAN, gd.size(), t.gs());
+    kernels::soft_argmax(gmaps.data(), planes, s.h, s.w, d, 1000.f, gc.data(), gconf.data(), chunks[k],
+                         scratch.data(), stream);
+    kernels::soft_argmax_backward(gmaps.data(), planes, s.h, s.w, d, 1000.f, gdc.data(), gd.data(), chunks[k],
+                                  scratch.data(), stream);
+    REQUIRE(cudaGetLastError() == cudaSuccess);
+    coords[k] = t.host(gc);
+    conf[k] = t.host(gconf);
+    grad[k] = t.host(gd);
+    for (float v : coords[k]) REQUIRE(std::isfinite(v));
+    for (float v : grad[k]) REQUIRE(std::isfinite(v));
+  }
+  for (int k = 1; k < 3; ++k) {
+    INFO("chunk " << chunks[k] << " against one chunk of " << planes);
+    CHECK(coords[k] == coords[0]);
+    CHECK(conf[k] == conf[0]);
+    CHECK(grad[k] == grad[0]);
   }
 }
 
