@@ -3,8 +3,9 @@
 
 #include <cmath>  // sqrt
 
-#include "compute/batchnorm_moments.hpp"  // Moments, merge_moments, store_moments
-#include "launch.cuh"                      // kThreads, block_sum
+#include "compute/batchnorm_apply_rule.hpp"  // batchnorm_affine_of, batchnorm_affine, relu_masked
+#include "compute/batchnorm_moments.hpp"      // Moments, merge_moments, store_moments
+#include "launch.cuh"                          // kThreads, block_sum
 
 namespace trainer::kernels {
 namespace {
@@ -54,6 +55,24 @@ struct BackwardTerms {
     const double g = dy[idx];
     a += g;
     b += g * (double(x[idx]) - double(mean[c]));
+  }
+};
+
+// BackwardTerms of dy masked by the ReLU that followed the batch norm, the mask
+// recomputed from x (compute/batchnorm_apply_rule.hpp).
+struct ReluBackwardTerms {
+  const float* dy;
+  const float* x;
+  const float* mean;
+  const float* invstd;
+  const float* gamma;
+  const float* beta;
+  __device__ void operator()(std::size_t idx, int c, double& a, double& b) const {
+    const compute::BatchnormAffine affine = compute::batchnorm_affine_of(mean, invstd, gamma, beta, c);
+    const float xv = x[idx];
+    const double g = compute::relu_masked(dy[idx], xv, affine);
+    a += g;
+    b += g * (double(xv) - double(mean[c]));
   }
 };
 
@@ -145,15 +164,24 @@ __global__ void inference_stats_kernel(const float* running_mean, const float* r
 }
 
 // y = x * a + b with a = invstd * gamma, b = beta - mean * a (the CPU twin's
-// arithmetic); gamma / beta may be null (1 and 0).
+// arithmetic, one FMA here: compute/batchnorm_apply_rule.hpp); gamma / beta may be
+// null (1 and 0).
 __global__ void apply_kernel(const float* x, const float* mean, const float* invstd,
                              const float* gamma, const float* beta, float* y, int c, int plane) {
-  const int ch = blockIdx.x % c;
-  const float a = invstd[ch] * (gamma ? gamma[ch] : 1.f);
-  const float b = (beta ? beta[ch] : 0.f) - mean[ch] * a;
+  const compute::BatchnormAffine a = compute::batchnorm_affine_of(mean, invstd, gamma, beta, blockIdx.x % c);
   const std::size_t base = std::size_t(blockIdx.x) * plane;
   for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < plane; i += gridDim.y * blockDim.x)
-    y[base + i] = x[base + i] * a + b;
+    y[base + i] = compute::batchnorm_affine(x[base + i], a);
+}
+
+// relu(apply + residual) in one pass; residual may be null.
+__global__ void apply_relu_kernel(const float* x, const float* mean, const float* invstd, const float* gamma,
+                                  const float* beta, const float* residual, float* y, int c, int plane) {
+  const compute::BatchnormAffine a = compute::batchnorm_affine_of(mean, invstd, gamma, beta, blockIdx.x % c);
+  const std::size_t base = std::size_t(blockIdx.x) * plane;
+  for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < plane; i += gridDim.y * blockDim.x)
+    y[base + i] = residual ? compute::batchnorm_add_relu(x[base + i], a, residual[base + i])
+                           : compute::batchnorm_relu(x[base + i], a);
 }
 
 __global__ void param_grads_kernel(const float* reduce, const float* invstd, int c, float* dgamma,
@@ -180,6 +208,25 @@ __global__ void backward_apply_kernel(const float* dy, const float* x, const flo
     dx[base + i] = (dy[base + i] - mean_dy - (x[base + i] - mu) * proj) * k;
 }
 
+// backward_apply_kernel on dy masked by the ReLU (recomputed from x).
+__global__ void relu_backward_apply_kernel(const float* dy, const float* x, const float* mean,
+                                           const float* invstd, const float* gamma, const float* beta,
+                                           const float* reduce, double count, float* dx, int c, int plane) {
+  const int ch = blockIdx.x % c;
+  const compute::BatchnormAffine affine = compute::batchnorm_affine_of(mean, invstd, gamma, beta, ch);
+  const float is = invstd[ch];
+  const float g = gamma ? gamma[ch] : 1.f;
+  const float mean_dy = static_cast<float>(reduce[ch] / count);
+  const float proj = static_cast<float>(reduce[c + ch] / count) * is * is;
+  const float mu = mean[ch];
+  const float k = is * g;
+  const std::size_t base = std::size_t(blockIdx.x) * plane;
+  for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < plane; i += gridDim.y * blockDim.x) {
+    const float xv = x[base + i];
+    dx[base + i] = (compute::relu_masked(dy[base + i], xv, affine) - mean_dy - (xv - mu) * proj) * k;
+  }
+}
+
 }  // namespace
 
 std::size_t batchnorm_scratch_doubles(int channels) { return std::size_t(channels) * 2 * kSplits; }
@@ -192,6 +239,12 @@ void batchnorm_stats(const float* x, int n, int c, int plane, float* out, double
 void batchnorm_backward_reduce(const float* dy, const float* x, const float* mean, int n, int c,
                                int plane, float* out, double* scratch, cudaStream_t s) {
   channel_sums(BackwardTerms{dy, x, mean}, n, c, plane, out, scratch, s);
+}
+
+void batchnorm_relu_backward_reduce(const float* dy, const float* x, const float* mean, const float* invstd,
+                                    const float* gamma, const float* beta, int n, int c, int plane, float* out,
+                                    double* scratch, cudaStream_t s) {
+  channel_sums(ReluBackwardTerms{dy, x, mean, invstd, gamma, beta}, n, c, plane, out, scratch, s);
 }
 
 void batchnorm_moments(const float* x, int n, int c, int plane, float* out, double* scratch,
@@ -238,6 +291,22 @@ void batchnorm_backward_apply(const float* dy, const float* x, const float* mean
   if (std::size_t(n) * c * plane)
     backward_apply_kernel<<<plane_grid(n, c, plane), kThreads, 0, s>>>(dy, x, mean, invstd, gamma,
                                                                        reduce, count, dx, c, plane);
+}
+
+void batchnorm_apply_relu(const float* x, const float* mean, const float* invstd, const float* gamma,
+                          const float* beta, const float* residual, float* y, int n, int c, int plane,
+                          cudaStream_t s) {
+  if (std::size_t(n) * c * plane)
+    apply_relu_kernel<<<plane_grid(n, c, plane), kThreads, 0, s>>>(x, mean, invstd, gamma, beta, residual, y, c,
+                                                                   plane);
+}
+
+void batchnorm_relu_backward_apply(const float* dy, const float* x, const float* mean, const float* invstd,
+                                   const float* gamma, const float* beta, const float* reduce, double count,
+                                   float* dx, int n, int c, int plane, cudaStream_t s) {
+  if (std::size_t(n) * c * plane)
+    relu_backward_apply_kernel<<<plane_grid(n, c, plane), kThreads, 0, s>>>(dy, x, mean, invstd, gamma, beta,
+                                                                            reduce, count, dx, c, plane);
 }
 
 }  // namespace trainer::kernels

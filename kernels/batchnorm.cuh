@@ -38,4 +38,18 @@ void batchnorm_backward_apply(const float* dy, const float* x, const float* mean
                               double count, float* dx, int n, int c, int plane,
                               cudaStream_t stream);
 
+// Fused with the ReLU (and residual add) that follow a ResNet batch norm; the same
+// arithmetic as the separate kernels (compute/batchnorm_apply_rule.hpp).
+// y = relu(apply(x) + residual); residual may be null.
+void batchnorm_apply_relu(const float* x, const float* mean, const float* invstd, const float* gamma,
+                          const float* beta, const float* residual, float* y, int n, int c, int plane,
+                          cudaStream_t stream);
+// batchnorm_backward_reduce / _apply of dy masked by the ReLU, recomputed from x.
+void batchnorm_relu_backward_reduce(const float* dy, const float* x, const float* mean, const float* invstd,
+                                    const float* gamma, const float* beta, int n, int c, int plane, float* out,
+                                    double* scratch, cudaStream_t stream);
+void batchnorm_relu_backward_apply(const float* dy, const float* x, const float* mean, const float* invstd,
+                                   const float* gamma, const float* beta, const float* reduce, double count,
+                                   float* dx, int n, int c, int plane, cudaStream_t stream);
+
 }  // namespace trainer::kernels

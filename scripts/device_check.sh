@@ -31,10 +31,12 @@
 #   3-integration  tests/integration/gpu_train.sh: CPU == GPU training (NCCL, 1 rank)
 #                  and `predict` on both devices
 #   4-sanitizer    compute-sanitizer memcheck and racecheck on the kernels added since
-#                  273cbd3 (soft-argmax, keypoint losses, PCA centring, affine points)
+#                  273cbd3 (soft-argmax, keypoint losses, PCA centring, affine points,
+#                  fused batch norm + ReLU)
 #   5-vs-torch     scripts/bench_gpu_torch.py: ResNet-50 256x256 training images/s,
 #                  trainer vs PyTorch on this GPU (fp32, TF32, bf16; batch 16 and 64),
-#                  then cuDNN's algorithms by cudnnFind (the 2026-11-22 path) vs heuristics
+#                  then the 2026-11-22 path's choices vs today's defaults: cuDNN's
+#                  algorithms by cudnnFind vs heuristics, separate vs fused batch norm + ReLU
 #   6-predict      the prediction rate (`bench step --mode predict`) vs PyTorch inference
 #   7-profile      Nsight Compute per-kernel times of one bf16 batch-64 step, summarized
 #                  by scripts/ncu_summary.py (skipped where ncu is missing or refused)
@@ -173,7 +175,7 @@ gpu_tests_run() {
 }
 
 # The kernels added since the last verified visit (273cbd3), by test name.
-sanitized_cases='cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda semi*'
+sanitized_cases='cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda semi*,cuda fused*'
 sanitizer_run() {
   command -v compute-sanitizer >/dev/null || { echo "SKIPPED: no compute-sanitizer on PATH"; return 77; }
   local rc=0 tool
@@ -207,12 +209,18 @@ vs_torch_run() {
   if [[ $has_gpu == 1 ]]; then
     "$py" "$repo/scripts/bench_gpu_torch.py" --batches 16,64 --iters 30 --warmup 10 \
       --json "$logs/torch-train.jsonl" --trainer-cmd "$cmd" || return
-    # The path the last visit measured (cudnnFind) against today's default (heuristics).
-    local algorithms
+    # The paths the last visit measured (cudnnFind; separate batch-norm and ReLU
+    # kernels) against today's defaults (heuristics; fused).
+    local algorithms fused
     for algorithms in benchmark heuristics; do
       echo "--- conv algorithms: $algorithms (bf16-mixed, batch 16)"
       "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 16 --precision bf16-mixed \
         --steps 30 --warmup 10 --conv-algorithms "$algorithms" || return
+    done
+    for fused in 0 1; do
+      echo "--- TRAINER_FUSED_NORM=$fused (bf16-mixed, batch 64)"
+      TRAINER_FUSED_NORM=$fused "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
+        --precision bf16-mixed --steps 20 --warmup 5 || return
     done
   else  # the script and the template wiring, on the CPU with tiny sizes
     "$py" "$repo/scripts/bench_gpu_torch.py" --device cpu --batches 2 --image-size 64 --iters 1 --warmup 0 \

@@ -6,6 +6,7 @@
 #include "compute/cuda/cuda_backend.hpp"  // CudaBackendOptions (TF32)
 #endif
 #include "runtime/visible_gpus.hpp"  // runtime::visible_gpu_count
+#include "util/env.hpp"              // capture_environment, env_get
 #include "util/error.hpp"            // UserError
 
 namespace trainer::app {
@@ -14,6 +15,22 @@ std::string cpu_precision_warning(const std::string& precision) {
   return "precision " + precision +
          " on CPU emulates the 16-bit rounding of the GPU path in fp32: same numerics, no speed-up";
 }
+
+bool fused_norm_from_env(const Env& env) {
+  const std::string value = env_get(env, "TRAINER_FUSED_NORM").value_or("");
+  if (value.empty() || value == "1") return true;
+  if (value == "0") return false;
+  throw UserError("TRAINER_FUSED_NORM must be 0 or 1, not '" + value + "'",
+                  "0 runs batch norm, residual add and ReLU as separate ops (the path of 2026-11-22); unset it "
+                  "for the fused ops");
+}
+
+namespace {
+std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> backend) {
+  backend->set_fuses_norm_activation(fused_norm_from_env(capture_environment()));
+  return backend;
+}
+}  // namespace
 
 std::unique_ptr<compute::Backend> make_backend(const BackendRequest& request, const Log& log) {
   const compute::Precision precision = compute::parse_precision(request.precision);
@@ -24,14 +41,14 @@ std::unique_ptr<compute::Backend> make_backend(const BackendRequest& request, co
     options.precision = precision;
     options.allow_tf32 = request.float32_matmul == "high";
     options.benchmark_algorithms = algorithms == compute::ConvAlgorithms::benchmark;
-    return compute::make_cuda_backend(request.device, options);
+    return with_fusion(compute::make_cuda_backend(request.device, options));
   }
 #endif
   if (request.gpu)
     throw UserError("a GPU was asked for, but this trainer was built without the GPU path",
                     "rebuild with -DTRAINER_CUDA=ON or use --accelerator cpu");
   if (precision != compute::Precision::fp32) log.warn(cpu_precision_warning(request.precision));
-  return compute::make_cpu_backend(request.cpu_threads, precision);
+  return with_fusion(compute::make_cpu_backend(request.cpu_threads, precision));
 }
 
 std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const runtime::RunPlan& plan,

@@ -6,6 +6,7 @@
 #include "config/config.hpp"        // Config
 #include "compute/backend.hpp"   // compute::Backend
 #include "runtime/run_plan.hpp"  // runtime::RunPlan
+#include "util/env.hpp"          // Env
 #include "util/log.hpp"          // Log
 
 namespace trainer::app {
@@ -32,6 +33,11 @@ std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const r
 // distributed.accelerator allows it (gpu, or auto with a GPU visible in a CUDA
 // build), else the CPU. Prediction runs in fp32 whatever the training precision was.
 std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, const Log& log);
+
+// TRAINER_FUSED_NORM: 1 or unset (the default) lets layers use the fused batch-norm
+// + residual + ReLU ops, 0 the separate ops of the path that ran on a GPU on
+// 2026-11-22 (compute::Backend::fuses_norm_activation); UserError otherwise.
+bool fused_norm_from_env(const Env& env);
 
 // The warning for a mixed `precision` ("bf16-mixed", "16-mixed") on the CPU.
 std::string cpu_precision_warning(const std::string& precision);

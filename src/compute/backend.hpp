@@ -145,6 +145,27 @@ class Backend {
                                         const float* invstd, const float* gamma,
                                         const float* reduce, double count, TensorView dx,
                                         Stream& s) = 0;
+  // Fused with what follows a batch norm in a ResNet, to save passes over memory
+  // (compute/batchnorm_apply_rule.hpp: the same roundings as the separate ops, so
+  // the result is the same bit for bit on one backend):
+  // y = relu(batchnorm_apply(x) + residual), residual may be null: batchnorm_apply,
+  // then add_relu_forward (or relu_forward) in one pass.
+  virtual void batchnorm_apply_relu(ConstTensorView x, const float* mean, const float* invstd,
+                                    const float* gamma, const float* beta, const float* residual,
+                                    TensorView y, Stream& s) = 0;
+  // batchnorm_backward_reduce and batchnorm_backward_apply of a batch norm followed by
+  // a ReLU (no residual), given dy at the ReLU's output: the ReLU's mask is recomputed
+  // from x, so the masked gradient is never written. gamma/beta are the forward's.
+  virtual void batchnorm_relu_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                              const float* invstd, const float* gamma, const float* beta,
+                                              float* reduce, Stream& s) = 0;
+  virtual void batchnorm_relu_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                             const float* invstd, const float* gamma, const float* beta,
+                                             const float* reduce, double count, TensorView dx, Stream& s) = 0;
+  // Whether layers use the fused ops above (the default) or the separate ops of the
+  // path that ran on a GPU on 2026-11-22 (TRAINER_FUSED_NORM=0; docs/GPU.md).
+  bool fuses_norm_activation() const { return fuse_norm_activation_; }
+  void set_fuses_norm_activation(bool on) { fuse_norm_activation_ = on; }
 
   // ---- pooling and elementwise --------------------------------------------
   virtual void maxpool2d_forward(ConstTensorView x, TensorView y, const PoolGeometry& g,
@@ -257,6 +278,9 @@ class Backend {
   virtual void pca_loss(const float* keypoints, int frames, int num_keypoints,
                         const PcaLossTables& tables, float scale_x, float scale_y, float* loss,
                         float* dkeypoints, float grad_scale, Stream& s) = 0;
+
+ private:
+  bool fuse_norm_activation_ = true;
 };
 
 // The CPU backend (oneDNN); threads = 0 means OMP_NUM_THREADS or the core count.

@@ -26,7 +26,7 @@ void BatchNorm2d::ensure_scratch(compute::Backend& backend) {
   }
 }
 
-compute::TensorView BatchNorm2d::forward(const Context& ctx, compute::ConstTensorView x) {
+void BatchNorm2d::statistics(const Context& ctx, compute::ConstTensorView x) {
   ensure_scratch(ctx.backend);
   x_ = x;
   auto& b = ctx.backend;
@@ -52,24 +52,64 @@ compute::TensorView BatchNorm2d::forward(const Context& ctx, compute::ConstTenso
     b.batchnorm_inference_stats(store_->buffer(running_mean_), store_->buffer(running_var_),
                                 channels_, kEps, mean_.data(), invstd_.data(), ctx.stream);
   }
-  auto y = y_.ensure(b, x.shape);
-  b.batchnorm_apply(x, mean_.data(), invstd_.data(), store_->param(weight_), store_->param(bias_), y,
-                    ctx.stream);
+}
+
+compute::TensorView BatchNorm2d::forward(const Context& ctx, compute::ConstTensorView x) {
+  statistics(ctx, x);
+  auto y = y_.ensure(ctx.backend, x.shape);
+  ctx.backend.batchnorm_apply(x, mean_.data(), invstd_.data(), store_->param(weight_), store_->param(bias_), y,
+                              ctx.stream);
   return y;
+}
+
+compute::TensorView BatchNorm2d::forward_relu(const Context& ctx, compute::ConstTensorView x,
+                                              const float* residual) {
+  auto& b = ctx.backend;
+  if (!b.fuses_norm_activation()) {  // the separate ops of the path verified on 2026-11-22
+    auto y = forward(ctx, x);
+    if (residual) b.add_relu_forward(y.data, residual, y.data, y.shape.numel(), ctx.stream);
+    else b.relu_forward(y.data, y.data, y.shape.numel(), ctx.stream);
+    return y;
+  }
+  statistics(ctx, x);
+  auto y = y_.ensure(b, x.shape);
+  b.batchnorm_apply_relu(x, mean_.data(), invstd_.data(), store_->param(weight_), store_->param(bias_), residual, y,
+                         ctx.stream);
+  return y;
+}
+
+void BatchNorm2d::parameter_gradients(const Context& ctx) {
+  // Parameter gradients come from the local sums (DDP averages them afterwards).
+  ctx.backend.batchnorm_param_grads(sums_.data(), invstd_.data(), channels_, store_->grad(weight_),
+                                    store_->grad(bias_), ctx.stream);
+  announce_gradient(ctx, *store_, bias_);
+  announce_gradient(ctx, *store_, weight_);
+  if (ctx.bn_sync != nullptr) ctx.bn_sync->all_reduce_sum(sums_.data(), 2 * std::size_t(channels_), ctx.stream);
 }
 
 compute::TensorView BatchNorm2d::backward(const Context& ctx, compute::ConstTensorView dy) {
   auto& b = ctx.backend;
   b.batchnorm_backward_reduce(dy, x_, mean_.data(), sums_.data(), ctx.stream);
-  // Parameter gradients come from the local sums (DDP averages them afterwards).
-  b.batchnorm_param_grads(sums_.data(), invstd_.data(), channels_, store_->grad(weight_),
-                          store_->grad(bias_), ctx.stream);
-  announce_gradient(ctx, *store_, bias_);
-  announce_gradient(ctx, *store_, weight_);
-  if (ctx.bn_sync != nullptr) ctx.bn_sync->all_reduce_sum(sums_.data(), 2 * std::size_t(channels_), ctx.stream);
+  parameter_gradients(ctx);
   auto dx = dx_.ensure(b, x_.shape);
   b.batchnorm_backward_apply(dy, x_, mean_.data(), invstd_.data(), store_->param(weight_),
                              sums_.data(), count_, dx, ctx.stream);
+  return dx;
+}
+
+compute::TensorView BatchNorm2d::backward_relu(const Context& ctx, compute::TensorView dy) {
+  auto& b = ctx.backend;
+  if (!b.fuses_norm_activation()) {
+    b.relu_backward(y_.view().data, dy.data, dy.data, dy.shape.numel(), ctx.stream);  // y_ holds the ReLU output
+    return backward(ctx, dy);
+  }
+  const float* gamma = store_->param(weight_);
+  const float* beta = store_->param(bias_);
+  b.batchnorm_relu_backward_reduce(dy, x_, mean_.data(), invstd_.data(), gamma, beta, sums_.data(), ctx.stream);
+  parameter_gradients(ctx);
+  auto dx = dx_.ensure(b, x_.shape);
+  b.batchnorm_relu_backward_apply(dy, x_, mean_.data(), invstd_.data(), gamma, beta, sums_.data(), count_, dx,
+                                  ctx.stream);
   return dx;
 }
 

@@ -23,11 +23,25 @@ class BatchNorm2d {
   // dy may be overwritten. Writes dweight/dbias (announced), returns dx.
   compute::TensorView backward(const Context& ctx, compute::ConstTensorView dy);
 
+  // The batch norm with the ReLU that follows it: relu(bn(x) + residual), residual
+  // may be null. One fused op when the backend fuses (Backend::fuses_norm_activation),
+  // else the separate ops; the same numbers either way.
+  compute::TensorView forward_relu(const Context& ctx, compute::ConstTensorView x,
+                                   const float* residual = nullptr);
+  // The backward of forward_relu without a residual, from dy at the ReLU's output
+  // (dy may be overwritten). With a residual, mask dy by the output (relu_backward)
+  // and call backward(): the masked gradient also feeds the shortcut.
+  compute::TensorView backward_relu(const Context& ctx, compute::TensorView dy);
+
   static constexpr float kEps = 1e-5f;
   static constexpr float kMomentum = 0.1f;
 
  private:
   void ensure_scratch(compute::Backend& backend);
+  // mean_ and invstd_ for x (batch or running statistics), and x_ kept for backward.
+  void statistics(const Context& ctx, compute::ConstTensorView x);
+  // Parameter gradients from sums_, announced, and the sync BN all-reduce of sums_.
+  void parameter_gradients(const Context& ctx);
 
   ParameterStore* store_;
   int channels_;

@@ -14,10 +14,8 @@ std::unique_ptr<Downsample> make_downsample(ParameterStore& store, const std::st
                                       group);
 }
 
-// In-place ReLU on a BN output.
-void relu_inplace(const Context& ctx, compute::TensorView t) {
-  ctx.backend.relu_forward(t.data, t.data, t.shape.numel(), ctx.stream);
-}
+// The residual join's ReLU backward, in place: dy becomes d(bn + identity), which
+// both the last batch norm and the shortcut take.
 void relu_backward_inplace(const Context& ctx, compute::ConstTensorView y, compute::TensorView dy) {
   ctx.backend.relu_backward(y.data, dy.data, dy.data, dy.shape.numel(), ctx.stream);
 }
@@ -39,25 +37,24 @@ BasicBlock::BasicBlock(ParameterStore& store, const std::string& name, int inpla
       bn2_(store, name + ".bn2", planes, group),
       downsample_(make_downsample(store, name, inplanes, planes * kExpansion, stride, group)) {}
 
+// The shortcut runs before the last convolution so that the last batch norm can add
+// it in its fused pass; the shortcut's layers are independent of the main branch, so
+// the order changes no number.
 compute::TensorView BasicBlock::forward(const Context& ctx, compute::ConstTensorView x) {
   x_ = x;
-  h1_ = bn1_.forward(ctx, conv1_.forward(ctx, x));
-  relu_inplace(ctx, h1_);
-  auto b2 = bn2_.forward(ctx, conv2_.forward(ctx, h1_));
+  h1_ = bn1_.forward_relu(ctx, conv1_.forward(ctx, x));
   compute::ConstTensorView identity = x;
   if (downsample_) identity = downsample_->bn.forward(ctx, downsample_->conv.forward(ctx, x));
-  auto out = out_.ensure(ctx.backend, b2.shape);
-  ctx.backend.add_relu_forward(b2.data, identity.data, out.data, out.shape.numel(), ctx.stream);
-  return out;
+  out_ = bn2_.forward_relu(ctx, conv2_.forward(ctx, h1_), identity.data);
+  return out_;
 }
 
 compute::TensorView BasicBlock::backward(const Context& ctx, compute::TensorView dy, bool need_dx) {
-  relu_backward_inplace(ctx, out_.view(), dy);  // dy is now d(b2 + identity)
+  relu_backward_inplace(ctx, out_, dy);  // dy is now d(b2 + identity)
   auto dshort = shortcut_backward(ctx, downsample_.get(), dy, need_dx);
   auto d = bn2_.backward(ctx, dy);
   d = conv2_.backward(ctx, d, true);
-  relu_backward_inplace(ctx, h1_, d);
-  d = bn1_.backward(ctx, d);
+  d = bn1_.backward_relu(ctx, d);
   auto dx = conv1_.backward(ctx, d, need_dx);
   if (need_dx) ctx.backend.accumulate(dshort.data, dx.data, dx.shape.numel(), ctx.stream);
   return dx;
@@ -75,28 +72,22 @@ Bottleneck::Bottleneck(ParameterStore& store, const std::string& name, int inpla
 
 compute::TensorView Bottleneck::forward(const Context& ctx, compute::ConstTensorView x) {
   x_ = x;
-  h1_ = bn1_.forward(ctx, conv1_.forward(ctx, x));
-  relu_inplace(ctx, h1_);
-  h2_ = bn2_.forward(ctx, conv2_.forward(ctx, h1_));
-  relu_inplace(ctx, h2_);
-  auto b3 = bn3_.forward(ctx, conv3_.forward(ctx, h2_));
+  h1_ = bn1_.forward_relu(ctx, conv1_.forward(ctx, x));
+  h2_ = bn2_.forward_relu(ctx, conv2_.forward(ctx, h1_));
   compute::ConstTensorView identity = x;
   if (downsample_) identity = downsample_->bn.forward(ctx, downsample_->conv.forward(ctx, x));
-  auto out = out_.ensure(ctx.backend, b3.shape);
-  ctx.backend.add_relu_forward(b3.data, identity.data, out.data, out.shape.numel(), ctx.stream);
-  return out;
+  out_ = bn3_.forward_relu(ctx, conv3_.forward(ctx, h2_), identity.data);
+  return out_;
 }
 
 compute::TensorView Bottleneck::backward(const Context& ctx, compute::TensorView dy, bool need_dx) {
-  relu_backward_inplace(ctx, out_.view(), dy);
+  relu_backward_inplace(ctx, out_, dy);
   auto dshort = shortcut_backward(ctx, downsample_.get(), dy, need_dx);
   auto d = bn3_.backward(ctx, dy);
   d = conv3_.backward(ctx, d, true);
-  relu_backward_inplace(ctx, h2_, d);
-  d = bn2_.backward(ctx, d);
+  d = bn2_.backward_relu(ctx, d);
   d = conv2_.backward(ctx, d, true);
-  relu_backward_inplace(ctx, h1_, d);
-  d = bn1_.backward(ctx, d);
+  d = bn1_.backward_relu(ctx, d);
   auto dx = conv1_.backward(ctx, d, need_dx);
   if (need_dx) ctx.backend.accumulate(dshort.data, dx.data, dx.shape.numel(), ctx.stream);
   return dx;

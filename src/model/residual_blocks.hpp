@@ -44,9 +44,9 @@ class BasicBlock : public ResidualBlock {
   Conv2d conv2_;
   BatchNorm2d bn2_;
   std::unique_ptr<Downsample> downsample_;
-  compute::TensorView h1_;  // relu(bn1(conv1(x))), kept for relu backward
+  compute::TensorView h1_;  // relu(bn1(conv1(x)))
   compute::ConstTensorView x_;
-  Activation out_;
+  compute::TensorView out_;  // relu(bn2(...) + identity), in bn2's output buffer, kept for relu backward
 };
 
 class Bottleneck : public ResidualBlock {
@@ -65,9 +65,9 @@ class Bottleneck : public ResidualBlock {
   Conv2d conv3_;
   BatchNorm2d bn3_;
   std::unique_ptr<Downsample> downsample_;
-  compute::TensorView h1_, h2_;
+  compute::TensorView h1_, h2_;  // relu(bn1(...)), relu(bn2(...))
   compute::ConstTensorView x_;
-  Activation out_;
+  compute::TensorView out_;  // relu(bn3(...) + identity), in bn3's output buffer, kept for relu backward
 };
 
 }  // namespace trainer::model

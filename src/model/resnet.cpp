@@ -52,8 +52,7 @@ compute::TensorView ResNet::forward(const Context& ctx, compute::ConstTensorView
   if (x.shape.h % kStride != 0 || x.shape.w % kStride != 0 || x.shape.c != 3)
     throw UserError("network input " + x.shape.str() + " is not [N,3,H,W] with H and W multiples of 32",
                     "set data.image_resize_height/width to multiples of 32");
-  stem_ = bn1_.forward(ctx, conv1_.forward(ctx, x));
-  ctx.backend.relu_forward(stem_.data, stem_.data, stem_.shape.numel(), ctx.stream);
+  stem_ = bn1_.forward_relu(ctx, conv1_.forward(ctx, x));
   const auto s = stem_.shape;
   auto pooled = pooled_.ensure(ctx.backend, {s.n, s.c, pool_.out(s.h), pool_.out(s.w)});
   ctx.backend.maxpool2d_forward(stem_, pooled, pool_, ctx.stream);
@@ -67,8 +66,7 @@ void ResNet::backward(const Context& ctx, compute::TensorView dy) {
   for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) d = (*it)->backward(ctx, d, true);
   auto dstem = dpool_.ensure(ctx.backend, stem_.shape);
   ctx.backend.maxpool2d_backward(stem_, d, dstem, pool_, ctx.stream);
-  ctx.backend.relu_backward(stem_.data, dstem.data, dstem.data, dstem.shape.numel(), ctx.stream);
-  auto dconv = bn1_.backward(ctx, dstem);
+  auto dconv = bn1_.backward_relu(ctx, dstem);
   conv1_.backward(ctx, dconv, false);
 }
 

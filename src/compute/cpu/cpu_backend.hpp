@@ -95,6 +95,14 @@ class CpuBackend final : public Backend {
   void batchnorm_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean,
                                 const float* invstd, const float* gamma, const float* reduce,
                                 double count, TensorView dx, Stream& s) override;
+  void batchnorm_apply_relu(ConstTensorView x, const float* mean, const float* invstd, const float* gamma,
+                            const float* beta, const float* residual, TensorView y, Stream& s) override;
+  void batchnorm_relu_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                      const float* invstd, const float* gamma, const float* beta,
+                                      float* reduce, Stream& s) override;
+  void batchnorm_relu_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                     const float* invstd, const float* gamma, const float* beta,
+                                     const float* reduce, double count, TensorView dx, Stream& s) override;
 
   void maxpool2d_forward(ConstTensorView x, TensorView y, const PoolGeometry& g,
                          Stream& s) override;

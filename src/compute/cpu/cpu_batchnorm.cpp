@@ -8,7 +8,8 @@
 // (compute/batchnorm_moments.hpp).
 #include <cmath>  // std::sqrt
 
-#include "compute/batchnorm_moments.hpp"  // Moments, merge_moments, store_moments
+#include "compute/batchnorm_apply_rule.hpp"  // batchnorm_affine_of, batchnorm_affine, relu_masked
+#include "compute/batchnorm_moments.hpp"      // Moments, merge_moments, store_moments
 
 #include "compute/cpu/cpu_backend.hpp"
 #include "util/error.hpp"
@@ -106,12 +107,32 @@ void CpuBackend::batchnorm_apply(ConstTensorView x, const float* mean, const flo
   const long hw = long(x.shape.plane());
 #pragma omp parallel for schedule(static)
   for (long pl = 0; pl < planes; ++pl) {
-    const int ch = int(pl % c);
-    const float a = invstd[ch] * (gamma ? gamma[ch] : 1.f);
-    const float b = (beta ? beta[ch] : 0.f) - mean[ch] * a;
+    const BatchnormAffine a = batchnorm_affine_of(mean, invstd, gamma, beta, int(pl % c));
     const float* in = x.data + pl * hw;
     float* out = y.data + pl * hw;
-    for (long i = 0; i < hw; ++i) out[i] = in[i] * a + b;
+    for (long i = 0; i < hw; ++i) out[i] = batchnorm_affine(in[i], a);
+  }
+}
+
+void CpuBackend::batchnorm_apply_relu(ConstTensorView x, const float* mean, const float* invstd,
+                                      const float* gamma, const float* beta, const float* residual, TensorView y,
+                                      Stream&) {
+  TRAINER_ASSERT(x.shape == y.shape, "batchnorm_apply_relu shapes " << x.shape.str() << " " << y.shape.str());
+  enter();
+  const int c = x.shape.c;
+  const long planes = long(x.shape.n) * c;
+  const long hw = long(x.shape.plane());
+#pragma omp parallel for schedule(static)
+  for (long pl = 0; pl < planes; ++pl) {
+    const BatchnormAffine a = batchnorm_affine_of(mean, invstd, gamma, beta, int(pl % c));
+    const float* in = x.data + pl * hw;
+    float* out = y.data + pl * hw;
+    if (residual) {
+      const float* r = residual + pl * hw;
+      for (long i = 0; i < hw; ++i) out[i] = batchnorm_add_relu(in[i], a, r[i]);
+    } else {
+      for (long i = 0; i < hw; ++i) out[i] = batchnorm_relu(in[i], a);
+    }
   }
 }
 
@@ -134,6 +155,37 @@ void CpuBackend::batchnorm_backward_reduce(ConstTensorView dy, ConstTensorView x
       for (long i = 0; i < hw; ++i) {
         s1 += g[i];
         s2 += g[i] * (p[i] - mu);
+      }
+      sdy += s1;
+      sdyx += s2;
+    }
+    reduce[ch] = float(sdy);
+    reduce[c + ch] = float(sdyx);
+  }
+}
+
+void CpuBackend::batchnorm_relu_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                                const float* invstd, const float* gamma, const float* beta,
+                                                float* reduce, Stream&) {
+  TRAINER_ASSERT(x.shape == dy.shape, "batchnorm_relu_backward_reduce shapes");
+  enter();
+  const int n = x.shape.n, c = x.shape.c;
+  const long hw = long(x.shape.plane());
+#pragma omp parallel for schedule(static)
+  for (int ch = 0; ch < c; ++ch) {
+    const BatchnormAffine a = batchnorm_affine_of(mean, invstd, gamma, beta, ch);
+    double sdy = 0, sdyx = 0;
+    const float mu = mean[ch];
+    for (int b = 0; b < n; ++b) {
+      const long off = (long(b) * c + ch) * hw;
+      const float* d = dy.data + off;
+      const float* p = x.data + off;
+      float s1 = 0, s2 = 0;
+#pragma omp simd reduction(+ : s1, s2)
+      for (long i = 0; i < hw; ++i) {
+        const float g = relu_masked(d[i], p[i], a);
+        s1 += g;
+        s2 += g * (p[i] - mu);
       }
       sdy += s1;
       sdyx += s2;
@@ -174,6 +226,32 @@ void CpuBackend::batchnorm_backward_apply(ConstTensorView dy, ConstTensorView x,
     const float* p = x.data + pl * hw;
     float* o = dx.data + pl * hw;
     for (long i = 0; i < hw; ++i) o[i] = (d[i] - mean_dy - (p[i] - mu) * proj) * k;
+  }
+}
+
+void CpuBackend::batchnorm_relu_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                               const float* invstd, const float* gamma, const float* beta,
+                                               const float* reduce, double count, TensorView dx, Stream&) {
+  TRAINER_ASSERT(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_relu_backward_apply shapes");
+  enter();
+  const int c = x.shape.c;
+  const long planes = long(x.shape.n) * c;
+  const long hw = long(x.shape.plane());
+#pragma omp parallel for schedule(static)
+  for (long pl = 0; pl < planes; ++pl) {
+    const int ch = int(pl % c);
+    const BatchnormAffine a = batchnorm_affine_of(mean, invstd, gamma, beta, ch);
+    // batchnorm_backward_apply's arithmetic on the masked gradient.
+    const float is = invstd[ch];
+    const float g = gamma ? gamma[ch] : 1.f;
+    const float mean_dy = float(reduce[ch] / count);
+    const float proj = float(reduce[c + ch] / count) * is * is;
+    const float mu = mean[ch];
+    const float k = is * g;
+    const float* d = dy.data + pl * hw;
+    const float* p = x.data + pl * hw;
+    float* o = dx.data + pl * hw;
+    for (long i = 0; i < hw; ++i) o[i] = (relu_masked(d[i], p[i], a) - mean_dy - (p[i] - mu) * proj) * k;
   }
 }
 

@@ -259,6 +259,31 @@ class CudaBackend final : public Backend {
                                       x.shape.n, x.shape.c, int(x.shape.plane()), as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
+  void batchnorm_apply_relu(ConstTensorView x, const float* mean, const float* invstd, const float* gamma,
+                            const float* beta, const float* residual, TensorView y, Stream& s) override {
+    SHAPE_CHECK(x.shape == y.shape, "batchnorm_apply_relu shapes " << x.shape.str() << " vs " << y.shape.str());
+    kernels::batchnorm_apply_relu(x.data, mean, invstd, gamma, beta, residual, y.data, x.shape.n, x.shape.c,
+                                  int(x.shape.plane()), as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void batchnorm_relu_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean, const float* invstd,
+                                      const float* gamma, const float* beta, float* reduce, Stream& s) override {
+    SHAPE_CHECK(x.shape == dy.shape, "batchnorm_relu_backward_reduce shapes");
+    auto& cs = as_cuda(s);
+    auto* scratch =
+        static_cast<double*>(cs.scratch(kernels::batchnorm_scratch_doubles(x.shape.c) * sizeof(double)));
+    kernels::batchnorm_relu_backward_reduce(dy.data, x.data, mean, invstd, gamma, beta, x.shape.n, x.shape.c,
+                                            int(x.shape.plane()), reduce, scratch, cs.get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void batchnorm_relu_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean, const float* invstd,
+                                     const float* gamma, const float* beta, const float* reduce, double count,
+                                     TensorView dx, Stream& s) override {
+    SHAPE_CHECK(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_relu_backward_apply shapes");
+    kernels::batchnorm_relu_backward_apply(dy.data, x.data, mean, invstd, gamma, beta, reduce, count, dx.data,
+                                           x.shape.n, x.shape.c, int(x.shape.plane()), as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
 
   // ---- pooling and elementwise ----------------------------------------------------
   void maxpool2d_forward(ConstTensorView x, TensorView y, const PoolGeometry& g, Stream& s) override {
