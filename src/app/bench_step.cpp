@@ -23,6 +23,7 @@
 #include "compute/backend.hpp"      // compute::Backend
 #include "compute/losses/heatmap_mse.hpp"  // compute::heatmap_mse_loss
 #include "compute/precision.hpp"    // compute::precision_names, float32_matmul_precision_names
+#include "compute/profiling_backend.hpp"  // compute::ProfilingBackend (--profile)
 #include "data/batch.hpp"           // data::Batch
 #include "model/backbone_registry.hpp"  // model::backbone_names
 #include "model/heatmap_model.hpp"  // model::HeatmapModel
@@ -50,7 +51,7 @@ double process_cpu_seconds() {
 int bench_step(const Args& args) {
   std::string backbone = "resnet18", export_dir, precision_name = "32", accelerator = "cpu",
               fp32_precision = "highest", mode = "train", conv_algorithms = "heuristics";
-  int size = 128, batch = 16, keypoints = 17, steps = 10, warmup = 2, threads = 0, downsample = 2;
+  int size = 128, batch = 16, keypoints = 17, steps = 10, warmup = 2, threads = 0, downsample = 2, profile = 0;
   unsigned seed = 0;
   std::string backbones;
   for (const auto& name : model::backbone_names()) backbones += (backbones.empty() ? "" : " | ") + name;
@@ -78,6 +79,9 @@ int bench_step(const Args& args) {
        "train: one optimizer step per iteration | predict: the prediction path (evaluation forward, "
        "soft-argmax, keypoints copied to the host)")
       ("steps", po::value(&steps)->default_value(steps), "timed steps")
+      ("profile", po::value(&profile)->default_value(profile),
+       "after the timed steps, N more with every op timed (GPU: events around each op): each category's "
+       "time per step and call count (where Nsight Compute cannot run)")
       ("warmup", po::value(&warmup)->default_value(warmup), "untimed steps first")
       ("threads", po::value(&threads)->default_value(threads), "CPU threads (0: OMP_NUM_THREADS or all cores)")
       ("seed", po::value(&seed)->default_value(seed), "model and input seed")
@@ -106,6 +110,7 @@ int bench_step(const Args& args) {
   }
   if (accelerator != "cpu" && accelerator != "gpu")
     throw UserError("bench step: --accelerator must be cpu or gpu, not '" + accelerator + "'");
+  if (profile < 0) throw UserError("bench step: --profile must be >= 0");
   if (mode != "train" && mode != "predict")
     throw UserError("bench step: --mode must be train or predict, not '" + mode + "'");
   if (mode == "predict" && exporting)
@@ -117,13 +122,18 @@ int bench_step(const Args& args) {
   request.conv_algorithms = conv_algorithms;
   request.cpu_threads = threads;
   auto backend = make_backend(request, Log(0));
-  auto& stream = backend->default_stream();
-  model::HeatmapModel net(*backend, model::ModelSpec{backbone, keypoints, downsample});
+  // With --profile everything runs through the profiling wrapper (idle until the
+  // profiled steps), so the timed steps measure the same code path.
+  std::unique_ptr<compute::ProfilingBackend> profiler;
+  if (profile > 0) profiler = std::make_unique<compute::ProfilingBackend>(*backend);
+  compute::Backend& run_backend = profiler ? *profiler : *backend;
+  auto& stream = run_backend.default_stream();
+  model::HeatmapModel net(run_backend, model::ModelSpec{backbone, keypoints, downsample});
   net.initialize(seed, stream);
   train::Optimizer optimizer(net.store(), train::OptimizerConfig{});
   optimizer.set_group(model::ParamGroup::backbone, 1e-3, true);
   optimizer.set_group(model::ParamGroup::head, 1e-3, true);
-  train::StepRunner runner(*backend, stream, net, compute::heatmap_mse_loss());
+  train::StepRunner runner(run_backend, stream, net, compute::heatmap_mse_loss());
   train::LocalGradientSync sync;
 
   // Random normalized images and keypoints inside the frame.
@@ -206,6 +216,30 @@ int bench_step(const Args& args) {
   // work (use OMP_WAIT_POLICY=passive so idle threads do not spin).
   std::printf("trainer: %.2f images per CPU-second (%.3f CPU s/step)\n", batch * steps / cpu_seconds,
               cpu_seconds / steps);
+  if (profiler) {
+    profiler->set_enabled(true);
+    const auto p0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < profile; ++i) {
+      if (predicting) runner.predict(b, predictions);
+      else runner.train_step(b, optimizer, sync, true, nullptr);
+    }
+    stream.synchronize();
+    const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - p0).count();
+    profiler->set_enabled(false);
+    const compute::OpProfile p = profiler->take_profile();
+    double total = 0;
+    long calls = 0;
+    for (std::size_t i = 0; i < compute::kOpCategories; ++i) total += p.ms[i], calls += p.calls[i];
+    std::printf("profile over %d %s (per %s; %s time inside the ops, events around each op):\n", profile,
+                predicting ? "batches" : "steps", predicting ? "batch" : "step",
+                backend->kind() == compute::DeviceKind::cuda ? "device" : "host");
+    for (std::size_t i = 0; i < compute::kOpCategories; ++i)
+      std::printf("  %-14s %9.3f ms %5.1f%%  %6.1f calls\n", compute::op_category_name(compute::OpCategory(i)),
+                  p.ms[i] / profile, total > 0 ? 100 * p.ms[i] / total : 0.0, double(p.calls[i]) / profile);
+    std::printf("  %-14s %9.3f ms         %6.1f calls\n", "all ops", total / profile, double(calls) / profile);
+    std::printf("  %-14s %9.3f ms (wall; minus the ops: time between them, host work, waits)\n", "step",
+                wall_ms / profile);
+  }
   return 0;
 }
 

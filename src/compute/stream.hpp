@@ -3,6 +3,7 @@
 // order of work is explicit. The CPU backend runs work immediately on the calling
 // thread (its stream only names the thread pool size); the CUDA backend wraps a
 // cudaStream_t. Events order work between streams (data copy, compute, all-reduce).
+#include <limits>  // std::numeric_limits
 #include <memory>  // std::unique_ptr
 
 namespace trainer::compute {
@@ -13,6 +14,9 @@ class Event {
   // Blocks the host until the work before the event is done. Host streams run
   // work at once, so their events are always complete.
   virtual void synchronize() const {}
+  // Milliseconds from `start` to this event, both from Stream::record_timed() on the
+  // same backend and complete; NaN for events that carry no time (record()).
+  virtual double elapsed_ms_since(const Event& start) const;
 };
 
 class Stream {
@@ -20,6 +24,9 @@ class Stream {
   virtual ~Stream() = default;
   // Records an event after all work queued so far.
   virtual std::unique_ptr<Event> record() = 0;
+  // The same, carrying a time for Event::elapsed_ms_since (profiling: costlier
+  // than record() on a GPU). Streams that cannot time return record()'s event.
+  virtual std::unique_ptr<Event> record_timed() { return record(); }
   // Makes later work on this stream wait for the event.
   virtual void wait(const Event& event) = 0;
   // Blocks the host until the stream's work is done. Not for use inside the step
@@ -28,5 +35,7 @@ class Stream {
   // Native handle (cudaStream_t for CUDA, nullptr for CPU).
   virtual void* native() const = 0;
 };
+
+inline double Event::elapsed_ms_since(const Event&) const { return std::numeric_limits<double>::quiet_NaN(); }
 
 }  // namespace trainer::compute

@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <chrono>  // steady_clock: timed events
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -22,9 +23,23 @@ namespace {
 // name for "in program order" and events are already complete when recorded.
 class CpuEvent final : public Event {};
 
+// A recorded moment of the host clock: the work before it is done by then.
+class CpuTimedEvent final : public Event {
+ public:
+  double elapsed_ms_since(const Event& start) const override {
+    const auto* s = dynamic_cast<const CpuTimedEvent*>(&start);
+    if (s == nullptr) return Event::elapsed_ms_since(start);
+    return std::chrono::duration<double, std::milli>(at_ - s->at_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point at_ = std::chrono::steady_clock::now();
+};
+
 class CpuStream final : public Stream {
  public:
   std::unique_ptr<Event> record() override { return std::make_unique<CpuEvent>(); }
+  std::unique_ptr<Event> record_timed() override { return std::make_unique<CpuTimedEvent>(); }
   void wait(const Event&) override {}
   void synchronize() override {}
   void* native() const override { return nullptr; }

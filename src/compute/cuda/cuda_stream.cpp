@@ -4,13 +4,23 @@
 
 namespace trainer::compute::cuda {
 
-CudaEvent::CudaEvent() { CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+CudaEvent::CudaEvent(bool timing) {
+  CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
+}
 
 CudaEvent::~CudaEvent() {
   if (event_) cudaEventDestroy(event_);  // no throw from a destructor
 }
 
 void CudaEvent::synchronize() const { CUDA_CHECK(cudaEventSynchronize(event_)); }
+
+double CudaEvent::elapsed_ms_since(const Event& start) const {
+  const auto* s = dynamic_cast<const CudaEvent*>(&start);
+  if (s == nullptr) return Event::elapsed_ms_since(start);
+  float ms = 0;
+  CUDA_CHECK(cudaEventElapsedTime(&ms, s->event_, event_));
+  return ms;
+}
 
 CudaStream::CudaStream(int priority) {
   CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
@@ -24,6 +34,12 @@ CudaStream::~CudaStream() {
 
 std::unique_ptr<Event> CudaStream::record() {
   auto event = std::make_unique<CudaEvent>();
+  CUDA_CHECK(cudaEventRecord(event->get(), stream_));
+  return event;
+}
+
+std::unique_ptr<Event> CudaStream::record_timed() {
+  auto event = std::make_unique<CudaEvent>(true);
   CUDA_CHECK(cudaEventRecord(event->get(), stream_));
   return event;
 }

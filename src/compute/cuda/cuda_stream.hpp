@@ -12,12 +12,13 @@ namespace trainer::compute::cuda {
 
 class CudaEvent final : public Event {
  public:
-  CudaEvent();  // timing disabled: cheapest event for ordering
+  explicit CudaEvent(bool timing = false);  // timing disabled: the cheapest event for ordering
   ~CudaEvent() override;
   CudaEvent(const CudaEvent&) = delete;
   CudaEvent& operator=(const CudaEvent&) = delete;
   cudaEvent_t get() const { return event_; }
   void synchronize() const override;
+  double elapsed_ms_since(const Event& start) const override;
 
  private:
   cudaEvent_t event_ = nullptr;
@@ -32,6 +33,7 @@ class CudaStream final : public Stream {
   CudaStream& operator=(const CudaStream&) = delete;
 
   std::unique_ptr<Event> record() override;
+  std::unique_ptr<Event> record_timed() override;
   void wait(const Event& event) override;
   void synchronize() override;
   void* native() const override { return stream_; }

@@ -1,0 +1,219 @@
+// ProfilingBackend: every op forwarded, timed by category (see profiling_backend.hpp).
+#include "compute/profiling_backend.hpp"
+
+#include <cmath>  // std::isnan
+
+namespace trainer::compute {
+
+const char* op_category_name(OpCategory c) {
+  switch (c) {
+    case OpCategory::convolution: return "convolution";
+    case OpCategory::normalization: return "normalization";
+    case OpCategory::elementwise: return "elementwise";
+    case OpCategory::head_loss: return "head, losses";
+    case OpCategory::optimizer: return "optimizer";
+    case OpCategory::copies: return "copies";
+    case OpCategory::count_: break;
+  }
+  return "?";
+}
+
+ProfilingBackend::ProfilingBackend(Backend& inner) : inner_(inner) {
+  set_fuses_norm_activation(inner.fuses_norm_activation());
+}
+
+template <typename Op>
+void ProfilingBackend::timed(OpCategory category, Stream& s, Op&& op) {
+  if (!enabled_) {
+    op();
+    return;
+  }
+  Record r{category, s.record_timed(), nullptr};
+  op();
+  r.end = s.record_timed();
+  records_.push_back(std::move(r));
+}
+
+OpProfile ProfilingBackend::take_profile() {
+  OpProfile out;
+  for (const Record& r : records_) {
+    r.end->synchronize();
+    const double ms = r.end->elapsed_ms_since(*r.start);
+    const auto i = std::size_t(r.category);
+    if (!std::isnan(ms)) out.ms[i] += ms;
+    ++out.calls[i];
+  }
+  records_.clear();
+  return out;
+}
+
+#define TRAINER_TIMED(category, call) timed(OpCategory::category, s, [&] { inner_.call; })
+
+void ProfilingBackend::upload(float* dst, const float* host_src, std::size_t count, Stream& s) {
+  TRAINER_TIMED(copies, upload(dst, host_src, count, s));
+}
+void ProfilingBackend::download(float* host_dst, const float* src, std::size_t count, Stream& s) {
+  TRAINER_TIMED(copies, download(host_dst, src, count, s));
+}
+void ProfilingBackend::copy(float* dst, const float* src, std::size_t count, Stream& s) {
+  TRAINER_TIMED(copies, copy(dst, src, count, s));
+}
+void ProfilingBackend::fill(float* dst, float value, std::size_t count, Stream& s) {
+  TRAINER_TIMED(elementwise, fill(dst, value, count, s));
+}
+void ProfilingBackend::scale(float* x, float alpha, std::size_t count, Stream& s) {
+  TRAINER_TIMED(elementwise, scale(x, alpha, count, s));
+}
+void ProfilingBackend::conv2d_forward(ConstTensorView x, const float* w, TensorView y, const ConvGeometry& g,
+                                      Stream& s) {
+  TRAINER_TIMED(convolution, conv2d_forward(x, w, y, g, s));
+}
+void ProfilingBackend::conv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,
+                                            const ConvGeometry& g, Stream& s) {
+  TRAINER_TIMED(convolution, conv2d_backward_data(dy, w, dx, g, s));
+}
+void ProfilingBackend::conv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
+                                               const ConvGeometry& g, Stream& s) {
+  TRAINER_TIMED(convolution, conv2d_backward_weights(x, dy, dw, g, s));
+}
+void ProfilingBackend::deconv2d_forward(ConstTensorView x, const float* w, const float* bias, TensorView y,
+                                        const ConvGeometry& g, Stream& s) {
+  TRAINER_TIMED(convolution, deconv2d_forward(x, w, bias, y, g, s));
+}
+void ProfilingBackend::deconv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,
+                                              const ConvGeometry& g, Stream& s) {
+  TRAINER_TIMED(convolution, deconv2d_backward_data(dy, w, dx, g, s));
+}
+void ProfilingBackend::deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw, float* dbias,
+                                                 const ConvGeometry& g, Stream& s) {
+  TRAINER_TIMED(convolution, deconv2d_backward_weights(x, dy, dw, dbias, g, s));
+}
+void ProfilingBackend::batchnorm_stats(ConstTensorView x, float* stats, Stream& s) {
+  TRAINER_TIMED(normalization, batchnorm_stats(x, stats, s));
+}
+void ProfilingBackend::batchnorm_moments(ConstTensorView x, float* moments, Stream& s) {
+  TRAINER_TIMED(normalization, batchnorm_moments(x, moments, s));
+}
+void ProfilingBackend::batchnorm_finalize(const float* moments, int ranks, int channels, float eps, float momentum,
+                                          float* mean, float* invstd, float* running_mean, float* running_var,
+                                          Stream& s) {
+  TRAINER_TIMED(normalization,
+                batchnorm_finalize(moments, ranks, channels, eps, momentum, mean, invstd, running_mean, running_var, s));
+}
+void ProfilingBackend::batchnorm_inference_stats(const float* running_mean, const float* running_var, int channels,
+                                                 float eps, float* mean, float* invstd, Stream& s) {
+  TRAINER_TIMED(normalization, batchnorm_inference_stats(running_mean, running_var, channels, eps, mean, invstd, s));
+}
+void ProfilingBackend::batchnorm_apply(ConstTensorView x, const float* mean, const float* invstd,
+                                       const float* gamma, const float* beta, TensorView y, Stream& s) {
+  TRAINER_TIMED(normalization, batchnorm_apply(x, mean, invstd, gamma, beta, y, s));
+}
+void ProfilingBackend::batchnorm_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                                 float* reduce, Stream& s) {
+  TRAINER_TIMED(normalization, batchnorm_backward_reduce(dy, x, mean, reduce, s));
+}
+void ProfilingBackend::batchnorm_param_grads(const float* reduce, const float* invstd, int channels, float* dgamma,
+                                             float* dbeta, Stream& s) {
+  TRAINER_TIMED(normalization, batchnorm_param_grads(reduce, invstd, channels, dgamma, dbeta, s));
+}
+void ProfilingBackend::batchnorm_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                                const float* invstd, const float* gamma, const float* reduce,
+                                                double count, TensorView dx, Stream& s) {
+  TRAINER_TIMED(normalization, batchnorm_backward_apply(dy, x, mean, invstd, gamma, reduce, count, dx, s));
+}
+void ProfilingBackend::batchnorm_apply_relu(ConstTensorView x, const float* mean, const float* invstd,
+                                            const float* gamma, const float* beta, const float* residual,
+                                            TensorView y, Stream& s) {
+  TRAINER_TIMED(normalization, batchnorm_apply_relu(x, mean, invstd, gamma, beta, residual, y, s));
+}
+void ProfilingBackend::batchnorm_relu_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                                      const float* invstd, const float* gamma, const float* beta,
+                                                      float* reduce, Stream& s) {
+  TRAINER_TIMED(normalization, batchnorm_relu_backward_reduce(dy, x, mean, invstd, gamma, beta, reduce, s));
+}
+void ProfilingBackend::batchnorm_relu_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                                     const float* invstd, const float* gamma, const float* beta,
+                                                     const float* reduce, double count, TensorView dx, Stream& s) {
+  TRAINER_TIMED(normalization,
+                batchnorm_relu_backward_apply(dy, x, mean, invstd, gamma, beta, reduce, count, dx, s));
+}
+void ProfilingBackend::maxpool2d_forward(ConstTensorView x, TensorView y, const PoolGeometry& g, Stream& s) {
+  TRAINER_TIMED(elementwise, maxpool2d_forward(x, y, g, s));
+}
+void ProfilingBackend::maxpool2d_backward(ConstTensorView x, ConstTensorView dy, TensorView dx,
+                                          const PoolGeometry& g, Stream& s) {
+  TRAINER_TIMED(elementwise, maxpool2d_backward(x, dy, dx, g, s));
+}
+void ProfilingBackend::relu_forward(const float* x, float* y, std::size_t count, Stream& s) {
+  TRAINER_TIMED(elementwise, relu_forward(x, y, count, s));
+}
+void ProfilingBackend::relu_backward(const float* y, const float* dy, float* dx, std::size_t count, Stream& s) {
+  TRAINER_TIMED(elementwise, relu_backward(y, dy, dx, count, s));
+}
+void ProfilingBackend::add_relu_forward(const float* a, const float* b, float* y, std::size_t count, Stream& s) {
+  TRAINER_TIMED(elementwise, add_relu_forward(a, b, y, count, s));
+}
+void ProfilingBackend::accumulate(const float* x, float* out, std::size_t count, Stream& s) {
+  TRAINER_TIMED(elementwise, accumulate(x, out, count, s));
+}
+void ProfilingBackend::affine_points(float* xy, std::size_t points, const AffineMap2D& map, Stream& s) {
+  TRAINER_TIMED(elementwise, affine_points(xy, points, map, s));
+}
+void ProfilingBackend::pixel_shuffle_forward(ConstTensorView x, TensorView y, int factor, Stream& s) {
+  TRAINER_TIMED(elementwise, pixel_shuffle_forward(x, y, factor, s));
+}
+void ProfilingBackend::pixel_shuffle_backward(ConstTensorView dy, TensorView dx, int factor, Stream& s) {
+  TRAINER_TIMED(elementwise, pixel_shuffle_backward(dy, dx, factor, s));
+}
+void ProfilingBackend::normalize_images(const std::uint8_t* src, int in_channels, TensorView dst,
+                                        const float mean[3], const float std[3], Stream& s) {
+  TRAINER_TIMED(head_loss, normalize_images(src, in_channels, dst, mean, std, s));
+}
+void ProfilingBackend::heatmap_targets(const float* keypoints, TensorView targets, float sigma, float* mask,
+                                       Stream& s) {
+  TRAINER_TIMED(head_loss, heatmap_targets(keypoints, targets, sigma, mask, s));
+}
+void ProfilingBackend::spatial_softmax_forward(ConstTensorView x, float temperature, TensorView y, Stream& s) {
+  TRAINER_TIMED(head_loss, spatial_softmax_forward(x, temperature, y, s));
+}
+void ProfilingBackend::spatial_softmax_backward(ConstTensorView y, ConstTensorView dy, float temperature,
+                                                TensorView dx, Stream& s) {
+  TRAINER_TIMED(head_loss, spatial_softmax_backward(y, dy, temperature, dx, s));
+}
+void ProfilingBackend::heatmap_loss(ConstTensorView pred, ConstTensorView target, const float* mask,
+                                    const HeatmapLoss& type, float* loss, float* dpred, float loss_scale,
+                                    Stream& s) {
+  TRAINER_TIMED(head_loss, heatmap_loss(pred, target, mask, type, loss, dpred, loss_scale, s));
+}
+void ProfilingBackend::soft_argmax(ConstTensorView heatmaps, int downsample_factor, float temperature,
+                                   float* coords, float* confidence, Stream& s) {
+  TRAINER_TIMED(head_loss, soft_argmax(heatmaps, downsample_factor, temperature, coords, confidence, s));
+}
+void ProfilingBackend::soft_argmax_backward(ConstTensorView heatmaps, int downsample_factor, float temperature,
+                                            const float* dcoords, TensorView dheatmaps, Stream& s) {
+  TRAINER_TIMED(head_loss, soft_argmax_backward(heatmaps, downsample_factor, temperature, dcoords, dheatmaps, s));
+}
+void ProfilingBackend::adam_update(float* params, const float* grads, float* m, float* v, std::size_t count,
+                                   const AdamParams& p, Stream& s) {
+  TRAINER_TIMED(optimizer, adam_update(params, grads, m, v, count, p, s));
+}
+void ProfilingBackend::unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf,
+                                         Stream& s) {
+  TRAINER_TIMED(optimizer, unscale_and_check(grads, count, inv_scale, found_inf, s));
+}
+void ProfilingBackend::temporal_loss(const float* keypoints, const float* confidence, int frames, int num_keypoints,
+                                     const float* epsilon, float prob_threshold, float scale_x, float scale_y,
+                                     float* loss, float* dkeypoints, float grad_scale, Stream& s) {
+  TRAINER_TIMED(head_loss, temporal_loss(keypoints, confidence, frames, num_keypoints, epsilon, prob_threshold,
+                                         scale_x, scale_y, loss, dkeypoints, grad_scale, s));
+}
+void ProfilingBackend::pca_loss(const float* keypoints, int frames, int num_keypoints, const PcaLossTables& tables,
+                                float scale_x, float scale_y, float* loss, float* dkeypoints, float grad_scale,
+                                Stream& s) {
+  TRAINER_TIMED(head_loss,
+                pca_loss(keypoints, frames, num_keypoints, tables, scale_x, scale_y, loss, dkeypoints, grad_scale, s));
+}
+
+#undef TRAINER_TIMED
+
+}  // namespace trainer::compute
