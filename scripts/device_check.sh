@@ -2,15 +2,17 @@
 # One GPU visit in one command: unpack the bundle, check the GPU path, measure it
 # against PyTorch on the same GPU, and leave every log in at most 8 files.
 #
-#   bash scripts/device_check.sh [--kit FILE.tar.xz] [--out DIR] [--budget SECONDS] [--dry-run]
+#   bash scripts/device_check.sh [--kit FILE.tar.xz] [--out DIR] [--budget SECONDS] [--only N,...] [--dry-run]
 #
 # --kit FILE    the archive of `scripts/bundle.sh --with-tests --pack FILE`
 #               (default: device-kit/trainer-bundle.tar.xz; see "Before the visit")
 # --out DIR     where the results go (default: $OUT when set, else device-check)
-# --budget S    the whole check's wall-clock limit (default 450 s: a visit's command may
-#               run 600 s, and the machine's start-up counts against the visit too).
-#               Each step has its own timeout, cut to what is left; a step that no
-#               longer fits is skipped and says so, so the logs always come back.
+# --budget S    the whole check's wall-clock limit (default 360 s: with the machine's
+#               start-up, about 8 of a visit's 15 minutes, which leaves room to fix
+#               something and rerun the steps that failed). Each step has its own
+#               timeout, cut to what is left; a step that no longer fits is skipped
+#               and says so, so the logs always come back.
+# --only N,...  run only these steps (numbers below), e.g. --only 2,3 for a rerun.
 # --dry-run     for a machine without a GPU (the `bundle` ctest runs it): every step
 #               that needs no GPU runs for real (unpacking, the environment, library
 #               resolution, the programs starting, CPU training through the bundle's
@@ -22,7 +24,7 @@
 #   scripts/bundle.sh --build-dir build --out build/device-bundle --with-tests \
 #       --pack device-kit/trainer-bundle.tar.xz          # fails over 45 MiB
 # then run it there with the device tool: command `bash scripts/device_check.sh`,
-# carry ["device-kit"], timeout_s 540.
+# carry ["device-kit"], timeout_s 420.
 #
 # Steps (each logged to its own file; all logs are packed into OUT/logs.tar.gz):
 #   1-env          nvidia-smi, trainer --version, every bundled program's libraries
@@ -49,13 +51,15 @@ set -uo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 kit="$repo/device-kit/trainer-bundle.tar.xz"
 out="${OUT:-device-check}"
-budget=450
+budget=360
+only=""
 dry_run=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --kit) kit="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --budget) budget="$2"; shift 2 ;;
+    --only) only=",$2,"; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "error: unknown option $1" >&2; echo "hint: bash scripts/device_check.sh --help" >&2; exit 2 ;;
@@ -117,7 +121,10 @@ fi
 step() {
   local name="$1" limit="$2"; shift 2
   local left=$((deadline - SECONDS - 20)) start=$SECONDS rc=0 verdict
-  if (( left < 10 )); then
+  if [[ -n "$only" && "$only" != *",${name%%-*},"* ]]; then
+    verdict="SKIPPED (not in --only)"
+    echo "=== $name: $verdict"
+  elif (( left < 10 )); then
     verdict="SKIPPED (no time left in the ${budget} s budget)"
     echo "=== $name: $verdict"
   else
@@ -207,9 +214,9 @@ has_torch() { "$py" -c "import torch, torchvision" 2>/dev/null; }
 
 vs_torch_run() {
   has_torch || { echo "SKIPPED: python3 lacks torch or torchvision"; return 77; }
-  local cmd="$trainer bench step --accelerator gpu --backbone resnet50 --size 256 --batch {batch} --precision {precision} --steps 30 --warmup 10"
+  local cmd="$trainer bench step --accelerator gpu --backbone resnet50 --size 256 --batch {batch} --precision {precision} --steps 20 --warmup 5"
   if [[ $has_gpu == 1 ]]; then
-    "$py" "$repo/scripts/bench_gpu_torch.py" --batches 16,64 --iters 30 --warmup 10 \
+    "$py" "$repo/scripts/bench_gpu_torch.py" --batches 16,64 --iters 20 --warmup 5 \
       --json "$logs/torch-train.jsonl" --trainer-cmd "$cmd" || return
     # The paths the last visit measured (cudnnFind; separate batch-norm and ReLU
     # kernels) against today's defaults (heuristics; fused).
@@ -217,7 +224,7 @@ vs_torch_run() {
     for algorithms in benchmark heuristics; do
       echo "--- conv algorithms: $algorithms (bf16-mixed, batch 16)"
       "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 16 --precision bf16-mixed \
-        --steps 30 --warmup 10 --conv-algorithms "$algorithms" || return
+        --steps 20 --warmup 5 --conv-algorithms "$algorithms" || return
     done
     for fused in 0 1; do
       echo "--- TRAINER_FUSED_NORM=$fused (bf16-mixed, batch 64)"
@@ -234,9 +241,9 @@ vs_torch_run() {
 predict_run() {
   has_torch || { echo "SKIPPED: python3 lacks torch or torchvision"; return 77; }
   if [[ $has_gpu == 1 ]]; then
-    "$py" "$repo/scripts/bench_gpu_torch.py" --inference --skip-training --batches 16,64 --iters 30 --warmup 5 \
+    "$py" "$repo/scripts/bench_gpu_torch.py" --inference --skip-training --batches 16,64 --iters 20 --warmup 5 \
       --json "$logs/torch-predict.jsonl" \
-      --trainer-predict-cmd "$trainer bench step --mode predict --accelerator gpu --backbone resnet50 --size 256 --batch {batch} --precision {precision} --steps 30 --warmup 5"
+      --trainer-predict-cmd "$trainer bench step --mode predict --accelerator gpu --backbone resnet50 --size 256 --batch {batch} --precision {precision} --steps 20 --warmup 5"
   else
     "$py" "$repo/scripts/bench_gpu_torch.py" --device cpu --inference --skip-training --batches 2 --image-size 64 \
       --iters 1 --warmup 0 --matmul-size 64 --json "$logs/torch-predict.jsonl" \
@@ -246,15 +253,15 @@ predict_run() {
 
 # In-process timers (`bench step --profile`): where ncu is missing or refused, and as
 # a cross-check of its numbers.
-op_profile() {
-  "$trainer" bench step --accelerator "$1" --backbone resnet50 --size "$2" --batch "$3" --precision bf16-mixed \
-    --steps 3 --warmup 2 --profile "$4" | tee "$logs/op-profile.txt"
+op_profile() {  # op_profile ACCELERATOR BACKBONE SIZE BATCH STEPS PROFILED_STEPS
+  "$trainer" bench step --accelerator "$1" --backbone "$2" --size "$3" --batch "$4" --precision bf16-mixed \
+    --steps "$5" --warmup 2 --profile "$6" | tee "$logs/op-profile.txt"
 }
 
 profile_run() {
   local csv="$logs/ncu-bf16-b64.csv"
   if [[ $has_gpu == 0 ]]; then
-    op_profile cpu 64 2 1 && grep -q "^  convolution " "$logs/op-profile.txt" || return 1
+    op_profile cpu resnet18 64 2 1 1 && grep -q "^  convolution " "$logs/op-profile.txt" || return 1
     # The summarizer on a two-iteration sample in ncu's format.
     printf '%s\n' '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"' \
       '"0","search_kernel(float*)","gpu__time_duration.sum","usecond","50"' \
@@ -264,7 +271,7 @@ profile_run() {
     grep -q "step GPU time 0.053 ms over 3 launches" "$logs/ncu-summary.txt"
     return
   fi
-  op_profile gpu 256 64 5 || return 1
+  op_profile gpu resnet50 256 64 3 5 || return 1
   command -v ncu >/dev/null || { echo "no ncu on PATH: the in-process profile above stands alone"; return 0; }
   ncu --clock-control none --metrics gpu__time_duration.sum --csv \
     "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 --precision bf16-mixed \
@@ -291,7 +298,7 @@ else
 fi
 gpu_step 4-sanitizer 90 sanitizer_run
 step 5-vs-torch 150 vs_torch_run
-step 6-predict 60 predict_run
+step 6-predict 90 predict_run
 step 7-profile 90 profile_run
 [[ $has_gpu == 0 ]] && step 8-unit-tests 120 unit_tests_run
 
