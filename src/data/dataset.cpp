@@ -13,6 +13,8 @@
 
 #include "util/error.hpp"  // UserError, SystemError
 #include "util/h5_io.hpp"  // h5::read_strings, h5::read_int64, h5::read_int_attribute, h5::stored_element_count
+#include "util/h5_checksum.hpp"  // h5::verify_checksum
+#include "util/input_file.hpp"  // check_input_file
 
 namespace trainer::data {
 
@@ -29,9 +31,13 @@ struct Dataset::Shard {
   h5::Handle images;
   h5::Handle context_images;  // /context/images, opened on first use
   ReadPath read_path = ReadPath::kHyperslab;
+  std::uint64_t file_size = 0;  // bounds what a chunk may claim
 };
 
 namespace {
+
+// The largest frame a dataset may claim (a 16k x 16k RGB frame is 768 MiB).
+constexpr std::uint64_t kMaxFrameBytes = std::uint64_t{1} << 30;
 
 std::string join(const std::vector<std::string>& v) {
   std::string s;
@@ -60,12 +66,14 @@ std::string type_text(hid_t type) {
 // Opens a file for reading with user-facing errors for the usual ways it fails.
 h5::Handle open_file(const std::string& path) {
   h5::silence_errors_on_this_thread();
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec))
-    throw UserError("cannot open data file " + path + ": no such file",
-                    "check data_files; create a dataset with `trainer import` or `trainer synth`");
-  if (std::filesystem::is_directory(path, ec)) throw UserError("cannot open data file " + path + ": is a directory");
-  if (::access(path.c_str(), R_OK) != 0) throw UserError("cannot open data file " + path + ": permission denied");
+  // A FIFO or a device named as data would block HDF5's open (or read forever).
+  check_input_file(path, "cannot open data file " + path,
+                   "check data_files; create a dataset with `trainer import` or `trainer synth`");
+  // The files the trainer writes carry a checksum, verified before HDF5 parses them:
+  // HDF5 itself misbehaves on a damaged file (util/h5_checksum.hpp).
+  h5::verify_checksum(path, "data file " + path,
+                      "re-create it with `trainer import` or `trainer synth`, or copy it again; a file changed on "
+                      "purpose with another tool (h5py) can drop its checksum with `h5unjam`");
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   if (is_hdf5 <= 0) {
     H5Eclear2(H5E_DEFAULT);
@@ -142,6 +150,18 @@ ShardMeta read_shard_meta(const std::string& path) {
     if (idims[1] > kMaxSide || idims[2] > kMaxSide)
       bad(path, kImages, "frames of " + std::to_string(idims[1]) + "x" + std::to_string(idims[2]) +
                              " pixels are too large (at most " + std::to_string(kMaxSide) + " a side)");
+    // What the file claims must fit in it, and a frame in memory: a damaged or
+    // hand-made header may claim frames of 100000x100000 pixels that no chunk holds.
+    const std::uint64_t frame_bytes = idims[1] * idims[2] * idims[3];
+    if (frame_bytes > kMaxFrameBytes)  // no overflow: each side is below 2^31 here
+      bad(path, kImages, "frames of " + std::to_string(idims[1]) + "x" + std::to_string(idims[2]) + "x" +
+                             std::to_string(idims[3]) + " bytes are too large (at most " +
+                             std::to_string(kMaxFrameBytes >> 20) + " MiB a frame)");
+    try {
+      h5::stored_element_count(images.get());
+    } catch (const UserError& e) {
+      bad(path, kImages, e.what());
+    }
     meta.shape.num_frames = static_cast<std::int64_t>(idims[0]);
     meta.shape.height = static_cast<int>(idims[1]);
     meta.shape.width = static_cast<int>(idims[2]);
@@ -229,6 +249,11 @@ ShardMeta read_shard_meta(const std::string& path) {
         if (dims[1] != static_cast<hsize_t>(meta.shape.height) || dims[2] != static_cast<hsize_t>(meta.shape.width) ||
             dims[3] != static_cast<hsize_t>(meta.shape.channels))
           bad(path, kContextImages, "frame shape differs from " + std::string(kImages));
+        try {
+          h5::stored_element_count(cimages.get());
+        } catch (const UserError& e) {
+          bad(path, kContextImages, e.what());
+        }
         if (meta.context_video_id.size() != dims[0] || meta.context_frame_number.size() != dims[0])
           bad(path, kContextVideoId, "N mismatch with " + std::string(kContextImages));
         for (const std::int64_t v : meta.context_video_id)
@@ -374,6 +399,9 @@ void Dataset::read_image(std::int64_t i, std::uint8_t* out) const {
       if (!shard.images) {
         shard.file = open_file(shard.path);
         shard.images = open_dataset(shard.file.get(), shard.path, kImages);
+        hsize_t file_size = 0;
+        H5_CHECK(H5Fget_filesize(shard.file.get(), &file_size));
+        shard.file_size = file_size;
         const hsize_t dims[4] = {1, static_cast<hsize_t>(shape_.height), static_cast<hsize_t>(shape_.width),
                                  static_cast<hsize_t>(shape_.channels)};
         shard.read_path = choose_read_path(shard.images.get(), dims);
@@ -397,6 +425,10 @@ void Dataset::read_image(std::int64_t i, std::uint8_t* out) const {
         H5_CHECK(H5Dread_chunk(images, H5P_DEFAULT, start, &filter_mask, out));
         return;
       }
+      // A chunk larger than the file is a damaged index, not something to allocate.
+      if (stored > shard.file_size)
+        throw SystemError("chunk of " + std::to_string(stored) + " bytes in a file of " +
+                          std::to_string(shard.file_size));
       std::vector<std::uint8_t> packed(static_cast<std::size_t>(stored));
       H5_CHECK(H5Dread_chunk(images, H5P_DEFAULT, start, &filter_mask, packed.data()));
       if (filter_mask & 1u) {  // deflate was skipped for this chunk: stored as is

@@ -23,7 +23,8 @@ DatasetWriter::DatasetWriter(std::string path, DatasetShape shape, WriterOptions
     std::error_code ec;
     std::filesystem::create_directories(parent, ec);
   }
-  file_ = std::make_unique<h5::AtomicFile>(path_, "data file");
+  // With a checksum of every byte, checked before HDF5 reads the file (util/h5_checksum.hpp).
+  file_ = std::make_unique<h5::AtomicFile>(path_, "data file", h5::Checksum::record);
 
   const hsize_t dims[4] = {static_cast<hsize_t>(shape_.num_frames), static_cast<hsize_t>(shape_.height),
                            static_cast<hsize_t>(shape_.width), static_cast<hsize_t>(shape_.channels)};

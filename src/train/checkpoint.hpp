@@ -5,10 +5,11 @@
 //   /optimizer/exp_avg_sq/<name>        Adam second moments
 //   /optimizer attributes               type, per group: <group>_step, <group>_lr, <group>_active
 //   /state attributes                   epoch, global_step, best_val_loss, bad_checks,
-//                                       world_size, seeds, config (the effective INI text),
-//                                       model_type, backbone, keypoints, downsample factor,
+//                                       world_size, seeds, model_type, backbone, keypoints, downsample factor,
 //                                       loss_scale, loss_scale_growth_tracker (16-mixed),
 //                                       the position of a mid-epoch stop and its loss sums
+//   /state/config                       the effective INI text: a scalar fixed-length string
+//                                       dataset (an attribute before; both are read)
 // Written to a temporary file next to the target, flushed and closed, then renamed:
 // a crash never leaves a half-written checkpoint under the final name.
 #include <cstddef>  // std::size_t
@@ -120,13 +121,21 @@ void save_named_tensors(const std::string& path, const std::vector<NamedTensor>&
 // Reads /state (throws UserError when the file is not a trainer checkpoint).
 TrainingState load_training_state(const std::string& path);
 
+// Writes the state as a checkpoint would, into memory only: a UserError when a
+// checkpoint of this run could not be written (checked before the first step, so a
+// run does not train for hours and then fail at every checkpoint).
+void check_state_writable(const TrainingState& state);
+
 // Loads every parameter, buffer and counter of the store from /model; a missing
 // name or a shape mismatch is a UserError naming it.
 void load_model(const std::string& path, model::ParameterStore& store, compute::Stream& stream);
 
-// Loads the backbone only (--init-weights): every backbone.* tensor present in the
-// file whose shape matches; returns how many were loaded. Names the file has that
-// the model lacks (e.g. backbone.fc.*) are ignored; none at all is a UserError.
+// Loads the backbone only (--init-weights): every backbone.* tensor of the model,
+// which the file must hold with the same shape; returns how many were loaded. A
+// backbone tensor of the file that the model lacks (but backbone.fc.*, a classifier),
+// one the file lacks, or none at all is a UserError, checked before anything loads.
+// Every reader here turns a failed HDF5 call into a UserError naming the file as
+// damaged (exit 2), and refuses a path that is not a regular file before opening it.
 int load_backbone_weights(const std::string& path, model::ParameterStore& store, compute::Stream& stream);
 
 // Loads Adam moments and group steps.

@@ -9,6 +9,7 @@
 #include "model/backbone_registry.hpp" // model::backbone_tensor_name
 #include "train/checkpoint.hpp"        // load_backbone_weights (trainer .h5 files)
 #include "util/error.hpp"              // UserError
+#include "util/input_file.hpp"         // check_input_file
 #include "util/safetensors_file.hpp"   // read_safetensors
 #include "util/torch_file.hpp"         // read_torch_state_dict
 
@@ -16,10 +17,12 @@ namespace trainer::train {
 namespace {
 
 std::string first_bytes(const std::string& path) {
+  // Checked before anything opens it: a FIFO would block the open, a device never end.
+  check_input_file(path, "cannot open backbone weights '" + path + "'", "check model.backbone_weights / --init-weights");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UserError("cannot open backbone weights '" + path + "'", "check model.backbone_weights");
-  std::string head(8, '\0');
-  in.read(&head[0], 8);
+  std::string head(16, '\0');
+  in.read(&head[0], 16);
   head.resize(std::size_t(in.gcount()));
   return head;
 }
@@ -53,7 +56,8 @@ PretrainedLoad load_pretrained_backbone(const std::string& path, model::Paramete
                                         compute::Stream& stream) {
   const std::string head = first_bytes(path);
   PretrainedLoad result;
-  if (head.rfind("\x89HDF", 0) == 0) {
+  // HDF5's signature, or the checksum record before it (util/h5_checksum.hpp).
+  if (head.rfind("\x89HDF", 0) == 0 || head.rfind("TRAINER-CHECKSUM", 0) == 0) {
     result.format = "trainer checkpoint";
     result.tensors = load_backbone_weights(path, store, stream);
     return result;
@@ -65,7 +69,7 @@ PretrainedLoad load_pretrained_backbone(const std::string& path, model::Paramete
   } else if (!head.empty() && (static_cast<unsigned char>(head[0]) == 0x80 || static_cast<unsigned char>(head[0]) == 0x8a)) {
     throw UserError("'" + path + "' is a PyTorch file in the legacy (pre-1.6) format",
                     "re-save it: torch.save(torch.load(path), new_path) writes the zip format the trainer reads");
-  } else if (head.size() == 8 || (path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0)) {
+  } else if (head.size() >= 8 || (path.size() > 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0)) {
     // A .safetensors file starts with its header's length and then '{'.
     std::ifstream in(path, std::ios::binary);
     char brace = 0;

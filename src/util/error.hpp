@@ -5,6 +5,7 @@
 //   hint: <hint>
 // on stderr. Nothing below main() calls exit().
 #include <sstream>    // std::ostringstream for TRAINER_FAIL
+#include <initializer_list>  // the roots source_path looks for
 #include <stdexcept>  // std::runtime_error
 #include <string>     // std::string
 
@@ -34,11 +35,34 @@ class SystemError : public std::runtime_error {
 };
 
 namespace detail {
+// `__FILE__` as the path inside the repository ("src/util/h5_io.cpp"): the compiler
+// gives the build machine's absolute path, which means nothing to a user and is not
+// theirs to see. The last "/src/" or "/kernels/" starts the repository's part.
+inline const char* source_path(const char* file) {
+  const char* start = file;
+  for (const char* p = file; *p != '\0'; ++p) {
+    if (*p != '/') continue;
+    for (const char* root : {"src/", "kernels/"}) {
+      const char* a = p + 1;
+      const char* b = root;
+      while (*b != '\0' && *a == *b) ++a, ++b;
+      if (*b == '\0') start = p + 1;
+    }
+  }
+  return start;
+}
+
+// "<library> call failed: <call>: <what> (src/x.cpp:12)"
+inline std::string system_error_text(const char* library, const char* call, const std::string& what,
+                                     const char* file, int line) {
+  std::ostringstream os;
+  os << library << " call failed: " << call << ": " << what << " (" << source_path(file) << ":" << line << ")";
+  return os.str();
+}
+
 [[noreturn]] inline void throw_system_error(const char* library, const char* call, const std::string& what,
                                             const char* file, int line) {
-  std::ostringstream os;
-  os << library << " call failed: " << call << ": " << what << " (" << file << ":" << line << ")";
-  throw SystemError(os.str());
+  throw SystemError(system_error_text(library, call, what, file, line));
 }
 }  // namespace detail
 
@@ -49,8 +73,8 @@ namespace detail {
   do {                                                                                             \
     if (!(cond)) {                                                                                 \
       std::ostringstream trainer_assert_os_;                                                       \
-      trainer_assert_os_ << "internal error: " << msg << " [" #cond "] (" << __FILE__ << ":"       \
-                         << __LINE__ << ")";                                                       \
+      trainer_assert_os_ << "internal error: " << msg << " [" #cond "] ("                          \
+                         << ::trainer::detail::source_path(__FILE__) << ":" << __LINE__ << ")";    \
       throw ::trainer::SystemError(trainer_assert_os_.str());                                      \
     }                                                                                              \
   } while (0)

@@ -26,6 +26,10 @@ std::string last_error_message() {
   return messages.front() + " (" + messages.back() + ")";
 }
 
+void throw_error(const char* call, const char* file, int line) {
+  throw Error(::trainer::detail::system_error_text("HDF5", call, last_error_message(), file, line));
+}
+
 namespace {
 Handle own(hid_t id, Handle::Closer closer, const char* call, const char* file, int line) {
   check(id, call, file, line);

@@ -23,9 +23,18 @@ void silence_errors_on_this_thread();
 // then the innermost cause in parentheses ("unknown HDF5 error" if empty). Clears it.
 std::string last_error_message();
 
+// A failed HDF5 call: a SystemError of its own kind, so that readers of user-named
+// files can tell "HDF5 could not make sense of the file" (a damaged file: the user's
+// to fix, exit 2) from other failures on the way (a device, memory).
+class Error : public SystemError {
+ public:
+  using SystemError::SystemError;
+};
+[[noreturn]] void throw_error(const char* call, const char* file, int line);
+
 template <typename T>
 T check(T rc, const char* call, const char* file, int line) {
-  if (rc < 0) ::trainer::detail::throw_system_error("HDF5", call, last_error_message(), file, line);
+  if (rc < 0) throw_error(call, file, line);
   return rc;
 }
 

@@ -10,11 +10,15 @@
 
 namespace trainer::h5 {
 
+// Whether the file carries the checksum record of util/h5_checksum.hpp (data sets
+// and checkpoints, which the trainer reads back) or not (exchange files for Python).
+enum class Checksum { none, record };
+
 class AtomicFile {
  public:
   // Creates the temporary file; `what` names the file in errors ("checkpoint file").
   // Failing to create it is a UserError (a folder the user cannot write to).
-  AtomicFile(std::string path, const std::string& what);
+  AtomicFile(std::string path, const std::string& what, Checksum checksum = Checksum::none);
   // Without commit() (an exception on the way), closes and removes the temporary file.
   ~AtomicFile();
   AtomicFile(const AtomicFile&) = delete;
@@ -22,11 +26,13 @@ class AtomicFile {
 
   hid_t get() const { return file_.get(); }
 
-  // Flushes, closes (reporting failure), fsyncs and renames the file to its final
-  // path; on failure the temporary file is removed and SystemError thrown.
+  // Flushes, closes (reporting failure), writes the checksum record if asked for,
+  // fsyncs and renames the file to its final path; on failure the temporary file is
+  // removed and SystemError thrown.
   void commit();
 
  private:
+  Checksum checksum_;
   PendingFile pending_;  // declared before file_: the file closes before the temporary is removed
   Handle file_;
 };

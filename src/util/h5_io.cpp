@@ -4,6 +4,7 @@
 #include <initializer_list>  // std::initializer_list
 
 #include "util/error.hpp"  // UserError
+#include "util/h5_vlen_strings.hpp"  // read_vlen_strings
 
 namespace trainer::h5 {
 
@@ -59,22 +60,27 @@ Handle fixed_string_memory_type(hid_t file_type) {
 }
 
 // Checks that a dataset holds one-dimensional data of the class; returns its length.
+// Each element takes at least one stored byte, a fixed-length string its whole width.
 size_t one_dimensional_length(hid_t dataset, hid_t file_type, H5T_class_t expected, const char* what) {
   if (H5Tget_class(file_type) != expected) throw UserError(std::string("is not ") + what + " dataset");
   const auto dims = dims_of(dataset);
   if (dims.size() != 1) throw UserError("must be one-dimensional, has rank " + std::to_string(dims.size()));
-  return stored_element_count(dataset);
+  const bool fixed_string = expected == H5T_STRING && H5_CHECK(H5Tis_variable_str(file_type)) == 0;
+  return stored_element_count(dataset, fixed_string ? H5Tget_size(file_type) : 1);
 }
 
 }  // namespace
 
-std::size_t stored_element_count(hid_t dataset) {
+std::size_t stored_element_count(hid_t dataset, std::size_t element_bytes) {
   std::size_t count = 1;
   for (const hsize_t d : dims_of(dataset)) {
     if (__builtin_mul_overflow(count, d, &count))
       throw UserError("claims more elements than fit in memory (truncated or damaged?)");
   }
   if (count == 0) return 0;
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(count, element_bytes, &bytes))
+    throw UserError("claims more bytes than fit in memory (truncated or damaged?)");
   // H5Dget_storage_size says what the layout claims (0 when nothing is allocated);
   // the file's size is what is really there.
   hsize_t stored = H5Dget_storage_size(dataset);
@@ -84,9 +90,10 @@ std::size_t stored_element_count(hid_t dataset) {
   if (stored > file_size) stored = file_size;
   Handle plist = H5_OWN(plist, H5Dget_create_plist(dataset));
   const hsize_t ratio = H5_CHECK(H5Pget_nfilters(plist.get())) > 0 ? kMaxFilterRatio : 1;
-  if (count / ratio > stored)
-    throw UserError("claims " + std::to_string(count) + " elements but the file stores only " +
-                    std::to_string(stored) + " bytes for it (truncated or damaged?)");
+  if (bytes / ratio > stored)
+    throw UserError("claims " + std::to_string(count) + " elements of " + std::to_string(element_bytes) +
+                    " bytes but the file stores only " + std::to_string(stored) +
+                    " bytes for it (truncated or damaged?)");
   return count;
 }
 
@@ -108,6 +115,16 @@ void write_strings(hid_t parent, const char* name, const std::vector<std::string
   pointers.reserve(values.size());
   for (const auto& v : values) pointers.push_back(v.c_str());
   if (n > 0) H5_CHECK(H5Dwrite(set.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()));
+}
+
+void write_string_dataset(hid_t parent, const char* name, const std::string& value) {
+  // HDF5 has no zero-size string type: "" is stored as one NUL byte.
+  Handle type = H5_OWN(datatype, H5Tcopy(H5T_C_S1));
+  H5_CHECK(H5Tset_size(type.get(), value.empty() ? 1 : value.size()));
+  H5_CHECK(H5Tset_cset(type.get(), H5T_CSET_UTF8));
+  Handle space = H5_OWN(dataspace, H5Screate(H5S_SCALAR));
+  Handle set = H5_OWN(dataset, H5Dcreate2(parent, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5_CHECK(H5Dwrite(set.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, value.empty() ? "" : value.data()));
 }
 
 void write_int_attribute(hid_t object, const char* name, std::int64_t value) {
@@ -139,20 +156,13 @@ std::vector<std::string> read_strings(hid_t dataset) {
   out.reserve(n);
   if (n == 0) return out;
   const htri_t is_variable = H5_CHECK(H5Tis_variable_str(file_type.get()));
-  if (is_variable > 0) {
-    Handle mem_type = vlen_string_type();
-    std::vector<char*> pointers(n, nullptr);
-    H5_CHECK(H5Dread(dataset, mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, pointers.data()));
-    for (char* p : pointers) out.emplace_back(p ? p : "");
-    Handle space = H5_OWN(dataspace, H5Dget_space(dataset));
-    H5Dvlen_reclaim(mem_type.get(), space.get(), H5P_DEFAULT, pointers.data());
-  } else {
-    Handle mem_type = fixed_string_memory_type(file_type.get());
-    const size_t width = H5Tget_size(mem_type.get());
-    std::vector<char> buffer(n * width);
-    H5_CHECK(H5Dread(dataset, mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()));
-    for (size_t i = 0; i < n; ++i) out.emplace_back(buffer.data() + i * width);  // NUL-terminated
-  }
+  // Not through H5Dread: HDF5 follows the stored heap references unchecked.
+  if (is_variable > 0) return read_vlen_strings(dataset, n);
+  Handle mem_type = fixed_string_memory_type(file_type.get());
+  const size_t width = H5Tget_size(mem_type.get());
+  std::vector<char> buffer(n * width);
+  H5_CHECK(H5Dread(dataset, mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()));
+  for (size_t i = 0; i < n; ++i) out.emplace_back(buffer.data() + i * width);  // NUL-terminated
   return out;
 }
 
@@ -161,6 +171,18 @@ std::vector<std::int64_t> read_int64(hid_t dataset) {
   std::vector<std::int64_t> out(one_dimensional_length(dataset, file_type.get(), H5T_INTEGER, "an integer"));
   if (!out.empty()) H5_CHECK(H5Dread(dataset, H5T_NATIVE_INT64, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()));
   return out;
+}
+
+std::string read_string_dataset(hid_t dataset) {
+  Handle file_type = H5_OWN(datatype, H5Dget_type(dataset));
+  if (H5Tget_class(file_type.get()) != H5T_STRING) throw UserError("is not a string dataset");
+  if (!dims_of(dataset).empty()) throw UserError("is not a single string");
+  if (H5_CHECK(H5Tis_variable_str(file_type.get())) > 0) return read_vlen_strings(dataset, 1).front();
+  stored_element_count(dataset, H5Tget_size(file_type.get()));
+  Handle mem_type = fixed_string_memory_type(file_type.get());
+  std::vector<char> buffer(H5Tget_size(mem_type.get()), '\0');
+  H5_CHECK(H5Dread(dataset, mem_type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()));
+  return std::string(buffer.data());
 }
 
 bool read_int_attribute(hid_t object, const char* name, std::int64_t* value) {

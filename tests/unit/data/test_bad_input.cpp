@@ -150,6 +150,40 @@ TEST_CASE("missing, unreadable, non-HDF5 and truncated files", "[data]") {
   expect_user_error({dir.file("stub.h5")}, {dir.file("stub.h5")});
 }
 
+TEST_CASE("what a file claims is checked against what it holds", "[data]") {
+  testing::ScratchDir dir("claims");
+  // Issue 26: /images claiming 100000x100000 frames (chunked, never written, so the
+  // file stays small) ended in "out of host memory" (exit 1) when the loader
+  // allocated a frame; now the frame size is refused when the file is opened.
+  const auto images = [&](const std::string& path, std::vector<hsize_t> dims, std::vector<hsize_t> chunk,
+                          bool write_one) {
+    h5::silence_errors_on_this_thread();
+    h5::Handle file = H5_OWN(file, H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+    h5::Handle space = H5_OWN(dataspace, H5Screate_simple(4, dims.data(), nullptr));
+    h5::Handle plist = H5_OWN(plist, H5Pcreate(H5P_DATASET_CREATE));
+    H5_CHECK(H5Pset_chunk(plist.get(), 4, chunk.data()));
+    h5::Handle set = H5_OWN(dataset, H5Dcreate2(file.get(), "/images", H5T_STD_U8LE, space.get(), H5P_DEFAULT,
+                                                plist.get(), H5P_DEFAULT));
+    if (write_one) {  // the first chunk only
+      std::vector<std::uint8_t> pixels(chunk[0] * chunk[1] * chunk[2] * chunk[3], 1);
+      const hsize_t start[4] = {0, 0, 0, 0};
+      h5::Handle file_space = H5_OWN(dataspace, H5Dget_space(set.get()));
+      H5_CHECK(H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start, nullptr, chunk.data(), nullptr));
+      h5::Handle memory = H5_OWN(dataspace, H5Screate_simple(4, chunk.data(), nullptr));
+      H5_CHECK(H5Dwrite(set.get(), H5T_NATIVE_UINT8, memory.get(), file_space.get(), H5P_DEFAULT, pixels.data()));
+    }
+    const std::vector<float> keypoints(dims[0] * 2, 1.0f);
+    h5::write_dataset(file.get(), "/keypoints", {dims[0], 1, 2}, keypoints.data());
+    h5::write_strings(file.get(), "/keypoint_names", {"nose"});
+    h5::write_strings(file.get(), "/frame_paths", std::vector<std::string>(dims[0], "a.png"));
+  };
+  images(dir.file("huge.h5"), {2, 100000, 100000, 3}, {1, 1000, 1000, 3}, false);
+  expect_user_error({dir.file("huge.h5")}, {dir.file("huge.h5"), "/images", "100000x100000x3", "too large"});
+  // Frames of a sane size, but far more of them than the file stores.
+  images(dir.file("many.h5"), {5000, 64, 64, 3}, {1, 64, 64, 3}, true);
+  expect_user_error({dir.file("many.h5")}, {dir.file("many.h5"), "/images", "claims 61440000 elements"});
+}
+
 TEST_CASE("missing datasets are named", "[data]") {
   testing::ScratchDir dir("bad");
   for (const std::string name : {"/images", "/keypoints", "/keypoint_names", "/frame_paths"}) {

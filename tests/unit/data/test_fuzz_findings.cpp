@@ -134,3 +134,24 @@ TEST_CASE("fuzz finding: video ids that cannot be told apart across shards", "[d
     expect_file_fails(second, "dataset /video_id: video id -2 is negative");
   }
 }
+
+TEST_CASE("review finding: a damaged string reference of an older file is a UserError, not a SIGSEGV", "[data][fuzz]") {
+  // Issue 26: overwriting a few bytes of a gzip dataset that `trainer import` wrote
+  // (before files carried a checksum) crashed `trainer train` in HDF5's H5HG_read:
+  // /frame_paths held an object index that the global heap does not have, and HDF5
+  // follows it unchecked. The same damage to a corpus seed of that age: one high byte
+  // of string 1's index (a reference is 4 bytes of length, 8 of address, 4 of index).
+  trainer::data::testing::ScratchDir dir("review");
+  const std::string path = dir.file("seed.h5");
+  std::ofstream(path, std::ios::binary) << patched_seed("rgb-deflate.h5", {});
+  haddr_t references = 0;
+  {
+    h5::silence_errors_on_this_thread();
+    h5::Handle file = H5_OWN(file, H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    h5::Handle paths = H5_OWN(dataset, H5Dopen2(file.get(), "/frame_paths", H5P_DEFAULT));
+    references = H5Dget_offset(paths.get());
+  }
+  REQUIRE(references != HADDR_UNDEF);
+  expect_bytes_fail(patched_seed("rgb-deflate.h5", {{references + 16 + 14, 0x61}}),
+                    "dataset /frame_paths: string 1 points at object");
+}
