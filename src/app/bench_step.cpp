@@ -111,6 +111,9 @@ int bench_step(const Args& args) {
   if (accelerator != "cpu" && accelerator != "gpu")
     throw UserError("bench step: --accelerator must be cpu or gpu, not '" + accelerator + "'");
   if (profile < 0) throw UserError("bench step: --profile must be >= 0");
+  if (threads < 0 || warmup < 0)
+    throw UserError("bench step: --threads and --warmup must be >= 0, got " + std::to_string(threads) + " and " +
+                    std::to_string(warmup), "--threads 0 uses OMP_NUM_THREADS or all cores");
   if (mode != "train" && mode != "predict")
     throw UserError("bench step: --mode must be train or predict, not '" + mode + "'");
   if (mode == "predict" && exporting)

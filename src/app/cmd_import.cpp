@@ -5,7 +5,7 @@
 
 #include "app/commands.hpp"  // run_import, Args
 #include "app/output_files.hpp" // remove_stale_temp_files_in
-#include "util/atomic_write.hpp" // folder_of
+#include "util/atomic_write.hpp" // folder_of, check_output_file
 #include "data/dlc_project.hpp"  // read_dlc_project
 #include "data/import.hpp"   // ImportOptions, import_project, import_label_tables, parse_resize
 #include "util/error.hpp"    // UserError
@@ -56,6 +56,7 @@ int run_import(const Args& args) {
   if (!vm.count("dlc-project") && o.csv.empty())
     throw UserError("import: --csv or --dlc-project is required", "run `trainer import --help`");
   if (o.out.empty()) throw UserError("import: --out is required", "run `trainer import --help`");
+  check_output_file(o.out, "import: --out");  // before the work, not at its rename
   remove_stale_temp_files_in(folder_of(o.out), Log(0));
   data::ImportSummary s;
   std::string from = o.csv;

@@ -10,7 +10,6 @@
 #include <sys/stat.h>  // stat, S_ISDIR
 
 #include <cstdio>    // std::snprintf
-#include <fstream>   // std::ifstream
 #include <memory>    // std::unique_ptr
 #include <sstream>   // std::ostringstream
 #include <string>    // std::string
@@ -26,6 +25,7 @@
 #include "train/checkpoint.hpp"     // load_training_state
 #include "util/atomic_write.hpp"    // write_file_atomically, folder_of
 #include "util/error.hpp"           // UserError
+#include "util/input_file.hpp"      // check_input_file
 #include "util/log.hpp"             // Log
 
 namespace po = boost::program_options;
@@ -33,7 +33,11 @@ namespace po = boost::program_options;
 namespace trainer::app {
 
 namespace {
-bool file_exists(const std::string& path) { return std::ifstream(path).good(); }
+// Whether anything is there (not opened: a FIFO would block; --config refuses it).
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
+}
 
 // The predictions CSV must be a file in an existing folder: found out before the
 // work, not when the finished CSV is renamed into place.
@@ -95,6 +99,9 @@ int run_predict(const Args& args_in) {
     if (args[i] == "--checkpoint" && i + 1 < args.size()) checkpoint = args[i + 1];
     if (args[i].rfind("--checkpoint=", 0) == 0) checkpoint = args[i].substr(13);
   }
+  // The checkpoint is the first thing read: a FIFO or a folder is refused before it blocks.
+  if (!checkpoint.empty() && !wants_help)
+    check_input_file(checkpoint, "cannot open checkpoint '" + checkpoint + "'", "check the path of --checkpoint");
   std::string config_note;
   FallbackConfig stored;
   const FallbackConfig* fallback = nullptr;

@@ -5,7 +5,7 @@
 
 #include "app/commands.hpp"  // run_synth, Args
 #include "app/output_files.hpp" // remove_stale_temp_files_in
-#include "util/atomic_write.hpp" // folder_of
+#include "util/atomic_write.hpp" // folder_of, check_output_file
 #include "data/media_loader.hpp"  // media_api: --export-dir needs the media module
 #include "data/synth.hpp"    // SynthOptions, write_synthetic_dataset, export_synthetic_project
 #include "util/error.hpp"    // UserError
@@ -50,6 +50,7 @@ int run_synth(const Args& args) {
   }
   if (out.empty() && export_dir.empty()) throw UserError("synth: --out FILE is required", "run `trainer synth --help`");
   data::validate(o);
+  if (!out.empty()) check_output_file(out, "synth: --out");  // before the work, not at its rename
   // Refused before the HDF5 file is written, not after it.
   if (!export_dir.empty()) data::media_api("writing the frames of --export-dir as PNG files");
   if (!out.empty()) {

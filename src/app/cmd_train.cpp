@@ -44,8 +44,9 @@
 #include "train/pretrained_weights.hpp"  // train::load_pretrained_backbone
 #include "train/step.hpp"           // train::StepRunner
 #include "train/train_loop.hpp"     // train::TrainLoop
-#include "util/atomic_write.hpp"    // write_file_atomically
+#include "util/atomic_write.hpp"    // write_file_atomically, check_output_file
 #include "util/error.hpp"           // UserError
+#include "util/input_file.hpp"      // check_input_file
 #include "util/log.hpp"             // Log
 #include "util/signal_cleanup.hpp"  // GracefulStop
 
@@ -90,6 +91,15 @@ void warn_random_backbone(const Config& config, const Log& log) {
              "training.unfreezing_epoch = 0 to train it from the start");
   else
     log.info("backbone: random initialisation (no model.backbone_weights)");
+}
+
+// The files rank 0 writes into the run folder: none may be a folder (a rename
+// cannot replace one; it failed with exit 1 after the work).
+void check_run_outputs(const std::string& out_dir) {
+  for (const char* name : {"config.ini", "split.csv", "metrics.csv", "predictions.csv", "predictions_pixel_error.csv"})
+    check_output_file(out_dir + "/" + name, std::string("the run's ") + name);
+  for (const char* name : {"initial.h5", "best.h5", "last.h5"})
+    check_output_file(out_dir + "/checkpoints/" + name, std::string("the run's checkpoints/") + name);
 }
 
 // After a stop signal: SLURM's warning (SIGUSR1) requeues the job when asked to, as
@@ -167,6 +177,19 @@ int run_train(const Args& args) {
     throw UserError("--dump-gradients-step needs --dump-gradients", "name the file: --dump-gradients FILE.h5");
   if (cl.own.count("dump-gradients-step") && dump_gradients_step < 1)
     throw UserError("--dump-gradients-step must be >= 1, got " + std::to_string(dump_gradients_step));
+  if (cl.own.count("out") && cl.own["out"].as<std::string>().empty())
+    throw UserError("train: --out is empty", "name the run folder, e.g. --out outputs/run1 (without --out: "
+                                             "outputs/<date>/<time>)");
+  // The files the run will read are checked before anything starts: a FIFO or a
+  // folder in their place is refused now, not when it blocks or after the set-up.
+  if (cl.own.count("resume") && cl.own["resume"].as<std::string>() != "auto") {
+    const std::string& path = cl.own["resume"].as<std::string>();
+    check_input_file(path, "cannot open checkpoint '" + path + "'", "check the path of --resume");
+  }
+  if (!config.model.backbone_weights.empty())
+    check_input_file(config.model.backbone_weights,
+                     "cannot open backbone weights '" + config.model.backbone_weights + "'",
+                     "check model.backbone_weights / --init-weights");
 
   Args spawn_args{"train"};
   spawn_args.insert(spawn_args.end(), args.begin(), args.end());
@@ -177,8 +200,8 @@ int run_train(const Args& args) {
   // One node with too few GPUs fails its plan alone: every rank stops with the cause.
   const runtime::RunPlan plan = runtime::on_every_rank_or_none(
       session, [&] { return runtime::plan_run(config, world, runtime::visible_gpu_count(), env); });
-  for (const auto& w : plan.warnings) log.warn(w);
-  for (const auto& w : plan.rank.warnings) log.warn_this_rank(w);
+  // The plan's warnings wait until everything the run needs has been checked: a run
+  // that is refused prints its error alone (print_run_warnings below).
 
   // ---- output folder -------------------------------------------------------
   std::string resume = cl.own.count("resume") ? cl.own["resume"].as<std::string>() : "";
@@ -208,6 +231,7 @@ int run_train(const Args& args) {
   check_train_batch_fits(config, plan, run, world);  // every rank, so all stop together
   runtime::on_every_rank_or_none(session, [&] {
     if (world.rank != 0) return;
+    check_run_outputs(out_dir);                  // a folder where a file goes: refused before any work
     make_directories(out_dir + "/checkpoints");  // here, not at the first checkpoint, so a bad --out fails early
     remove_stale_temp_files_in(out_dir, log);
     remove_stale_temp_files_in(out_dir + "/checkpoints", log);
@@ -259,7 +283,6 @@ int run_train(const Args& args) {
                (got.ignored > 0 ? "; " + std::to_string(got.ignored) + " tensors of other layers ignored" : "") + ")");
     }
   });
-  if (resume.empty() && config.model.backbone_weights.empty()) warn_random_backbone(config, log);
   state.world_size = world.size;
   state.rng_seed_data = config.training.rng_seed_data_pt;
   state.rng_seed_model = config.training.rng_seed_model_pt;
@@ -268,6 +291,9 @@ int run_train(const Args& args) {
   state.backbone = spec.backbone;
   state.num_keypoints = spec.num_keypoints;
   state.downsample_factor = spec.downsample_factor;
+  // Everything a checkpoint holds besides the tensors, written once into memory now:
+  // what cannot be saved fails here, not at the first checkpoint after hours of training.
+  train::check_state_writable(state);
 
   // ---- the loop ------------------------------------------------------------
   train::LoopConfig loop = loop_config(config, plan);
@@ -290,6 +316,10 @@ int run_train(const Args& args) {
   SemiSupervised semi = runtime::on_every_rank_or_none(session, [&] {
     return make_semi_supervised(config, plan, world, dataset, run.split, *backend, stream, log);
   });
+  // Everything is checked: now the warnings about the run.
+  for (const auto& w : plan.warnings) log.warn(w);
+  for (const auto& w : plan.rank.warnings) log.warn_this_rank(w);
+  if (resume.empty() && config.model.backbone_weights.empty()) warn_random_backbone(config, log);
   if (semi.active()) {
     runner.set_unsupervised(semi.losses.get());
     loop.unlabeled = semi.source.get();

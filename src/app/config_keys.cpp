@@ -160,6 +160,18 @@ KeyBuilder text(const char* section, const char* name, Field<S, std::string> f, 
   return b;
 }
 
+// A text key whose value of blanks only is kept as given (`--devices " "`), for the
+// key's parser to refuse: trimmed, it would read as empty, which means "not set".
+template <class S>
+KeyBuilder keep_blanks(KeyBuilder b, Field<S, std::string> f) {
+  auto set = b.key.set;
+  b.key.set = [set, f](Config& c, const std::string& value) {
+    if (!value.empty() && trim(value).empty()) f(c) = value;
+    else set(c, value);
+  };
+  return b;
+}
+
 template <class S>
 KeyBuilder text_list(const char* section, const char* name, Field<S, std::vector<std::string>> f,
                      const char* meaning) {
@@ -574,8 +586,9 @@ std::vector<ConfigKey> build_table() {
       choice("distributed", "accelerator", field(X, &XC::accelerator), runtime::accelerator_names(),
              "where to compute; auto: gpu when this build has CUDA and GPUs are visible")
           .lp("(Lightning Trainer accelerator)"),
-      text("distributed", "devices", field(X, &XC::devices), "DEVICES",
-           "Lightning's devices: N, -1, auto, or a list like [0, 1] or \"0,1\"; empty: all visible GPUs")
+      keep_blanks(text("distributed", "devices", field(X, &XC::devices), "DEVICES",
+                       "Lightning's devices: N, -1, auto, or a list like [0, 1] or \"0,1\"; empty: all visible GPUs"),
+                  field(X, &XC::devices))
           .lp("(Lightning Trainer devices)"),
       integer("distributed", "num_nodes", field(X, &XC::num_nodes), 0, kIntMax,
               "nodes in the job; 0: from the launcher (cross-checked when set)")
@@ -601,8 +614,11 @@ std::vector<ConfigKey> build_table() {
              "sets NCCL_DEBUG when non-empty"),
       integer("distributed", "nccl_socket_nthreads", field(X, &XC::nccl_socket_nthreads), 0, 16,
               "sets NCCL_SOCKET_NTHREADS when > 0"),
-      real("distributed", "collective_timeout", field(X, &XC::collective_timeout), 0.0, true, kRealMax,
-           "seconds a collective may take before the run is aborted with the names of missing ranks")
+      // At most a week: deadlines are clock times, and 1e300 s overflowed them into an
+      // immediate "MPI_Init did not complete within 1e+300 s".
+      real("distributed", "collective_timeout", field(X, &XC::collective_timeout), 0.0, true, 604800.0,
+           "seconds a collective may take before the run is aborted with the names of missing ranks (at most "
+           "604800, a week)")
           .lp("(DDPStrategy timeout)"),
       // [losses]
       real("losses", "temporal_log_weight", field(L, &LC::temporal_log_weight), -100.0, false, 100.0,

@@ -6,13 +6,12 @@
 
 #include <cctype>      // std::isspace
 #include <cstdint>     // std::uint32_t
-#include <filesystem>  // std::filesystem::status, is_regular_file
-#include <fstream>     // std::ifstream
 #include <set>         // std::set
 #include <sstream>     // std::ostringstream
 
 #include "app/config_values.hpp"  // format_list, trim
 #include "util/error.hpp"         // UserError
+#include "util/input_file.hpp"    // read_input_file
 
 namespace trainer::app::config_detail {
 namespace {
@@ -113,6 +112,42 @@ int first_invalid_utf8_line(const std::string& text) {
   return 0;
 }
 
+// Whether the quoted scalar starting at text[start] (its quote) has its closing quote.
+bool quote_is_closed(const std::string& text, std::size_t start) {
+  const char quote = text[start];
+  for (std::size_t i = start + 1; i < text.size(); ++i) {
+    if (quote == '"' && text[i] == '\\') {
+      ++i;  // an escaped character, \" included
+    } else if (text[i] == quote) {
+      if (quote == '\'' && i + 1 < text.size() && text[i + 1] == '\'') ++i;  // '' is an escaped '
+      else return true;
+    }
+  }
+  return false;
+}
+
+// yaml-cpp takes a quoted scalar that is never closed (`name: "abc` at the end of the
+// file) as if it were: every quoted scalar of the tree must end in its quote.
+void require_closed_quotes(const YAML::Node& node, const std::string& text, const std::string& name) {
+  if (node.IsScalar()) {
+    const YAML::Mark mark = node.Mark();
+    const std::size_t pos = mark.is_null() || mark.pos < 0 ? text.size() : static_cast<std::size_t>(mark.pos);
+    const bool quoted = node.Tag() == "!" && pos < text.size() && (text[pos] == '"' || text[pos] == '\'');
+    if (quoted && !quote_is_closed(text, pos))
+      throw UserError(at(name, mark) + ": not valid YAML: the quoted value that starts here is never closed",
+                      std::string("end it with ") + text[pos]);
+    return;
+  }
+  if (node.IsMap()) {
+    for (const auto& entry : node) {
+      require_closed_quotes(entry.first, text, name);
+      require_closed_quotes(entry.second, text, name);
+    }
+  } else if (node.IsSequence()) {
+    for (const auto& item : node) require_closed_quotes(item, text, name);
+  }
+}
+
 YAML::Node load(const std::string& text, const std::string& name) {
   if (const int line = first_invalid_utf8_line(text)) {
     throw UserError(name + (name.rfind("the command line", 0) == 0 ? "" : ":" + std::to_string(line)) +
@@ -120,7 +155,9 @@ YAML::Node load(const std::string& text, const std::string& name) {
                     "save the file as UTF-8");
   }
   try {
-    return YAML::Load(text);
+    YAML::Node root = YAML::Load(text);
+    require_closed_quotes(root, text, name);
+    return root;
   } catch (const YAML::ParserException& e) {
     throw UserError(at(name, e.mark) + ": not valid YAML: " + e.msg,
                     "check the indentation and the `key: value` syntax near that line");
@@ -148,22 +185,10 @@ bool is_yaml_config(const std::string& path, const std::string& text) {
 }
 
 std::string read_config_text(const std::string& path) {
-  std::error_code ignored;
-  // Only regular files: opening a FIFO would block until a writer comes, forever.
-  const auto status = std::filesystem::status(path, ignored);
-  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-    throw UserError("cannot read config file '" + path + "': not a regular file",
-                    "check the path; example configs are in inputs/ (e.g. --config inputs/demo.cfg)");
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw UserError("cannot read config file '" + path + "'",
-                    "check the path; example configs are in inputs/ (e.g. --config inputs/demo.cfg)");
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw UserError("error while reading config file '" + path + "'");
-  return text.str();
+  // Only regular files (a FIFO would block until a writer comes, forever), and at most
+  // 256 MiB: util/input_file.hpp, the gate of every user-named input.
+  return read_input_file(path, "cannot read config file '" + path + "'", std::size_t{256} << 20,
+                         "check the path; example configs are in inputs/ (e.g. --config inputs/demo.cfg)");
 }
 
 std::vector<YamlLeaf> parse_yaml_leaves(const std::string& text, const std::string& name) {

@@ -4,8 +4,6 @@
 #include <cstdint>     // std::uint64_t
 #include <cstdio>      // std::snprintf
 #include <filesystem>  // std::filesystem
-#include <fstream>     // std::ifstream
-#include <sstream>     // std::ostringstream
 
 #include "app/config_values.hpp"       // config_detail::format_real
 #include "app/output_files.hpp"        // make_directories, remove_stale_temp_files_in
@@ -14,6 +12,7 @@
 #include "runtime/broadcast_string.hpp"  // runtime::broadcast_string: rank 0's outcome
 #include "util/atomic_write.hpp"       // folder_of
 #include "util/error.hpp"              // UserError
+#include "util/input_file.hpp"         // read_input_file
 #include "data/import.hpp"             // data::import_project
 
 namespace trainer::app {
@@ -35,14 +34,12 @@ std::string import_csv_project(const Config& config, const std::string& import_d
   const fs::path dir = fs::absolute(config.data.data_dir.empty() ? fs::path(".") : fs::path(config.data.data_dir));
   const fs::path csv_path = fs::path(config.data.csv_file);
   const fs::path csv = (csv_path.is_absolute() ? csv_path : dir / csv_path).lexically_normal();
-  std::ifstream in(csv, std::ios::binary);
-  if (!in)
-    throw UserError("cannot read data.csv_file " + csv.string() +
-                        (csv_path.is_absolute() ? std::string() : " (data.csv_file is relative to data.data_dir)"),
-                    "set data.data_dir to the project folder and data.csv_file to its label CSV");
-  std::ostringstream bytes;
-  bytes << in.rdbuf();
-  const std::uint64_t key = fnv1a(dir.lexically_normal().string() + "\n", fnv1a(bytes.str()));
+  const std::string bytes = read_input_file(
+      csv.string(),
+      "cannot read data.csv_file " + csv.string() +
+          (csv_path.is_absolute() ? std::string() : " (data.csv_file is relative to data.data_dir)"),
+      std::size_t{1} << 30, "set data.data_dir to the project folder and data.csv_file to its label CSV");
+  const std::uint64_t key = fnv1a(dir.lexically_normal().string() + "\n", fnv1a(bytes));
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(key));
   const std::string out = (fs::absolute(import_dir) / (csv.stem().string() + "-" + hex + ".h5")).string();

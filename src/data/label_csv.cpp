@@ -7,12 +7,11 @@
 #include <cerrno>     // errno
 #include <cmath>      // NAN
 #include <cstdlib>    // std::strtod
-#include <fstream>    // std::ifstream
 #include <limits>     // std::numeric_limits
 #include <map>        // std::map
-#include <sstream>    // std::ostringstream
 
 #include "util/error.hpp"  // UserError
+#include "util/input_file.hpp"  // read_input_file
 
 namespace trainer::data {
 
@@ -59,6 +58,9 @@ std::vector<std::string> split_fields(const std::string& line) {
   return fields;
 }
 
+// The largest coordinate a label may have: far beyond any frame, well inside float32.
+constexpr double kMaxCoordinate = 1e7;
+
 [[noreturn]] void fail(const std::string& source, int line, const std::string& what, const std::string& hint = {}) {
   throw UserError(source + ":" + std::to_string(line) + ": " + what, hint);
 }
@@ -66,11 +68,10 @@ std::vector<std::string> split_fields(const std::string& line) {
 }  // namespace
 
 LabelTable parse_label_csv(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError("cannot open label file " + path, "pass the project's CollectedData.csv with --csv");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_label_csv_text(text.str(), path);
+  // A regular file of at most 1 GiB (a FIFO would block, /dev/zero never end).
+  return parse_label_csv_text(read_input_file(path, "cannot open label file " + path, std::size_t{1} << 30,
+                                              "pass the project's CollectedData.csv with --csv"),
+                              path);
 }
 
 LabelTable parse_label_csv_text(const std::string& text, const std::string& source) {
@@ -88,6 +89,9 @@ LabelTable parse_label_csv_text(const std::string& text, const std::string& sour
       std::string line = text.substr(start, end - start);
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (number == 1 && line.size() >= 3 && line.compare(0, 3, "\xEF\xBB\xBF") == 0) line.erase(0, 3);  // UTF-8 BOM
+      // A label file is text: a NUL would silently end a number ("12\0x" read as 12) or a path.
+      if (line.find('\0') != std::string::npos)
+        fail(source, number, "NUL byte in the line", "a label file is text; is this the right file?");
       if (!trim(line).empty()) rows.emplace_back(number, split_fields(line));
       start = end + 1;
     }
@@ -175,9 +179,15 @@ LabelTable parse_label_csv_text(const std::string& text, const std::string& sour
         char* end = nullptr;
         errno = 0;
         const double v = std::strtod(cell.c_str(), &end);
-        if (end == cell.c_str() || *end != '\0' || errno == ERANGE || !std::isfinite(v))
-          fail(source, line, "column " + std::to_string(c + 1) + " (" + t.keypoint_names[static_cast<size_t>(column_keypoint[c])] +
-                                 " " + (column_axis[c] == 0 ? "x" : "y") + "): '" + cell + "' is not a number");
+        const std::string column = "column " + std::to_string(c + 1) + " (" +
+                                   t.keypoint_names[static_cast<size_t>(column_keypoint[c])] + " " +
+                                   (column_axis[c] == 0 ? "x" : "y") + "): '" + cell + "'";
+        if (end != cell.c_str() + cell.size() || end == cell.c_str() || errno == ERANGE || !std::isfinite(v))
+          fail(source, line, column + " is not a number");
+        // Coordinates are stored as float32: 1e300 would become infinity.
+        if (std::fabs(v) > kMaxCoordinate)
+          fail(source, line, column + " is not a pixel coordinate (at most " + std::to_string(int(kMaxCoordinate)) +
+                                 " in size)");
         value = static_cast<float>(v);
       }
       t.keypoints[base + static_cast<size_t>(column_keypoint[c]) * 2 + static_cast<size_t>(column_axis[c])] = value;

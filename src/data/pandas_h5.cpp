@@ -11,6 +11,7 @@
 
 #include "util/error.hpp"  // UserError
 #include "util/h5.hpp"     // Handle, H5_CHECK, H5_OWN, link_exists, dims_of
+#include "util/input_file.hpp"  // check_input_file
 #include "util/h5_io.hpp"  // read_strings, read_int64, read_string_attribute, read_int_attribute
 
 namespace trainer::data {
@@ -235,33 +236,39 @@ void read_table(hid_t group, const std::string& path, LabelTable& t, const std::
 
 LabelTable read_pandas_label_h5(const std::string& path, const std::vector<std::string>& bodyparts) {
   h5::silence_errors_on_this_thread();
+  check_input_file(path, "cannot open label file " + path, "pass the project's CollectedData.csv (or .h5) with --csv");
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     fail(path, "is not an HDF5 file");
   }
-  const h5::Handle file = H5_OWN(file, H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
-  const std::string name = frame_group_name(file.get(), path);
-  const h5::Handle group = H5_OWN(group, H5Gopen2(file.get(), name.c_str(), H5P_DEFAULT));
-  std::string pandas_type;
-  if (!h5::read_string_attribute(group.get(), "pandas_type", &pandas_type))
-    fail(path, "its group '" + name + "' is not a pandas DataFrame (no pandas_type)");
-  LabelTable t;
-  t.source = path;
-  if (pandas_type == "frame") {
-    read_fixed(group.get(), path, t);
-  } else if (pandas_type == "frame_table") {
-    read_table(group.get(), path, t, bodyparts);
-  } else {
-    fail(path, "pandas_type '" + pandas_type + "' is not a DataFrame");
+  // A failed HDF5 call on the way means a damaged file: the user's to replace.
+  try {
+    const h5::Handle file = H5_OWN(file, H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT));
+    const std::string name = frame_group_name(file.get(), path);
+    const h5::Handle group = H5_OWN(group, H5Gopen2(file.get(), name.c_str(), H5P_DEFAULT));
+    std::string pandas_type;
+    if (!h5::read_string_attribute(group.get(), "pandas_type", &pandas_type))
+      fail(path, "its group '" + name + "' is not a pandas DataFrame (no pandas_type)");
+    LabelTable t;
+    t.source = path;
+    if (pandas_type == "frame") {
+      read_fixed(group.get(), path, t);
+    } else if (pandas_type == "frame_table") {
+      read_table(group.get(), path, t, bodyparts);
+    } else {
+      fail(path, "pandas_type '" + pandas_type + "' is not a DataFrame");
+    }
+    if (!bodyparts.empty() && t.keypoint_names != bodyparts) {
+      std::string list;
+      for (const auto& b : t.keypoint_names) list += (list.empty() ? "" : ", ") + b;
+      fail(path, "its bodyparts (" + list + ") differ from config.yaml's");
+    }
+    t.lines.resize(t.frame_paths.size());
+    for (std::size_t r = 0; r < t.lines.size(); ++r) t.lines[r] = static_cast<int>(r) + 1;  // rows, for messages
+    return t;
+  } catch (const h5::Error& e) {
+    fail(path, std::string("cannot be read (truncated or damaged?): ") + e.what());
   }
-  if (!bodyparts.empty() && t.keypoint_names != bodyparts) {
-    std::string list;
-    for (const auto& b : t.keypoint_names) list += (list.empty() ? "" : ", ") + b;
-    fail(path, "its bodyparts (" + list + ") differ from config.yaml's");
-  }
-  t.lines.resize(t.frame_paths.size());
-  for (std::size_t r = 0; r < t.lines.size(); ++r) t.lines[r] = static_cast<int>(r) + 1;  // rows, for messages
-  return t;
 }
 
 }  // namespace trainer::data

@@ -1,6 +1,9 @@
 #include "runtime/run_plan.hpp"
 
 #include <algorithm>  // std::max
+#include <cstdint>    // std::int64_t
+#include <limits>     // std::numeric_limits
+#include <utility>    // std::pair
 #include <thread>     // std::thread::hardware_concurrency
 
 #include "runtime/batch_plan.hpp"      // per_gpu_batch, workers_per_rank, scaled_learning_rate
@@ -190,9 +193,24 @@ RunPlan plan_run(const Config& config, const World& world, int visible_gpus, con
 
 std::vector<RunPlan> plan_hypothetical(const Config& config, const ClusterShape& shape) {
   if (shape.nodes < 1) throw UserError("--nodes must be at least 1");
-  if (shape.gpus_per_node < 0) throw UserError("--gpus-per-node cannot be negative");
+  for (const auto& [option, value] : {std::pair{"--gpus-per-node", shape.gpus_per_node},
+                                      std::pair{"--ranks-per-node", shape.ranks_per_node},
+                                      std::pair{"--cores-per-node", shape.cores_per_node},
+                                      std::pair{"--cpus-per-task", shape.cpus_per_task}})
+    if (value < 0) throw UserError(std::string(option) + " cannot be negative, got " + std::to_string(value));
   const int ranks_per_node =
       shape.ranks_per_node > 0 ? shape.ranks_per_node : std::max(shape.gpus_per_node, 1);
+  // Every rank is planned and printed: a world that overflows int, or would take
+  // hours to list, is refused (the product is taken in 64 bits).
+  const std::int64_t world = std::int64_t{shape.nodes} * ranks_per_node;
+  if (world > kMaxPlannedRanks)
+    throw UserError("--nodes " + std::to_string(shape.nodes) + " x " + std::to_string(ranks_per_node) +
+                        " ranks per node is " + std::to_string(world) + " ranks, more than the " +
+                        std::to_string(kMaxPlannedRanks) + " a plan lists",
+                    "plan a smaller cluster: every node of the same shape gets the same plan");
+  if (std::int64_t{shape.cpus_per_task} * ranks_per_node > std::numeric_limits<int>::max())
+    throw UserError("--cpus-per-task " + std::to_string(shape.cpus_per_task) + " x " + std::to_string(ranks_per_node) +
+                    " ranks per node is more CPUs than a node has");
   Env env;  // what SLURM would set for such a job
   if (shape.cpus_per_task > 0) {
     env["SLURM_CPUS_PER_TASK"] = std::to_string(shape.cpus_per_task);
@@ -200,7 +218,7 @@ std::vector<RunPlan> plan_hypothetical(const Config& config, const ClusterShape&
     if (shape.cores_per_node == 0) env["SLURM_CPUS_ON_NODE"] = std::to_string(shape.cpus_per_task * ranks_per_node);
   }
   std::vector<RunPlan> plans;
-  const int size = shape.nodes * ranks_per_node;
+  const int size = static_cast<int>(world);
   for (int rank = 0; rank < size; ++rank) {
     plans.push_back(plan_run(config, hypothetical_world(rank, shape.nodes, ranks_per_node), shape.gpus_per_node,
                              env, shape.cores_per_node));

@@ -71,6 +71,9 @@ struct ClusterShape {
   int cores_per_node = 0;   // 0: this machine's
   int cpus_per_task = 0;
 };
+// Every rank of the cluster, at most kMaxPlannedRanks of them; negative sizes, or a
+// world larger than that, are UserErrors.
+inline constexpr int kMaxPlannedRanks = 65536;
 std::vector<RunPlan> plan_hypothetical(const Config& config, const ClusterShape& shape);
 
 // The names of distributed.accelerator: "auto", "cpu", "gpu".

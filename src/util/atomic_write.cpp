@@ -61,9 +61,24 @@ std::string folder_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-std::string temp_path_for(const std::string& path) { return path + kTempMarker + std::to_string(::getpid()); }
+namespace {
+// The extension of a file name: from its last '.', if that is not its first character
+// and the name has a stem ("a.mp4" -> ".mp4"; ".bashrc", "a" -> "").
+std::string extension_of(const std::string& name) {
+  const auto slash = name.rfind('/');
+  const auto dot = name.rfind('.');
+  const std::size_t start = slash == std::string::npos ? 0 : slash + 1;
+  if (dot == std::string::npos || dot <= start || dot + 1 == name.size()) return "";
+  return name.substr(dot);
+}
+}  // namespace
 
-PendingFile::PendingFile(std::string path) : path_(std::move(path)), temp_path_(temp_path_for(path_)) {
+std::string temp_path_for(const std::string& path, TempName name) {
+  return path + kTempMarker + std::to_string(::getpid()) + (name == TempName::keep_extension ? extension_of(path) : "");
+}
+
+PendingFile::PendingFile(std::string path, TempName name)
+    : path_(std::move(path)), temp_path_(temp_path_for(path_, name)) {
   signal_slot_ = register_temp_path(temp_path_);
 }
 
@@ -104,10 +119,23 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   pending.commit();
 }
 
+void check_output_file(const std::string& path, const std::string& what) {
+  if (path.empty()) throw UserError(what + " is empty", "name the file to write");
+  struct stat st {};
+  if (path.back() == '/' || (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)))
+    throw UserError(what + " '" + path + "' is a directory, not a file",
+                    "name a file (a new one, or one to replace), or move the directory away");
+}
+
 long temp_file_pid(const std::string& file_name) {
   const auto at = file_name.rfind(kTempMarker);
   if (at == std::string::npos || at == 0) return 0;
-  const std::string digits = file_name.substr(at + sizeof kTempMarker - 1);
+  std::string digits = file_name.substr(at + sizeof kTempMarker - 1);
+  // TempName::keep_extension: the name's own extension repeated after the pid.
+  const std::string extension = extension_of(file_name.substr(0, at));
+  if (!extension.empty() && digits.size() > extension.size() &&
+      digits.compare(digits.size() - extension.size(), extension.size(), extension) == 0)
+    digits.resize(digits.size() - extension.size());
   if (digits.empty() || digits.size() > 9 || digits[0] == '0') return 0;  // pids are below 2^22 on Linux
   for (char c : digits)
     if (c < '0' || c > '9') return 0;

@@ -17,13 +17,24 @@ namespace trainer {
 // lives and which folder a commit fsyncs.
 std::string folder_of(const std::string& path);
 
-// `<path>.tmp-<pid of this process>`.
-std::string temp_path_for(const std::string& path);
+// The one rule for temporary names, which the start-up cleanup knows:
+//   plain            `<path>.tmp-<pid>`
+//   keep_extension   `<path>.tmp-<pid><ext>`, `<ext>` being path's own extension
+//                    (`v_labeled.mp4.tmp-123.mp4`), for writers whose library picks
+//                    the format by the file name's extension (video writers).
+enum class TempName { plain, keep_extension };
+std::string temp_path_for(const std::string& path, TempName name = TempName::plain);
+
+// Before the work: a file that PendingFile will write must have a name, and what is
+// there now must be something a rename can replace: a folder of that name would make
+// the commit fail after all the work ("cannot rename ...: Is a directory"). A
+// UserError naming `what` ("synth --out", "config.ini of the run") if not.
+void check_output_file(const std::string& path, const std::string& what);
 
 // The temporary twin of `path` while it is being written; commit() makes it `path`.
 class PendingFile {
  public:
-  explicit PendingFile(std::string path);
+  explicit PendingFile(std::string path, TempName name = TempName::plain);
   // Without commit(): removes the temporary file (if it was created).
   ~PendingFile();
   PendingFile(const PendingFile&) = delete;
@@ -53,8 +64,8 @@ void write_file_atomically(const std::string& path, const std::string& text);
 // the removed paths. A missing folder has nothing to remove.
 std::vector<std::string> remove_stale_temp_files(const std::string& folder);
 
-// The pid that `file_name` carries as a temporary file's name (`x.tmp-123` -> 123),
-// or 0 when the name is not of that form.
+// The pid that `file_name` carries as a temporary file's name (`x.tmp-123` -> 123,
+// `v.mp4.tmp-123.mp4` -> 123), or 0 when the name is not of a form temp_path_for makes.
 long temp_file_pid(const std::string& file_name);
 
 }  // namespace trainer

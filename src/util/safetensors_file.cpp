@@ -3,11 +3,10 @@
 
 #include <cstdint>  // std::uint64_t
 #include <cstring>  // std::memcpy
-#include <fstream>  // std::ifstream
-#include <iterator> // std::istreambuf_iterator
 #include <map>      // std::map
 
 #include "util/error.hpp"  // UserError
+#include "util/input_file.hpp"  // read_input_file
 
 namespace trainer {
 namespace {
@@ -180,10 +179,8 @@ std::vector<StoredTensor> parse_safetensors(const std::string& bytes, const std:
 }
 
 std::vector<StoredTensor> read_safetensors(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError("cannot open weights file '" + path + "'");
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return parse_safetensors(bytes, path);
+  // At most 16 GiB: larger than any backbone's weights, smaller than what would not fit.
+  return parse_safetensors(read_input_file(path, "cannot open weights file '" + path + "'", std::size_t{16} << 30), path);
 }
 
 }  // namespace trainer

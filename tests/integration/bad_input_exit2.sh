@@ -2,8 +2,10 @@
 # (plus an optional `hint:`) and exit code 2: batch sizes larger than the train
 # split (1 and 2 ranks), absurd sizes, bad --max-steps / --nprocs, --resume with
 # --init-weights, blank devices, NUL bytes / FIFOs in configs, predict --out on a
-# folder, unreadable images; and what must be accepted: a config with a UTF-8 BOM,
-# a checkpoint without its run folder (predict uses the configuration it carries).
+# folder, unreadable images; issue 26's cases: damaged checkpoints and data, FIFOs and
+# devices named as inputs, values that were accepted, folders where outputs go, noise
+# before the error; and what must be accepted: a config with a UTF-8 BOM, a checkpoint
+# without its run folder (predict uses the configuration it carries), a 70 KB model_name.
 source "$(dirname "$0")/lib/common.sh"
 S=$SCRATCH
 export OMPI_MCA_rmaps_base_oversubscribe=1
@@ -91,6 +93,90 @@ if [[ $(id -u) != 0 ]]; then  # root reads any file
     "$TRAINER" import --csv "$S/p/CollectedData.csv" --out "$S/o.h5"
 fi
 no_temp_files "$S"
+
+# ---- issue 26: damaged files --------------------------------------------------
+# Damage a copy: a few bytes overwritten in the middle (the checksum catches it before
+# HDF5 parses the file; HDF5 itself crashed or failed with exit 1 and the build's paths).
+damage() { cp "$1" "$2" && printf '\xde\xad\xbe\xef' | dd of="$2" bs=1 seek=$(($(stat -c %s "$2") / 2)) conv=notrunc status=none; }
+mkdir -p "$S/dmg/checkpoints"
+damage "$S/run/checkpoints/last.h5" "$S/dmg/checkpoints/last.h5"
+expect_one_error "checkpoint '.*dmg/checkpoints/last.h5' is truncated or damaged" \
+  "$TRAINER" train --config "$S/c.cfg" --out "$S/dmg" --resume "$S/dmg/checkpoints/last.h5"
+grep -q "^hint: use an earlier checkpoint" "$S/err.txt" || fail "no hint for a damaged checkpoint"
+! grep -q "$REPO/src" "$S/err.txt" || fail "an error line carries the build's absolute path"
+expect_one_error "checkpoint '.*dmg/checkpoints/last.h5' is truncated or damaged" \
+  "$TRAINER" predict --checkpoint "$S/dmg/checkpoints/last.h5" --out "$S/dmg/p.csv"
+damage "$S/d.h5" "$S/dmg/d.h5"
+expect_one_error "data file .*dmg/d.h5 is truncated or damaged" \
+  "$TRAINER" train --config "$S/c.cfg" --out "$S/run_a" --data.data_files "$S/dmg/d.h5"
+
+# ---- issue 26: a configuration of any size is saved ---------------------------
+# A 70 KB model_name made every checkpoint fail (H5Acreate2: object header message is
+# too large) after the whole run had trained.
+{ cat "$S/c.cfg"; printf 'model_name = %s\n' "$(head -c 70000 /dev/zero | tr '\0' m)"; } >"$S/long.cfg"
+timeout 300 "$TRAINER" train --config "$S/long.cfg" --out "$S/run_long" --max-steps 1 >/dev/null 2>"$S/long.err" ||
+  { cat "$S/long.err" >&2; fail "a run with a 70 KB model_name failed"; }
+[[ -f $S/run_long/checkpoints/last.h5 ]] || fail "a run with a 70 KB model_name wrote no checkpoint"
+
+# ---- issue 26: paths that would block, read forever or overflow ---------------
+mkfifo "$S/fifo.h5" "$S/fifo.csv"
+expect_one_error "cannot open data file .*fifo.h5: not a regular file \(a FIFO\)" \
+  timeout 20 "$TRAINER" train --config "$S/c.cfg" --out "$S/run_a" --data.data_files "$S/fifo.h5"
+expect_one_error "cannot open data file .*fifo.h5: not a regular file" \
+  timeout 20 "$TRAINER" bench loader --data "$S/fifo.h5" --workers 0 --seconds 0.1
+expect_one_error "cannot open label file .*fifo.csv: not a regular file" \
+  timeout 20 "$TRAINER" import --csv "$S/fifo.csv" --out "$S/o.h5"
+expect_one_error "cannot open label file /dev/zero: not a regular file \(a character device\)" \
+  timeout 20 "$TRAINER" import --csv /dev/zero --out "$S/o.h5"
+expect_one_error "cannot open backbone weights '.*fifo.h5': not a regular file" \
+  timeout 20 "$TRAINER" train --config "$S/c.cfg" --out "$S/run_a" --init-weights "$S/fifo.h5"
+expect_one_error "cannot open checkpoint '.*fifo.h5': not a regular file" \
+  timeout 20 "$TRAINER" train --config "$S/c.cfg" --out "$S/run_a" --resume "$S/fifo.h5"
+expect_one_error "cannot open checkpoint '.*fifo.h5': not a regular file" \
+  timeout 20 "$TRAINER" predict --checkpoint "$S/fifo.h5" --out "$S/p.csv"
+expect_one_error "is 4294967294 ranks, more than the 65536 a plan lists" \
+  timeout 20 "$TRAINER" plan --nodes 2147483647 --ranks-per-node 2
+[[ ! -e $S/run_a ]] || fail "a refused run wrote its output folder"
+
+# ---- issue 26: bad values that were accepted -----------------------------------
+expect_one_error "train: --out is empty" "$TRAINER" train --config "$S/c.cfg" --out ""
+expect_one_error "devices=\" \": is only blanks" "$TRAINER" plan --devices " "
+expect_one_error "devices=\" \": is only blanks" "$TRAINER" train --config "$S/c.cfg" --out "$S/run_a" --devices " "
+for option in --cores-per-node --cpus-per-task --ranks-per-node; do
+  expect_one_error "$option cannot be negative, got -3" "$TRAINER" plan --nodes 1 "$option" -3
+done
+expect_one_error "bench step: --threads and --warmup must be >= 0" "$TRAINER" bench step --threads -1 --steps 1
+printf 'model:\n  model_name: "abc\n' >"$S/quote.yaml"
+expect_one_error "quote.yaml:2: not valid YAML: the quoted value that starts here is never closed" \
+  "$TRAINER" plan "$S/quote.yaml"
+"$TRAINER" synth --out "$S/q.h5" --frames 4 --size 64 --keypoints 2 --export-dir "$S/q" >/dev/null
+sed '5s/,[^,]*$/,1e300/' "$S/q/CollectedData.csv" >"$S/q/big.csv"
+expect_one_error "big.csv:5: column 5 \(ear_left y\): '1e300' is not a pixel coordinate" \
+  "$TRAINER" import --csv "$S/q/big.csv" --out "$S/o.h5"
+sed '6s/,\([^,]*\)$/,1\x002/' "$S/q/CollectedData.csv" >"$S/q/nul.csv"
+expect_one_error "nul.csv:6: NUL byte in the line" "$TRAINER" import --csv "$S/q/nul.csv" --out "$S/o.h5"
+expect_one_error "run/checkpoints/last.h5' lacks [0-9]+ of the backbone's tensors" \
+  "$TRAINER" train --config "$S/c.cfg" --out "$S/r34" --model.backbone resnet34 --max-steps 0 \
+  --init-weights "$S/run/checkpoints/last.h5"
+
+# ---- issue 26: exit 1 that was the user's (exit 2 now, before any work) --------
+mkdir -p "$S/outdir.h5" "$S/run_c/config.ini"
+expect_one_error "synth: --out '.*outdir.h5' is a directory, not a file" \
+  "$TRAINER" synth --out "$S/outdir.h5" --frames 4 --size 32
+expect_one_error "import: --out '.*outdir.h5' is a directory, not a file" \
+  "$TRAINER" import --csv "$S/q/CollectedData.csv" --out "$S/outdir.h5"
+expect_one_error "the run's config.ini '.*run_c/config.ini' is a directory, not a file" \
+  "$TRAINER" train --config "$S/c.cfg" --out "$S/run_c"
+expect_one_error "collective_timeout: expected a number > 0 and <= 604800, got 1e300" \
+  "$TRAINER" plan --distributed.collective_timeout 1e300
+no_temp_files "$S"
+
+# ---- issue 26: nothing printed before a refusal ---------------------------------
+# The backbone warning came first, and FFmpeg's "moov atom not found" leaked.
+mkdir -p "$S/badvids" && echo "not a video" >"$S/badvids/x.mp4"
+expect_one_error "video '.*badvids/x.mp4' cannot be opened or decoded" \
+  "$TRAINER" train --config "$S/c.cfg" --out "$S/run_v" --data.video_dir "$S/badvids" \
+  --model.losses_to_use "[temporal]" --max-steps 1
 
 # Two ranks: every rank refuses (exit 2), nothing is written. Last, because the
 # self-spawn's runtime may still write its summary to stderr after the exit.

@@ -6,14 +6,27 @@
 #include <opencv2/imgcodecs.hpp>     // cv::imdecode, cv::imwrite
 #include <opencv2/videoio.hpp>       // cv::VideoCapture, cv::VideoWriter
 
+#include <cstdlib>  // setenv
+#include <mutex>    // std::call_once
+
 #include "data/media_api.hpp"  // the interface
 
 namespace trainer::data::media {
 namespace {
 
+// FFmpeg prints its own errors ("moov atom not found") on stderr, at the level OpenCV
+// leaves it (AV_LOG_ERROR), before the trainer's one `error:` line about the same
+// file. OpenCV reads OPENCV_FFMPEG_LOGLEVEL when its FFmpeg backend starts, i.e. at
+// the first open; -8 is AV_LOG_QUIET. A value the user set (for debugging) is kept.
+void quiet_ffmpeg() {
+  static std::once_flag once;
+  std::call_once(once, [] { ::setenv("OPENCV_FFMPEG_LOGLEVEL", "-8", 0); });
+}
+
 class OpenCvDecoder final : public VideoDecoder {
  public:
   bool open(const std::string& path, bool packets_only) override {
+    quiet_ffmpeg();
     try {
       // FFmpeg explicitly: another backend (GStreamer, images) could count frames
       // differently. The raw stream mode returns packets with their key flag.
@@ -74,6 +87,7 @@ class OpenCvDecoder final : public VideoDecoder {
 class OpenCvEncoder final : public VideoEncoder {
  public:
   bool open(const std::string& path, double fps, int width, int height, const std::string& fourcc) override {
+    quiet_ffmpeg();  // e.g. "Could not find encoder" before the fallback codec
     try {
       const cv::Size size(width, height);
       // A named codec goes to whichever OpenCV writer has it (MJPG in AVI: OpenCV's own).
