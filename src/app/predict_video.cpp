@@ -220,6 +220,8 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
       std::filesystem::create_directories(request.out_dir, ec);
       if (ec) throw UserError("cannot create the video predictions folder '" + request.out_dir + "': " + ec.message());
       remove_stale_temp_files_in(request.out_dir, log);
+      // What a killed labeled-video writer left (its temporary names follow the rule too).
+      if (request.labeled_videos) remove_stale_temp_files_in(request.out_dir + "/labeled_videos", log);
     }
   });
   const std::string my_counts = runtime::on_every_rank_or_none(session, [&] { return count_my_videos(world, videos); });

@@ -1,17 +1,15 @@
 // Labeled videos (see labeled_video.hpp).
 #include "data/labeled_video.hpp"
 
-#include <unistd.h>  // getpid
-
 #include <algorithm>   // std::min, std::clamp
 #include <cmath>       // std::isnan, std::lround
 #include <cstdio>      // std::snprintf
-#include <filesystem>  // rename, remove, create_directories
 #include <functional>  // std::function
 #include <opencv2/imgproc.hpp>  // cv::circle, cv::putText, cv::resize
 
 #include "data/media_loader.hpp"  // media_api: the encoder lives in the media module
 #include "data/video_reader.hpp"  // VideoReader
+#include "util/atomic_write.hpp"  // PendingFile, TempName
 #include "util/error.hpp"         // UserError
 
 namespace trainer::data {
@@ -68,8 +66,11 @@ void write_labeled_video(const LabeledVideoRequest& request) {
   const double up = (info.width <= 100 || info.height <= 100) ? 2.5 : (info.width <= 192 || info.height <= 192) ? 2 : 1;
   const int nx = static_cast<int>(up * info.width), ny = static_cast<int>(up * info.height);
 
-  const std::filesystem::path out(request.out);
-  const std::string temp = (out.parent_path() / ("." + out.stem().string() + ".tmp-" + std::to_string(::getpid()) + ".mp4")).string();
+  // The temporary name follows the one rule of util/atomic_write.hpp (with the .mp4
+  // the encoder picks its container by), so the start-up cleanup removes what a kill
+  // leaves, and a signal during the write removes it at once.
+  PendingFile pending(request.out, TempName::keep_extension);
+  const std::string& temp = pending.temp_path();
   // H.264 as lightning-pose writes (libx264); MPEG-4 part 2 where FFmpeg lacks the encoder.
   const auto writer = media_api("writing labeled video '" + request.out + "'").make_encoder();
   if (!writer->open(temp, info.fps, nx, ny, ""))
@@ -104,12 +105,10 @@ void write_labeled_video(const LabeledVideoRequest& request) {
       if (!writer->write(frame)) throw UserError("cannot write labeled video '" + request.out + "' (disk full?)");
     }
     writer->close();
-    std::filesystem::rename(temp, request.out);
+    pending.commit();  // fsync, rename, fsync the folder
   } catch (...) {
     writer->close();
-    std::error_code ec;
-    std::filesystem::remove(temp, ec);
-    throw;
+    throw;  // pending removes the temporary file
   }
 }
 

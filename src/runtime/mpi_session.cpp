@@ -88,6 +88,7 @@ MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int npro
                         "the rank count there (mpirun -np N, srun --ntasks-per-node=N)");
       }
       if (nprocs > 1 && launcher == Launcher::none && world_size == 1) {
+        watchdog_->spawning_ranks(nprocs - 1);  // a stall names the copies, not the launcher's siblings
         const auto stage = watchdog_->stage("start-up: starting " + std::to_string(nprocs - 1) +
                                             " more rank(s) (MPI_Comm_spawn)");
         spawn_and_merge(subcommand_args, nprocs);

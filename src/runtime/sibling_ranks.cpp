@@ -1,13 +1,14 @@
 #include "runtime/sibling_ranks.hpp"
 
 #include <dirent.h>  // opendir, readdir
-#include <unistd.h>  // getpid, getppid
+#include <unistd.h>  // getpid, getppid, readlink
 
 #include <cstdlib>   // std::strtol
 #include <fstream>   // std::ifstream for /proc files
 #include <iterator>  // std::istreambuf_iterator
 #include <map>       // std::map
 #include <memory>    // std::unique_ptr
+#include <vector>    // std::vector
 
 #include "runtime/heartbeats.hpp"  // local_process_state
 
@@ -48,7 +49,77 @@ long environ_int(long pid, const std::string& key) {
   return -1;
 }
 
+// Whether `ancestor` is among the parents of `pid` (a few levels: MPI's daemon sits
+// between a --nprocs parent and its copies).
+bool descends_from(long pid, long ancestor) {
+  for (int level = 0; level < 8 && pid > 1; ++level) {
+    pid = parent_of(pid);
+    if (pid == ancestor) return true;
+  }
+  return false;
+}
+
+std::string executable_of(long pid) {
+  char buffer[4096];
+  const std::string link = "/proc/" + std::to_string(pid) + "/exe";
+  const ssize_t n = ::readlink(link.c_str(), buffer, sizeof buffer - 1);
+  return n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : std::string();
+}
+
+// "1, 2, 3" (at most 8, then a count).
+std::string rank_list(const std::vector<long>& ranks) {
+  std::string text;
+  for (std::size_t i = 0; i < ranks.size() && i < 8; ++i) text += (i ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > 8) text += ", ... (" + std::to_string(ranks.size()) + " in all)";
+  return text;
+}
+
 }  // namespace
+
+bool launcher_names_ranks(const Env& env) {
+  for (const auto& [rank, size] : kRankVariables) {
+    (void)size;
+    if (env_int(env, rank)) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> describe_spawned_ranks(int count) {
+  std::vector<std::string> lines;
+  const long me = static_cast<long>(getpid());
+  const std::string self = executable_of(me);
+  std::map<long, long> pid_of_rank;  // rank in the run -> pid
+  std::unique_ptr<DIR, int (*)(DIR*)> proc(opendir("/proc"), closedir);
+  if (!proc || self.empty()) return {"the spawned rank(s) cannot be looked up (/proc is not readable)"};
+  while (const dirent* entry = readdir(proc.get())) {
+    char* end = nullptr;
+    const long pid = std::strtol(entry->d_name, &end, 10);
+    if (!end || *end != '\0' || pid <= 0 || pid == me || !descends_from(pid, me) || executable_of(pid) != self)
+      continue;
+    const long world_rank = environ_int(pid, "OMPI_COMM_WORLD_RANK");
+    pid_of_rank[world_rank >= 0 ? world_rank + 1 : -pid] = pid;  // a copy without the variable: keyed by its pid
+  }
+  std::vector<long> running, missing;
+  for (const auto& [rank, pid] : pid_of_rank) {
+    const std::string state = local_process_state(pid);
+    const std::string name = rank > 0 ? "rank " + std::to_string(rank) : "a spawned copy";
+    if (state.rfind("running", 0) == 0 || state.rfind("sleeping", 0) == 0) {
+      if (rank > 0) running.push_back(rank);
+      continue;
+    }
+    lines.push_back(name + " (pid " + std::to_string(pid) + ", spawned by --nprocs): the process is " +
+                    (state.empty() ? "in an unknown state" : state));
+  }
+  for (long rank = 1; rank <= count; ++rank)
+    if (!pid_of_rank.count(rank)) missing.push_back(rank);
+  if (!missing.empty())
+    lines.push_back("rank(s) " + rank_list(missing) +
+                    " (spawned by --nprocs): not running (never started, or gone: exited or killed)");
+  if (lines.empty())
+    lines.push_back("rank(s) " + rank_list(running) + " (spawned by --nprocs) are running but did not join "
+                    "(MPI_Comm_spawn or the merge of the worlds did not complete)");
+  return lines;
+}
 
 std::vector<std::string> describe_sibling_ranks(const Env& env) {
   std::vector<std::string> lines;

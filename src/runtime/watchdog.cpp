@@ -120,6 +120,11 @@ void Watchdog::mpi_ready(MPI_Comm comm, MPI_Comm abort_comm, bool thread_multipl
   beating_ = heartbeats_.running();
 }
 
+void Watchdog::spawning_ranks(int count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  spawning_ = count;
+}
+
 void Watchdog::set_abort_comm(MPI_Comm abort_comm) {
   std::lock_guard<std::mutex> lock(mutex_);
   abort_comm_ = abort_comm;
@@ -137,11 +142,13 @@ void Watchdog::mpi_closing() {
 std::string Watchdog::report(const std::string& what) const {
   std::string who;
   bool mpi_up = false, beating = false;
+  int spawning = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     who = who_;
     mpi_up = mpi_up_;
     beating = beating_;
+    spawning = spawning_;
   }
   std::ostringstream os;
   os << "error: [" << who << "] " << what << " did not complete within " << timeout_s_
@@ -151,11 +158,17 @@ std::string Watchdog::report(const std::string& what) const {
     std::snprintf(gap, sizeof gap, "%.1f", suspended_s_.load());
     os << "error: [" << who << "] this rank itself did not run for " << gap
        << " s (stopped, suspended or starved of CPU)\n";
+  } else if (!mpi_up && spawning > 0) {
+    // A --nprocs parent: its spawned copies are not the launcher's siblings.
+    for (const auto& line : describe_spawned_ranks(spawning)) os << "error: [" << who << "] " << line << "\n";
   } else if (!mpi_up) {
     const auto siblings = describe_sibling_ranks(env_);
-    if (siblings.empty()) {
+    if (siblings.empty() && launcher_names_ranks(env_)) {
       os << "error: [" << who << "] every rank on this host is running: one elsewhere did not start, "
          << "stopped or died while starting\n";
+    } else if (siblings.empty()) {
+      os << "error: [" << who << "] no launcher variable names the ranks, so the one that holds the others "
+         << "up cannot be named before MPI is up\n";
     }
     for (const auto& line : siblings) os << "error: [" << who << "] " << line << "\n";
   } else if (!beating) {

@@ -62,6 +62,9 @@ class Watchdog {
   void set_abort_comm(MPI_Comm abort_comm);
   // Before MPI_Finalize: no more MPI calls from the watchdog thread.
   void mpi_closing();
+  // A --nprocs parent is about to spawn `count` copies of itself: until they join,
+  // reports name them from /proc (sibling_ranks.hpp), not the launcher's siblings.
+  void spawning_ranks(int count);
 
   const Heartbeats& heartbeats() const { return heartbeats_; }
   double timeout_s() const { return timeout_s_; }
@@ -94,6 +97,7 @@ class Watchdog {
   MPI_Comm abort_comm_ = MPI_COMM_NULL;
   bool mpi_up_ = false;
   bool beating_ = false;
+  int spawning_ = 0;  // copies of this process being spawned (--nprocs), until MPI is up
   bool stopping_ = false;
   std::thread thread_;  // last member: started after the rest is ready
 };

@@ -95,6 +95,39 @@ grep -qE "rank 1 \(host .*, pid $victim\).*the process is exited.*\(that rank is
 echo "kill: ended with exit $rc after $((SECONDS - start))s"
 no_leftovers kill
 
+# --nprocs 2: the spawned copy stops in its MPI_Init (it is rank 0 of its own world
+# until it joins, hence TRAINER_DEBUG_STOP=0:...), or is killed there. The parent used
+# to say "every rank on this host is running" and name no rank (issue 26).
+start=$SECONDS
+rc=0
+TRAINER_DEBUG_STOP="0:MPI_Init" timeout 120 "$TRAINER" train --config "$cfg" --out "$SCRATCH/run-spawn" --nprocs 2 \
+  --distributed.backend gloo >"$SCRATCH/spawn.out" 2>"$SCRATCH/spawn.err" || rc=$?
+[[ $rc != 0 && $rc != 124 ]] || { cat "$SCRATCH/spawn.err"; fail "spawn-stop: exit $rc"; }
+grep -qE "rank 1 \(pid [0-9]+, spawned by --nprocs\): the process is stopped \(SIGSTOP" "$SCRATCH/spawn.err" ||
+  { cat "$SCRATCH/spawn.err"; fail "spawn-stop: the stopped copy is not named"; }
+! grep -q "every rank on this host is running" "$SCRATCH/spawn.err" || fail "spawn-stop: a false claim"
+(( SECONDS - start <= TIMEOUT + 5 + 15 )) || fail "spawn-stop: took $((SECONDS - start))s"
+no_leftovers spawn-stop
+TRAINER_DEBUG_STOP="0:MPI_Init" timeout 120 "$TRAINER" train --config "$cfg" --out "$SCRATCH/run-spawnkill" \
+  --nprocs 2 --distributed.backend gloo >"$SCRATCH/spawnkill.out" 2>"$SCRATCH/spawnkill.err" &
+launcher=$!
+victim=""
+for _ in $(seq 1 300); do
+  for pid in $(pgrep -f "$SCRATCH/run-spawnkill" || true); do
+    if grep -q "^T" <(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null); then victim=$pid; fi
+  done
+  [[ -n $victim ]] && break
+  sleep 0.1
+done
+[[ -n $victim ]] || { kill -9 $launcher || true; fail "spawn-kill: the copy never stopped in MPI_Init"; }
+kill -9 "$victim"
+rc=0
+wait $launcher || rc=$?
+[[ $rc != 0 && $rc != 124 ]] || fail "spawn-kill: exit $rc after the copy was killed"
+grep -qE "rank\(s\) 1 \(spawned by --nprocs\): not running \(never started, or gone" "$SCRATCH/spawnkill.err" ||
+  { cat "$SCRATCH/spawnkill.err"; fail "spawn-kill: the killed copy is not named"; }
+no_leftovers spawn-kill
+
 # A failure on rank 0 only: every rank prints the cause, exit 2, before training.
 echo "not a folder" >"$SCRATCH/a-file"
 mkdir -p "$SCRATCH/run-out" && echo "not a folder" >"$SCRATCH/run-out/checkpoints"

@@ -9,6 +9,9 @@
 #include <unistd.h>    // fork, execle, _exit, pipe
 
 #include <chrono>  // std::chrono::steady_clock
+#include <cstdlib>   // setenv
+#include <fstream>   // std::ifstream for /proc files
+#include <iterator>  // std::istreambuf_iterator
 #include <string>  // std::string
 #include <thread>  // std::this_thread::sleep_for
 
@@ -138,4 +141,50 @@ TEST_CASE("a watchdog report before MPI is up says what it can", "[runtime][watc
   CHECK(report.find("rank(s) 1: not running on this host") != std::string::npos);
   CHECK(report.find("hint: ") != std::string::npos);
   CHECK_FALSE(watch(nullptr, "no watchdog").has_value());
+}
+
+TEST_CASE("a --nprocs parent's report names its spawned copies, not a false 'every rank runs'", "[runtime][watchdog]") {
+  // Issue 26: a parent waiting in MPI_Comm_spawn has no launcher variables; its report
+  // said "every rank on this host is running" while the copy was stopped or killed.
+  {
+    Watchdog dog(7, Env{});
+    const std::string report = dog.report("start-up: MPI_Init");
+    INFO(report);
+    CHECK(report.find("every rank on this host is running") == std::string::npos);
+    CHECK(report.find("no launcher variable names the ranks") != std::string::npos);
+  }
+  // A copy of this test binary, spawned as a child and stopped: found among the
+  // descendants, with its rank from its OMPI_COMM_WORLD_RANK (0 of its world: rank 1).
+  // Catch2's --wait-for-keypress keeps it waiting on a pipe nobody writes to.
+  int input[2];
+  REQUIRE(::pipe(input) == 0);
+  const pid_t child = fork();
+  if (child == 0) {
+    ::dup2(input[0], 0);
+    ::setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+    ::execl("/proc/self/exe", "unit_tests", "--wait-for-keypress", "start", "[no-such-tag]", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  bool exec_done = false;  // the environment of /proc shows the exec'd process's
+  for (int i = 0; i < 500 && !exec_done; ++i) {
+    std::ifstream environ("/proc/" + std::to_string(child) + "/environ");
+    const std::string all{std::istreambuf_iterator<char>(environ), std::istreambuf_iterator<char>()};
+    exec_done = all.find("OMPI_COMM_WORLD_RANK=0") != std::string::npos;
+    if (!exec_done) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  ::kill(child, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  Watchdog dog(7, Env{});
+  dog.spawning_ranks(2);
+  const std::string report = dog.report("start-up: starting 2 more rank(s) (MPI_Comm_spawn)");
+  ::kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  ::close(input[0]);
+  ::close(input[1]);
+  REQUIRE(exec_done);
+  INFO(report);
+  CHECK(report.find("rank 1 (pid " + std::to_string(child) + ", spawned by --nprocs): the process is stopped") !=
+        std::string::npos);
+  CHECK(report.find("rank(s) 2 (spawned by --nprocs): not running") != std::string::npos);
+  CHECK(report.find("every rank on this host is running") == std::string::npos);
 }

@@ -5,6 +5,7 @@
 #include <sys/wait.h>  // waitpid
 #include <unistd.h>    // fork, _exit, getpid, getppid
 
+#include <algorithm>   // std::sort
 #include <filesystem>  // std::filesystem
 #include <fstream>     // std::ifstream, std::ofstream
 #include <sstream>     // std::ostringstream
@@ -87,6 +88,26 @@ TEST_CASE("temp_file_pid reads only our temporary names", "[util]") {
   CHECK(trainer::temp_file_pid("last.h5.tmp-012") == 0);
   CHECK(trainer::temp_file_pid("last.h5.tmp-99999999999") == 0);
   CHECK(trainer::temp_file_pid("notes.tmp-12.txt") == 0);
+  // TempName::keep_extension (video writers pick the container by the extension).
+  CHECK(trainer::temp_file_pid("v_labeled.mp4.tmp-1234.mp4") == 1234);
+  CHECK(trainer::temp_file_pid("v_labeled.mp4.tmp-1234.avi") == 0);
+  CHECK(trainer::temp_file_pid("v_labeled.mp4.tmp-.mp4") == 0);
+}
+
+TEST_CASE("every temporary name temp_path_for makes is one the cleanup knows", "[util]") {
+  // Issue 26: the labeled video was written to `.v_labeled.tmp-<pid>.mp4`, a name of its
+  // own that the start-up cleanup did not know, so a kill left it there for good.
+  for (const auto name : {trainer::TempName::plain, trainer::TempName::keep_extension}) {
+    for (const std::string path : {"run/checkpoints/last.h5", "video_preds/labeled_videos/v_labeled.mp4", "config.ini",
+                                   "a/b/no_extension", ".hidden"}) {
+      const std::string temp = trainer::temp_path_for(path, name);
+      INFO(temp);
+      CHECK(trainer::temp_file_pid(temp.substr(temp.rfind('/') + 1)) == ::getpid());
+      CHECK(temp.rfind(path, 0) == 0);  // beside the file, in its folder
+    }
+  }
+  CHECK(trainer::temp_path_for("v.mp4", trainer::TempName::keep_extension) ==
+        "v.mp4.tmp-" + std::to_string(::getpid()) + ".mp4");
 }
 
 TEST_CASE("remove_stale_temp_files removes only temporary files of dead processes", "[util]") {
@@ -99,10 +120,16 @@ TEST_CASE("remove_stale_temp_files removes only temporary files of dead processe
   for (const auto& p : {dead, live, mine, other, data}) touch(p);
   fs::create_directories(dir.file("folder.tmp-" + std::to_string(dead_pid())));  // not a file: kept
 
-  const auto removed = trainer::remove_stale_temp_files(dir.path().string());
-  REQUIRE(removed.size() == 1);
+  const std::string dead_video = dir.file("v_labeled.mp4.tmp-" + std::to_string(dead_pid()) + ".mp4");
+  const std::string live_video = dir.file("w_labeled.mp4.tmp-" + std::to_string(::getppid()) + ".mp4");
+  for (const auto& p : {dead_video, live_video}) touch(p);
+
+  auto removed = trainer::remove_stale_temp_files(dir.path().string());
+  std::sort(removed.begin(), removed.end());
+  REQUIRE(removed.size() == 2);
   CHECK(removed[0] == dead);
-  CHECK_FALSE(fs::exists(dead));
-  for (const auto& p : {live, mine, other, data}) CHECK(fs::exists(p));
+  CHECK(removed[1] == dead_video);
+  for (const auto& p : {dead, dead_video}) CHECK_FALSE(fs::exists(p));
+  for (const auto& p : {live, mine, other, data, live_video}) CHECK(fs::exists(p));
   CHECK(trainer::remove_stale_temp_files(dir.file("missing")).empty());
 }
