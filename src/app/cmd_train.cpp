@@ -196,7 +196,10 @@ int run_train(const Args& args) {
   const Env env = capture_environment();
   runtime::MpiSession session(spawn_args, cl.own["nprocs"].as<int>(), env, config.distributed.collective_timeout);
   const runtime::World& world = session.world();
-  const Log log(world.rank);
+  Log log(world.rank);
+  // Warnings of the set-up (a CPU precision emulated, ...) wait until every check has
+  // passed: a refused run prints its error alone (released before the loop).
+  log.hold_warnings();
   // One node with too few GPUs fails its plan alone: every rank stops with the cause.
   const runtime::RunPlan plan = runtime::on_every_rank_or_none(
       session, [&] { return runtime::plan_run(config, world, runtime::visible_gpu_count(), env); });
@@ -317,6 +320,7 @@ int run_train(const Args& args) {
     return make_semi_supervised(config, plan, world, dataset, run.split, *backend, stream, log);
   });
   // Everything is checked: now the warnings about the run.
+  log.release_warnings();
   for (const auto& w : plan.warnings) log.warn(w);
   for (const auto& w : plan.rank.warnings) log.warn_this_rank(w);
   if (resume.empty() && config.model.backbone_weights.empty()) warn_random_backbone(config, log);

@@ -172,7 +172,11 @@ expect_one_error "collective_timeout: expected a number > 0 and <= 604800, got 1
 no_temp_files "$S"
 
 # ---- issue 26: nothing printed before a refusal ---------------------------------
-# The backbone warning came first, and FFmpeg's "moov atom not found" leaked.
+# The backbone warning came first, and FFmpeg's "moov atom not found" leaked; a
+# warning of the set-up (bf16 emulated on the CPU) preceded a refused --resume.
+expect_one_error "checkpoint '.*run/checkpoints/last.h5' is a resnet18" \
+  "$TRAINER" train --config "$S/c.cfg" --out "$S/run_p" --model.precision bf16-mixed --model.backbone resnet34 \
+  --resume "$S/run/checkpoints/last.h5"
 mkdir -p "$S/badvids" && echo "not a video" >"$S/badvids/x.mp4"
 expect_one_error "video '.*badvids/x.mp4' cannot be opened or decoded" \
   "$TRAINER" train --config "$S/c.cfg" --out "$S/run_v" --data.video_dir "$S/badvids" \
