@@ -26,7 +26,7 @@ po::options_description plan_options() {
       ("nprocs", po::value<int>()->default_value(1)->value_name("N"),
        "without a launcher: spawn N-1 more ranks of this process (MPI_Comm_spawn)")
       ("nodes", po::value<int>()->value_name("N"),
-       "plan a cluster that is not launched: N nodes (no MPI is started)")
+       "plan a cluster that is not launched: N nodes (no MPI is started; at most 65536 ranks in all)")
       ("gpus-per-node", po::value<int>()->default_value(0)->value_name("N"),
        "with --nodes: GPUs per node (one rank each)")
       ("ranks-per-node", po::value<int>()->default_value(0)->value_name("N"),
