@@ -279,10 +279,12 @@ profile_run() {
   "$py" "$repo/scripts/ncu_summary.py" "$csv" --iterations 3 | tee "$logs/ncu-summary.txt"
 }
 
-unit_tests_run() {  # the CPU unit tests through the bundle, without the media module
+# The kit's unit_tests start and run without the media module: the data layer's cases
+# (the whole suite is ctest's job on the build machine).
+unit_tests_run() {
   [[ -x "$bundle/bin/unit_tests" ]] || { echo "SKIPPED: the kit has no unit_tests"; return 77; }
-  # One spec, so the exclusions are ANDed: no media module, no shared data, no hidden cases.
-  (cd "$logs" && "$bundle/bin/unit_tests" "~[media]~[shared]~[.]" --reporter compact)
+  # One spec, so the terms are ANDed: data cases, no media module, no shared data, no hidden cases.
+  (cd "$logs" && "$bundle/bin/unit_tests" "[data]~[media]~[shared]~[.]" --reporter compact)
 }
 
 export repo kit logs bundle trainer gpu_tests has_gpu sanitized_cases py
