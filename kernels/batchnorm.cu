@@ -192,28 +192,16 @@ __global__ void param_grads_kernel(const float* reduce, const float* invstd, int
   if (dbeta) dbeta[ch] = reduce[ch];
 }
 
-// dx = (dy - sum_dy / count - (x - mean) * invstd^2 * sum_dy_xmu / count) * invstd * gamma
+// dx = (g - sum_g / count - (x - mean) * invstd^2 * sum_g_xmu / count) * invstd * gamma,
+// with g = dy, or (kRelu) dy masked by the ReLU that followed the batch norm, the
+// mask recomputed from x (compute/batchnorm_apply_rule.hpp).
+template <bool kRelu>
 __global__ void backward_apply_kernel(const float* dy, const float* x, const float* mean,
-                                      const float* invstd, const float* gamma, const float* reduce,
-                                      double count, float* dx, int c, int plane) {
+                                      const float* invstd, const float* gamma, const float* beta,
+                                      const float* reduce, double count, float* dx, int c, int plane) {
   const int ch = blockIdx.x % c;
-  const float is = invstd[ch];
-  const float g = gamma ? gamma[ch] : 1.f;
-  const float mean_dy = static_cast<float>(reduce[ch] / count);
-  const float proj = static_cast<float>(reduce[c + ch] / count) * is * is;
-  const float mu = mean[ch];
-  const float k = is * g;
-  const std::size_t base = std::size_t(blockIdx.x) * plane;
-  for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < plane; i += gridDim.y * blockDim.x)
-    dx[base + i] = (dy[base + i] - mean_dy - (x[base + i] - mu) * proj) * k;
-}
-
-// backward_apply_kernel on dy masked by the ReLU (recomputed from x).
-__global__ void relu_backward_apply_kernel(const float* dy, const float* x, const float* mean,
-                                           const float* invstd, const float* gamma, const float* beta,
-                                           const float* reduce, double count, float* dx, int c, int plane) {
-  const int ch = blockIdx.x % c;
-  const compute::BatchnormAffine affine = compute::batchnorm_affine_of(mean, invstd, gamma, beta, ch);
+  const compute::BatchnormAffine affine =
+      kRelu ? compute::batchnorm_affine_of(mean, invstd, gamma, beta, ch) : compute::BatchnormAffine{};
   const float is = invstd[ch];
   const float g = gamma ? gamma[ch] : 1.f;
   const float mean_dy = static_cast<float>(reduce[ch] / count);
@@ -223,7 +211,8 @@ __global__ void relu_backward_apply_kernel(const float* dy, const float* x, cons
   const std::size_t base = std::size_t(blockIdx.x) * plane;
   for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < plane; i += gridDim.y * blockDim.x) {
     const float xv = x[base + i];
-    dx[base + i] = (compute::relu_masked(dy[base + i], xv, affine) - mean_dy - (xv - mu) * proj) * k;
+    const float gradient = kRelu ? compute::relu_masked(dy[base + i], xv, affine) : dy[base + i];
+    dx[base + i] = (gradient - mean_dy - (xv - mu) * proj) * k;
   }
 }
 
@@ -289,8 +278,8 @@ void batchnorm_backward_apply(const float* dy, const float* x, const float* mean
                               const float* invstd, const float* gamma, const float* reduce,
                               double count, float* dx, int n, int c, int plane, cudaStream_t s) {
   if (std::size_t(n) * c * plane)
-    backward_apply_kernel<<<plane_grid(n, c, plane), kThreads, 0, s>>>(dy, x, mean, invstd, gamma,
-                                                                       reduce, count, dx, c, plane);
+    backward_apply_kernel<false><<<plane_grid(n, c, plane), kThreads, 0, s>>>(dy, x, mean, invstd, gamma, nullptr,
+                                                                              reduce, count, dx, c, plane);
 }
 
 void batchnorm_apply_relu(const float* x, const float* mean, const float* invstd, const float* gamma,
@@ -305,8 +294,8 @@ void batchnorm_relu_backward_apply(const float* dy, const float* x, const float*
                                    const float* gamma, const float* beta, const float* reduce, double count,
                                    float* dx, int n, int c, int plane, cudaStream_t s) {
   if (std::size_t(n) * c * plane)
-    relu_backward_apply_kernel<<<plane_grid(n, c, plane), kThreads, 0, s>>>(dy, x, mean, invstd, gamma, beta,
-                                                                            reduce, count, dx, c, plane);
+    backward_apply_kernel<true><<<plane_grid(n, c, plane), kThreads, 0, s>>>(dy, x, mean, invstd, gamma, beta,
+                                                                             reduce, count, dx, c, plane);
 }
 
 }  // namespace trainer::kernels

@@ -136,44 +136,27 @@ void CpuBackend::batchnorm_apply_relu(ConstTensorView x, const float* mean, cons
   }
 }
 
-void CpuBackend::batchnorm_backward_reduce(ConstTensorView dy, ConstTensorView x,
-                                           const float* mean, float* reduce, Stream&) {
-  TRAINER_ASSERT(x.shape == dy.shape, "batchnorm_backward_reduce shapes");
-  enter();
-  const int n = x.shape.n, c = x.shape.c;
-  const long hw = long(x.shape.plane());
-#pragma omp parallel for schedule(static)
-  for (int ch = 0; ch < c; ++ch) {
-    double sdy = 0, sdyx = 0;
-    const float mu = mean[ch];
-    for (int b = 0; b < n; ++b) {
-      const long off = (long(b) * c + ch) * hw;
-      const float* g = dy.data + off;
-      const float* p = x.data + off;
-      float s1 = 0, s2 = 0;
-#pragma omp simd reduction(+ : s1, s2)
-      for (long i = 0; i < hw; ++i) {
-        s1 += g[i];
-        s2 += g[i] * (p[i] - mu);
-      }
-      sdy += s1;
-      sdyx += s2;
-    }
-    reduce[ch] = float(sdy);
-    reduce[c + ch] = float(sdyx);
-  }
-}
+namespace {
+// What reaches a batch norm's backward from above, per element: dy itself, or dy
+// masked by the ReLU that followed it (the mask recomputed from x).
+struct Unmasked {
+  float operator()(float dy, float) const { return dy; }
+};
+struct ReluMasked {
+  BatchnormAffine affine;
+  float operator()(float dy, float x) const { return relu_masked(dy, x, affine); }
+};
 
-void CpuBackend::batchnorm_relu_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean,
-                                                const float* invstd, const float* gamma, const float* beta,
-                                                float* reduce, Stream&) {
-  TRAINER_ASSERT(x.shape == dy.shape, "batchnorm_relu_backward_reduce shapes");
-  enter();
+// reduce[0..C) = sum g; reduce[C..2C) = sum g * (x - mean), g = gradient_of(ch)(dy, x):
+// per plane in float, across planes in double.
+template <typename GradientOf>
+void backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean, float* reduce,
+                     const GradientOf& gradient_of) {
   const int n = x.shape.n, c = x.shape.c;
   const long hw = long(x.shape.plane());
 #pragma omp parallel for schedule(static)
   for (int ch = 0; ch < c; ++ch) {
-    const BatchnormAffine a = batchnorm_affine_of(mean, invstd, gamma, beta, ch);
+    const auto gradient = gradient_of(ch);
     double sdy = 0, sdyx = 0;
     const float mu = mean[ch];
     for (int b = 0; b < n; ++b) {
@@ -183,7 +166,7 @@ void CpuBackend::batchnorm_relu_backward_reduce(ConstTensorView dy, ConstTensorV
       float s1 = 0, s2 = 0;
 #pragma omp simd reduction(+ : s1, s2)
       for (long i = 0; i < hw; ++i) {
-        const float g = relu_masked(d[i], p[i], a);
+        const float g = gradient(d[i], p[i]);
         s1 += g;
         s2 += g * (p[i] - mu);
       }
@@ -193,6 +176,48 @@ void CpuBackend::batchnorm_relu_backward_reduce(ConstTensorView dy, ConstTensorV
     reduce[ch] = float(sdy);
     reduce[c + ch] = float(sdyx);
   }
+}
+
+// dx = (g - mean(g) - (x - mu) * invstd^2 * mean(g * (x - mu))) * invstd * gamma.
+template <typename GradientOf>
+void backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean, const float* invstd,
+                    const float* gamma, const float* reduce, double count, TensorView dx,
+                    const GradientOf& gradient_of) {
+  const int c = x.shape.c;
+  const long planes = long(x.shape.n) * c;
+  const long hw = long(x.shape.plane());
+#pragma omp parallel for schedule(static)
+  for (long pl = 0; pl < planes; ++pl) {
+    const int ch = int(pl % c);
+    const auto gradient = gradient_of(ch);
+    const float is = invstd[ch];
+    const float g = gamma ? gamma[ch] : 1.f;
+    const float mean_dy = float(reduce[ch] / count);
+    const float proj = float(reduce[c + ch] / count) * is * is;
+    const float mu = mean[ch];
+    const float k = is * g;
+    const float* d = dy.data + pl * hw;
+    const float* p = x.data + pl * hw;
+    float* o = dx.data + pl * hw;
+    for (long i = 0; i < hw; ++i) o[i] = (gradient(d[i], p[i]) - mean_dy - (p[i] - mu) * proj) * k;
+  }
+}
+}  // namespace
+
+void CpuBackend::batchnorm_backward_reduce(ConstTensorView dy, ConstTensorView x,
+                                           const float* mean, float* reduce, Stream&) {
+  TRAINER_ASSERT(x.shape == dy.shape, "batchnorm_backward_reduce shapes");
+  enter();
+  backward_reduce(dy, x, mean, reduce, [](int) { return Unmasked{}; });
+}
+
+void CpuBackend::batchnorm_relu_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                                const float* invstd, const float* gamma, const float* beta,
+                                                float* reduce, Stream&) {
+  TRAINER_ASSERT(x.shape == dy.shape, "batchnorm_relu_backward_reduce shapes");
+  enter();
+  backward_reduce(dy, x, mean, reduce,
+                  [&](int ch) { return ReluMasked{batchnorm_affine_of(mean, invstd, gamma, beta, ch)}; });
 }
 
 void CpuBackend::batchnorm_param_grads(const float* reduce, const float* invstd, int channels,
@@ -209,24 +234,7 @@ void CpuBackend::batchnorm_backward_apply(ConstTensorView dy, ConstTensorView x,
                                           TensorView dx, Stream&) {
   TRAINER_ASSERT(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_backward_apply shapes");
   enter();
-  const int c = x.shape.c;
-  const long planes = long(x.shape.n) * c;
-  const long hw = long(x.shape.plane());
-#pragma omp parallel for schedule(static)
-  for (long pl = 0; pl < planes; ++pl) {
-    const int ch = int(pl % c);
-    // dx = (dy - mean(dy) - (x - mu) * invstd^2 * mean(dy * (x - mu))) * invstd * gamma
-    const float is = invstd[ch];
-    const float g = gamma ? gamma[ch] : 1.f;
-    const float mean_dy = float(reduce[ch] / count);
-    const float proj = float(reduce[c + ch] / count) * is * is;
-    const float mu = mean[ch];
-    const float k = is * g;
-    const float* d = dy.data + pl * hw;
-    const float* p = x.data + pl * hw;
-    float* o = dx.data + pl * hw;
-    for (long i = 0; i < hw; ++i) o[i] = (d[i] - mean_dy - (p[i] - mu) * proj) * k;
-  }
+  backward_apply(dy, x, mean, invstd, gamma, reduce, count, dx, [](int) { return Unmasked{}; });
 }
 
 void CpuBackend::batchnorm_relu_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean,
@@ -234,25 +242,8 @@ void CpuBackend::batchnorm_relu_backward_apply(ConstTensorView dy, ConstTensorVi
                                                const float* reduce, double count, TensorView dx, Stream&) {
   TRAINER_ASSERT(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_relu_backward_apply shapes");
   enter();
-  const int c = x.shape.c;
-  const long planes = long(x.shape.n) * c;
-  const long hw = long(x.shape.plane());
-#pragma omp parallel for schedule(static)
-  for (long pl = 0; pl < planes; ++pl) {
-    const int ch = int(pl % c);
-    const BatchnormAffine a = batchnorm_affine_of(mean, invstd, gamma, beta, ch);
-    // batchnorm_backward_apply's arithmetic on the masked gradient.
-    const float is = invstd[ch];
-    const float g = gamma ? gamma[ch] : 1.f;
-    const float mean_dy = float(reduce[ch] / count);
-    const float proj = float(reduce[c + ch] / count) * is * is;
-    const float mu = mean[ch];
-    const float k = is * g;
-    const float* d = dy.data + pl * hw;
-    const float* p = x.data + pl * hw;
-    float* o = dx.data + pl * hw;
-    for (long i = 0; i < hw; ++i) o[i] = (relu_masked(d[i], p[i], a) - mean_dy - (p[i] - mu) * proj) * k;
-  }
+  backward_apply(dy, x, mean, invstd, gamma, reduce, count, dx,
+                 [&](int ch) { return ReluMasked{batchnorm_affine_of(mean, invstd, gamma, beta, ch)}; });
 }
 
 }  // namespace trainer::compute::cpu
