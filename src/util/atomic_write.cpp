@@ -12,6 +12,7 @@
 #include <cstring>  // std::strerror
 #include <memory>   // std::unique_ptr (the DIR handle)
 
+#include "util/fd.hpp"  // Fd: the descriptor owner
 #include "util/error.hpp"           // UserError, SystemError
 #include "util/signal_cleanup.hpp"  // register_temp_path, unregister_temp_path
 
@@ -20,26 +21,6 @@ namespace {
 
 constexpr const char kTempMarker[] = ".tmp-";
 
-// An open file descriptor, closed on every path out.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-  // Closes now; false (errno set) when close reports a failure (e.g. a delayed write error).
-  bool close() {
-    const int fd = fd_;
-    fd_ = -1;
-    return ::close(fd) == 0;
-  }
-
- private:
-  int fd_;
-};
 
 std::string errno_text() { return std::strerror(errno); }
 

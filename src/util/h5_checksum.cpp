@@ -15,6 +15,7 @@
 #include <tuple>    // std::tuple
 #include <vector>   // std::vector
 
+#include "util/fd.hpp"  // Fd: the descriptor owner
 #include "util/error.hpp"  // UserError, SystemError
 
 namespace trainer::h5 {
@@ -24,19 +25,6 @@ namespace {
 constexpr char kMagic[] = "TRAINER-CHECKSUM 1\n";
 constexpr unsigned char kHdf5Signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  int get() const { return fd_; }
-
- private:
-  int fd_;
-};
 
 // Reads up to `size` bytes at `offset`; returns how many (fewer at the end of the file).
 std::size_t read_at(int fd, void* buffer, std::size_t size, off_t offset) {

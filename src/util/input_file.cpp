@@ -9,6 +9,7 @@
 #include <cstring>  // std::strerror
 
 #include "util/error.hpp"  // UserError
+#include "util/fd.hpp"     // Fd
 
 namespace trainer {
 
@@ -60,12 +61,9 @@ std::string read_input_file(const std::string& path, const std::string& subject,
   check_input_file(path, subject, hint);
   // O_NONBLOCK: a FIFO put in the file's place after the check opens at once instead
   // of waiting for a writer; fstat below then refuses it.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  const Fd owned(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  const int fd = owned.get();
   if (fd < 0) refuse(subject, errno == EACCES ? "permission denied" : std::strerror(errno), hint);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) refuse(subject, "not a regular file", hint);
   if (static_cast<unsigned long long>(st.st_size) > max_bytes)

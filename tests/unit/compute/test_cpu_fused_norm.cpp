@@ -5,30 +5,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "compute/backend.hpp"
+#include "test_util.hpp"  // random_vector, rel_error
 
 using namespace trainer::compute;
 
-namespace {
-std::vector<float> random_values(std::size_t n, unsigned seed, float lo, float hi) {
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> u(lo, hi);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(gen);
-  return v;
-}
-double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 1e-30;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num = std::max(num, std::fabs(double(a[i]) - b[i]));
-    den = std::max(den, std::fabs(double(b[i])));
-  }
-  return num / den;
-}
-}  // namespace
+using test::random_vector;
+using test::rel_error;
 
 TEST_CASE("cpu batchnorm_apply_relu and the ReLU-masked backward match the separate ops", "[compute][fused_norm]") {
   auto b = make_cpu_backend(2);
@@ -36,14 +21,14 @@ TEST_CASE("cpu batchnorm_apply_relu and the ReLU-masked backward match the separ
   const Shape4 shape{3, 5, 7, 9};
   const std::size_t n = shape.numel();
   const int c = shape.c;
-  auto x = random_values(n, 1, -2.f, 2.f);
+  auto x = random_vector(n, 1, -2.f, 2.f);
   x[4] = std::nanf("");  // NaN propagates through the ReLU as relu_forward does
-  const auto residual = random_values(n, 2, -1.f, 1.f);
-  const auto dy = random_values(n, 3, -1.f, 1.f);
-  const auto mean = random_values(c, 4, -0.5f, 0.5f);
-  const auto invstd = random_values(c, 5, 0.5f, 2.f);
-  const auto gamma = random_values(c, 6, -1.5f, 1.5f);  // negative gammas flip the mask
-  const auto beta = random_values(c, 7, -0.5f, 0.5f);
+  const auto residual = random_vector(n, 2, -1.f, 1.f);
+  const auto dy = random_vector(n, 3, -1.f, 1.f);
+  const auto mean = random_vector(c, 4, -0.5f, 0.5f);
+  const auto invstd = random_vector(c, 5, 0.5f, 2.f);
+  const auto gamma = random_vector(c, 6, -1.5f, 1.5f);  // negative gammas flip the mask
+  const auto beta = random_vector(c, 7, -0.5f, 0.5f);
 
   for (bool with_residual : {false, true}) {
     INFO("residual " << with_residual);
@@ -69,7 +54,7 @@ TEST_CASE("cpu batchnorm_apply_relu and the ReLU-masked backward match the separ
   b->batchnorm_backward_reduce({masked.data(), shape}, {xf.data(), shape}, mean.data(), reduce_sep.data(), s);
   b->batchnorm_relu_backward_reduce({dy.data(), shape}, {xf.data(), shape}, mean.data(), invstd.data(), gamma.data(),
                                     beta.data(), reduce_fused.data(), s);
-  CHECK(rel_diff(reduce_fused, reduce_sep) < 1e-6);
+  CHECK(rel_error(reduce_fused, reduce_sep) < 1e-6);
   const double count = double(shape.n) * shape.h * shape.w;
   b->batchnorm_backward_apply({masked.data(), shape}, {xf.data(), shape}, mean.data(), invstd.data(), gamma.data(),
                               reduce_sep.data(), count, {dx_sep.data(), shape}, s);

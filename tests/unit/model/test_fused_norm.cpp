@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
+#include "../compute/test_util.hpp"  // rel_error
 #include "model_test_util.hpp"
 
 using namespace trainer;
@@ -49,15 +50,6 @@ Outcome run(bool fused, const std::string& backbone) {
   return out;
 }
 
-// max |a - b| / max |b|
-double rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double num = 0, den = 1e-30;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    num = std::max(num, std::fabs(double(a[i]) - b[i]));
-    den = std::max(den, std::fabs(double(b[i])));
-  }
-  return num / den;
-}
 }  // namespace
 
 TEST_CASE("fused batch norm + ReLU: the same heatmaps, gradients and running statistics as the separate ops",
@@ -70,7 +62,7 @@ TEST_CASE("fused batch norm + ReLU: the same heatmaps, gradients and running sta
     CHECK(fused.heatmaps == separate.heatmaps);
     CHECK(fused.buffers == separate.buffers);
     // The backward's per-channel float sums may be vectorized in another order.
-    CHECK(rel_diff(fused.grads, separate.grads) < 1e-6);
+    CHECK(trainer::compute::test::rel_error(fused.grads, separate.grads) < 1e-6);
     std::size_t nonzero = 0;
     for (float g : fused.grads) nonzero += g != 0.f;
     CHECK(nonzero > fused.grads.size() / 2);  // the comparison covers real gradients
