@@ -53,7 +53,10 @@ bool same_value(float a, float b) { return (std::isnan(a) && std::isnan(b)) || a
 
 TEST_CASE("cuda cast kernels round exactly like the host rules, NCHW and NHWC", "[gpu][precision]") {
   Twins t;
-  const kernels::Dims4 d{2, 3, 5, 7};
+  // One transpose tile, and several with partial tiles on both axes (the NHWC casts
+  // move 32 x 32 tiles of [channels, pixels]).
+  const auto d = GENERATE(kernels::Dims4{2, 3, 5, 7}, kernels::Dims4{3, 70, 9, 11});
+  INFO("dims " << d.n << " x " << d.c << " x " << d.h << " x " << d.w);
   const std::size_t n = d.numel();
   const auto x = cast_inputs(n);
   auto gx = t.device(x);
