@@ -94,6 +94,14 @@ class Backend {
                                     const ConvGeometry& g, Stream& s) = 0;
   virtual void conv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
                                        const ConvGeometry& g, Stream& s) = 0;
+  // Both gradients from one dy: dw = backward-weights(x, dy), then, when dx.data
+  // is set, dx = backward-data(dy, w). Same results as the two calls (which this
+  // default makes); the CUDA backend in 16-bit precision casts dy once for both.
+  virtual void conv2d_backward(ConstTensorView x, ConstTensorView dy, const float* w, float* dw, TensorView dx,
+                               const ConvGeometry& g, Stream& s) {
+    conv2d_backward_weights(x, dy, dw, g, s);
+    if (dx.data) conv2d_backward_data(dy, w, dx, g, s);
+  }
 
   // ---- transposed convolution (PyTorch ConvTranspose2d, with bias) --------
   // w is IOHW [in_channels, out_channels, k, k]; bias [out_channels] may be null.

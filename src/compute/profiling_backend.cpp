@@ -76,6 +76,10 @@ void ProfilingBackend::conv2d_backward_weights(ConstTensorView x, ConstTensorVie
                                                const ConvGeometry& g, Stream& s) {
   TRAINER_TIMED(convolution, conv2d_backward_weights(x, dy, dw, g, s));
 }
+void ProfilingBackend::conv2d_backward(ConstTensorView x, ConstTensorView dy, const float* w, float* dw,
+                                       TensorView dx, const ConvGeometry& g, Stream& s) {
+  TRAINER_TIMED(convolution, conv2d_backward(x, dy, w, dw, dx, g, s));
+}
 void ProfilingBackend::deconv2d_forward(ConstTensorView x, const float* w, const float* bias, TensorView y,
                                         const ConvGeometry& g, Stream& s) {
   TRAINER_TIMED(convolution, deconv2d_forward(x, w, bias, y, g, s));

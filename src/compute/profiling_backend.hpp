@@ -61,6 +61,8 @@ class ProfilingBackend final : public Backend {
                             Stream& s) override;
   void conv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw, const ConvGeometry& g,
                                Stream& s) override;
+  void conv2d_backward(ConstTensorView x, ConstTensorView dy, const float* w, float* dw, TensorView dx,
+                       const ConvGeometry& g, Stream& s) override;
   void deconv2d_forward(ConstTensorView x, const float* w, const float* bias, TensorView y, const ConvGeometry& g,
                         Stream& s) override;
   void deconv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx, const ConvGeometry& g,

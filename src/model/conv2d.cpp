@@ -32,11 +32,10 @@ compute::TensorView Conv2d::forward(const Context& ctx, compute::ConstTensorView
 }
 
 compute::TensorView Conv2d::backward(const Context& ctx, compute::ConstTensorView dy, bool need_dx) {
-  ctx.backend.conv2d_backward_weights(x_, dy, store_->grad(weight_), geometry_, ctx.stream);
+  compute::TensorView dx;
+  if (need_dx) dx = dx_.ensure(ctx.backend, x_.shape);
+  ctx.backend.conv2d_backward(x_, dy, store_->param(weight_), store_->grad(weight_), dx, geometry_, ctx.stream);
   announce_gradient(ctx, *store_, weight_);
-  if (!need_dx) return {};
-  auto dx = dx_.ensure(ctx.backend, x_.shape);
-  ctx.backend.conv2d_backward_data(dy, store_->param(weight_), dx, geometry_, ctx.stream);
   return dx;
 }
 

@@ -180,6 +180,11 @@ TEST_CASE("cuda bf16 / fp16 convolutions match the CPU emulation", "[gpu][precis
       CHECK(rel_error(down(gy), y) < tolerance(p));
       CHECK(rel_error(down(gdx), dx) < tolerance(p));
       CHECK(rel_error(down(gdw), dw) < tolerance(p));
+      // conv2d_backward (dy cast once for both gradients) gives the two calls' bits.
+      DeviceBuffer gdx2(*gpu, xs.numel()), gdw2(*gpu, w.size());
+      gpu->conv2d_backward({gx.data(), xs}, {gdy.data(), ys}, gw.data(), gdw2.data(), {gdx2.data(), xs}, g, gs);
+      CHECK(down(gdx2) == down(gdx));
+      CHECK(down(gdw2) == down(gdw));
     }
 
     // Transposed convolution with bias (the head's ConvTranspose2d).

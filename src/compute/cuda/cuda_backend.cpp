@@ -7,6 +7,7 @@
 #include <cublas_v2.h>         // cublasSaxpy_64
 #include <cuda_runtime_api.h>  // cudaMalloc, cudaMemcpyAsync, ...
 #include <cudnn.h>             // cudnnConvolution*
+#include <algorithm>           // std::max
 #include <cstdint>             // std::uint16_t for the 16-bit copies
 #include <sstream>             // std::ostringstream for description()
 #include <string>              // std::to_string
@@ -162,6 +163,17 @@ class CudaBackend final : public Backend {
                                const ConvGeometry& g, Stream& s) override {
     const ConvProblem p = conv_problem(x.shape, dy.shape, g);
     run_backward_filter(p, x.data, dy.data, dw, s);
+  }
+
+  void conv2d_backward(ConstTensorView x, ConstTensorView dy, const float* w, float* dw, TensorView dx,
+                       const ConvGeometry& g, Stream& s) override {
+    const ConvProblem p = conv_problem(x.shape, dy.shape, g);
+    if (p.precision == Precision::fp32 || !dx.data) {
+      Backend::conv2d_backward(x, dy, w, dw, dx, g, s);
+      return;
+    }
+    SHAPE_CHECK(dx.shape == x.shape, "conv2d_backward: dx " << dx.shape.str() << " is not x's shape " << x.shape.str());
+    run_backward_both(p, x.data, w, dy.data, dw, dx.data, s);
   }
 
   // ---- transposed convolution -------------------------------------------------
@@ -593,6 +605,38 @@ class CudaBackend final : public Backend {
                                                *plan.bwd_filter, c.ws, plan.bwd_filter_bytes, &zero,
                                                plan.w, c.out));
     from16(c.out, dw, w_dims(p), s);
+  }
+
+  // 16-bit only: dw = backward-filter(x, dy), then dx = backward-data(w, dy), with
+  // dy cast once for both (the calls and casts of run_backward_filter and
+  // run_backward_data otherwise, so the results are the same bits). One carve:
+  // dy16 | x16 | w16 | out (the larger of x and w; dw's result, then dx's) | workspace.
+  void run_backward_both(const ConvProblem& p, const float* x, const float* w, const float* dy, float* dw,
+                         float* dx, Stream& s) {
+    ConvPlan& plan = plans_.plan(p);
+    cudnnHandle_t h = cudnn_on(s);
+    plans_.select_backward_filter(h, plan, p);
+    plans_.select_backward_data(h, plan, p);
+    const float one = 1.f, zero = 0.f;
+    const std::size_t nx = x_dims(p).numel(), nw = w_dims(p).numel(), ny = y_dims(p).numel();
+    const std::size_t sy = aligned(ny * 2), sx = aligned(nx * 2), sw = aligned(nw * 2),
+                      so = aligned(std::max(nx, nw) * 2);
+    const std::size_t ws_bytes = std::max(plan.bwd_filter_bytes, plan.bwd_data_bytes);
+    auto* base = static_cast<char*>(as_cuda(s).scratch(sy + sx + sw + so + ws_bytes));
+    auto* dy16 = reinterpret_cast<std::uint16_t*>(base);
+    auto* x16 = reinterpret_cast<std::uint16_t*>(base + sy);
+    auto* w16 = reinterpret_cast<std::uint16_t*>(base + sy + sx);
+    auto* out = reinterpret_cast<std::uint16_t*>(base + sy + sx + sw);
+    void* ws = ws_bytes ? base + sy + sx + sw + so : nullptr;
+    to16(x, x16, x_dims(p), s);
+    to16(dy, dy16, y_dims(p), s);
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x, x16, plan.y, dy16, plan.conv, *plan.bwd_filter, ws,
+                                               plan.bwd_filter_bytes, &zero, plan.w, out));
+    from16(out, dw, w_dims(p), s);
+    to16(w, w16, w_dims(p), s);
+    CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w, w16, plan.y, dy16, plan.conv, *plan.bwd_data, ws,
+                                             plan.bwd_data_bytes, &zero, plan.x, out));
+    from16(out, dx, x_dims(p), s);
   }
 
   cudnnHandle_t cudnn_on(Stream& s) {

@@ -53,6 +53,13 @@ TEST_CASE("conv2d forward matches the reference; backward passes are its adjoint
       e[probe] = 1.f;
       CHECK(dx[probe] == Approx(dot(ref_conv(e, c.x, w, g), dy)).margin(1e-4));
     }
+    // conv2d_backward: both gradients as the two calls give them; without dx, dw only.
+    std::vector<float> dx2(c.x.numel(), 7.f), dw2(w.size(), 7.f), dw3(w.size(), 7.f);
+    be->conv2d_backward({x.data(), c.x}, {dy.data(), ys}, w.data(), dw2.data(), {dx2.data(), c.x}, g, s);
+    CHECK(dx2 == dx);
+    CHECK(dw2 == dw);
+    be->conv2d_backward({x.data(), c.x}, {dy.data(), ys}, w.data(), dw3.data(), {}, g, s);
+    CHECK(dw3 == dw);
   }
 }
 

@@ -51,9 +51,9 @@ TEST_CASE("profiling backend: the same numbers as the backend it wraps; ops coun
   const auto calls = [&](OpCategory c) { return p.calls[std::size_t(c)]; };
   const auto ms = [&](OpCategory c) { return p.ms[std::size_t(c)]; };
   // ResNet-18: 20 convolutions (17 in the blocks and stem, 3 shortcut) forward, and
-  // backward-data + backward-weights (the stem's backward-data is skipped), plus the
-  // head's 2 transposed convolutions x 3.
-  CHECK(calls(OpCategory::convolution) == 20 + 20 + 19 + 2 * 3);
+  // one conv2d_backward each (both gradients; the stem's without backward-data), plus
+  // the head's 2 transposed convolutions x 3.
+  CHECK(calls(OpCategory::convolution) == 20 + 20 + 2 * 3);
   CHECK(calls(OpCategory::normalization) > 0);
   CHECK(calls(OpCategory::head_loss) >= 3);  // targets, the loss, the softmax
   CHECK(calls(OpCategory::copies) >= 2);     // the images and keypoints uploads
