@@ -33,7 +33,7 @@
 #   3-integration  tests/integration/gpu_train.sh: CPU == GPU training (NCCL, 1 rank)
 #                  and `predict` on both devices
 #   4-sanitizer    compute-sanitizer memcheck and racecheck on the kernels added since
-#                  273cbd3, op by op (the tiled NHWC casts, soft-argmax, keypoint
+#                  273cbd3, op by op (max pooling, the tiled NHWC casts, soft-argmax, keypoint
 #                  losses, PCA centring, affine points, fused batch norm + ReLU)
 #   5-vs-torch     scripts/bench_gpu_torch.py: ResNet-50 256x256 training images/s,
 #                  trainer vs PyTorch on this GPU (fp32, TF32, bf16; batch 16 and 64),
@@ -184,7 +184,7 @@ gpu_tests_run() {
 
 # The kernels added since the 2026-11-22 visit (273cbd3), by test name.
 # Op-level cases only: whole steps (cuDNN under the sanitizers) would not fit the step's time.
-sanitized_cases='cuda cast kernels*,cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda fused batch norm*'
+sanitized_cases='cuda max pooling*,cuda cast kernels*,cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda fused batch norm*'
 sanitizer_run() {
   command -v compute-sanitizer >/dev/null || { echo "SKIPPED: no compute-sanitizer on PATH"; return 77; }
   local rc=0 tool

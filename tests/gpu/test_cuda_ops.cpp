@@ -215,7 +215,10 @@ TEST_CASE("cuda batch norm split API (moments, finalize, apply, backward)", "[gp
 TEST_CASE("cuda max pooling forward / backward", "[gpu]") {
   Twins t;
   PoolGeometry g;  // 3x3, stride 2, pad 1 (ResNet stem)
-  const Shape4 xs{2, 5, 17, 14}, ys{2, 5, g.out(17), g.out(14)};
+  // Odd sizes, and a stem-sized plane count (the backward's grid runs over planes).
+  const Shape4 xs = GENERATE(Shape4{2, 5, 17, 14}, Shape4{8, 64, 40, 33});
+  const Shape4 ys{xs.n, xs.c, g.out(xs.h), g.out(xs.w)};
+  INFO("x " << xs.str());
   auto x = random_vector(xs.numel(), 51), dy = random_vector(ys.numel(), 52);
   x[7] = x[8];  // a tie: the first maximum wins on both backends
   auto gx = t.device(x), gdy = t.device(dy), gy = t.zeros(ys.numel()), gdx = t.zeros(xs.numel());

@@ -305,7 +305,8 @@ class CudaBackend final : public Backend {
   void maxpool2d_backward(ConstTensorView x, ConstTensorView dy, TensorView dx, const PoolGeometry& g,
                           Stream& s) override {
     SHAPE_CHECK(x.shape == dx.shape, "maxpool2d_backward shapes");
-    kernels::maxpool2d_backward(x.data, dy.data, dx.data, pool_shape(x.shape, dy.shape, g),
+    auto* argmax = static_cast<int*>(as_cuda(s).scratch(dy.shape.numel() * sizeof(int)));
+    kernels::maxpool2d_backward(x.data, dy.data, dx.data, argmax, pool_shape(x.shape, dy.shape, g),
                                 as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
