@@ -9,6 +9,7 @@
 // data the checkpoint was trained on. --video predicts videos (predict_video.hpp).
 #include <sys/stat.h>  // stat, S_ISDIR
 
+#include <algorithm>  // std::find
 #include <cstdio>    // std::snprintf
 #include <memory>    // std::unique_ptr
 #include <sstream>   // std::ostringstream
@@ -19,9 +20,10 @@
 
 #include "app/commands.hpp"         // run_predict, Args
 #include "app/config_parse.hpp"     // parse_command_line, FallbackConfig
+#include "app/predict_inputs.hpp"   // is_run_dir_form, explicit_predict_calls, image_preds_csv
 #include "app/predict_labeled.hpp"  // predict_labeled_frames
 #include "app/predict_video.hpp"    // run_predict_video (--video)
-#include "app/output_files.hpp"     // remove_stale_temp_files_in, run_dir_of_checkpoint
+#include "app/output_files.hpp"     // remove_stale_temp_files_in, run_dir_of_checkpoint, make_directories
 #include "train/checkpoint.hpp"     // load_training_state
 #include "util/atomic_write.hpp"    // write_file_atomically, folder_of
 #include "util/error.hpp"           // UserError
@@ -68,14 +70,40 @@ bool same_data_as_training(const Config& config, const std::string& checkpoint) 
   const std::string trained = train::load_training_state(checkpoint).config_text;
   return !trained.empty() && data_lines(trained) == data_lines(config_to_ini(config));
 }
-}  // namespace
 
-int run_predict(const Args& args_in) {
+bool mentions(const Args& args, const std::string& key) {
+  for (const auto& a : args)
+    if (a.find(key) != std::string::npos) return true;
+  return false;
+}
+
+// Options of other tools that users bring along, refused with the one to use.
+void refuse_foreign_options(const Args& args) {
+  for (const auto& a : args) {
+    const std::string name = a.substr(0, a.find('='));
+    if (name == "--output_dir" || name == "--output-dir")
+      throw UserError("predict: unknown option '" + name + "' (lightning-pose's train option)",
+                      "predictions go to --out FILE.csv (labelled frames; default <run>/predictions.csv, or "
+                      "<run>/image_preds/<csv>/predictions.csv for other data) and --video-out DIR (videos; "
+                      "default <run>/video_preds)");
+  }
+}
+
+// The data a prediction names, for its image_preds folder: the label CSV, else the
+// first data file.
+std::string data_name(const Config& config) {
+  if (!config.data.csv_file.empty()) return config.data.csv_file;
+  return config.data.data_files.empty() ? std::string("synthetic") : config.data.data_files.front();
+}
+
+int predict_with_checkpoint(const Args& args_in) {
   po::options_description own("predict options");
   own.add_options()
       ("checkpoint", po::value<std::string>()->value_name("FILE.h5"), "checkpoint to predict with (required); without --config, the run's config.ini beside it, "
-       "else the configuration stored in the checkpoint")
-      ("out", po::value<std::string>()->value_name("FILE.csv"), "predictions CSV (default: <run>/predictions.csv)")
+       "else the configuration stored in the checkpoint. Or, as litpose predict: trainer predict RUN_DIR "
+       "VIDEO|FOLDER|LABELS.csv... (best.h5, else last.h5; CSVs to RUN_DIR/image_preds/<csv>/predictions.csv)")
+      ("out", po::value<std::string>()->value_name("FILE.csv"), "predictions CSV (default: <run>/predictions.csv for the "
+       "run's own data, <run>/image_preds/<csv>/predictions.csv for other data)")
       ("video", po::value<std::vector<std::string>>()->multitoken()->value_name("PATH..."),
        "predict every frame of these videos (files or folders of videos) instead of the data set: "
        "<video-out>/<video>.csv and <video>_temporal_norm.csv, as lightning-pose's video_preds; "
@@ -87,6 +115,11 @@ int run_predict(const Args& args_in) {
   // configuration the checkpoint carries. Never the defaults (they would silently
   // predict the synthetic demo data with a real model).
   Args args = args_in;
+  refuse_foreign_options(args);
+  // A label CSV named on the command line replaces the run's data: its imported
+  // data_files (from config.ini) would otherwise conflict with it.
+  if (mentions(args, "data.csv_file") && !mentions(args, "data.data_files"))
+    args.insert(args.end(), {"--overrides", "data.data_files=[]"});
   std::string checkpoint;
   // `trainer predict config.yaml ...`: a YAML file as the first argument is the config.
   bool has_config = !args.empty() && args[0].rfind("-", 0) != 0 &&
@@ -125,20 +158,45 @@ int run_predict(const Args& args_in) {
   if (!cl.own.count("checkpoint"))
     throw UserError("predict needs --checkpoint FILE.h5", "e.g. --checkpoint outputs/<run>/checkpoints/best.h5");
   checkpoint = cl.own["checkpoint"].as<std::string>();
-  if (cl.own.count("video")) return run_predict_video(cl, args, config_note);
-  const std::string out = cl.own.count("out") ? cl.own["out"].as<std::string>() : run_dir_of_checkpoint(checkpoint) + "/predictions.csv";
-  check_output_file(out);  // before any work
+  if (cl.own.count("video")) {
+    if (cl.own.count("out"))
+      throw UserError("predict: --out names the one CSV of labelled frames; --video writes a CSV per video",
+                      "give the videos' folder with --video-out DIR (default <run>/video_preds)");
+    return run_predict_video(cl, args, config_note);
+  }
   const Config& config = cl.config;
+  // The set column says how the training split used each frame: only meaningful
+  // for the data the checkpoint was trained on. Other data goes to image_preds/ by
+  // default, as lightning-pose's, never over the run's own predictions.csv.
+  const bool with_sets = same_data_as_training(config, checkpoint);
+  const std::string run_dir = run_dir_of_checkpoint(checkpoint);
+  std::string out;
+  if (cl.own.count("out")) {
+    out = cl.own["out"].as<std::string>();
+  } else {
+    out = with_sets ? run_dir + "/predictions.csv" : image_preds_csv(run_dir, data_name(config));
+    make_directories(folder_of(out));
+  }
+  check_output_file(out);  // before any work
   const Log log(0);
   if (!config_note.empty()) log.info(config_note);
   remove_stale_temp_files_in(folder_of(out), log);
 
-  // The set column says how the training split used each frame: only meaningful
-  // for the data the checkpoint was trained on.
   LabeledPredictions request;
   request.predictions_csv = out;
-  request.with_sets = same_data_as_training(config, checkpoint);
+  request.with_sets = with_sets;
   predict_labeled_frames(config, checkpoint, request, log);
+  return 0;
+}
+}  // namespace
+
+int run_predict(const Args& args) {
+  if (!is_run_dir_form(args)) return predict_with_checkpoint(args);
+  for (Args call : explicit_predict_calls(args)) {
+    const auto out = std::find(call.begin(), call.end(), "--out");
+    if (out != call.end()) make_directories(folder_of(*(out + 1)));
+    if (const int rc = predict_with_checkpoint(call)) return rc;
+  }
   return 0;
 }
 

@@ -1,0 +1,133 @@
+// The litpose form of `trainer predict` (see predict_inputs.hpp).
+#include "app/predict_inputs.hpp"
+
+#include <sys/stat.h>  // stat, S_ISDIR, S_ISREG
+
+#include <algorithm>   // std::find
+#include <cctype>      // std::tolower
+#include <filesystem>  // std::filesystem::absolute, directory_iterator
+
+#include "data/video_reader.hpp"  // video_extensions
+#include "util/error.hpp"         // UserError
+
+namespace trainer::app {
+namespace {
+
+const char* const kUsage = "trainer predict RUN_DIR VIDEO|FOLDER|LABELS.csv... [options]";
+
+bool is_dir(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+bool is_file(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+std::string lower_extension(const std::string& path) {
+  std::string ext = std::filesystem::path(path).extension().string();
+  for (char& c : ext) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return ext;
+}
+bool is_video_name(const std::string& path) {
+  const auto& known = data::video_extensions();
+  return std::find(known.begin(), known.end(), lower_extension(path)) != known.end();
+}
+bool is_image_name(const std::string& path) {
+  const std::string ext = lower_extension(path);
+  return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".bmp" || ext == ".tif" || ext == ".tiff";
+}
+
+// What a folder input holds: videos (predicted), or only images (refused).
+bool folder_has_videos(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+    if (entry.is_regular_file(ec) && is_video_name(entry.path().string())) return true;
+  return false;
+}
+
+// The checkpoint a run folder is predicted with: best.h5 (lightning-pose predicts with
+// its best checkpoint), else last.h5.
+std::string checkpoint_of_run(const std::string& run_dir) {
+  for (const char* name : {"best.h5", "last.h5"}) {
+    const std::string path = run_dir + "/checkpoints/" + name;
+    if (is_file(path)) return path;
+  }
+  if (is_file(run_dir + "/config.yaml") && is_dir(run_dir + "/tb_logs"))
+    throw UserError("predict: '" + run_dir + "' is a lightning-pose model directory; its .ckpt files cannot be "
+                    "read yet",
+                    "predict with lightning-pose (`litpose predict`), or train the model here and predict its run "
+                    "folder");
+  throw UserError("predict: '" + run_dir + "' holds no checkpoints/best.h5 or checkpoints/last.h5",
+                  "give a run folder of `trainer train` (" + std::string(kUsage) + "), or --checkpoint FILE.h5");
+}
+
+std::string absolute(const std::string& path) { return std::filesystem::absolute(path).lexically_normal().string(); }
+
+}  // namespace
+
+bool is_run_dir_form(const Args& args) { return !args.empty() && args[0].rfind("-", 0) != 0 && is_dir(args[0]); }
+
+std::string image_preds_csv(const std::string& run_dir, const std::string& data_name) {
+  return run_dir + "/image_preds/" + std::filesystem::path(data_name).filename().string() + "/predictions.csv";
+}
+
+std::vector<Args> explicit_predict_calls(const Args& args) {
+  const std::string run_dir = args.at(0);
+  std::size_t first_option = 1;
+  while (first_option < args.size() && args[first_option].rfind("-", 0) != 0) ++first_option;
+  const Args inputs(args.begin() + 1, args.begin() + long(first_option));
+  const Args options(args.begin() + long(first_option), args.end());
+  if (inputs.empty())
+    throw UserError("predict: nothing to predict after the run folder '" + run_dir + "'",
+                    std::string("give videos, folders of videos or label CSVs: ") + kUsage);
+  for (const auto& option : options) {
+    for (const char* taken : {"--checkpoint", "--video"})
+      if (option == taken || option.rfind(std::string(taken) + "=", 0) == 0)
+        throw UserError("predict: " + std::string(taken) + " given with a run folder and inputs",
+                        std::string("use one form: ") + kUsage + ", or trainer predict --checkpoint FILE.h5 "
+                        "[--video PATH...]");
+  }
+  const std::string checkpoint = checkpoint_of_run(run_dir);
+
+  std::vector<std::string> csvs, videos;
+  for (const auto& input : inputs) {
+    if (is_dir(input)) {
+      if (!folder_has_videos(input))
+        throw UserError("predict: folder '" + input + "' holds no videos",
+                        "image folders are not predicted yet: list the frames in a label CSV (lightning-pose's "
+                        "format) and give that CSV");
+      videos.push_back(input);
+    } else if (!is_file(input)) {
+      throw UserError("predict: input '" + input + "' does not exist", std::string("usage: ") + kUsage);
+    } else if (lower_extension(input) == ".csv") {
+      csvs.push_back(absolute(input));
+    } else if (is_video_name(input)) {
+      videos.push_back(input);
+    } else if (is_image_name(input)) {
+      throw UserError("predict: single images are not predicted yet ('" + input + "')",
+                      "list the frames in a label CSV (lightning-pose's format) and give that CSV");
+    } else {
+      throw UserError("predict: '" + input + "' is neither a label CSV nor a video",
+                      std::string("usage: ") + kUsage);
+    }
+  }
+
+  std::vector<Args> calls;
+  for (const auto& csv : csvs) {
+    // data_files cleared: the run's imported data must not stand beside the new CSV.
+    Args call{"--checkpoint", checkpoint, "--overrides", "data.csv_file=" + csv, "data.data_files=[]",
+              "--out", image_preds_csv(run_dir, csv)};
+    call.insert(call.end(), options.begin(), options.end());
+    calls.push_back(std::move(call));
+  }
+  if (!videos.empty()) {
+    Args call{"--checkpoint", checkpoint, "--video"};
+    call.insert(call.end(), videos.begin(), videos.end());
+    call.insert(call.end(), options.begin(), options.end());
+    calls.push_back(std::move(call));
+  }
+  return calls;
+}
+
+}  // namespace trainer::app

@@ -1,0 +1,69 @@
+# `trainer predict RUN_DIR INPUT...`, as `litpose predict MODEL_DIR INPUT...` is called:
+# a label CSV goes to RUN_DIR/image_preds/<csv>/predictions.csv (+ the pixel error file)
+# and equals the explicit `--checkpoint ... --overrides data.csv_file=...` call, which
+# no longer conflicts with the run's imported data_files and no longer overwrites the
+# run's own predictions.csv; a video goes to RUN_DIR/video_preds/; misuse is `error:` +
+# exit 2 (no inputs, a missing input, an image folder, --checkpoint twice, --out with
+# --video, lightning-pose's --output_dir, a lightning-pose model directory).
+source "$(dirname "$0")/lib/common.sh"
+TOOL=${TRAINER_TEST_VIDEO_TOOL:-$(dirname "$TRAINER")/tests/test_video_tool}
+[[ -x $TOOL ]] || fail "test helper $TOOL not built (target test_video_tool)"
+cd "$SCRATCH"
+
+"$TRAINER" synth --out s.h5 --frames 24 --size 64 --keypoints 3 --seed 1 >/dev/null || fail "synth"
+"$TRAINER" synth --out new.h5 --frames 6 --size 64 --keypoints 3 --seed 2 --export-dir proj >/dev/null ||
+  fail "synth --export-dir"
+[[ -s proj/CollectedData.csv ]] || fail "no exported label CSV"
+cat >s.cfg <<CFG
+[data]
+data_files = $SCRATCH/s.h5
+data_dir = $SCRATCH/proj
+image_resize_height = 64
+image_resize_width = 64
+[training]
+imgaug = none
+train_batch_size = 4
+val_batch_size = 4
+max_epochs = 1
+unfreezing_epoch = 0
+num_workers = 1
+[model]
+backbone = resnet18
+CFG
+"$TRAINER" train --config s.cfg --out run --max-steps 4 >train.log 2>&1 || { cat train.log; fail "train"; }
+[[ -s run/predictions.csv ]] || fail "training wrote no predictions.csv"
+own_before=$(md5sum <run/predictions.csv)
+
+# A label CSV, the litpose way.
+"$TRAINER" predict run proj/CollectedData.csv >csv.log 2>&1 || { cat csv.log; fail "predict RUN_DIR CSV"; }
+out=run/image_preds/CollectedData.csv
+[[ -s $out/predictions.csv && -s $out/predictions_pixel_error.csv ]] || { ls -R run; fail "no image_preds output"; }
+[[ $(tail -n +4 $out/predictions.csv | wc -l) == 6 ]] || fail "image_preds predictions.csv does not hold 6 frames"
+head -n 1 $out/predictions.csv | grep -q ",set$" && fail "predictions on other data have a set column"
+[[ $(md5sum <run/predictions.csv) == "$own_before" ]] || fail "the run's own predictions.csv was overwritten"
+
+# The explicit form: data.csv_file on the command line replaces the run's data_files,
+# and the default output is the same image_preds file.
+rm -rf run/image_preds
+"$TRAINER" predict --checkpoint run/checkpoints/last.h5 --overrides data.csv_file="$SCRATCH/proj/CollectedData.csv" \
+  >explicit.log 2>&1 || { cat explicit.log; fail "predict --overrides data.csv_file= against a run with data_files"; }
+[[ -s $out/predictions.csv ]] || fail "explicit csv_file prediction did not default to image_preds"
+
+# A video, the litpose way: RUN_DIR/video_preds/<video>.csv.
+"$TOOL" write clip.mp4 12 64 64 || fail "video_tool write"
+"$TRAINER" predict run clip.mp4 >video.log 2>&1 || { cat video.log; fail "predict RUN_DIR VIDEO"; }
+[[ -s run/video_preds/clip.csv ]] || { ls -R run; fail "no video_preds/clip.csv"; }
+
+# Misuse.
+expect_fail 2 "nothing to predict after the run folder" "$TRAINER" predict run
+expect_fail 2 "input 'missing.mp4' does not exist" "$TRAINER" predict run missing.mp4
+mkdir -p images && cp proj/labeled-data/*/*.png images/ 2>/dev/null || touch images/a.png
+expect_fail 2 "holds no videos" "$TRAINER" predict run images
+expect_fail 2 "--checkpoint given with a run folder" "$TRAINER" predict run clip.mp4 --checkpoint run/checkpoints/last.h5
+expect_fail 2 "--video writes a CSV per video" "$TRAINER" predict --checkpoint run/checkpoints/last.h5 --video clip.mp4 --out x.csv
+expect_fail 2 "unknown option '--output_dir'" "$TRAINER" predict --checkpoint run/checkpoints/last.h5 --output_dir x
+mkdir -p lpmodel/tb_logs && touch lpmodel/config.yaml
+expect_fail 2 "lightning-pose model directory" "$TRAINER" predict lpmodel clip.mp4
+mkdir -p empty
+expect_fail 2 "holds no checkpoints/best.h5" "$TRAINER" predict empty clip.mp4
+echo "PASSED"
