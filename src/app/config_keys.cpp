@@ -7,6 +7,7 @@
 #include <limits>     // std::numeric_limits
 #include <sstream>    // std::ostringstream
 
+#include "app/config_lp_backbones.hpp"  // refuse_missing_lp_backbone
 #include "app/config_values.hpp"        // parse_*, format_*, BadValue
 #include "comm/nccl_debug.hpp"            // comm::nccl_debug_names
 #include "compute/losses/heatmap_loss_registry.hpp"  // compute::heatmap_loss_names
@@ -148,6 +149,46 @@ KeyBuilder choice(const char* section, const char* name, Field<S, std::string> f
     throw BadValue(expected);
   };
   b.key.get = [f](const Config& c) { return f(c); };
+  return b;
+}
+
+// model.backbone: a lightning-pose backbone this build lacks is refused as such
+// (config_lp_backbones.cpp), before the choice's "did you mean".
+KeyBuilder refusing_missing_lp_backbones(KeyBuilder b) {
+  b.key.set = [set = b.key.set](Config& c, const std::string& text) {
+    refuse_missing_lp_backbone(unquote(trim(text)));
+    set(c, text);
+  };
+  return b;
+}
+
+// eval.colormap: lightning-pose takes any matplotlib colormap. One the renderer lacks
+// is drawn with the nearest name it has (a misspelling), else with the key's default
+// (lightning-pose's, cool); the note names both.
+template <class S>
+KeyBuilder colormap(const char* section, const char* name, Field<S, std::string> f,
+                    const std::vector<std::string>& choices, const char* meaning) {
+  KeyBuilder b = choice(section, name, f, choices, meaning);
+  const auto fallback = [f, choices](const std::string& wanted) {
+    const std::string near = closest(lower(wanted), choices);
+    return near.empty() ? f(Config{}) : near;
+  };
+  b.key.set = [set = b.key.set, f, fallback](Config& c, const std::string& text) {
+    const std::string v = unquote(trim(text));
+    if (v.empty()) throw BadValue("a matplotlib colormap name, like cool or viridis");
+    try {
+      set(c, text);
+    } catch (const BadValue&) {
+      f(c) = fallback(v);
+    }
+  };
+  b.key.note = [choices, fallback](const std::string& text) -> std::string {
+    const std::string v = unquote(trim(text));
+    for (const auto& option : choices)
+      if (lower(option) == lower(v)) return "";
+    return "the labeled-video renderer has no colormap '" + v + "'; it draws with '" + fallback(v) +
+           "' instead (it has " + join_names(choices) + ")";
+  };
   return b;
 }
 
@@ -548,8 +589,8 @@ std::vector<ConfigKey> build_table() {
       text("model", "model_name", field(M, &MC::model_name), "NAME",
            "the run's name in TensorBoard: event files go to <run>/tb_logs/<model_name>/version_<n>/")
           .lp("model.model_name"),
-      choice("model", "backbone", field(M, &MC::backbone), model::backbone_names(),
-             "ResNet backbone")
+      refusing_missing_lp_backbones(choice("model", "backbone", field(M, &MC::backbone), model::backbone_names(),
+                                           "ResNet backbone; lightning-pose's others are refused by name"))
           .lp("model.backbone"),
       text("model", "backbone_weights", field(M, &MC::backbone_weights), "PATH",
            "pretrained backbone weights: torchvision's ImageNet .pth, an mmpose checkpoint (lightning-pose's "
@@ -695,8 +736,9 @@ std::vector<ConfigKey> build_table() {
               "with the videos predicted after training (or `predict --video`), also write "
               "video_preds/labeled_videos/<video>_labeled.mp4")
           .lp("eval.save_vids_after_training"),
-      choice("eval", "colormap", field(E, &EC::colormap), data::labeled_video_colormap_names(),
-             "matplotlib colormap of the keypoints in labeled videos")
+      colormap("eval", "colormap", field(E, &EC::colormap), data::labeled_video_colormap_names(),
+               "matplotlib colormap of the keypoints in labeled videos; any other matplotlib name is drawn "
+               "with the nearest of these, else cool, with a note")
           .lp("eval.colormap"),
       real("eval", "confidence_thresh_for_vid", field(E, &EC::confidence_thresh_for_vid), 0.0, false, 1.0,
            "labeled videos draw a keypoint only where its likelihood is above this")

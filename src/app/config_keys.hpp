@@ -26,6 +26,9 @@ struct ConfigKey {
   std::function<void(Config&, const std::string& text)> set;
   // The value as text that `set` reads back unchanged.
   std::function<std::string(const Config&)> get;
+  // Optional: a one-line note on a value that `set` accepted but changed (an
+  // eval.colormap the renderer lacks), or "" when there is nothing to say.
+  std::function<std::string(const std::string& text)> note;
 
   std::string full_name() const { return section + "." + name; }
 };

@@ -3,9 +3,11 @@
 
 #include <yaml-cpp/yaml.h>  // YAML::Emitter, for config_to_yaml
 
-#include <set>  // std::set
+#include <set>      // std::set
+#include <utility>  // std::move
 
-#include "app/config_values.hpp"  // BadValue, closest, parse_bool, parse_list, parse_real
+#include "app/config_lp_rules.hpp"  // ignored, only_if, note_unless, renamed, ...
+#include "app/config_values.hpp"    // BadValue, closest, format_list, parse_list
 #include "util/error.hpp"         // UserError
 #include "util/name_list.hpp"     // join_names
 
@@ -14,90 +16,103 @@ namespace {
 
 const std::string kDocs = "docs/CONFIG.md lists every lightning-pose key and what happens to it";
 
-LpKeyRule ignored(const char* path, const char* what) { return {path, false, what, nullptr}; }
-LpKeyRule ignored_section(const char* path, const char* what) { return {path, true, what, nullptr}; }
-
-// Accepted when `ok(leaf)` holds (null always is); an error otherwise.
-LpKeyRule only_if(const char* path, const char* what, std::function<bool(const YamlLeaf&)> ok, std::string refusal,
-                  std::string hint) {
-  return {path, false, what, [ok, refusal, hint](const YamlLeaf& leaf) {
-            if (leaf.is_null || ok(leaf)) return LpVerdict{};
-            return LpVerdict{LpVerdict::kError, refusal, hint};
-          }};
-}
-
-// Accepted always; a warning when `ok(leaf)` fails (something lightning-pose would
-// do after training that the trainer does not do yet).
-[[maybe_unused]] LpKeyRule warn_unless(const char* path, const char* what, std::function<bool(const YamlLeaf&)> ok,
-                                       std::string warning) {
-  return {path, false, what, [ok, warning](const YamlLeaf& leaf) {
-            if (leaf.is_null || ok(leaf)) return LpVerdict{};
-            return LpVerdict{LpVerdict::kWarn, warning, ""};
-          }};
-}
-
-bool is_false(const YamlLeaf& leaf) {
-  try {
-    return !parse_bool(leaf.value);
-  } catch (const BadValue&) {
-    return false;
-  }
-}
-
 std::vector<LpKeyRule> build_rules() {
   const char* unsupervised = "used only by the unsupervised losses listed in model.losses_to_use";
-  return {
+  const char* multiview = "multiview projects (one label file per camera) are not supported";
+  const char* one_view = "train one view per run with data.csv_file set to that view's CSV";
+  std::vector<LpKeyRule> rules = {
       // data
-      only_if("data.view_names", "multiview projects: refused unless null", [](const YamlLeaf&) { return false; },
-              "multiview projects are not supported",
-              "train one view per run with data.csv_file set to that view's CSV"),
-      only_if("data.bbox_file", "multiview bounding boxes: refused unless null", [](const YamlLeaf&) { return false; },
+      only_if("data.view_names", "multiview projects: refused unless null", never, multiview, one_view),
+      only_if("data.bbox_file", "multiview bounding boxes: refused unless null", never,
               "bounding-box files are not supported", "remove data.bbox_file"),
+      only_if("data.camera_params_file", "multiview camera calibration: refused unless null", never,
+              std::string("camera calibration is for multiview projects; ") + multiview,
+              std::string("remove data.camera_params_file (null) and ") + one_view),
+      // lightning-pose reads it (utils/io.py) for label CSVs without the scorer row.
+      only_if("data.header_rows", "[0, 1, 2] accepted; other header rows refused",
+              [](const YamlLeaf& leaf, const ValueLookup&) { return leaf.value == format_list({"0", "1", "2"}); },
+              "label CSVs are read with DeepLabCut's three header rows (scorer, bodyparts, coords) only",
+              "give the CSV those three header rows and remove data.header_rows"),
+      // lightning-pose's ModelConfig renames it for models made by its app (its issue #268).
+      renamed("data.keypoints", "data.keypoint_names", "old name of data.keypoint_names (lightning-pose app models)"),
       // training
       only_if("training.imgaug_3d", "multiview 3D augmentation: false accepted, true refused", is_false,
               "multiview 3D augmentation is not supported", "set training.imgaug_3d=false"),
       only_if("training.lr_scheduler", "multisteplr accepted (training.lr_scheduler_milestones / gamma), others "
                                        "refused",
-              [](const YamlLeaf& leaf) { return leaf.value == "multisteplr"; },
+              [](const YamlLeaf& leaf, const ValueLookup&) { return leaf.value == "multisteplr"; },
               "only multisteplr is supported",
               "set training.lr_scheduler=multisteplr (milestones and gamma under lr_scheduler_params.multisteplr)"),
       ignored("training.dropout_rate", "not read by lightning-pose's heatmap models either: accepted, not used"),
-      only_if("training.unfreezing_step", "step-based schedule: refused",
-              [](const YamlLeaf&) { return false; }, "step-based schedules are not supported",
-              "use training.unfreezing_epoch"),
-      only_if("training.min_steps", "step-based schedule: refused", [](const YamlLeaf&) { return false; },
-              "step-based schedules are not supported",
+      only_if("training.unfreezing_step", "step-based schedule: refused", never,
+              "step-based schedules are not supported", "use training.unfreezing_epoch"),
+      only_if("training.min_steps", "step-based schedule: refused", never, "step-based schedules are not supported",
               "use training.min_epochs (training.max_steps is supported)"),
-      only_if("training.lr_scheduler_params.multisteplr.milestone_steps", "step-based schedule: refused",
-              [](const YamlLeaf&) { return false; },
+      only_if("training.lr_scheduler_params.multisteplr.milestone_steps", "step-based schedule: refused", never,
               "step-based schedules are not supported",
               "use training.lr_scheduler_params.multisteplr.milestones (epochs)"),
       ignored_section("training.patch_mask", "multiview transformer patch masking: accepted, not used"),
+      // training: the Lightning Trainer arguments lightning-pose's train.py passes on
+      only_if("training.accumulate_grad_batches", "1 accepted (every batch is a step); others refused",
+              equals_number(1), "gradient accumulation is not implemented yet",
+              "remove the key (or set 1); for a larger batch raise training.train_batch_size (global, divided "
+              "over the ranks)"),
+      // Lightning: a float is a fraction of the epoch, an int a count of training batches.
+      only_if("training.val_check_interval", "null or 1.0 (once per epoch) accepted; others refused",
+              [](const YamlLeaf& leaf, const ValueLookup& others) {
+                return leaf.value.find_first_of(".eE") != std::string::npos && equals_number(1)(leaf, others);
+              },
+              "validation within an epoch is not implemented yet (Lightning reads an int as every N training "
+              "batches, a float below 1 as a fraction of the epoch)",
+              "remove the key (null: once per epoch) and set training.check_val_every_n_epoch"),
+      only_if("training.limit_train_batches", "null accepted (lightning-pose's steps per epoch); others refused",
+              never, "limiting the training batches of an epoch is not implemented yet",
+              "remove the key (null: lightning-pose's steps per epoch); training.max_steps caps the whole run"),
+      note_unless("training.profiler", "Lightning's profiler: accepted, no effect", never,
+                  "the trainer has no Lightning profiler; accepted, no effect (`trainer bench step` times a step)"),
       // model
-      only_if("model.checkpoint", "lightning-pose .ckpt to start from: null accepted, a path refused",
-              [](const YamlLeaf&) { return false; },
+      only_if("model.checkpoint", "lightning-pose .ckpt to start from: null accepted, a path refused", never,
               "lightning-pose .ckpt files cannot be loaded",
               "continue a trainer run with `trainer train --resume RUN/checkpoints/last.h5`, or start from "
               "pretrained backbone weights"),
+      // Written by lightning-pose's train() into a model folder's config.yaml.
+      ignored("model.lightning_pose_version", "model folder metadata: accepted, not used"),
+      ignored("creation_datetime", "model folder metadata: accepted, not used"),
+      // models/factory.py reads it (default true: download the backbone's pretrained weights).
+      only_if("model.backbone_pretrained", "true accepted; false accepted unless model.backbone_weights is set",
+              [](const YamlLeaf& leaf, const ValueLookup& others) {
+                return is_true(leaf, others) || !others("model.backbone_weights");
+              },
+              "false asks for random initial weights, but model.backbone_weights names a file",
+              "remove one of model.backbone_pretrained and model.backbone_weights"),
+      only_if("model.backbone_checkpoint", "ViT weights file: null accepted, a path refused", never,
+              "it holds weights of lightning-pose's ViT backbones, which the trainer does not have",
+              "pretrained ResNet weights go in model.backbone_weights"),
+      ignored("model.head", "multiview transformer head: accepted, not used"),
       // dali (NVIDIA DALI video reading for unsupervised losses and video prediction)
       ignored("dali.base.predict.sequence_length", "video frames per prediction batch: accepted, not used"),
       ignored("dali.context.predict.sequence_length", "video frames per context prediction batch: accepted, "
                                                       "not used"),
       // losses: lightning-pose reads them only for losses listed in model.losses_to_use
-      only_if("losses.pca_multiview.centering_method", "null accepted", [](const YamlLeaf& leaf) { return leaf.is_null; },
+      only_if("losses.pca_multiview.centering_method", "null accepted", never,
               "lightning-pose centres the keypoints for pca_singleview only; its pca_multiview ignores this key",
               "remove the key (null), or set losses.pca_singleview.centering_method"),
-      ignored_section("losses", unsupervised),
-      // callbacks: the unsupervised-loss weight annealing (its values are keys of [losses])
-      only_if("callbacks.anneal_weight.attr_name", "total_unsupervised_importance accepted",
-              [](const YamlLeaf& leaf) { return leaf.value == "total_unsupervised_importance"; },
-              "the warm-up applies to the unsupervised losses' weight only",
-              "set callbacks.anneal_weight.attr_name=total_unsupervised_importance"),
-      ignored_section("callbacks", unsupervised),
-      // hydra: Hydra's own output folder settings
-      ignored_section("hydra", "Hydra's output folder: accepted, not used (the trainer writes its run folder under "
-                               "outputs/, or --output)"),
   };
+  for (auto& rule : lp_history_rules()) rules.push_back(std::move(rule));
+  // Whole sections last: a specific rule above wins over them.
+  rules.push_back(ignored_section("losses", unsupervised));
+  // callbacks: the unsupervised-loss weight annealing (its values are keys of [losses])
+  rules.push_back(only_if("callbacks.anneal_weight.attr_name", "total_unsupervised_importance accepted",
+                          [](const YamlLeaf& leaf, const ValueLookup&) {
+                            return leaf.value == "total_unsupervised_importance";
+                          },
+                          "the warm-up applies to the unsupervised losses' weight only",
+                          "set callbacks.anneal_weight.attr_name=total_unsupervised_importance"));
+  rules.push_back(ignored_section("callbacks", unsupervised));
+  // hydra: Hydra's own output folder settings
+  rules.push_back(ignored_section("hydra", "Hydra's output folder: accepted, not used (the trainer writes its run "
+                                           "folder under outputs/, or --output)"));
+  return rules;
 }
 
 // Whether a lightning-pose name is a dotted YAML path (not a note like "(Lightning
@@ -185,9 +200,16 @@ const ConfigKey* key_for_yaml_path(const std::string& path) {
   return find_key(path.substr(0, dot), path.substr(dot + 1));
 }
 
-void set_config_key(Config& config, const ConfigKey& key, const std::string& value, const std::string& where) {
+void set_config_key(Config& config, const ConfigKey& key, const std::string& value, const std::string& where,
+                    std::vector<std::string>* notes) {
   try {
     key.set(config, value);
+    if (notes && key.note) {
+      const std::string note = key.note(value);
+      if (!note.empty()) notes->push_back(where + ": " + key.full_name() + " = " + trim(value) + ": " + note);
+    }
+  } catch (const RefusedValue& e) {
+    throw UserError(where + ": " + key.full_name() + ": " + e.what(), e.hint);
   } catch (const BadValue& e) {
     const std::string fallback = key.get(Config{});
     throw UserError(where + ": bad value for " + key.full_name() + ": expected " + e.what(),
@@ -229,6 +251,14 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
     }
     if (!replaced) leaves.push_back(o);
   }
+  // Old names are read as their new ones, unless the new one is there too (then, as
+  // in lightning-pose, the old one is left alone).
+  std::set<std::string> paths;
+  for (const auto& leaf : leaves) paths.insert(leaf.path);
+  for (auto& leaf : leaves) {
+    const LpKeyRule* rule = find_lp_rule(leaf.path);
+    if (rule && !rule->renamed_to.empty() && !paths.count(rule->renamed_to)) leaf.path = rule->renamed_to;
+  }
   std::map<std::string, const YamlLeaf*> by_path;
   for (const auto& leaf : leaves) by_path[leaf.path] = &leaf;
   const ValueLookup lookup = [&by_path](const std::string& path) -> const std::string* {
@@ -237,7 +267,22 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
   };
   auto resolved = [&](const YamlLeaf& leaf) {
     YamlLeaf out = leaf;
-    if (!leaf.is_null) out.value = resolve_interpolations(leaf.value, leaf.path, leaf.where, lookup, env);
+    if (leaf.is_null) return out;
+    // OmegaConf: a value that is one interpolation of a null key is null
+    // (eval.test_videos_directory: ${data.video_dir} with data.video_dir: null).
+    std::string target = trim(leaf.value);
+    for (int depth = 0; depth < 32 && target.size() > 3 && target.compare(0, 2, "${") == 0 && target.back() == '}' &&
+                        target.find_first_of("${}:", 2) == target.size() - 1;
+         ++depth) {
+      const auto it = by_path.find(trim(target.substr(2, target.size() - 3)));
+      if (it == by_path.end()) break;
+      if (it->second->is_null) {
+        out.is_null = true;
+        return out;
+      }
+      target = trim(it->second->value);
+    }
+    out.value = resolve_interpolations(leaf.value, leaf.path, leaf.where, lookup, env);
     return out;
   };
 
@@ -267,16 +312,17 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
         set_by_file[full] = leaf.path + " at " + leaf.where;
       }
       origin[full] = leaf.where;
-      if (leaf.is_null) {  // lightning-pose's null: the default, which is "take it from the data" where that exists
+      const YamlLeaf value = resolved(leaf);
+      if (value.is_null) {  // lightning-pose's null: the default, which is "take it from the data" where that exists
         set_config_key(config, *key, key->get(Config{}), leaf.where);
         continue;
       }
-      set_config_key(config, *key, resolved(leaf).value, leaf.where);
+      set_config_key(config, *key, value.value, leaf.where, &warnings);
       continue;
     }
     if (const LpKeyRule* rule = find_lp_rule(leaf.path)) {
       if (!rule->check) continue;
-      const LpVerdict verdict = rule->check(resolved(leaf));
+      const LpVerdict verdict = rule->check(resolved(leaf), lookup);
       if (verdict.kind == LpVerdict::kError) {
         throw UserError(leaf.where + ": " + leaf.path + " = " + describe(leaf) + ": " + verdict.message,
                         verdict.hint);
@@ -291,6 +337,93 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
     unknown_key(leaf);
   }
 }
+
+namespace {
+
+// Whether `text` reads back as a YAML number (300, 1e-3, -1), so it is written plain.
+bool is_number(const std::string& text) {
+  try {
+    parse_real(text);
+    return true;
+  } catch (const BadValue&) {
+    return false;
+  }
+}
+
+// One list item or scalar: a number plain, anything else a string, tagged "!" (YAML's
+// non-specific tag of a quoted scalar) for emit() to quote where it would read back as
+// another type (a keypoint named "null", a model_name "1").
+YAML::Node scalar(const std::string& text, bool numeric) {
+  YAML::Node node(text);
+  if (!numeric || !is_number(text)) node.SetTag("!");
+  return node;
+}
+
+// Whether a plain scalar `text` reads back as a number, boolean or null (YAML 1.1,
+// which yaml-cpp and PyYAML read).
+bool reads_as_other_type(const std::string& text) {
+  static const std::set<std::string> words = {"null", "Null", "NULL", "~",     "true", "True", "TRUE", "false",
+                                              "False", "FALSE", "yes", "Yes",  "YES",  "no",   "No",   "NO",
+                                              "on",   "On",   "ON",   "off",   "Off",  "OFF",  "y",    "n"};
+  return text.empty() || words.count(text) || is_number(text);
+}
+
+void emit(YAML::Emitter& out, const YAML::Node& node) {
+  if (node.IsMap()) {
+    out << YAML::BeginMap;
+    for (const auto& entry : node) {
+      out << YAML::Key << entry.first.Scalar() << YAML::Value;
+      emit(out, entry.second);
+    }
+    out << YAML::EndMap;
+  } else if (node.IsSequence()) {
+    out << (node.Style() == YAML::EmitterStyle::Flow ? YAML::Flow : YAML::Block) << YAML::BeginSeq;
+    for (const auto& item : node) emit(out, item);
+    out << YAML::EndSeq;
+  } else if (node.IsNull()) {
+    out << YAML::Null;
+  } else if (node.Tag() == "!" && reads_as_other_type(node.Scalar())) {
+    out << YAML::DoubleQuoted << node.Scalar();
+  } else {
+    out << node.Scalar();
+  }
+}
+
+// A key's value as the YAML type lightning-pose writes it: numbers, booleans, null,
+// sequences (of numbers or names), sequences of sequences; text stays a string.
+YAML::Node yaml_value(const ConfigKey& key, const std::string& value) {
+  const std::string& type = key.value_name;
+  const bool nullable = type.find("null") != std::string::npos;
+  if (nullable && value == "null") return YAML::Node(YAML::NodeType::Null);
+  if (type == "BOOL") return YAML::Node(format_bool(parse_bool(value)));  // plain true / false
+  if (type == "INT" || type == "REAL" || nullable || type == "COUNT/FRACTION") return scalar(value, true);
+  if (type == "LIST" || type == "LISTS") {
+    // Lists of numbers (milestones, epsilon per keypoint) stay numbers, and names names.
+    const YAML::Node parsed = YAML::Load(value.empty() ? "[]" : value);
+    YAML::Node list(YAML::NodeType::Sequence);
+    if (!parsed.IsSequence()) {  // real_list writes one number as itself
+      return scalar(value, true);
+    }
+    const std::vector<std::string> items = parse_list(value);
+    if (type == "LISTS") {
+      for (const auto& inner : parsed) {
+        YAML::Node row(YAML::NodeType::Sequence);
+        for (const auto& item : inner) row.push_back(scalar(item.Scalar(), true));
+        row.SetStyle(YAML::EmitterStyle::Flow);
+        list.push_back(row);
+      }
+    } else {
+      bool all_numbers = true;
+      for (const auto& item : items) all_numbers = all_numbers && is_number(item);
+      for (const auto& item : items) list.push_back(scalar(item, all_numbers));
+    }
+    list.SetStyle(YAML::EmitterStyle::Flow);
+    return list;
+  }
+  return scalar(value, false);
+}
+
+}  // namespace
 
 std::string config_to_yaml(const Config& config) {
   YAML::Node root(YAML::NodeType::Map);
@@ -312,20 +445,13 @@ std::string config_to_yaml(const Config& config) {
       chain.back()[parts[i]] = next;
       chain.push_back(chain.back()[parts[i]]);
     }
-    const std::string value = key.get(config);
-    if (key.value_name == "LIST") {
-      YAML::Node list(YAML::NodeType::Sequence);
-      for (const auto& item : parse_list(value)) list.push_back(item);
-      list.SetStyle(YAML::EmitterStyle::Flow);
-      chain.back()[parts.back()] = list;
-    } else {
-      chain.back()[parts.back()] = value;
-    }
+    chain.back()[parts.back()] = yaml_value(key, key.get(config));
   }
   YAML::Emitter out;
   out.SetIndent(2);
-  out << root;
-  return std::string(out.c_str()) + "\n";  // yaml-cpp quotes empty strings (""), so they read back
+  out.SetNullFormat(YAML::LowerNull);  // `null`, as lightning-pose's files write it
+  emit(out, root);
+  return std::string(out.c_str()) + "\n";
 }
 
 }  // namespace trainer::app::config_detail

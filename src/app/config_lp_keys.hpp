@@ -5,10 +5,14 @@
 //      (`training.optimizer_params.learning_rate`) or by `<section>.<name>` and its
 //      aliases: set with lightning-pose's meaning. Keys other engineers add to the
 //      table work from YAML through this step, with no change here;
-//   2. a rule of lp_key_rules(): lightning-pose keys with no key of their own, each
-//      accepted (with lightning-pose's meaning: e.g. losses.* only matter when the
-//      loss is listed in model.losses_to_use) or refused with an error naming the key
-//      and what to use instead when its value asks for something the trainer cannot do;
+//   2. a rule of lp_key_rules(): lightning-pose keys with no key of their own (its
+//      current ones, the Lightning Trainer settings it passes on, the metadata of its
+//      model folders, and the keys of its earlier versions: config_lp_history.cpp),
+//      each accepted (with lightning-pose's meaning: e.g. losses.* only matter when the
+//      loss is listed in model.losses_to_use; with a one-line note when it changes
+//      nothing here), read as the key it was renamed to, or refused with an error
+//      naming the key and what to use instead when its value asks for something the
+//      trainer cannot do;
 //   3. anything else: an error naming the key, with the closest known one.
 #include <functional>  // std::function
 #include <map>         // std::map
@@ -32,11 +36,16 @@ struct LpKeyRule {
   std::string path;    // "model.losses_to_use"; with `prefix`, every key below it ("hydra")
   bool prefix = false;
   std::string what;    // what happens to it, one line for docs/CONFIG.md
-  // Decides on the (interpolation-resolved) value; null: always accepted.
-  std::function<LpVerdict(const YamlLeaf& leaf)> check;
+  // Decides on the (interpolation-resolved) value, seeing the other leaves of the
+  // configuration (raw, null and absent alike nullptr); null: always accepted.
+  std::function<LpVerdict(const YamlLeaf& leaf, const ValueLookup& others)> check;
+  // An old name: the leaf is read as this YAML path, unless the configuration has it too.
+  std::string renamed_to;
 };
 
 const std::vector<LpKeyRule>& lp_key_rules();
+// The rules of keys that earlier lightning-pose versions had (config_lp_history.cpp).
+std::vector<LpKeyRule> lp_history_rules();
 const LpKeyRule* find_lp_rule(const std::string& path);
 
 // The key-table key a dotted YAML path sets (step 1 above), or nullptr.
@@ -52,8 +61,10 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
                        std::vector<std::string>& warnings);
 
 // Sets one key-table key from text, turning a malformed value into a UserError
-// that names `where` (shared with the INI reader).
-void set_config_key(Config& config, const ConfigKey& key, const std::string& value, const std::string& where);
+// that names `where` (shared with the INI reader and the command line); the key's
+// note on the value, if any, goes to `notes` as one line naming `where`.
+void set_config_key(Config& config, const ConfigKey& key, const std::string& value, const std::string& where,
+                    std::vector<std::string>* notes = nullptr);
 
 // The configuration as YAML in lightning-pose's layout (its nested names where a
 // key has one, `<section>.<name>` otherwise); re-parsable with --config.

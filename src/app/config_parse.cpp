@@ -127,13 +127,15 @@ Args take_key_args(const Args& args, const std::string& subcommand, std::vector<
   return rest;
 }
 
-void set_key(Config& config, const ConfigKey& key, const std::string& value, const std::string& where) {
-  config_detail::set_config_key(config, key, value, where);
+void set_key(Config& config, const ConfigKey& key, const std::string& value, const std::string& where,
+             std::vector<std::string>& notes) {
+  config_detail::set_config_key(config, key, value, where, &notes);
 }
 
 // `entries` come from the INI text called `path` (a file, or a checkpoint's configuration).
 void apply_entries(Config& config, const std::vector<config_detail::IniEntry>& entries, const std::string& path,
-                   const std::string& subcommand, std::map<std::string, std::string>& origin) {
+                   const std::string& subcommand, std::map<std::string, std::string>& origin,
+                   std::vector<std::string>& notes) {
   std::map<std::string, int> first_line;
   const auto& sections = config_sections();
   for (const auto& entry : entries) {
@@ -177,7 +179,7 @@ void apply_entries(Config& config, const std::vector<config_detail::IniEntry>& e
                       "keep one of the two lines");
     }
     first_line[full] = entry.line;
-    set_key(config, *key, entry.value, where);
+    set_key(config, *key, entry.value, where, notes);
     origin[full] = where;
   }
 }
@@ -291,11 +293,13 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
                                        env_lookup, origin, result.warnings);
       overrides_applied = true;
     } else {
-      apply_entries(result.config, config_detail::parse_ini(text, config_path), config_path, subcommand, origin);
+      apply_entries(result.config, config_detail::parse_ini(text, config_path), config_path, subcommand, origin,
+                    result.warnings);
     }
   } else if (fallback) {
     source = fallback->name;
-    apply_entries(result.config, config_detail::parse_ini(fallback->text, source), source, subcommand, origin);
+    apply_entries(result.config, config_detail::parse_ini(fallback->text, source), source, subcommand, origin,
+                  result.warnings);
   }
 
   if (!overrides_applied && !overrides.empty())
@@ -315,7 +319,7 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
     }
     given_as[full] = arg.name;
     const std::string where = "the command line (--" + arg.name + ")";
-    set_key(result.config, *key, arg.value, where);
+    set_key(result.config, *key, arg.value, where, result.warnings);
     origin[full] = where;
   }
   if (!given_as.empty()) source += " + command line";

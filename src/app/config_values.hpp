@@ -6,6 +6,7 @@
 #include <cstdint>    // std::uint64_t
 #include <stdexcept>  // std::runtime_error
 #include <string>     // std::string
+#include <utility>    // std::move
 #include <vector>     // std::vector
 
 namespace trainer::app::config_detail {
@@ -13,6 +14,14 @@ namespace trainer::app::config_detail {
 // A value that cannot be read; what() says what was expected instead.
 struct BadValue : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+// A well-formed value the trainer refuses by name (a lightning-pose backbone it does
+// not have): what() is the whole reason, `hint` what to use instead.
+struct RefusedValue : std::runtime_error {
+  RefusedValue(const std::string& reason, std::string hint_text)
+      : std::runtime_error(reason), hint(std::move(hint_text)) {}
+  std::string hint;
 };
 
 std::string trim(const std::string& text);
