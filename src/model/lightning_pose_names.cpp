@@ -1,0 +1,65 @@
+// lightning-pose's state_dict names (see lightning_pose_names.hpp).
+#include "model/lightning_pose_names.hpp"
+
+#include <cctype>   // std::isdigit
+#include <utility>  // std::pair
+
+namespace trainer::model {
+namespace {
+
+// The ResNet children before layer1 that hold tensors, by their Sequential index.
+struct Child {
+  const char* ours;
+  int index;
+};
+constexpr Child kStem[] = {{"conv1", 0}, {"bn1", 1}};
+constexpr int kLayer1Index = 4;  // conv1, bn1, relu, maxpool come first
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
+
+// "12.rest" -> (12, "rest"); (-1, "") when `s` does not start with a number and a dot.
+std::pair<int, std::string> leading_index(const std::string& s) {
+  std::size_t i = 0;
+  while (i < s.size() && i < 4 && std::isdigit(static_cast<unsigned char>(s[i]))) ++i;
+  if (i == 0 || i >= s.size() || s[i] != '.') return {-1, ""};
+  return {std::stoi(s.substr(0, i)), s.substr(i + 1)};
+}
+
+}  // namespace
+
+std::string lightning_pose_state_name(const std::string& name) {
+  if (starts_with(name, "backbone.")) {
+    const std::string rest = name.substr(9);
+    for (const auto& c : kStem)
+      if (starts_with(rest, std::string(c.ours) + "."))
+        return "backbone." + std::to_string(c.index) + rest.substr(std::string(c.ours).size());
+    if (starts_with(rest, "layer") && rest.size() > 6 && rest[6] == '.' && rest[5] >= '1' && rest[5] <= '4')
+      return "backbone." + std::to_string(kLayer1Index + (rest[5] - '1')) + rest.substr(6);
+    return "";
+  }
+  if (starts_with(name, "head.deconv")) {
+    const auto [i, rest] = leading_index(name.substr(11));
+    if (i < 0) return "";
+    return "head.upsampling_layers." + std::to_string(i + 1) + "." + rest;  // index 0 is the PixelShuffle
+  }
+  return "";
+}
+
+std::string state_name_from_lightning_pose(const std::string& lp_name) {
+  if (starts_with(lp_name, "backbone.")) {
+    const auto [i, rest] = leading_index(lp_name.substr(9));
+    for (const auto& c : kStem)
+      if (i == c.index) return "backbone." + std::string(c.ours) + "." + rest;
+    if (i >= kLayer1Index && i < kLayer1Index + 4)
+      return "backbone.layer" + std::to_string(i - kLayer1Index + 1) + "." + rest;
+    return "";
+  }
+  if (starts_with(lp_name, "head.upsampling_layers.")) {
+    const auto [i, rest] = leading_index(lp_name.substr(23));
+    if (i < 1) return "";
+    return "head.deconv" + std::to_string(i - 1) + "." + rest;
+  }
+  return "";
+}
+
+}  // namespace trainer::model

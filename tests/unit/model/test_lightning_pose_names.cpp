@@ -1,0 +1,49 @@
+// lightning-pose's state_dict names for the heatmap model (model/lightning_pose_names.hpp):
+// every tensor of every backbone maps to a distinct name and back. PyTorch checks
+// that the names load into lightning-pose's module layout in
+// tests/integration/lp_model_dir.sh.
+#include <catch2/catch.hpp>
+
+#include <set>     // std::set
+#include <string>  // std::string
+
+#include "model/lightning_pose_names.hpp"
+#include "model_test_util.hpp"
+
+using trainer::model::HeatmapModel;
+using trainer::model::lightning_pose_state_name;
+using trainer::model::ModelSpec;
+using trainer::model::state_name_from_lightning_pose;
+
+TEST_CASE("lightning-pose names: the Sequential indices of the ResNet and the head", "[model]") {
+  CHECK(lightning_pose_state_name("backbone.conv1.weight") == "backbone.0.weight");
+  CHECK(lightning_pose_state_name("backbone.bn1.running_var") == "backbone.1.running_var");
+  CHECK(lightning_pose_state_name("backbone.layer1.0.conv1.weight") == "backbone.4.0.conv1.weight");
+  CHECK(lightning_pose_state_name("backbone.layer4.2.downsample.1.num_batches_tracked") ==
+        "backbone.7.2.downsample.1.num_batches_tracked");
+  CHECK(lightning_pose_state_name("head.deconv0.weight") == "head.upsampling_layers.1.weight");
+  CHECK(lightning_pose_state_name("head.deconv2.bias") == "head.upsampling_layers.3.bias");
+  CHECK(lightning_pose_state_name("head.head_sf.deconv0.weight").empty());  // not covered: empty, not wrong
+  CHECK(lightning_pose_state_name("backbone.fc.weight").empty());
+  CHECK(state_name_from_lightning_pose("backbone.5.1.bn2.weight") == "backbone.layer2.1.bn2.weight");
+  CHECK(state_name_from_lightning_pose("head.upsampling_layers.0.weight").empty());  // the PixelShuffle has none
+  CHECK(state_name_from_lightning_pose("backbone.8.weight").empty());
+}
+
+TEST_CASE("lightning-pose names: every tensor of every backbone, distinct and reversible", "[model]") {
+  auto backend = model_test::cpu();
+  for (const char* backbone : {"resnet18", "resnet34", "resnet50"}) {
+    for (int downsample : {2, 3}) {
+      HeatmapModel m(*backend, ModelSpec{backbone, 5, downsample});
+      std::set<std::string> seen;
+      for (const auto& name : m.store().state_dict_names()) {
+        const std::string lp = lightning_pose_state_name(name);
+        INFO(backbone << " " << name << " -> " << lp);
+        CHECK(!lp.empty());
+        CHECK(seen.insert(lp).second);
+        CHECK(state_name_from_lightning_pose(lp) == name);
+      }
+      CHECK(seen.size() == m.store().state_dict_names().size());
+    }
+  }
+}
