@@ -1,0 +1,159 @@
+// The run folder as a lightning-pose model directory (see lp_model_dir.hpp).
+#include "app/lp_model_dir.hpp"
+
+#include <chrono>      // std::chrono::system_clock
+#include <cstdio>      // std::snprintf
+#include <filesystem>  // std::filesystem::directory_iterator, remove
+#include <vector>      // std::vector
+
+#include "app/config_parse.hpp"            // config_to_yaml
+#include "app/output_files.hpp"            // make_directories
+#include "compute/backend.hpp"             // make_cpu_backend
+#include "model/lightning_pose_names.hpp"  // lightning_pose_state_name
+#include "model/make_model.hpp"            // make_pose_model
+#include "train/checkpoint.hpp"            // load_training_state, load_model
+#include "util/atomic_write.hpp"           // write_file_atomically
+#include "util/error.hpp"                  // UserError
+#include "util/torch_writer.hpp"           // PickleValue, write_torch_file
+
+namespace trainer::app {
+namespace {
+
+// The Lightning version the checkpoint claims: recent enough that Lightning runs
+// none of its migrations of old checkpoints (which expect keys such as `loops`).
+constexpr const char* kLightningVersion = "2.5.0";
+
+StoredTensor float_tensor(const std::vector<int>& shape, const std::vector<float>& values) {
+  StoredTensor t;
+  for (int d : shape) t.shape.push_back(d);
+  t.bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  return t;
+}
+
+StoredTensor int64_scalar(std::int64_t value) {
+  StoredTensor t;
+  t.type = StoredType::i64;
+  t.bytes.assign(reinterpret_cast<const char*>(&value), sizeof value);
+  return t;
+}
+
+// The network's tensors under lightning-pose's names, in state_dict order.
+PickleValue lightning_pose_state_dict(const std::string& h5_checkpoint, const train::TrainingState& state) {
+  auto backend = compute::make_cpu_backend(1);
+  auto& stream = backend->default_stream();
+  const auto net = model::make_pose_model(*backend, "heatmap",
+                                          model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
+  auto& store = net->store();
+  train::load_model(h5_checkpoint, store, stream);
+  PickleValue dict = PickleValue::ordered_dict();
+  for (const auto& key : store.state_dict_order()) {
+    using Kind = model::ParameterStore::Kind;
+    std::string name;
+    StoredTensor tensor;
+    if (key.kind == Kind::parameter) {
+      const auto& e = store.parameters()[key.index];
+      name = e.name;
+      tensor = float_tensor(e.shape, store.download_param(key.index, stream));
+    } else if (key.kind == Kind::buffer) {
+      const auto& e = store.buffers()[key.index];
+      name = e.name;
+      tensor = float_tensor(e.shape, store.download_buffer(key.index, stream));
+    } else {
+      const auto& c = store.counters()[key.index];
+      name = c.name;
+      tensor = int64_scalar(c.value);
+    }
+    const std::string lp_name = model::lightning_pose_state_name(name);
+    TRAINER_ASSERT(!lp_name.empty(), "no lightning-pose name for " << name);
+    dict.set(lp_name, PickleValue::tensor(std::move(tensor)));
+  }
+  return dict;
+}
+
+// What lightning-pose's HeatmapTracker takes (and save_hyperparameters() stores), so
+// that Lightning's load_from_checkpoint can build the model. `pretrained` is false:
+// the state_dict replaces the backbone's weights anyway, and true would have
+// torchvision download ImageNet weights while loading.
+PickleValue hyper_parameters(const Config& config, const train::TrainingState& state) {
+  PickleValue milestones = PickleValue::list();
+  for (int m : config.training.lr_scheduler_milestones) milestones.append(PickleValue::integer(m));
+  PickleValue multisteplr = PickleValue::dict();
+  multisteplr.set("milestones", milestones).set("gamma", PickleValue::real(config.training.lr_scheduler_gamma));
+  PickleValue scheduler_params = PickleValue::dict();
+  scheduler_params.set("multisteplr", multisteplr);
+  PickleValue optimizer_params = PickleValue::dict();
+  optimizer_params.set("learning_rate", PickleValue::real(config.training.learning_rate));
+  PickleValue h = PickleValue::dict();
+  h.set("num_keypoints", PickleValue::integer(state.num_keypoints))
+      .set("num_targets", PickleValue::integer(2 * state.num_keypoints))
+      .set("backbone", PickleValue::string(state.backbone))
+      .set("downsample_factor", PickleValue::integer(state.downsample_factor))
+      .set("pretrained", PickleValue::boolean(false))
+      .set("torch_seed", PickleValue::integer(std::int64_t(config.training.rng_seed_model_pt)))
+      .set("optimizer", PickleValue::string(config.training.optimizer))
+      .set("optimizer_params", optimizer_params)
+      .set("lr_scheduler", PickleValue::string("multisteplr"))
+      .set("lr_scheduler_params", scheduler_params)
+      .set("do_context", PickleValue::boolean(false))
+      .set("image_size", PickleValue::integer(config.data.image_resize_height))
+      .set("model_type", PickleValue::string("heatmap"));
+  return h;
+}
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+bool has_lightning_pose_checkpoint(const Config& config) { return config.model.model_type == "heatmap"; }
+
+std::string write_lightning_pose_checkpoint(const Config& config, const std::string& h5_checkpoint,
+                                            const std::string& version_dir) {
+  const train::TrainingState state = train::load_training_state(h5_checkpoint);
+  if (!state.model_type.empty() && state.model_type != "heatmap")
+    throw UserError("'" + h5_checkpoint + "' is a " + state.model_type + " model",
+                    "only heatmap models are written as lightning-pose checkpoints so far");
+  // Lightning names a checkpoint by the epoch it was saved in (0-based) and the step.
+  const int epoch = state.epochs_completed > 0 ? state.epochs_completed - 1 : 0;
+  const std::string folder = version_dir + "/checkpoints";
+  const std::string path =
+      folder + "/epoch=" + std::to_string(epoch) + "-step=" + std::to_string(state.global_step) + "-best.ckpt";
+  make_directories(folder);
+
+  PickleValue root = PickleValue::dict();
+  root.set("epoch", PickleValue::integer(epoch))
+      .set("global_step", PickleValue::integer(state.global_step))
+      .set("pytorch-lightning_version", PickleValue::string(kLightningVersion))
+      .set("state_dict", lightning_pose_state_dict(h5_checkpoint, state))
+      .set("callbacks", PickleValue::dict())
+      .set("optimizer_states", PickleValue::list())
+      .set("lr_schedulers", PickleValue::list())
+      .set("hparams_name", PickleValue::string("kwargs"))
+      .set("hyper_parameters", hyper_parameters(config, state));
+  write_torch_file(path, root);
+
+  // One best checkpoint, as Lightning's ModelCheckpoint(save_top_k=1) keeps.
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    const bool best = name.size() > 10 && name.compare(name.size() - 10, 10, "-best.ckpt") == 0;
+    if (best && it->path().string() != path) std::filesystem::remove(it->path(), ec);
+  }
+  return path;
+}
+
+void write_train_status(const std::string& run_dir, const std::string& status, int completed_epochs,
+                        int total_epochs) {
+  char progress[160];
+  std::snprintf(progress, sizeof progress, "{\"completed\": %d, \"total\": %d, \"timestamp\": %.3f}",
+                completed_epochs, total_epochs, now_seconds());
+  write_file_atomically(run_dir + "/train_status.json",
+                        "{\"status\": \"" + status + "\", \"progress\": " + progress + "}\n");
+}
+
+void write_lightning_pose_config(const std::string& run_dir, const Config& config) {
+  write_file_atomically(run_dir + "/config.yaml", config_to_yaml(config));
+}
+
+}  // namespace trainer::app

@@ -1,0 +1,37 @@
+#pragma once
+// The run folder as a lightning-pose model directory, beside the trainer's own files,
+// so that lightning-pose's tools open it (Model.from_dir, `litpose predict`, the app,
+// EKS's scripts find the checkpoint with ckpt_path_from_base_path):
+//   config.yaml                         the effective configuration, lightning-pose's YAML
+//   tb_logs/<model_name>/version_<n>/checkpoints/epoch=<e>-step=<s>-best.ckpt
+//                                       best.h5 as a Lightning checkpoint (torch.save's
+//                                       format, lightning-pose's state_dict names and
+//                                       the hyper_parameters its model classes take)
+//   train_status.json                   {"status": ..., "progress": {...}} as its
+//                                       JSONTrainingProgressTracker writes it
+// Only the heatmap model: lightning-pose's heatmap_mhcrnn head has another layout
+// (model/lightning_pose_names.hpp).
+#include <string>  // std::string
+
+#include "config/config.hpp"  // Config
+
+namespace trainer::app {
+
+// Whether the model type has a lightning-pose checkpoint layout here.
+bool has_lightning_pose_checkpoint(const Config& config);
+
+// The Lightning checkpoint of `h5_checkpoint` (a trainer checkpoint of this run),
+// written atomically into `version_dir`/checkpoints/ as epoch=<e>-step=<s>-best.ckpt;
+// earlier *-best.ckpt files there are removed (Lightning keeps the one best). Returns
+// the path written.
+std::string write_lightning_pose_checkpoint(const Config& config, const std::string& h5_checkpoint,
+                                            const std::string& version_dir);
+
+// train_status.json in `run_dir`: `status` is TRAINING or COMPLETED, progress in epochs.
+void write_train_status(const std::string& run_dir, const std::string& status, int completed_epochs,
+                        int total_epochs);
+
+// config.yaml in `run_dir` (lightning-pose's YAML of the effective configuration).
+void write_lightning_pose_config(const std::string& run_dir, const Config& config);
+
+}  // namespace trainer::app

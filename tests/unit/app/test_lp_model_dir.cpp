@@ -1,0 +1,87 @@
+// The run folder's lightning-pose files (app/lp_model_dir.hpp): the Lightning
+// checkpoint holds every tensor of the trainer checkpoint under lightning-pose's
+// name with the same values, its name says the epoch and step, one best checkpoint
+// stays; train_status.json. PyTorch loads the checkpoint into lightning-pose's module
+// layout in tests/integration/lp_model_dir.sh.
+#include <catch2/catch.hpp>
+
+#include <cstring>     // std::memcmp
+#include <filesystem>  // std::filesystem::temp_directory_path, remove_all
+#include <fstream>     // std::ifstream
+#include <map>         // std::map
+#include <sstream>     // std::stringstream
+#include <unistd.h>    // getpid
+
+#include "app/lp_model_dir.hpp"
+#include "compute/backend.hpp"
+#include "config/config.hpp"
+#include "model/heatmap_model.hpp"
+#include "model/lightning_pose_names.hpp"
+#include "train/checkpoint.hpp"
+#include "util/torch_file.hpp"
+
+using namespace trainer;
+
+namespace {
+struct TempDir {
+  std::string path = (std::filesystem::temp_directory_path() / ("lp_model_dir_" + std::to_string(::getpid()))).string();
+  TempDir() { std::filesystem::create_directories(path); }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+}  // namespace
+
+TEST_CASE("lightning-pose checkpoint: every tensor under lightning-pose's name, same values", "[app][lp_model_dir]") {
+  TempDir dir;
+  auto backend = compute::make_cpu_backend(1);
+  auto& stream = backend->default_stream();
+  model::HeatmapModel net(*backend, model::ModelSpec{"resnet18", 3, 2});
+  net.initialize(7, stream);
+  net.store().counters()[0].value = 42;
+  train::TrainingState state;
+  state.epochs_completed = 5;
+  state.global_step = 120;
+  state.model_type = "heatmap";
+  state.backbone = "resnet18";
+  state.num_keypoints = 3;
+  state.downsample_factor = 2;
+  const std::string h5 = dir.path + "/best.h5";
+  train::save_checkpoint(h5, net.store(), nullptr, state, stream);
+
+  Config config;
+  config.model.backbone = "resnet18";
+  const std::string version = dir.path + "/tb_logs/test/version_0";
+  std::filesystem::create_directories(version + "/checkpoints");
+  std::ofstream(version + "/checkpoints/epoch=1-step=40-best.ckpt") << "older";
+  const std::string ckpt = app::write_lightning_pose_checkpoint(config, h5, version);
+  CHECK(ckpt == version + "/checkpoints/epoch=4-step=120-best.ckpt");
+  CHECK(!std::filesystem::exists(version + "/checkpoints/epoch=1-step=40-best.ckpt"));  // one best
+
+  const auto tensors = read_torch_state_dict(ckpt);
+  const auto names = net.store().state_dict_names();
+  REQUIRE(tensors.size() == names.size());
+  std::map<std::string, const StoredTensor*> by_name;
+  for (const auto& t : tensors) by_name[t.name] = &t;
+  for (std::size_t i = 0; i < net.store().parameters().size(); ++i) {
+    const auto& e = net.store().parameters()[i];
+    const auto it = by_name.find(model::lightning_pose_state_name(e.name));
+    REQUIRE(it != by_name.end());
+    const auto values = net.store().download_param(i, stream);
+    INFO(e.name);
+    REQUIRE(it->second->bytes.size() == values.size() * sizeof(float));
+    CHECK(std::memcmp(it->second->bytes.data(), values.data(), it->second->bytes.size()) == 0);
+  }
+  const auto counter = by_name.find("backbone.1.num_batches_tracked");
+  REQUIRE(counter != by_name.end());
+  std::int64_t tracked = 0;
+  std::memcpy(&tracked, counter->second->bytes.data(), sizeof tracked);
+  CHECK(tracked == 42);
+}
+
+TEST_CASE("train_status.json as lightning-pose's progress tracker writes it", "[app][lp_model_dir]") {
+  TempDir dir;
+  app::write_train_status(dir.path, "COMPLETED", 3, 3);
+  std::ifstream in(dir.path + "/train_status.json");
+  std::stringstream text;
+  text << in.rdbuf();
+  CHECK(text.str().rfind("{\"status\": \"COMPLETED\", \"progress\": {\"completed\": 3, \"total\": 3, \"timestamp\": ", 0) == 0);
+}
