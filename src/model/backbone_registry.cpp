@@ -2,8 +2,11 @@
 // its own files, implementing Backbone, and one line in kBackbones below.
 #include "model/backbone_registry.hpp"
 
-#include "model/resnet.hpp"  // make_resnet
-#include "util/error.hpp"    // UserError
+#include <cctype>  // std::isdigit
+
+#include "model/lightning_pose_names.hpp"  // state_name_from_lightning_pose
+#include "model/resnet.hpp"                // make_resnet
+#include "util/error.hpp"                  // UserError
 
 namespace trainer::model {
 namespace {
@@ -63,7 +66,10 @@ std::string backbone_weights_url(const std::string& name) { return find_backbone
 
 std::string backbone_tensor_name(std::string name) {
   if (name.rfind("module.", 0) == 0) name = name.substr(7);  // saved from a DDP-wrapped model
-  if (name.rfind("backbone.", 0) == 0) return name;           // mmpose, lightning-pose, ours
+  // lightning-pose's Lightning checkpoints: the ResNet's children by Sequential index.
+  if (name.size() > 9 && name.rfind("backbone.", 0) == 0 && std::isdigit(static_cast<unsigned char>(name[9])))
+    return state_name_from_lightning_pose(name);
+  if (name.rfind("backbone.", 0) == 0) return name;  // mmpose, ours
   for (const char* stem : {"conv1.", "bn1.", "layer1.", "layer2.", "layer3.", "layer4."})
     if (name.rfind(stem, 0) == 0) return "backbone." + name;  // torchvision's ResNet
   return "";  // a classifier (fc.*) or a head: not the backbone's

@@ -20,9 +20,11 @@ const std::vector<std::string>& backbone_names();
 std::string backbone_weights_url(const std::string& name);
 
 // Our name for a tensor of a pretrained backbone file: torchvision's ResNet names
-// (conv1.weight, layer1.0.bn1.running_mean, ...) gain "backbone."; mmpose's and
-// lightning-pose's (backbone.*) stay; a "module." prefix (DDP) goes. Empty for the
-// tensors of a classifier or a head, which are not the backbone's.
+// (conv1.weight, layer1.0.bn1.running_mean, ...) gain "backbone."; mmpose's
+// (backbone.conv1.weight, ...) stay; lightning-pose's checkpoints (backbone.0.weight,
+// backbone.4.0.conv1.weight: the ResNet's children by index) are renamed; a
+// "module." prefix (DDP) goes. Empty for the tensors of a classifier or a head,
+// which are not the backbone's.
 std::string backbone_tensor_name(std::string name);
 
 // Builds backbone `name`, registering its tensors in `store` under `prefix`

@@ -7,6 +7,7 @@
 #include <set>     // std::set
 #include <string>  // std::string
 
+#include "model/backbone_registry.hpp"  // backbone_tensor_name
 #include "model/lightning_pose_names.hpp"
 #include "model_test_util.hpp"
 
@@ -46,4 +47,14 @@ TEST_CASE("lightning-pose names: every tensor of every backbone, distinct and re
       CHECK(seen.size() == m.store().state_dict_names().size());
     }
   }
+}
+
+TEST_CASE("pretrained backbone files: lightning-pose's checkpoint names are read as ours", "[model]") {
+  using trainer::model::backbone_tensor_name;
+  CHECK(backbone_tensor_name("backbone.4.0.conv1.weight") == "backbone.layer1.0.conv1.weight");
+  CHECK(backbone_tensor_name("backbone.1.num_batches_tracked") == "backbone.bn1.num_batches_tracked");
+  CHECK(backbone_tensor_name("module.backbone.0.weight") == "backbone.conv1.weight");
+  CHECK(backbone_tensor_name("backbone.conv1.weight") == "backbone.conv1.weight");  // mmpose, ours
+  CHECK(backbone_tensor_name("layer2.1.bn1.bias") == "backbone.layer2.1.bn1.bias");  // torchvision
+  CHECK(backbone_tensor_name("head.upsampling_layers.1.weight").empty());             // a head's
 }
