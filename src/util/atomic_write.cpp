@@ -117,6 +117,10 @@ long temp_file_pid(const std::string& file_name) {
   if (!extension.empty() && digits.size() > extension.size() &&
       digits.compare(digits.size() - extension.size(), extension.size(), extension) == 0)
     digits.resize(digits.size() - extension.size());
+  // The labeled-video writer of 2026-11-24 (before this rule) named its temporary file
+  // `.<stem>.tmp-<pid>.mp4`; a kill left it behind, so the clean-up still knows it.
+  else if (file_name[0] == '.' && digits.size() > 4 && digits.compare(digits.size() - 4, 4, ".mp4") == 0)
+    digits.resize(digits.size() - 4);
   if (digits.empty() || digits.size() > 9 || digits[0] == '0') return 0;  // pids are below 2^22 on Linux
   for (char c : digits)
     if (c < '0' || c > '9') return 0;

@@ -65,7 +65,8 @@ void write_file_atomically(const std::string& path, const std::string& text);
 std::vector<std::string> remove_stale_temp_files(const std::string& folder);
 
 // The pid that `file_name` carries as a temporary file's name (`x.tmp-123` -> 123,
-// `v.mp4.tmp-123.mp4` -> 123), or 0 when the name is not of a form temp_path_for makes.
+// `v.mp4.tmp-123.mp4` -> 123; also `.v_labeled.tmp-123.mp4`, the name the labeled-video
+// writer used before the rule), or 0 when the name is not of a form temp_path_for makes.
 long temp_file_pid(const std::string& file_name);
 
 }  // namespace trainer

@@ -90,6 +90,8 @@ TEST_CASE("temp_file_pid reads only our temporary names", "[util]") {
   CHECK(trainer::temp_file_pid("notes.tmp-12.txt") == 0);
   // TempName::keep_extension (video writers pick the container by the extension).
   CHECK(trainer::temp_file_pid("v_labeled.mp4.tmp-1234.mp4") == 1234);
+  CHECK(trainer::temp_file_pid(".clip_labeled.tmp-1234.mp4") == 1234);  // the labeled-video writer's old name
+  CHECK(trainer::temp_file_pid("clip_labeled.tmp-1234.mp4") == 0);       // not hidden: not a name it made
   CHECK(trainer::temp_file_pid("v_labeled.mp4.tmp-1234.avi") == 0);
   CHECK(trainer::temp_file_pid("v_labeled.mp4.tmp-.mp4") == 0);
 }
