@@ -29,6 +29,10 @@ std::uint64_t fnv1a(const std::string& bytes, std::uint64_t h = 1469598103934665
   return h;
 }
 
+// Bumped when an import keeps more of a label file than before, so cached imports of
+// an unchanged file are made again (2: lightning-pose's visible flags).
+constexpr const char* kImportRevision = "import 2";
+
 // Rank 0: imports data_dir/csv_file into the cache unless it is there; returns its path.
 std::string import_csv_project(const Config& config, const std::string& import_dir, const Log& log) {
   const fs::path dir = fs::absolute(config.data.data_dir.empty() ? fs::path(".") : fs::path(config.data.data_dir));
@@ -39,7 +43,10 @@ std::string import_csv_project(const Config& config, const std::string& import_d
       "cannot read data.csv_file " + csv.string() +
           (csv_path.is_absolute() ? std::string() : " (data.csv_file is relative to data.data_dir)"),
       std::size_t{1} << 30, "set data.data_dir to the project folder and data.csv_file to its label CSV");
-  const std::uint64_t key = fnv1a(dir.lexically_normal().string() + "\n", fnv1a(bytes));
+  // The key also names what an import keeps of the file: imports made before the
+  // `visible` column was stored (/visibility) hold no flags and must not be reused.
+  const std::uint64_t key =
+      fnv1a(std::string(kImportRevision) + "\n" + dir.lexically_normal().string() + "\n", fnv1a(bytes));
   char hex[17];
   std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(key));
   const std::string out = (fs::absolute(import_dir) / (csv.stem().string() + "-" + hex + ".h5")).string();
@@ -63,8 +70,8 @@ std::string import_csv_project(const Config& config, const std::string& import_d
     throw UserError(e.what(), "image paths in the CSV are relative to data.data_dir (" + dir.string() + ")");
   }
   log.info("data: imported " + std::to_string(s.frames) + " frames (" + std::to_string(s.height) + "x" +
-           std::to_string(s.width) + ", " + std::to_string(s.keypoints) + " keypoints) from " + csv.string() +
-           " into " + out);
+           std::to_string(s.width) + ", " + std::to_string(s.keypoints) + " keypoints" +
+           (s.visibility ? ", lightning-pose's visible flags" : "") + ") from " + csv.string() + " into " + out);
   return out;
 }
 

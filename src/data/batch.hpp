@@ -29,6 +29,10 @@ struct Batch {
   // as opposed to a label that augmentation pushed out of the frame. lightning-pose's
   // uniform_heatmaps_for_nan_keypoints treats the two differently.
   std::vector<std::uint8_t> missing;
+  // [size, K]: lightning-pose's visible flags of the labels (data/visibility.hpp),
+  // kNoVisibilityFlag where the data has none; empty for batches without labels.
+  // train/label_target.hpp turns them, with `missing`, into each keypoint's target.
+  std::vector<std::uint8_t> visibility;
   // Global frame index of each row (across shards), for split/prediction output.
   std::vector<std::int64_t> frame_index;
   // 1 for real rows, 0 for rows the distributed sampler padded (exclude them from metrics).

@@ -5,12 +5,14 @@
 #include <unistd.h>  // access
 
 #include <algorithm>   // std::sort, std::max_element
+#include <cmath>       // std::isnan
 #include <filesystem>  // std::filesystem::exists
 #include <limits>      // std::numeric_limits
 #include <sstream>     // std::ostringstream
 
 #include <zlib.h>  // uncompress (deflate chunks, outside HDF5's lock)
 
+#include "data/visibility.hpp"  // is_visibility_value, kNoVisibilityFlag, kOccluded
 #include "util/error.hpp"  // UserError, SystemError
 #include "util/h5_io.hpp"  // h5::read_strings, h5::read_int64, h5::read_int_attribute, h5::stored_element_count
 #include "util/h5_checksum.hpp"  // h5::verify_checksum
@@ -111,6 +113,7 @@ h5::Handle open_dataset(hid_t file, const std::string& path, const char* name, b
 struct ShardMeta {
   DatasetShape shape;
   std::vector<float> keypoints;
+  std::vector<std::uint8_t> visibility;  // N*K; empty without /visibility
   std::vector<std::string> frame_paths;
   std::vector<std::int64_t> video_id, frame_number;
   // /context/*: frames that are only context (optional; needs /video_id).
@@ -188,6 +191,30 @@ ShardMeta read_shard_meta(const std::string& path) {
     }
     if (!meta.keypoints.empty())
       H5_CHECK(H5Dread(kp.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, meta.keypoints.data()));
+
+    // Optional /visibility: uint8 [N, K], lightning-pose's visible flags.
+    if (h5::Handle vis = open_dataset(f, path, kVisibility, false)) {
+      {
+        h5::Handle type = H5_OWN(datatype, H5Dget_type(vis.get()));
+        if (H5Tget_class(type.get()) != H5T_INTEGER)
+          bad(path, kVisibility, "wrong dtype " + type_text(type.get()) + ", expected uint8");
+      }
+      const auto vdims = h5::dims_of(vis.get());
+      if (vdims.size() != 2 || vdims[0] != n || vdims[1] != kdims[1])
+        bad(path, kVisibility, "shape " + shape_text(vdims) + ", expected [N, K] = [" + std::to_string(n) + ", " +
+                                   std::to_string(kdims[1]) + "]");
+      try {
+        meta.visibility.resize(h5::stored_element_count(vis.get()));
+      } catch (const UserError& e) {
+        bad(path, kVisibility, e.what());
+      }
+      if (!meta.visibility.empty())
+        H5_CHECK(H5Dread(vis.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, meta.visibility.data()));
+      for (std::size_t i = 0; i < meta.visibility.size(); ++i)
+        if (!is_visibility_value(meta.visibility[i]))
+          bad(path, kVisibility, "flag " + std::to_string(int(meta.visibility[i])) + " of frame " +
+                                     std::to_string(i / kdims[1]) + " is not 0, 1, 2 or 255 (none)");
+    }
 
     // /keypoint_names: K strings
     h5::Handle names = open_dataset(f, path, kKeypointNames);
@@ -331,6 +358,16 @@ Dataset Dataset::open(const std::vector<std::string>& files, const DatasetExpect
     ds.shape_.num_frames += meta.shape.num_frames;
     ds.shards_.push_back(std::move(shard));
     ds.keypoints_.insert(ds.keypoints_.end(), meta.keypoints.begin(), meta.keypoints.end());
+    // Flags of shards without /visibility are "none", so that shards of either kind mix.
+    const auto per_frame = static_cast<std::size_t>(k);
+    if (!meta.visibility.empty() && ds.visibility_.empty())
+      ds.visibility_.assign(static_cast<std::size_t>(ds.shape_.num_frames - meta.shape.num_frames) * per_frame,
+                            kNoVisibilityFlag);
+    if (!meta.visibility.empty())
+      ds.visibility_.insert(ds.visibility_.end(), meta.visibility.begin(), meta.visibility.end());
+    else if (!ds.visibility_.empty())
+      ds.visibility_.insert(ds.visibility_.end(), static_cast<std::size_t>(meta.shape.num_frames) * per_frame,
+                            kNoVisibilityFlag);
     ds.frame_paths_.insert(ds.frame_paths_.end(), meta.frame_paths.begin(), meta.frame_paths.end());
     if (meta.video_id.empty()) {
       video_info = false;
@@ -359,6 +396,13 @@ Dataset Dataset::open(const std::vector<std::string>& files, const DatasetExpect
     ds.context_location_.clear();
   }
   return ds;
+}
+
+std::int64_t Dataset::occluded_with_coordinates() const {
+  std::int64_t n = 0;
+  for (std::size_t at = 0; at < visibility_.size(); ++at)
+    if (visibility_[at] == kOccluded && !std::isnan(keypoints_[2 * at]) && !std::isnan(keypoints_[2 * at + 1])) ++n;
+  return n;
 }
 
 std::size_t Dataset::shard_of(std::int64_t i) const {

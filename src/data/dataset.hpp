@@ -49,6 +49,15 @@ class Dataset {
   const std::vector<std::string>& frame_paths() const { return frame_paths_; }
   // K*2 floats (x, y in stored pixels, NaN = unlabeled).
   const float* keypoints(std::int64_t i) const { return keypoints_.data() + i * 2 * num_keypoints(); }
+  // lightning-pose's visible flags (data/visibility.hpp): K bytes of frame i, or null
+  // when no shard has /visibility (frames of shards without it have kNoVisibilityFlag).
+  bool has_visibility() const { return !visibility_.empty(); }
+  const std::uint8_t* visibility(std::int64_t i) const {
+    return visibility_.empty() ? nullptr : visibility_.data() + i * num_keypoints();
+  }
+  // Keypoints flagged 1 (occluded) that have x, y: the flag wins (a uniform target),
+  // which lightning-pose warns about.
+  std::int64_t occluded_with_coordinates() const;
 
   // Video membership for context frames: present only when every shard has both
   // /video_id and /frame_number. Video ids are made unique across shards.
@@ -80,6 +89,7 @@ class Dataset {
   std::vector<std::unique_ptr<Shard>> shards_;
   std::vector<std::int64_t> shard_start_;  // global index of each shard's first frame
   std::vector<float> keypoints_;
+  std::vector<std::uint8_t> visibility_;  // N*K, or empty
   std::vector<std::string> frame_paths_;
   std::vector<std::int64_t> video_id_, frame_number_;
   std::vector<std::int64_t> context_video_id_, context_frame_number_;

@@ -1,8 +1,9 @@
-// DatasetWriter: creates a version-1 dataset file (see format.hpp, docs/DATA.md).
+// DatasetWriter: creates a dataset file (see format.hpp, docs/DATA.md).
 #include "data/format.hpp"
 
 #include <filesystem>  // std::filesystem::path
 
+#include "data/visibility.hpp"  // kNoVisibilityFlag
 #include "util/error.hpp"  // UserError
 #include "util/h5_io.hpp"  // h5::write_strings, h5::write_*_attribute
 
@@ -37,6 +38,7 @@ DatasetWriter::DatasetWriter(std::string path, DatasetShape shape, WriterOptions
                                        H5P_DEFAULT));
   const size_t n = static_cast<size_t>(shape_.num_frames);
   keypoints_.assign(n * shape_.keypoint_names.size() * 2, 0.0f);
+  if (options_.with_visibility) visibility_.assign(n * shape_.keypoint_names.size(), kNoVisibilityFlag);
   frame_paths_.resize(n);
   video_id_.assign(n, 0);
   frame_number_.assign(n, 0);
@@ -49,7 +51,8 @@ DatasetWriter::~DatasetWriter() {
 }  // then file_ removes the temporary file unless finished
 
 void DatasetWriter::write_frame(std::int64_t index, const std::uint8_t* image, const float* keypoints,
-                                const std::string& frame_path, int video_id, int frame_number) {
+                                const std::string& frame_path, int video_id, int frame_number,
+                                const std::uint8_t* visibility) {
   TRAINER_ASSERT(index >= 0 && index < shape_.num_frames, "frame index out of range");
   const hsize_t start[4] = {static_cast<hsize_t>(index), 0, 0, 0};
   const hsize_t count[4] = {1, static_cast<hsize_t>(shape_.height), static_cast<hsize_t>(shape_.width),
@@ -60,6 +63,11 @@ void DatasetWriter::write_frame(std::int64_t index, const std::uint8_t* image, c
   H5_CHECK(H5Dwrite(images_.get(), H5T_NATIVE_UINT8, mem_space.get(), file_space.get(), H5P_DEFAULT, image));
   const size_t k2 = shape_.keypoint_names.size() * 2;
   std::copy(keypoints, keypoints + k2, keypoints_.begin() + static_cast<std::ptrdiff_t>(index * k2));
+  TRAINER_ASSERT(visibility == nullptr || options_.with_visibility, "visibility flags without with_visibility");
+  if (visibility) {
+    const size_t k = shape_.keypoint_names.size();
+    std::copy(visibility, visibility + k, visibility_.begin() + static_cast<std::ptrdiff_t>(index * k));
+  }
   frame_paths_[index] = frame_path;
   video_id_[index] = video_id;
   frame_number_[index] = frame_number;
@@ -106,6 +114,14 @@ void DatasetWriter::finish() {
     if (!keypoints_.empty())
       H5_CHECK(H5Dwrite(set.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, keypoints_.data()));
   }
+  if (options_.with_visibility) {
+    const hsize_t dims[2] = {static_cast<hsize_t>(shape_.num_frames), shape_.keypoint_names.size()};
+    h5::Handle space = H5_OWN(dataspace, H5Screate_simple(2, dims, nullptr));
+    h5::Handle set = H5_OWN(dataset, H5Dcreate2(f, kVisibility, H5T_STD_U8LE, space.get(), H5P_DEFAULT,
+                                                H5P_DEFAULT, H5P_DEFAULT));
+    if (!visibility_.empty())
+      H5_CHECK(H5Dwrite(set.get(), H5T_NATIVE_UINT8, H5S_ALL, H5S_ALL, H5P_DEFAULT, visibility_.data()));
+  }
   h5::write_strings(f, kKeypointNames, shape_.keypoint_names);
   h5::write_strings(f, kFramePaths, frame_paths_);
   if (options_.with_video_info) {
@@ -129,7 +145,8 @@ void DatasetWriter::finish() {
     }
     context_images_.reset();
   }
-  h5::write_int_attribute(f, "format_version", kFormatVersion);
+  h5::write_int_attribute(f, "format_version",
+                          options_.with_visibility ? kFormatVersion : kFormatVersionWithoutVisibility);
   h5::write_string_attribute(f, "creator", std::string("trainer ") + TRAINER_VERSION);
   h5::write_string_attribute(f, "source", options_.source);
   images_.reset();

@@ -1,7 +1,9 @@
 #pragma once
-// The trainer's HDF5 dataset format, version 1 (docs/DATA.md is the full spec).
+// The trainer's HDF5 dataset format, versions 1 and 2 (docs/DATA.md is the full spec).
 //   /images          uint8   [N, H, W, C]  C = 1 or 3 (RGB), one frame per chunk
 //   /keypoints       float32 [N, K, 2]     x, y in stored-image pixels, NaN = unlabeled
+//   /visibility      uint8   [N, K]        optional (version 2): lightning-pose's visible
+//                                          flags 0, 1, 2, or 255 = none (data/visibility.hpp)
 //   /keypoint_names  string  [K]
 //   /frame_paths     string  [N]           source path of each frame
 //   /video_id        int     [N]           optional, with /frame_number: context frames
@@ -21,9 +23,14 @@
 
 namespace trainer::data {
 
-inline constexpr int kFormatVersion = 1;
+// The newest version this trainer reads. A file is written as version 2 only when it
+// has /visibility: a trainer that would ignore the flags refuses it, and every other
+// file stays readable by older trainers.
+inline constexpr int kFormatVersion = 2;
+inline constexpr int kFormatVersionWithoutVisibility = 1;
 inline constexpr const char* kImages = "/images";
 inline constexpr const char* kKeypoints = "/keypoints";
+inline constexpr const char* kVisibility = "/visibility";
 inline constexpr const char* kKeypointNames = "/keypoint_names";
 inline constexpr const char* kFramePaths = "/frame_paths";
 inline constexpr const char* kVideoId = "/video_id";
@@ -46,6 +53,7 @@ struct DatasetShape {
 struct WriterOptions {
   int deflate_level = 0;        // 0: no compression; 1..9: gzip level per frame chunk
   bool with_video_info = false; // write /video_id and /frame_number
+  bool with_visibility = false; // write /visibility (each frame's flags given to write_frame)
   std::string source;           // root attribute "source" (e.g. the imported CSV)
 };
 
@@ -60,9 +68,11 @@ class DatasetWriter {
   DatasetWriter(const DatasetWriter&) = delete;
   DatasetWriter& operator=(const DatasetWriter&) = delete;
 
-  // image: H*W*C bytes (row-major, channels last, RGB); keypoints: K*2 floats.
+  // image: H*W*C bytes (row-major, channels last, RGB); keypoints: K*2 floats;
+  // visibility: K flags (with_visibility only; null: kNoVisibilityFlag for each).
   void write_frame(std::int64_t index, const std::uint8_t* image, const float* keypoints,
-                   const std::string& frame_path, int video_id = 0, int frame_number = 0);
+                   const std::string& frame_path, int video_id = 0, int frame_number = 0,
+                   const std::uint8_t* visibility = nullptr);
   // A frame that is only the context of labelled frames (needs with_video_info):
   // appended to /context/*, in call order.
   void write_context_frame(const std::uint8_t* image, const std::string& frame_path, int video_id, int frame_number);
@@ -75,6 +85,7 @@ class DatasetWriter {
   std::unique_ptr<h5::AtomicFile> file_;  // before images_: the dataset closes first
   h5::Handle images_;
   std::vector<float> keypoints_;
+  std::vector<std::uint8_t> visibility_;  // N*K, with_visibility only
   std::vector<std::string> frame_paths_;
   std::vector<std::int64_t> video_id_, frame_number_;
   std::vector<bool> written_;

@@ -239,6 +239,9 @@ ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, con
   wo.deflate_level = o.deflate_level;
   wo.with_video_info = true;
   wo.source = fs::absolute(o.csv.empty() ? first.source : o.csv).string();
+  // lightning-pose's visible flags, when any label table has the column (the frames of
+  // one without it get none: they follow uniform_heatmaps_for_nan_keypoints).
+  for (const auto& f : folders) wo.with_visibility = wo.with_visibility || !f.table.visibility.empty();
   DatasetWriter writer(o.out, shape, wo);
 
   // Pass 2: convert and write.
@@ -266,8 +269,9 @@ ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, con
     // Context frames (heatmap_mhcrnn): which frames neighbour which, by lightning-pose's naming rule.
     const FrameKey key = frame_key_of(fs::path(folders[f].root.empty() ? "." : folders[f].root).append(table.frame_paths[r]).lexically_normal().string());
     const int video = video_ids.emplace(key.video, static_cast<int>(video_ids.size())).first->second;
+    const std::uint8_t* flags = table.visibility.empty() ? nullptr : table.visibility.data() + r * K;
     writer.write_frame(static_cast<std::int64_t>(i), img.ptr<std::uint8_t>(), kp.data(), table.frame_paths[r], video,
-                       static_cast<int>(key.number));
+                       static_cast<int>(key.number), flags);
   }
   for (const ContextOnlyFrame& c : context_only) {
     cv::Mat img = read_image_file(c.full, c.where);
@@ -297,6 +301,7 @@ ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, con
       if (std::find(s.skipped_coords.begin(), s.skipped_coords.end(), c) == s.skipped_coords.end())
         s.skipped_coords.push_back(c);
   s.resized = resize;
+  s.visibility = wo.with_visibility;
   return s;
 }
 

@@ -27,6 +27,7 @@ struct ImportSummary {
   std::int64_t frames = 0;
   int height = 0, width = 0, channels = 0, keypoints = 0;
   std::vector<std::string> skipped_coords;  // e.g. likelihood
+  bool visibility = false;  // lightning-pose's `visible` column was read (stored as /visibility)
   bool resized = false;
   std::int64_t context_frames = 0;  // unlabelled neighbours stored as context (/context/*)
 };

@@ -10,6 +10,7 @@
 #include <limits>     // std::numeric_limits
 #include <map>        // std::map
 
+#include "data/visibility.hpp"  // kNoVisibilityFlag
 #include "util/error.hpp"  // UserError
 #include "util/input_file.hpp"  // read_input_file
 
@@ -60,6 +61,28 @@ std::vector<std::string> split_fields(const std::string& line) {
 
 // The largest coordinate a label may have: far beyond any frame, well inside float32.
 constexpr double kMaxCoordinate = 1e7;
+
+// A finite number filling the whole cell.
+bool parse_number(const std::string& cell, double* out) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(cell.c_str(), &end);
+  if (end != cell.c_str() + cell.size() || end == cell.c_str() || errno == ERANGE || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+// A `visible` cell: 0, 1 or 2 (pandas reads them as floats, so 2.0 is 2, as in
+// lightning-pose's check); empty or NaN is no flag. `refuse(what, hint)` throws.
+template <class Refuse>
+std::uint8_t parse_visibility(const std::string& cell, Refuse refuse) {
+  if (cell.empty() || lower(cell) == "nan") return kNoVisibilityFlag;
+  double v = 0;
+  if (!parse_number(cell, &v) || (v != 0 && v != 1 && v != 2))
+    refuse(" is not a visibility flag",
+           "lightning-pose's visible column takes 0 (not labelled), 1 (occluded) or 2 (visible)");
+  return static_cast<std::uint8_t>(v);
+}
 
 [[noreturn]] void fail(const std::string& source, int line, const std::string& what, const std::string& hint = {}) {
   throw UserError(source + ":" + std::to_string(line) + ": " + what, hint);
@@ -121,17 +144,19 @@ LabelTable parse_label_csv_text(const std::string& text, const std::string& sour
   size_t nindex = 1;
   while (nindex < ncols && rows[0].second[nindex].empty() && bodyparts[nindex].empty()) ++nindex;
 
-  // Map columns to (keypoint, x|y).
+  // Map columns to (keypoint, x|y|visible).
+  constexpr int kVisibleAxis = 2;
   std::vector<int> column_keypoint(ncols, -1), column_axis(ncols, -1);
   std::map<std::string, int> keypoint_index;
-  std::vector<std::array<int, 2>> seen;  // column of x and y per keypoint
+  std::vector<std::array<int, 3>> seen;  // column of x, y and visible per keypoint
+  bool any_visible = false;
   for (size_t c = nindex; c < ncols; ++c) {
     std::string name = bodyparts[c];
     if (individuals && !(*individuals)[c].empty() && lower((*individuals)[c]) != "single")
       name = (*individuals)[c] + "_" + name;
     if (name.empty()) fail(source, coords_line, "column " + std::to_string(c + 1) + " has no bodypart name");
     const std::string axis = lower(coords[c]);
-    if (axis != "x" && axis != "y") {
+    if (axis != "x" && axis != "y" && axis != "visible") {
       if (std::find(t.skipped_coords.begin(), t.skipped_coords.end(), coords[c]) == t.skipped_coords.end())
         t.skipped_coords.push_back(coords[c]);
       continue;
@@ -140,14 +165,15 @@ LabelTable parse_label_csv_text(const std::string& text, const std::string& sour
     if (it == keypoint_index.end()) {
       it = keypoint_index.emplace(name, static_cast<int>(t.keypoint_names.size())).first;
       t.keypoint_names.push_back(name);
-      seen.push_back({-1, -1});
+      seen.push_back({-1, -1, -1});
     }
-    const int a = axis == "x" ? 0 : 1;
+    const int a = axis == "x" ? 0 : axis == "y" ? 1 : kVisibleAxis;
     if (seen[static_cast<size_t>(it->second)][static_cast<size_t>(a)] >= 0)
       fail(source, coords_line, "bodypart '" + name + "' has two '" + axis + "' columns");
     seen[static_cast<size_t>(it->second)][static_cast<size_t>(a)] = static_cast<int>(c);
     column_keypoint[c] = it->second;
     column_axis[c] = a;
+    any_visible = any_visible || a == kVisibleAxis;
   }
   if (t.keypoint_names.empty()) fail(source, coords_line, "no x/y coordinate columns found", dlc_hint);
   for (size_t k = 0; k < seen.size(); ++k)
@@ -171,22 +197,30 @@ LabelTable parse_label_csv_text(const std::string& text, const std::string& sour
     if (!inserted) fail(source, line, "duplicate frame path " + path + " (first at line " + std::to_string(it->second) + ")");
     const size_t base = t.keypoints.size();
     t.keypoints.resize(base + K * 2, nan);
+    // A keypoint without the column, or with an empty cell, has no flag.
+    if (any_visible) t.visibility.resize(t.visibility.size() + K, kNoVisibilityFlag);
     for (size_t c = nindex; c < ncols; ++c) {
       if (column_keypoint[c] < 0) continue;
       const std::string& cell = fields[c];
+      // Built only for a message: most files have thousands of cells.
+      const auto column = [&] {
+        return "column " + std::to_string(c + 1) + " (" + t.keypoint_names[static_cast<size_t>(column_keypoint[c])] +
+               " " + (column_axis[c] == 0 ? "x" : column_axis[c] == 1 ? "y" : "visible") + "): '" + cell + "'";
+      };
+      if (column_axis[c] == kVisibleAxis) {
+        const size_t at = base / 2 + static_cast<size_t>(column_keypoint[c]);
+        t.visibility[at] = parse_visibility(cell, [&](const std::string& what, const std::string& hint) {
+          fail(source, line, column() + what, hint);
+        });
+        continue;
+      }
       float value = nan;
       if (!cell.empty() && lower(cell) != "nan") {
-        char* end = nullptr;
-        errno = 0;
-        const double v = std::strtod(cell.c_str(), &end);
-        const std::string column = "column " + std::to_string(c + 1) + " (" +
-                                   t.keypoint_names[static_cast<size_t>(column_keypoint[c])] + " " +
-                                   (column_axis[c] == 0 ? "x" : "y") + "): '" + cell + "'";
-        if (end != cell.c_str() + cell.size() || end == cell.c_str() || errno == ERANGE || !std::isfinite(v))
-          fail(source, line, column + " is not a number");
+        double v = 0;
+        if (!parse_number(cell, &v)) fail(source, line, column() + " is not a number");
         // Coordinates are stored as float32: 1e300 would become infinity.
         if (std::fabs(v) > kMaxCoordinate)
-          fail(source, line, column + " is not a pixel coordinate (at most " + std::to_string(int(kMaxCoordinate)) +
+          fail(source, line, column() + " is not a pixel coordinate (at most " + std::to_string(int(kMaxCoordinate)) +
                                  " in size)");
         value = static_cast<float>(v);
       }

@@ -3,12 +3,14 @@
 //   scorer,    s, s, s, ...        (header row 1)
 //   [individuals, ...]             (multi-animal DeepLabCut only; names become individual_bodypart)
 //   bodyparts, nose, nose, ...     (header row 2)
-//   coords,    x, y, likelihood... (header row 3: x and y are used; other coordinates
-//                                   such as likelihood or visible are recognised and skipped)
+//   coords,    x, y, visible...    (header row 3: x and y are used, and lightning-pose's
+//                                   `visible` flag (data/visibility.hpp); other coordinates
+//                                   such as likelihood are recognised and skipped)
 //   labeled-data/img01.png, 77.25, 36.25, ...
 // The index may span several leading columns (newer DeepLabCut writes
 // labeled-data,<video>,<image>); they are joined with '/'. Empty cells and "nan"
 // are NaN. Every problem is a UserError with file:line.
+#include <cstdint>  // std::uint8_t
 #include <string>  // std::string
 #include <vector>  // std::vector
 
@@ -20,7 +22,10 @@ struct LabelTable {
   std::vector<std::string> frame_paths;     // N, as written in the index column(s)
   std::vector<int> lines;                   // N, 1-based line of each row
   std::vector<float> keypoints;             // N*K*2 (x, y)
-  std::vector<std::string> skipped_coords;  // distinct non-x/y coordinate names, e.g. "likelihood"
+  // N*K flags of the `visible` column (0, 1, 2, or kNoVisibilityFlag for an empty cell
+  // or a keypoint without the column); empty when no keypoint has the column.
+  std::vector<std::uint8_t> visibility;
+  std::vector<std::string> skipped_coords;  // distinct other coordinate names, e.g. "likelihood"
   std::size_t num_frames() const { return frame_paths.size(); }
   std::size_t num_keypoints() const { return keypoint_names.size(); }
 };

@@ -3,7 +3,7 @@
 
 #include <opencv2/core.hpp>  // cv::setNumThreads
 
-#include <algorithm>  // std::min
+#include <algorithm>  // std::min, std::copy, std::fill
 #include <utility>    // std::swap
 #include <cmath>      // std::isnan
 #include <new>        // operator new with alignment
@@ -11,6 +11,7 @@
 #include "data/augment_pixels.hpp"  // PixelAugmenter
 #include "data/context.hpp"  // ContextIndex
 #include "data/dataset.hpp"  // Dataset
+#include "data/visibility.hpp"  // kNoVisibilityFlag
 #include "util/error.hpp"    // UserError
 #include "util/h5.hpp"       // h5::silence_errors_on_this_thread
 
@@ -58,6 +59,7 @@ Loader::Loader(const Dataset& dataset, LoaderOptions options) : dataset_(dataset
     b.num_keypoints = k;
     b.keypoints.resize(static_cast<std::size_t>(options_.batch_size) * k * 2);
     b.missing.resize(static_cast<std::size_t>(options_.batch_size) * k);
+    b.visibility.resize(static_cast<std::size_t>(options_.batch_size) * k);
     b.frame_index.resize(options_.batch_size);
     b.is_real.resize(options_.batch_size);
     b.scale_x.resize(options_.batch_size);
@@ -92,6 +94,7 @@ void resize_rows(Batch& b, int rows) {
   const auto n = static_cast<std::size_t>(rows);
   b.keypoints.resize(n * b.num_keypoints * 2);
   b.missing.resize(n * b.num_keypoints);
+  b.visibility.resize(n * b.num_keypoints);
   b.frame_index.resize(n);
   b.is_real.resize(n);
   b.scale_x.resize(n);
@@ -104,12 +107,13 @@ int Loader::batch_rows(std::int64_t b) const {
   return static_cast<int>(std::min<std::int64_t>(options_.batch_size, total_jobs_ - start));
 }
 
-void Loader::start_epoch(int epoch, std::vector<SampleRow> rows) {
+void Loader::start_epoch(int epoch, std::vector<SampleRow> rows, int pass) {
   {
     std::unique_lock<std::mutex> lock(mutex_);
     ++generation_;
     ready_cv_.wait(lock, [this] { return in_flight_ == 0; });
     epoch_ = epoch;
+    seed_ = pass_seed(options_.seed, pass);
     rows_ = std::move(rows);
     const auto n = static_cast<std::int64_t>(rows_.size());
     const std::int64_t bs = options_.batch_size;
@@ -144,11 +148,12 @@ void Loader::worker_main() {
     Slot& slot = *slots_[static_cast<std::size_t>(b % nslots)];
     const SampleRow sample = rows_[static_cast<std::size_t>(job)];
     const int epoch = epoch_;
+    const std::uint64_t seed = seed_;
     ++in_flight_;
     lock.unlock();
     std::exception_ptr error;
     try {
-      load_row(scratch, slot, static_cast<int>(job % options_.batch_size), sample, epoch);
+      load_row(scratch, slot, static_cast<int>(job % options_.batch_size), sample, epoch, seed);
     } catch (...) {
       error = std::current_exception();
     }
@@ -182,9 +187,10 @@ const Batch* Loader::next() {
   const int rows = batch_rows(b);
   if (workers_.empty()) {
     const int epoch = epoch_;
+    const std::uint64_t seed = seed_;
     lock.unlock();
     for (int r = 0; r < rows; ++r)
-      load_row(*own_scratch_, slot, r, rows_[static_cast<std::size_t>(b * options_.batch_size + r)], epoch);
+      load_row(*own_scratch_, slot, r, rows_[static_cast<std::size_t>(b * options_.batch_size + r)], epoch, seed);
     lock.lock();
   } else {
     ready_cv_.wait(lock, [&] { return slot.done == rows || error_; });
@@ -200,13 +206,14 @@ const Batch* Loader::next() {
   return &batch;
 }
 
-void Loader::load_row(Scratch& scratch, Slot& slot, int row, const SampleRow& sample, int epoch) {
+void Loader::load_row(Scratch& scratch, Slot& slot, int row, const SampleRow& sample, int epoch,
+                      std::uint64_t seed) {
   const int h = dataset_.height(), w = dataset_.width(), c = dataset_.channels();
   const int oh = options_.height, ow = options_.width;
   const int k = dataset_.num_keypoints();
   Batch& batch = slot.batch;
   const FrameTransform t =
-      make_transform(h, w, oh, ow, options_.augmentation, options_.seed, epoch, sample.frame, options_.hflip);
+      make_transform(h, w, oh, ow, options_.augmentation, seed, epoch, sample.frame, options_.hflip);
   scratch.raw.resize(dataset_.frame_bytes());
   scratch.warped.resize(static_cast<std::size_t>(oh) * ow * c);
   const std::size_t frame_floats = static_cast<std::size_t>(3) * oh * ow;
@@ -232,6 +239,11 @@ void Loader::load_row(Scratch& scratch, Slot& slot, int row, const SampleRow& sa
   transform_keypoints(t, labels, keypoints, k, oh, ow);
   std::uint8_t* missing = batch.missing.data() + static_cast<std::size_t>(row) * k;
   for (int j = 0; j < k; ++j) missing[j] = (std::isnan(labels[2 * j]) || std::isnan(labels[2 * j + 1])) ? 1 : 0;
+  std::uint8_t* flags = batch.visibility.data() + static_cast<std::size_t>(row) * k;
+  if (const std::uint8_t* stored = dataset_.visibility(sample.frame))
+    std::copy(stored, stored + k, flags);
+  else
+    std::fill(flags, flags + k, kNoVisibilityFlag);
   if (t.flipped) {  // the mirror image of a left paw is a right paw: swap the pairs
     for (int j = 0; j < k; ++j) {
       const int p = hflip_partner_[static_cast<std::size_t>(j)];
@@ -239,6 +251,7 @@ void Loader::load_row(Scratch& scratch, Slot& slot, int row, const SampleRow& sa
       std::swap(keypoints[2 * j], keypoints[2 * p]);
       std::swap(keypoints[2 * j + 1], keypoints[2 * p + 1]);
       std::swap(missing[j], missing[p]);
+      std::swap(flags[j], flags[p]);  // lightning-pose swaps the flags with the keypoints
     }
   }
   if (pixels) pixels->move_keypoints(keypoints, k);  // only the elastic step moves them

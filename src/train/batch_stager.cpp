@@ -5,6 +5,7 @@
 #include <cmath>      // NAN
 
 #include "compute/keypoint_rule.hpp"  // keypoint_has_target, kUniformTargetMark
+#include "train/label_target.hpp"     // label_target
 #include "util/error.hpp"             // TRAINER_ASSERT
 
 namespace trainer::train {
@@ -42,10 +43,19 @@ const StagedBatch& BatchStager::stage(const data::Batch& batch, const StageLayou
       const bool drop = layout.drop_padded_rows && !batch.is_real.empty() && !batch.is_real[std::size_t(i)];
       for (int j = 0; j < k; ++j) {
         const std::size_t at = (std::size_t(i) * k + j) * 2;
-        const bool uniform = !drop && layout.uniform_missing && !batch.missing.empty() &&
-                             batch.missing[std::size_t(i) * k + j];
-        host[at] = drop ? NAN : uniform ? compute::kUniformTargetMark : batch.keypoints[at] * sx;
-        host[at + 1] = drop ? NAN : uniform ? compute::kUniformTargetMark : batch.keypoints[at + 1] * sy;
+        const std::size_t flag = std::size_t(i) * k + j;
+        const LabelTarget target =
+            drop ? LabelTarget::kNone
+                 : label_target(batch.visibility.empty() ? data::kNoVisibilityFlag : batch.visibility[flag],
+                                !batch.missing.empty() && batch.missing[flag], layout.uniform_missing);
+        switch (target) {
+          case LabelTarget::kNone: host[at] = host[at + 1] = NAN; break;
+          case LabelTarget::kUniform: host[at] = host[at + 1] = compute::kUniformTargetMark; break;
+          case LabelTarget::kKeypoint:
+            host[at] = batch.keypoints[at] * sx;
+            host[at + 1] = batch.keypoints[at + 1] * sy;
+            break;
+        }
         if (compute::keypoint_has_target(host[at], host[at + 1], layout.heatmap_height, layout.heatmap_width))
           s.counted += layout.branches;
       }

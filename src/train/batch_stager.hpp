@@ -30,7 +30,8 @@ struct StageLayout {
   bool keypoints = true;         // false: images only (prediction)
   bool drop_padded_rows = false; // evaluation: rows the sampler padded get no label
   // lightning-pose's uniform_heatmaps_for_nan_keypoints: a keypoint the data set has
-  // no label for gets a uniform target and counts in the loss (else: left out).
+  // no label (and no visible flag) for gets a uniform target and counts in the loss
+  // (else: left out). The visible flags decide first (train/label_target.hpp).
   bool uniform_missing = false;
 };
 

@@ -40,7 +40,9 @@ TEST_CASE("a third coordinate (likelihood, visible) is not mistaken for x or y",
       "c.csv");
   REQUIRE(t.num_keypoints() == 2);
   CHECK(t.keypoints == std::vector<float>{10, 20, 30, 40});  // paw's x and y in the stated order
-  CHECK(t.skipped_coords == std::vector<std::string>{"likelihood", "visible"});
+  CHECK(t.skipped_coords == std::vector<std::string>{"likelihood"});
+  // visible is read (test_visibility.cpp); nose has no such column: no flag.
+  CHECK(t.visibility == std::vector<std::uint8_t>{255, 1});
 }
 
 TEST_CASE("multi-column index and multi-animal header", "[data]") {
