@@ -324,11 +324,20 @@ int run_train(const Args& args) {
   for (const auto& w : plan.warnings) log.warn(w);
   for (const auto& w : plan.rank.warnings) log.warn_this_rank(w);
   if (resume.empty() && config.model.backbone_weights.empty()) warn_random_backbone(config, log);
+  if (const std::int64_t occluded = dataset.occluded_with_coordinates(); occluded > 0)
+    log.warn(std::to_string(occluded) + " keypoint label(s) flagged visible=1 (occluded) have x, y coordinates: the "
+             "flag wins and their target is the uniform heatmap, as in lightning-pose (docs/DATA.md)");
   if (semi.active()) {
     runner.set_unsupervised(semi.losses.get());
     loop.unlabeled = semi.source.get();
     loop.anneal = config.losses;
   }
+  // lightning-pose's epoch length: semi-supervised epochs cycle the labelled frames.
+  train_source.set_steps_per_epoch(steps_per_epoch(plan, run.split, train_source, semi));
+  if (train_source.batches_per_epoch() != train_source.batches_per_pass())
+    log.info("epoch: " + std::to_string(train_source.batches_per_epoch()) + " steps, the " +
+             std::to_string(train_source.batches_per_pass()) + " labelled batches of a pass cycling (lightning-pose's "
+             "semi-supervised max(10, ceil(train frames / batch per rank)))");
   // Data-parallel: rank 0's weights and optimizer state everywhere, then the
   // loop's gradient buckets, synchronized batch norm and metric sums (all no-ops
   // with one rank).

@@ -14,10 +14,31 @@ LoaderSource::LoaderSource(data::Loader& loader, std::vector<std::int64_t> frame
     : loader_(loader), frames_(std::move(frames)), sampler_(sampler) {}
 
 void LoaderSource::start_epoch(int epoch) {
-  loader_.start_epoch(epoch, data::distributed_rows(frames_, sampler_, epoch));
+  epoch_ = epoch;
+  pass_ = 0;
+  served_ = 0;
+  start_pass();
 }
 
-long LoaderSource::batches_per_epoch() const {
+void LoaderSource::start_pass() {
+  data::SamplerOptions sampler = sampler_;
+  sampler.seed = data::pass_seed(sampler_.seed, pass_);
+  loader_.start_epoch(epoch_, data::distributed_rows(frames_, sampler, epoch_), pass_);
+}
+
+const data::Batch* LoaderSource::next() {
+  if (served_ >= batches_per_epoch()) return nullptr;
+  const data::Batch* batch = loader_.next();
+  if (batch == nullptr && steps_ > 0) {
+    ++pass_;
+    start_pass();
+    batch = loader_.next();
+  }
+  if (batch != nullptr) ++served_;
+  return batch;
+}
+
+long LoaderSource::batches_per_pass() const {
   const auto rows = data::samples_per_rank(std::int64_t(frames_.size()), sampler_.num_replicas, sampler_.drop_last);
   const int b = loader_.options().batch_size;
   if (loader_.options().drop_last) return long(rows / b);

@@ -2,12 +2,14 @@
 #include "app/semi_supervised.hpp"
 
 #include <algorithm>  // std::max
+#include <numeric>    // std::accumulate
 
 #include "app/loader_source.hpp"   // batch_allocator
 #include "app/run_options.hpp"     // resolve_video_dir
 #include "data/augment.hpp"        // data::parse_imgaug
 #include "data/unlabeled_augment.hpp"  // data::augments_unlabeled_frames
 #include "data/video_reader.hpp"   // data::list_videos, VideoReader
+#include "train/epoch_length.hpp"  // train::steps_per_epoch, lp_unlabeled_batches
 #include "util/error.hpp"          // UserError
 
 namespace trainer::app {
@@ -83,6 +85,22 @@ SemiSupervised make_semi_supervised(const Config& config, const runtime::RunPlan
                   "noise), keypoints mapped back before the losses"
                 : ""));
   return semi;
+}
+
+long steps_per_epoch(const runtime::RunPlan& plan, const data::Split& split, const LoaderSource& train,
+                     const SemiSupervised& semi) {
+  train::EpochLengthInputs in;
+  in.train_frames = static_cast<std::int64_t>(split.train.size());
+  in.batch_per_rank = plan.rank.train_batch_size;
+  in.labeled_batches = train.batches_per_pass();
+  in.semi_supervised = semi.active();
+  if (semi.active()) {
+    const auto& counts = semi.frames->video_frame_counts();
+    in.unlabeled_batches = train::lp_unlabeled_batches(std::accumulate(counts.begin(), counts.end(), std::int64_t{0}),
+                                                       plan.rank.unlabeled_frames,
+                                                       plan.rank.context_batch_size > 0);
+  }
+  return train::steps_per_epoch(in);
 }
 
 }  // namespace trainer::app

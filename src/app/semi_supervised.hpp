@@ -4,6 +4,7 @@
 // unsupervised losses with their PCA fits on the labelled training keypoints.
 #include <memory>  // std::unique_ptr
 
+#include "app/loader_source.hpp"         // LoaderSource
 #include "compute/backend.hpp"            // compute::Backend, Stream
 #include "config/config.hpp"              // Config
 #include "data/dataset.hpp"               // data::Dataset
@@ -39,5 +40,11 @@ struct SemiSupervised {
 SemiSupervised make_semi_supervised(const Config& config, const runtime::RunPlan& plan, const runtime::World& world,
                                     const data::Dataset& dataset, const data::Split& split,
                                     compute::Backend& backend, compute::Stream& stream, const Log& log);
+
+// lightning-pose's steps per epoch for this run (train/epoch_length.hpp): one pass of
+// the labelled rows; semi-supervised, at least 10 steps, the labelled frames cycling.
+// The same on every rank (it reads only numbers every rank shares).
+long steps_per_epoch(const runtime::RunPlan& plan, const data::Split& split, const LoaderSource& train,
+                     const SemiSupervised& semi);
 
 }  // namespace trainer::app

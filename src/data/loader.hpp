@@ -61,8 +61,9 @@ class Loader {
   Loader& operator=(const Loader&) = delete;
 
   // Begins an epoch over `rows` in order (from distributed_rows). Abandons any
-  // batches of the previous epoch still in flight.
-  void start_epoch(int epoch, std::vector<SampleRow> rows);
+  // batches of the previous epoch still in flight. `pass` > 0: a further pass over the
+  // frames within the epoch, augmented with pass_seed(seed, pass) (sampler.hpp).
+  void start_epoch(int epoch, std::vector<SampleRow> rows, int pass = 0);
   // The next batch, or nullptr when the epoch is done. Rethrows a worker's error
   // (e.g. a UserError for a damaged frame).
   const Batch* next();
@@ -75,7 +76,7 @@ class Loader {
  private:
   struct Slot;
   void worker_main();
-  void load_row(Scratch& scratch, Slot& slot, int row, const SampleRow& sample, int epoch);
+  void load_row(Scratch& scratch, Slot& slot, int row, const SampleRow& sample, int epoch, std::uint64_t seed);
   int batch_rows(std::int64_t b) const;
 
   const Dataset& dataset_;
@@ -90,6 +91,7 @@ class Loader {
   std::condition_variable ready_cv_;  // consumer waits for rows; start_epoch for idle workers
   std::uint64_t generation_ = 0;
   int epoch_ = 0;
+  std::uint64_t seed_ = 0;  // the augmentation seed of this pass (pass_seed)
   std::vector<SampleRow> rows_;
   std::int64_t num_batches_ = 0;
   std::int64_t total_jobs_ = 0;

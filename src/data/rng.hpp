@@ -47,6 +47,6 @@ class KeyedRng {
 
 // Purpose tags so that draws for different jobs never share a stream.
 enum class RngPurpose : std::uint64_t { kSplit = 1, kSampler = 2, kAugment = 3, kSynth = 4, kFlip = 5, kUnlabeled = 6,
-                                      kUnlabeledAugment = 7, kUnlabeledNoise = 8 };
+                                      kUnlabeledAugment = 7, kUnlabeledNoise = 8, kPass = 9 };
 
 }  // namespace trainer::data

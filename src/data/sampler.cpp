@@ -1,7 +1,7 @@
 // Distributed sampler (see sampler.hpp).
 #include "data/sampler.hpp"
 
-#include "data/rng.hpp"    // RngPurpose
+#include "data/rng.hpp"    // RngPurpose, KeyedRng
 #include "data/split.hpp"  // permutation
 #include "util/error.hpp"  // TRAINER_ASSERT
 
@@ -11,6 +11,13 @@ std::int64_t samples_per_rank(std::int64_t n, int num_replicas, bool drop_last) 
   TRAINER_ASSERT(num_replicas > 0, "num_replicas must be positive");
   if (drop_last) return n / num_replicas;  // == ceil((n - R) / R) of PyTorch for n % R != 0
   return (n + num_replicas - 1) / num_replicas;
+}
+
+std::uint64_t pass_seed(std::uint64_t seed, int pass) {
+  TRAINER_ASSERT(pass >= 0, "pass " << pass);
+  if (pass == 0) return seed;
+  // Keyed like every other draw: by purpose and pass, never by rank or thread.
+  return KeyedRng(seed, static_cast<std::uint64_t>(RngPurpose::kPass), static_cast<std::uint64_t>(pass)).next_u64();
 }
 
 std::vector<SampleRow> distributed_rows(const std::vector<std::int64_t>& frames, const SamplerOptions& options,

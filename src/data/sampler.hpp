@@ -28,6 +28,13 @@ struct SamplerOptions {
 // Rows one rank sees per epoch: ceil(n / R) without drop_last, floor(n / R) with.
 std::int64_t samples_per_rank(std::int64_t n, int num_replicas, bool drop_last);
 
+// The seed of pass `pass` (0, 1, ...) over the labelled frames within one epoch, for
+// the sampler's order and the loader's augmentation. Semi-supervised epochs cycle the
+// frames (train/epoch_length.hpp); each pass is reshuffled and augmented anew, as
+// lightning-pose's restarted DataLoader draws a new permutation and new augmentations
+// on one GPU. Pass 0 keeps `seed`: a one-pass epoch draws what it always drew.
+std::uint64_t pass_seed(std::uint64_t seed, int pass);
+
 // The rows of `rank` for `epoch`, drawn from `frames` (e.g. a split's frame list).
 std::vector<SampleRow> distributed_rows(const std::vector<std::int64_t>& frames, const SamplerOptions& options,
                                         int epoch);

@@ -1,0 +1,67 @@
+// lightning-pose's steps per epoch (train.py calculate_steps_per_epoch at f54c477 with
+// Lightning's limit_train_batches and max_size_cycle): supervised epochs are one pass
+// of the labelled rows, semi-supervised ones at least 10 steps, capped by the longer of
+// the labelled and video loaders.
+#include <catch2/catch.hpp>
+
+#include "train/epoch_length.hpp"
+
+using namespace trainer::train;
+
+namespace {
+EpochLengthInputs inputs(std::int64_t frames, int batch, long labeled, bool semi, long unlabeled = 1000) {
+  EpochLengthInputs in;
+  in.train_frames = frames;
+  in.batch_per_rank = batch;
+  in.labeled_batches = labeled;
+  in.semi_supervised = semi;
+  in.unlabeled_batches = semi ? unlabeled : 0;
+  return in;
+}
+}  // namespace
+
+TEST_CASE("epoch length: supervised is one pass of the labelled rows", "[train][epoch_length]") {
+  CHECK(steps_per_epoch(inputs(72, 16, 5, false)) == 5);
+  // Two ranks, 8 each: ceil(72 / 8) = 9 is only the limit; a rank's pass is 5 batches.
+  CHECK(steps_per_epoch(inputs(72, 8, 5, false)) == 5);
+  CHECK(steps_per_epoch(inputs(3, 16, 1, false)) == 1);
+}
+
+TEST_CASE("epoch length: semi-supervised takes max(10, ceil(N / b))", "[train][epoch_length]") {
+  // The mirror-mouse example: 72 train frames, batch 16 -> ceil(72 / 16) = 5 -> 10.
+  CHECK(steps_per_epoch(inputs(72, 16, 5, true)) == 10);
+  // On two ranks (8 per rank): max(10, 9) = 10, each rank's 5 batches cycling.
+  CHECK(steps_per_epoch(inputs(72, 8, 5, true)) == 10);
+  // On four ranks (4 per rank): ceil(72 / 4) = 18 steps, about four passes per rank.
+  CHECK(steps_per_epoch(inputs(72, 4, 5, true)) == 18);
+  // Plenty of labels: ceil(N / b).
+  CHECK(steps_per_epoch(inputs(400, 16, 25, true)) == 25);
+  CHECK(steps_per_epoch(inputs(401, 16, 26, true)) == 26);
+}
+
+TEST_CASE("epoch length: semi-supervised stops with the longer loader", "[train][epoch_length]") {
+  // Lightning's epoch is min(limit_train_batches, len(CombinedLoader)); in max_size_cycle
+  // the length is the longer loader's: a short video with few labels gives fewer than 10.
+  CHECK(steps_per_epoch(inputs(72, 16, 5, true, 7)) == 7);
+  CHECK(steps_per_epoch(inputs(72, 16, 5, true, 3)) == 5);
+  CHECK(steps_per_epoch(inputs(72, 16, 5, true, 10)) == 10);
+}
+
+TEST_CASE("epoch length: limit_train_batches replaces lightning-pose's count", "[train][epoch_length]") {
+  EpochLengthInputs in = inputs(72, 16, 5, true);
+  in.limit_train_batches = 3;
+  CHECK(steps_per_epoch(in) == 3);
+  in.limit_train_batches = 40;
+  CHECK(steps_per_epoch(in) == 40);
+  in = inputs(72, 16, 5, false);
+  in.limit_train_batches = 40;
+  CHECK(steps_per_epoch(in) == 5);  // supervised: never past one pass (its loader's length)
+}
+
+TEST_CASE("epoch length: lightning-pose's video loader length", "[train][epoch_length]") {
+  // Single frames: ceil(T / F); context batches: floor(T / F) (data/video/dali.py num_iters).
+  CHECK(lp_unlabeled_batches(1000, 32, false) == 32);
+  CHECK(lp_unlabeled_batches(1024, 32, false) == 32);
+  CHECK(lp_unlabeled_batches(1000, 16, true) == 62);
+  CHECK(lp_unlabeled_batches(5, 16, true) == 0);
+}
