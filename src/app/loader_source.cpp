@@ -27,9 +27,10 @@ void LoaderSource::start_pass() {
 }
 
 const data::Batch* LoaderSource::next() {
-  if (served_ >= batches_per_epoch()) return nullptr;
+  if (steps_ == 0) return loader_.next();  // one pass: the loader's own end
+  if (served_ >= steps_) return nullptr;
   const data::Batch* batch = loader_.next();
-  if (batch == nullptr && steps_ > 0) {
+  if (batch == nullptr) {
     ++pass_;
     start_pass();
     batch = loader_.next();
