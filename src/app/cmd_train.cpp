@@ -43,7 +43,9 @@
 #include "train/optimizer.hpp"      // train::Optimizer
 #include "train/pretrained_weights.hpp"  // train::load_pretrained_backbone
 #include "train/step.hpp"           // train::StepRunner
+#include "train/tensorboard_log.hpp"  // train::TensorBoardLog::version_folder
 #include "train/train_loop.hpp"     // train::TrainLoop
+#include "app/lp_model_dir.hpp"     // write_lightning_pose_config, write_train_status, write_lightning_pose_checkpoint
 #include "util/atomic_write.hpp"    // write_file_atomically, check_output_file
 #include "util/error.hpp"           // UserError
 #include "util/input_file.hpp"      // check_input_file
@@ -93,10 +95,28 @@ void warn_random_backbone(const Config& config, const Log& log) {
     log.info("backbone: random initialisation (no model.backbone_weights)");
 }
 
+// The run as a lightning-pose model directory (app/lp_model_dir.hpp): the best
+// checkpoint as tb_logs/<model_name>/version_<n>/checkpoints/*-best.ckpt. After the
+// run's own outputs, so a failure here costs nothing of them: a warning.
+void write_lightning_pose_checkpoint_of_run(const Config& config, const std::string& best,
+                                            const std::string& out_dir, const Log& log) {
+  if (!has_lightning_pose_checkpoint(config)) {
+    log.info("no lightning-pose .ckpt: " + config.model.model_type + " models are written as trainer checkpoints only");
+    return;
+  }
+  try {
+    const std::string version_dir = train::TensorBoardLog::version_folder(out_dir, config.model.model_name, true);
+    log.info("lightning-pose checkpoint: " + write_lightning_pose_checkpoint(config, best, version_dir));
+  } catch (const std::exception& e) {
+    log.warn(std::string("could not write the lightning-pose checkpoint: ") + e.what());
+  }
+}
+
 // The files rank 0 writes into the run folder: none may be a folder (a rename
 // cannot replace one; it failed with exit 1 after the work).
 void check_run_outputs(const std::string& out_dir) {
-  for (const char* name : {"config.ini", "split.csv", "metrics.csv", "predictions.csv", "predictions_pixel_error.csv"})
+  for (const char* name : {"config.ini", "config.yaml", "train_status.json", "split.csv", "metrics.csv",
+                           "predictions.csv", "predictions_pixel_error.csv"})
     check_output_file(out_dir + "/" + name, std::string("the run's ") + name);
   for (const char* name : {"initial.h5", "best.h5", "last.h5"})
     check_output_file(out_dir + "/checkpoints/" + name, std::string("the run's checkpoints/") + name);
@@ -224,6 +244,9 @@ int run_train(const Args& args) {
   // stop every rank with the cause, not with a transport error on the others.
   RunData run = runtime::on_every_rank_or_none(
       session, [&] { return open_run_data(config, world, log, import_dir_beside(out_dir)); });
+  // lightning-pose's config.yaml keeps the label CSV (its tools read csv_file, not
+  // the imported HDF5 file that config.ini names below).
+  const Config lp_config = with_absolute_paths(config);
   if (!run.imported.empty()) {
     // The run's config.ini names the imported file, so predict and --resume read it
     // without importing again.
@@ -240,6 +263,11 @@ int run_train(const Args& args) {
     remove_stale_temp_files_in(out_dir + "/checkpoints", log);
     write_file_atomically(out_dir + "/config.ini", config_to_ini(with_absolute_paths(config)));
     data::write_split_csv(out_dir + "/split.csv", run.split, dataset.frame_paths());
+    Config lp = lp_config;  // lightning-pose needs the keypoints named (data from HDF5 files may not say)
+    if (lp.data.num_keypoints <= 0) lp.data.num_keypoints = dataset.num_keypoints();
+    if (lp.data.keypoint_names.empty()) lp.data.keypoint_names = dataset.keypoint_names();
+    write_lightning_pose_config(out_dir, lp);
+    write_train_status(out_dir, "TRAINING", 0, config.training.max_epochs);
   });
   log.info("data: " + std::to_string(dataset.size()) + " frames (" + std::to_string(run.split.train.size()) +
            " train, " + std::to_string(run.split.val.size()) + " val, " + std::to_string(run.split.test.size()) +
@@ -368,6 +396,7 @@ int run_train(const Args& args) {
     predict_labeled_frames(config, best, predictions, Log(0, true));
     log.info("predictions with " + best + ": " + predictions.predictions_csv + ", " + out_dir +
              "/predictions_pixel_error.csv");
+    write_lightning_pose_checkpoint_of_run(config, best, out_dir, log);
   }
   if (config.eval.predict_vids_after_training && !config.eval.test_videos_directory.empty()) {
     // lightning-pose's eval.predict_vids_after_training: the best checkpoint (the last
@@ -382,6 +411,7 @@ int run_train(const Args& args) {
     set_pca_labels(videos, dataset, run.split);
     predict_videos(session, config, videos, log);
   }
+  if (log.is_root()) write_train_status(out_dir, "COMPLETED", state.epochs_completed, state.epochs_completed);
   return 0;
 }
 

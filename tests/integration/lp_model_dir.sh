@@ -1,0 +1,109 @@
+# The run folder is a lightning-pose model directory (src/app/lp_model_dir.hpp):
+# config.yaml, train_status.json and tb_logs/<model_name>/version_0/checkpoints/
+# epoch=E-step=S-best.ckpt. PyTorch loads the .ckpt (torch.load), finds it the way
+# lightning-pose's ckpt_path_from_base_path does, and loads its state_dict with
+# strict=True into lightning-pose's module layout (torchvision's ResNet children in an
+# nn.Sequential, then head.upsampling_layers = PixelShuffle + ConvTranspose2d), whose
+# heatmaps equal those of the same network loaded from best.h5
+# (scripts/checkpoint_to_torch.py, which the model parity tests tie to the trainer).
+# And back: --init-weights takes the .ckpt (lightning-pose's names read as ours).
+source "$(dirname "$0")/lib/common.sh"
+PY=/usr/bin/python3
+$PY -c "import torch, torchvision, h5py, yaml" 2>/dev/null || skip "torch, torchvision, h5py or yaml missing for $PY"
+cd "$SCRATCH"
+"$TRAINER" synth --out s.h5 --frames 24 --size 64 --keypoints 3 --seed 1 >/dev/null || fail "synth"
+cat >s.cfg <<CFG
+[data]
+data_files = $SCRATCH/s.h5
+image_resize_height = 64
+image_resize_width = 64
+[training]
+imgaug = none
+train_batch_size = 4
+val_batch_size = 4
+max_epochs = 2
+check_val_every_n_epoch = 1
+unfreezing_epoch = 0
+num_workers = 1
+[model]
+backbone = resnet18
+model_name = lp_dir_test
+CFG
+"$TRAINER" train --config s.cfg --out run >train.log 2>&1 || { cat train.log; fail "train"; }
+[[ -s run/config.yaml ]] || fail "no config.yaml"
+[[ -s run/train_status.json ]] || fail "no train_status.json"
+ckpts=(run/tb_logs/lp_dir_test/version_0/checkpoints/*-best.ckpt)
+[[ ${#ckpts[@]} == 1 && -s ${ckpts[0]} ]] || { ls -R run/tb_logs; fail "not exactly one *-best.ckpt"; }
+
+$PY - run "$REPO/scripts" <<'PY' || fail "the lightning-pose model directory does not load as lightning-pose loads it"
+import glob, json, os, re, sys
+from collections import OrderedDict
+import torch, torchvision, yaml
+from torch import nn
+run, scripts = sys.argv[1], sys.argv[2]
+sys.path.insert(0, scripts)
+from checkpoint_to_torch import load_checkpoint
+
+status = json.load(open(f"{run}/train_status.json"))
+assert status["status"] == "COMPLETED", status
+assert status["progress"]["completed"] == status["progress"]["total"] == 2, status
+cfg = yaml.safe_load(open(f"{run}/config.yaml"))
+assert cfg["model"]["model_name"] == "lp_dir_test" and cfg["model"]["backbone"] == "resnet18", cfg["model"]
+assert cfg["data"]["num_keypoints"] == 3 and len(cfg["data"]["keypoint_names"]) == 3, cfg["data"]
+
+# lightning_pose.utils.io.ckpt_path_from_base_path: tb_logs/<model_name>/version_*/checkpoints/*.ckpt
+found = glob.glob(os.path.join(run, "tb_logs", cfg["model"]["model_name"], "version_*", "checkpoints", "*.ckpt"))
+assert len(found) == 1 and found[0].endswith("-best.ckpt"), found
+assert re.search(r"epoch=\d+-step=\d+-best\.ckpt$", found[0]), found[0]
+ckpt = torch.load(found[0])
+for key in ("epoch", "global_step", "pytorch-lightning_version", "state_dict", "hyper_parameters"):
+    assert key in ckpt, key
+hp = ckpt["hyper_parameters"]
+assert hp["backbone"] == "resnet18" and hp["num_keypoints"] == 3 and hp["downsample_factor"] == 2, hp
+assert hp["pretrained"] is False and hp["lr_scheduler"] == "multisteplr", hp
+step = int(re.search(r"step=(\d+)", found[0]).group(1))
+assert ckpt["global_step"] == step, (ckpt["global_step"], step)
+
+class LightningPoseHeatmap(nn.Module):
+    """lightning-pose 2.4's HeatmapTracker layout: backbones/factory.py grab_layers_sequential
+    (children up to layer4) and heads/heatmap.py make_upsampling_layers."""
+    def __init__(self, keypoints, downsample):
+        super().__init__()
+        base = torchvision.models.resnet18()
+        self.backbone = nn.Sequential(*list(base.children())[:-2])
+        head = nn.Module()
+        layers = [nn.PixelShuffle(2)]
+        n = 5 - downsample - 1
+        for i in range(n):
+            layers.append(nn.ConvTranspose2d(512 // 4 if i == 0 else keypoints, keypoints, kernel_size=(3, 3),
+                                             stride=(2, 2), padding=(1, 1), output_padding=(1, 1)))
+        head.upsampling_layers = nn.Sequential(*layers)
+        self.head = head
+    def forward(self, x):
+        x = self.head.upsampling_layers(self.backbone(x))
+        n, k, h, w = x.shape
+        return torch.softmax(x.reshape(n, k, h * w), dim=-1).reshape(n, k, h, w)
+
+lp = LightningPoseHeatmap(3, 2)
+lp.load_state_dict(ckpt["state_dict"], strict=True)
+lp.eval()
+ours = load_checkpoint(f"{run}/checkpoints/best.h5")
+images = torch.randn(4, 3, 64, 64, generator=torch.Generator().manual_seed(5))
+with torch.no_grad():
+    a, b = lp(images), ours(images)
+diff = (a - b).abs().max().item()
+assert diff == 0.0, diff
+print(f"{found[0]}: {len(ckpt['state_dict'])} tensors load strictly into lightning-pose's layout; "
+      f"heatmaps equal best.h5's (max |diff| {diff})")
+PY
+
+# The other direction: a lightning-pose .ckpt as --init-weights (its backbone tensors).
+"$TRAINER" train --config s.cfg --out run_init --init-weights "${ckpts[0]}" --training.max_epochs 1 >init.log 2>&1 ||
+  { cat init.log; fail "train --init-weights LP.ckpt"; }
+grep -q "backbone: loaded 120 tensors from .*-best.ckpt (PyTorch (torch.save); 4 tensors of other layers ignored)" init.log ||
+  { cat init.log; fail "--init-weights did not load the .ckpt's 120 backbone tensors"; }
+
+# Trained again into the same folder: a new version, one best checkpoint in it.
+"$TRAINER" train --config s.cfg --out run --training.max_epochs 1 >train2.log 2>&1 || { cat train2.log; fail "train again"; }
+ls run/tb_logs/lp_dir_test/version_1/checkpoints/*-best.ckpt >/dev/null 2>&1 || { ls -R run/tb_logs; fail "no version_1 checkpoint"; }
+echo "PASSED"
