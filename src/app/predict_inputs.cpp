@@ -7,7 +7,8 @@
 #include <cctype>      // std::tolower
 #include <filesystem>  // std::filesystem::absolute, directory_iterator
 
-#include "data/video_reader.hpp"  // video_extensions
+#include "app/lp_model_import.hpp"  // is_lightning_pose_model_dir, open_lightning_pose_model
+#include "data/video_reader.hpp"    // video_extensions
 #include "util/error.hpp"         // UserError
 
 namespace trainer::app {
@@ -53,13 +54,9 @@ std::string checkpoint_of_run(const std::string& run_dir) {
     const std::string path = run_dir + "/checkpoints/" + name;
     if (is_file(path)) return path;
   }
-  if (is_file(run_dir + "/config.yaml") && is_dir(run_dir + "/tb_logs"))
-    throw UserError("predict: '" + run_dir + "' is a lightning-pose model directory; its .ckpt files cannot be "
-                    "read yet",
-                    "predict with lightning-pose (`litpose predict`), or train the model here and predict its run "
-                    "folder");
   throw UserError("predict: '" + run_dir + "' holds no checkpoints/best.h5 or checkpoints/last.h5",
-                  "give a run folder of `trainer train` (" + std::string(kUsage) + "), or --checkpoint FILE.h5");
+                  "give a run folder of `trainer train` or a lightning-pose model directory (" + std::string(kUsage) +
+                      "), or --checkpoint FILE.h5");
 }
 
 std::string absolute(const std::string& path) { return std::filesystem::absolute(path).lexically_normal().string(); }
@@ -82,13 +79,22 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
     throw UserError("predict: nothing to predict after the run folder '" + run_dir + "'",
                     std::string("give videos, folders of videos or label CSVs: ") + kUsage);
   for (const auto& option : options) {
-    for (const char* taken : {"--checkpoint", "--video"})
+    for (const char* taken : {"--checkpoint", "--video", "--video-out"})
       if (option == taken || option.rfind(std::string(taken) + "=", 0) == 0)
         throw UserError("predict: " + std::string(taken) + " given with a run folder and inputs",
                         std::string("use one form: ") + kUsage + ", or trainer predict --checkpoint FILE.h5 "
                         "[--video PATH...]");
   }
-  const std::string checkpoint = checkpoint_of_run(run_dir);
+  // A lightning-pose model directory: its .ckpt as a trainer checkpoint, its config.yaml.
+  Args model_options;
+  std::string checkpoint;
+  if (is_lightning_pose_model_dir(run_dir)) {
+    const LightningPoseModel lp = open_lightning_pose_model(run_dir);
+    checkpoint = lp.checkpoint;
+    model_options = {"--config", lp.config_yaml};
+  } else {
+    checkpoint = checkpoint_of_run(run_dir);
+  }
 
   std::vector<std::string> csvs, videos;
   for (const auto& input : inputs) {
@@ -118,11 +124,14 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
     // data_files cleared: the run's imported data must not stand beside the new CSV.
     Args call{"--checkpoint", checkpoint, "--overrides", "data.csv_file=" + csv, "data.data_files=[]",
               "--out", image_preds_csv(run_dir, csv)};
+    call.insert(call.end(), model_options.begin(), model_options.end());
     call.insert(call.end(), options.begin(), options.end());
     calls.push_back(std::move(call));
   }
   if (!videos.empty()) {
-    Args call{"--checkpoint", checkpoint, "--video"};
+    Args call{"--checkpoint", checkpoint, "--video-out", run_dir + "/video_preds"};
+    call.insert(call.end(), model_options.begin(), model_options.end());
+    call.push_back("--video");
     call.insert(call.end(), videos.begin(), videos.end());
     call.insert(call.end(), options.begin(), options.end());
     calls.push_back(std::move(call));

@@ -1,7 +1,8 @@
 #pragma once
 // `trainer predict RUN_DIR INPUT... [options]`, the way `litpose predict MODEL_DIR
-// INPUT...` is called: RUN_DIR is a run folder of `trainer train`, each INPUT a
-// video, a folder of videos, or a label CSV. The call is translated into the explicit
+// INPUT...` is called: RUN_DIR is a run folder of `trainer train` or a lightning-pose
+// model directory (app/lp_model_import.hpp), each INPUT a video, a folder of videos,
+// or a label CSV. The call is translated into the explicit
 // form (`--checkpoint`, `--video`, `--overrides data.csv_file=...`), with
 // lightning-pose's output layout: RUN_DIR/video_preds/ for videos and
 // RUN_DIR/image_preds/<csv name>/predictions.csv for label CSVs.
@@ -18,8 +19,7 @@ bool is_run_dir_form(const Args& args);
 
 // The explicit predict invocations that the litpose form stands for (label CSVs
 // first, one each, then all videos in one), each with the caller's options after the
-// inputs. UserError (exit 2) for a folder without checkpoints, a lightning-pose model
-// directory, an input that does not exist or is neither a CSV nor a video or folder
+// inputs. UserError (exit 2) for a folder without checkpoints, an input that does not exist or is neither a CSV nor a video or folder
 // of videos, and options that name the checkpoint or the inputs a second time.
 std::vector<Args> explicit_predict_calls(const Args& args);
 

@@ -6,7 +6,9 @@
 # nn.Sequential, then head.upsampling_layers = PixelShuffle + ConvTranspose2d), whose
 # heatmaps equal those of the same network loaded from best.h5
 # (scripts/checkpoint_to_torch.py, which the model parity tests tie to the trainer).
-# And back: --init-weights takes the .ckpt (lightning-pose's names read as ours).
+# And back: --init-weights takes the .ckpt (lightning-pose's names read as ours), and
+# `trainer predict LP_MODEL_DIR VIDEO` opens a directory holding only config.yaml and
+# tb_logs/ (the .ckpt re-saved by torch.save) and predicts what the run predicts.
 source "$(dirname "$0")/lib/common.sh"
 PY=/usr/bin/python3
 $PY -c "import torch, torchvision, h5py, yaml" 2>/dev/null || skip "torch, torchvision, h5py or yaml missing for $PY"
@@ -102,6 +104,26 @@ PY
   { cat init.log; fail "train --init-weights LP.ckpt"; }
 grep -q "backbone: loaded 120 tensors from .*-best.ckpt (PyTorch (torch.save); 4 tensors of other layers ignored)" init.log ||
   { cat init.log; fail "--init-weights did not load the .ckpt's 120 backbone tensors"; }
+
+# A lightning-pose model directory opened here: config.yaml and tb_logs/ only, its
+# .ckpt re-saved by torch.save itself (memo opcodes and all, as lightning-pose's are
+# written). `trainer predict LP_DIR VIDEO` predicts as the trainer's own run does.
+TOOL=${TRAINER_TEST_VIDEO_TOOL:-$(dirname "$TRAINER")/tests/test_video_tool}
+[[ -x $TOOL ]] || fail "test helper $TOOL not built (target test_video_tool)"
+"$TOOL" write clip.mp4 12 64 64 || fail "video_tool write"
+mkdir -p lpdir/tb_logs/lp_dir_test/version_0/checkpoints && cp run/config.yaml lpdir/
+$PY -c "
+import sys, torch
+c = torch.load(sys.argv[1]); c['state_dict']['rmse_loss.dummy'] = torch.zeros(1)  # a key the trainer does not know
+torch.save(c, sys.argv[2])" "${ckpts[0]}" "lpdir/tb_logs/lp_dir_test/version_0/checkpoints/$(basename "${ckpts[0]}")" ||
+  fail "torch.save of the checkpoint"
+"$TRAINER" predict lpdir clip.mp4 >lp_predict.log 2>&1 || { cat lp_predict.log; fail "predict LP_MODEL_DIR VIDEO"; }
+"$TRAINER" predict run clip.mp4 >run_predict.log 2>&1 || { cat run_predict.log; fail "predict RUN_DIR VIDEO"; }
+cmp <(tail -n +4 lpdir/video_preds/clip.csv) <(tail -n +4 run/video_preds/clip.csv) ||
+  fail "predictions from the lightning-pose model directory differ from the run's"
+ls lpdir/tb_logs/lp_dir_test/version_0/checkpoints/*.ckpt.trainer.h5 >/dev/null || fail "no converted checkpoint kept"
+sed -i 's/model_name: lp_dir_test/model_name: other/' lpdir/config.yaml
+expect_fail 2 "has no checkpoint" "$TRAINER" predict lpdir clip.mp4
 
 # Trained again into the same folder: a new version, one best checkpoint in it.
 "$TRAINER" train --config s.cfg --out run --training.max_epochs 1 >train2.log 2>&1 || { cat train2.log; fail "train again"; }

@@ -4,7 +4,7 @@
 # no longer conflicts with the run's imported data_files and no longer overwrites the
 # run's own predictions.csv; a video goes to RUN_DIR/video_preds/; misuse is `error:` +
 # exit 2 (no inputs, a missing input, an image folder, --checkpoint twice, --out with
-# --video, lightning-pose's --output_dir, a lightning-pose model directory).
+# --video, lightning-pose's --output_dir, a lightning-pose model directory without a checkpoint).
 source "$(dirname "$0")/lib/common.sh"
 TOOL=${TRAINER_TEST_VIDEO_TOOL:-$(dirname "$TRAINER")/tests/test_video_tool}
 [[ -x $TOOL ]] || fail "test helper $TOOL not built (target test_video_tool)"
@@ -63,7 +63,7 @@ expect_fail 2 "--checkpoint given with a run folder" "$TRAINER" predict run clip
 expect_fail 2 "--video writes a CSV per video" "$TRAINER" predict --checkpoint run/checkpoints/last.h5 --video clip.mp4 --out x.csv
 expect_fail 2 "unknown option '--output_dir'" "$TRAINER" predict --checkpoint run/checkpoints/last.h5 --output_dir x
 mkdir -p lpmodel/tb_logs && touch lpmodel/config.yaml
-expect_fail 2 "lightning-pose model directory" "$TRAINER" predict lpmodel clip.mp4
+expect_fail 2 "lightning-pose model directory .lpmodel. has no checkpoint" "$TRAINER" predict lpmodel clip.mp4
 mkdir -p empty
 expect_fail 2 "holds no checkpoints/best.h5" "$TRAINER" predict empty clip.mp4
 echo "PASSED"

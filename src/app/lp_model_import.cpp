@@ -1,0 +1,155 @@
+// A lightning-pose model directory opened here (see lp_model_import.hpp).
+#include "app/lp_model_import.hpp"
+
+#include <sys/stat.h>  // stat
+
+#include <boost/program_options.hpp>  // options_description (no own options here)
+#include <cstring>                    // std::memcpy
+#include <filesystem>                 // std::filesystem::directory_iterator
+#include <map>                        // std::map
+#include <regex>                      // std::regex_search
+#include <vector>                     // std::vector
+
+#include "app/config_parse.hpp"            // parse_command_line, config_to_ini
+#include "compute/backend.hpp"             // make_cpu_backend
+#include "model/lightning_pose_names.hpp"  // state_name_from_lightning_pose
+#include "model/make_model.hpp"            // make_pose_model
+#include "train/checkpoint.hpp"            // save_checkpoint, TrainingState
+#include "util/error.hpp"                  // UserError
+#include "util/torch_file.hpp"             // read_torch_state_dict
+
+namespace trainer::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool exists_as(const std::string& path, bool dir) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && (dir ? S_ISDIR(st.st_mode) : S_ISREG(st.st_mode));
+}
+
+long step_of(const std::string& name) {
+  std::smatch m;
+  return std::regex_search(name, m, std::regex("step=(\\d+)")) ? std::stol(m[1]) : -1;
+}
+
+// lightning_pose.utils.io.ckpt_path_from_base_path: the newest version folder's
+// *-best.ckpt, else the checkpoint there with the highest step.
+std::string find_checkpoint(const std::string& dir, const std::string& model_name) {
+  const fs::path root = fs::path(dir) / "tb_logs" / model_name;
+  std::map<long, std::vector<fs::path>> by_version;
+  std::error_code ec;
+  for (fs::directory_iterator v(root, ec), end; !ec && v != end; v.increment(ec)) {
+    const std::string name = v->path().filename().string();
+    if (name.rfind("version_", 0) != 0) continue;
+    long version = -1;
+    try {
+      version = std::stol(name.substr(8));
+    } catch (const std::exception&) {
+      continue;
+    }
+    std::error_code inner;
+    for (fs::directory_iterator c(v->path() / "checkpoints", inner), cend; !inner && c != cend; c.increment(inner))
+      if (c->path().extension() == ".ckpt") by_version[version].push_back(c->path());
+  }
+  if (by_version.empty())
+    throw UserError("predict: lightning-pose model directory '" + dir + "' has no checkpoint (" +
+                        (root / "version_*" / "checkpoints" / "*.ckpt").string() + ")",
+                    "is model.model_name in its config.yaml the name it was trained under?");
+  const auto& newest = by_version.rbegin()->second;
+  for (const auto& p : newest)
+    if (p.filename().string().size() > 10 && p.filename().string().find("-best.ckpt") != std::string::npos)
+      return p.string();
+  fs::path best = newest.front();
+  for (const auto& p : newest)
+    if (step_of(p.filename().string()) > step_of(best.filename().string())) best = p;
+  return best.string();
+}
+
+// Whether `derived` exists and is at least as new as `source`.
+bool up_to_date(const std::string& derived, const std::string& source) {
+  std::error_code a, b;
+  const auto d = fs::last_write_time(derived, a), s = fs::last_write_time(source, b);
+  return !a && !b && d >= s;
+}
+
+std::vector<float> floats_of(const StoredTensor& t, const std::string& ckpt) {
+  if (t.type != StoredType::f32)
+    throw UserError("'" + ckpt + "': tensor '" + t.name + "' is not float32", "save the model in float32");
+  std::vector<float> v(t.bytes.size() / sizeof(float));
+  std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(float));
+  return v;
+}
+
+// The .ckpt's tensors into a fresh model of the configuration's description, saved
+// as a trainer checkpoint at `out`.
+void convert(const std::string& ckpt, const Config& config, const std::string& out) {
+  if (config.model.model_type != "heatmap")
+    throw UserError("predict: lightning-pose " + config.model.model_type + " checkpoints are not read yet ('" + ckpt +
+                        "')",
+                    "heatmap models are; predict this one with lightning-pose (`litpose predict`)");
+  train::TrainingState state;
+  state.model_type = config.model.model_type;
+  state.backbone = config.model.backbone;
+  state.num_keypoints = config.data.num_keypoints;
+  state.downsample_factor = config.data.downsample_factor;
+  state.config_text = config_to_ini(config);
+  state.has_optimizer = false;
+  if (state.num_keypoints <= 0)
+    throw UserError("predict: the config.yaml beside '" + ckpt + "' gives no data.num_keypoints",
+                    "lightning-pose writes it into every model directory: is this config.yaml its own?");
+  auto backend = compute::make_cpu_backend(1);
+  auto& stream = backend->default_stream();
+  const auto net = model::make_pose_model(*backend, state.model_type,
+                                          model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
+  auto& store = net->store();
+  std::map<std::string, StoredTensor> by_name;
+  for (auto& t : read_torch_state_dict(ckpt)) {
+    const std::string ours = model::state_name_from_lightning_pose(t.name);
+    if (!ours.empty()) by_name.emplace(ours, std::move(t));  // others: the losses' buffers, ...
+  }
+  const auto take = [&](const std::string& name, const std::vector<int>& shape) -> const StoredTensor& {
+    const auto it = by_name.find(name);
+    if (it == by_name.end())
+      throw UserError("'" + ckpt + "' lacks " + model::lightning_pose_state_name(name) + " (" + name + ")",
+                      "does its config.yaml (model.backbone, data.num_keypoints, data.downsample_factor) describe it?");
+    if (std::vector<std::int64_t>(shape.begin(), shape.end()) != it->second.shape)
+      throw UserError("'" + ckpt + "': " + it->second.name + " does not have the shape " + name + " has here",
+                      "does its config.yaml (model.backbone, data.num_keypoints, data.downsample_factor) describe it?");
+    return it->second;
+  };
+  for (std::size_t i = 0; i < store.parameters().size(); ++i) {
+    const auto& e = store.parameters()[i];
+    store.upload_param(i, floats_of(take(e.name, e.shape), ckpt), stream);
+  }
+  for (std::size_t i = 0; i < store.buffers().size(); ++i) {
+    const auto& e = store.buffers()[i];
+    store.upload_buffer(i, floats_of(take(e.name, e.shape), ckpt), stream);
+  }
+  for (auto& c : store.counters()) {  // num_batches_tracked: optional in torch state dicts
+    const auto it = by_name.find(c.name);
+    if (it != by_name.end() && it->second.type == StoredType::i64 && it->second.bytes.size() == sizeof(std::int64_t))
+      std::memcpy(&c.value, it->second.bytes.data(), sizeof c.value);
+  }
+  train::save_checkpoint(out, store, nullptr, state, stream);
+}
+
+}  // namespace
+
+bool is_lightning_pose_model_dir(const std::string& dir) {
+  return exists_as(dir + "/config.yaml", false) && exists_as(dir + "/tb_logs", true) &&
+         !exists_as(dir + "/checkpoints", true);
+}
+
+LightningPoseModel open_lightning_pose_model(const std::string& dir) {
+  LightningPoseModel m;
+  m.config_yaml = dir + "/config.yaml";
+  const boost::program_options::options_description none("");
+  const Config config = parse_command_line("predict", {"--config", m.config_yaml}, none).config;
+  m.ckpt = find_checkpoint(dir, config.model.model_name);
+  m.checkpoint = m.ckpt + ".trainer.h5";
+  if (!up_to_date(m.checkpoint, m.ckpt)) convert(m.ckpt, config, m.checkpoint);
+  return m;
+}
+
+}  // namespace trainer::app

@@ -1,0 +1,28 @@
+#pragma once
+// A lightning-pose model directory opened here (issue 27, item 3): its config.yaml and
+// the Lightning checkpoint that lightning-pose's ckpt_path_from_base_path picks, turned
+// into a trainer checkpoint that `predict` reads. The trainer checkpoint is kept beside
+// the .ckpt as `<ckpt>.trainer.h5` (written atomically, remade when the .ckpt is newer),
+// so a kill leaves no partial file and a second prediction converts nothing.
+#include <string>  // std::string
+
+namespace trainer::app {
+
+// Whether `dir` is a lightning-pose model directory: config.yaml and tb_logs/, and no
+// trainer checkpoints/ (a trainer run folder has both since it writes config.yaml too).
+bool is_lightning_pose_model_dir(const std::string& dir);
+
+struct LightningPoseModel {
+  std::string config_yaml;  // DIR/config.yaml
+  std::string ckpt;         // the Lightning checkpoint used
+  std::string checkpoint;   // the trainer checkpoint made of it (.h5)
+};
+
+// Finds the checkpoint as lightning-pose does (tb_logs/<model_name>/version_*/
+// checkpoints/*.ckpt: the newest version's *-best.ckpt, else its highest step) and
+// converts it. UserError (exit 2) for a directory without a checkpoint, a model type
+// or backbone this trainer does not have, and a .ckpt whose tensors do not fit the
+// model its config.yaml describes.
+LightningPoseModel open_lightning_pose_model(const std::string& dir);
+
+}  // namespace trainer::app
