@@ -45,6 +45,7 @@
 #include "train/step.hpp"           // train::StepRunner
 #include "train/tensorboard_log.hpp"  // train::TensorBoardLog::version_folder
 #include "train/train_loop.hpp"     // train::TrainLoop
+#include "app/lp_model_import.hpp"  // weights_file_of: --init-weights FOLDER
 #include "app/lp_model_dir.hpp"     // write_lightning_pose_config, write_train_status, write_lightning_pose_checkpoint
 #include "util/atomic_write.hpp"    // write_file_atomically, check_output_file
 #include "util/error.hpp"           // UserError
@@ -168,7 +169,8 @@ int run_train(const Args& args) {
        "continue a run from its checkpoint (e.g. <run>/checkpoints/last.h5); `auto`: from --out's "
        "checkpoints/last.h5 when it exists, else start (for jobs that SLURM requeues)")
       ("init-weights", po::value<std::string>()->value_name("FILE"),
-       "same as --model.backbone_weights FILE: pretrained backbone weights (.pth, .safetensors, .h5)")
+       "same as --model.backbone_weights FILE: pretrained backbone weights (.pth, .ckpt, .safetensors, .h5; a "
+       "lightning-pose model directory or a run folder: its checkpoint)")
       ("save-initial", "write checkpoints/initial.h5 before the first step")
       ("max-steps", po::value<long>()->value_name("N"), "stop after N optimizer steps (overrides training.max_steps)")
       ("dump-gradients", po::value<std::string>()->value_name("FILE.h5"),
@@ -206,6 +208,8 @@ int run_train(const Args& args) {
     const std::string& path = cl.own["resume"].as<std::string>();
     check_input_file(path, "cannot open checkpoint '" + path + "'", "check the path of --resume");
   }
+  // A folder: a lightning-pose model directory's .ckpt, or a run folder's best.h5.
+  if (!config.model.backbone_weights.empty()) config.model.backbone_weights = weights_file_of(config.model.backbone_weights);
   if (!config.model.backbone_weights.empty())
     check_input_file(config.model.backbone_weights,
                      "cannot open backbone weights '" + config.model.backbone_weights + "'",

@@ -594,8 +594,8 @@ std::vector<ConfigKey> build_table() {
           .lp("model.backbone"),
       text("model", "backbone_weights", field(M, &MC::backbone_weights), "PATH",
            "pretrained backbone weights: torchvision's ImageNet .pth, an mmpose checkpoint (lightning-pose's "
-           "resnet50_animal_ap10k, ...), .safetensors or a trainer checkpoint; empty: random initialisation "
-           "(docs/MODEL.md lists the download URLs)")
+           "resnet50_animal_ap10k, ...), a lightning-pose .ckpt or model directory, .safetensors, or a trainer "
+           "checkpoint or run folder; empty: random initialisation (docs/MODEL.md lists the download URLs)")
           .lp("(lightning-pose downloads them itself)"),
       choice("model", "heatmap_loss_type", field(M, &MC::heatmap_loss_type), compute::heatmap_loss_names(),
              "heatmap loss (lightning-pose semantics: docs/COMPUTE.md)")

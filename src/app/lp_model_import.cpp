@@ -141,6 +141,15 @@ bool is_lightning_pose_model_dir(const std::string& dir) {
          !exists_as(dir + "/checkpoints", true);
 }
 
+std::string weights_file_of(const std::string& path) {
+  if (!exists_as(path, true)) return path;
+  for (const char* name : {"best.h5", "last.h5"})
+    if (exists_as(path + "/checkpoints/" + name, false)) return path + "/checkpoints/" + name;
+  if (!is_lightning_pose_model_dir(path)) return path;
+  const boost::program_options::options_description none("");
+  return find_checkpoint(path, parse_command_line("predict", {"--config", path + "/config.yaml"}, none).config.model.model_name);
+}
+
 LightningPoseModel open_lightning_pose_model(const std::string& dir) {
   LightningPoseModel m;
   m.config_yaml = dir + "/config.yaml";

@@ -25,4 +25,10 @@ struct LightningPoseModel {
 // model its config.yaml describes.
 LightningPoseModel open_lightning_pose_model(const std::string& dir);
 
+// The weights file a folder named as backbone weights stands for: a lightning-pose
+// model directory's checkpoint (as above, not converted: the pretrained-weights reader
+// takes .ckpt files), a trainer run folder's checkpoints/best.h5 (else last.h5);
+// `path` itself when it is not such a folder.
+std::string weights_file_of(const std::string& path);
+
 }  // namespace trainer::app

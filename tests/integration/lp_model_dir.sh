@@ -122,6 +122,15 @@ torch.save(c, sys.argv[2])" "${ckpts[0]}" "lpdir/tb_logs/lp_dir_test/version_0/c
 cmp <(tail -n +4 lpdir/video_preds/clip.csv) <(tail -n +4 run/video_preds/clip.csv) ||
   fail "predictions from the lightning-pose model directory differ from the run's"
 ls lpdir/tb_logs/lp_dir_test/version_0/checkpoints/*.ckpt.trainer.h5 >/dev/null || fail "no converted checkpoint kept"
+# --init-weights takes the folders too: the model directory's .ckpt, a run's best.h5.
+"$TRAINER" train --config s.cfg --out run_dir_init --init-weights lpdir --training.max_epochs 1 >dir_init.log 2>&1 ||
+  { cat dir_init.log; fail "train --init-weights LP_MODEL_DIR"; }
+grep -q "backbone: loaded 120 tensors from lpdir/tb_logs/lp_dir_test/version_0/checkpoints/.*-best.ckpt" dir_init.log ||
+  { cat dir_init.log; fail "--init-weights LP_MODEL_DIR did not load its .ckpt"; }
+"$TRAINER" train --config s.cfg --out run_dir_init2 --init-weights run --training.max_epochs 1 >run_init.log 2>&1 ||
+  { cat run_init.log; fail "train --init-weights RUN_DIR"; }
+grep -q "backbone: loaded .* tensors from run/checkpoints/best.h5" run_init.log ||
+  { cat run_init.log; fail "--init-weights RUN_DIR did not load best.h5"; }
 sed -i 's/model_name: lp_dir_test/model_name: other/' lpdir/config.yaml
 expect_fail 2 "has no checkpoint" "$TRAINER" predict lpdir clip.mp4
 
