@@ -184,7 +184,10 @@ LabelTable parse_label_csv_text(const std::string& text, const std::string& sour
   std::map<std::string, int> first_line;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (size_t r = header; r < rows.size(); ++r) {
-    const auto& [line, fields] = rows[r];
+    // Plain names, not a structured binding: lambdas below capture `line`, which C++17
+    // allows only for variables (clang refuses a binding).
+    const int line = rows[r].first;
+    const auto& fields = rows[r].second;
     if (fields.size() != ncols)
       fail(source, line, "expected " + std::to_string(ncols) + " columns, found " + std::to_string(fields.size()));
     std::string path;
