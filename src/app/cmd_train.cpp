@@ -333,6 +333,9 @@ int run_train(const Args& args) {
   // ---- the loop ------------------------------------------------------------
   train::LoopConfig loop = loop_config(config, plan);
   loop.out_dir = out_dir;
+  loop.on_epoch_end = [&](int epochs_completed) {
+    write_train_status(out_dir, "TRAINING", epochs_completed, config.training.max_epochs);
+  };
   loop.save_initial = cl.own.count("save-initial") > 0;
   loop.world_size = world.size;
   loop.dump_gradients = dump_gradients;

@@ -97,6 +97,7 @@ TrainingState TrainLoop::run(TrainingState state) {
   // TensorBoard is a view of what metrics.csv also holds: a full disk or a lost
   // network mount there warns once and stops it, it never stops the training.
   std::unique_ptr<TensorBoardLog> tensorboard;
+  std::function<void(int)> epoch_listener = config_.on_epoch_end;
   const auto to_tensorboard = [&](auto&& write) {
     if (!tensorboard) return;
     try {
@@ -355,6 +356,14 @@ TrainingState TrainLoop::run(TrainingState state) {
     row.overhead_s = std::chrono::duration<double>(epoch_boundary - epoch_start).count() - steps_seconds - val_seconds;
     if (log_.is_root()) metrics.append(row);
     to_tensorboard([&](TensorBoardLog& tb) { tb.epoch_end(row); });
+    if (log_.is_root() && epoch_listener) {
+      try {
+        epoch_listener(state.epochs_completed);
+      } catch (const std::exception& e) {
+        log_.warn(std::string("progress file updates stop: ") + e.what());
+        epoch_listener = nullptr;
+      }
+    }
   }
   if (last_saved_step != state.global_step && (steps_this_run > 0 || !config_.save_initial))
     save({"last"}, state, !config_.save_weights_only);

@@ -4,6 +4,7 @@
 // check_val_every_n_epoch, early stopping on the validation loss, metrics.csv,
 // and the initial/best/last checkpoints. Every rank runs the same loop and makes
 // the same collective calls; only rank 0 prints and writes files.
+#include <functional>  // std::function
 #include <memory>  // std::unique_ptr
 #include <string>  // std::string
 #include <vector>  // std::vector
@@ -55,6 +56,10 @@ struct LoopConfig {
   // unsupervised weights (callbacks.anneal_weight); null: supervised only.
   UnlabeledSource* unlabeled = nullptr;
   LossesConfig anneal;
+  // Rank 0, after each epoch's metrics: the epochs completed so far (the run folder's
+  // progress file for lightning-pose's tools). An exception from it warns once and
+  // stops the calls; it never stops the training.
+  std::function<void(int epochs_completed)> on_epoch_end;
 };
 
 // How the loop reaches other ranks; the defaults are single-process no-ops.

@@ -2,6 +2,9 @@
 // and an interrupted + resumed run ends with bit-identical weights.
 #include <catch2/catch.hpp>
 
+#include <stdexcept>  // std::runtime_error
+#include <vector>     // std::vector
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -247,4 +250,21 @@ TEST_CASE("16-mixed: an overflowing step is skipped and the loss scale backs off
   CHECK(runner.loss_scaler().state().growth_tracker == 1);
   CHECK(loss > 0);
   CHECK(loss < 1);
+}
+
+TEST_CASE("on_epoch_end hears every epoch; a throwing listener warns and training goes on", "[train]") {
+  const auto dir = scratch("epoch_listener");
+  train_test::MemorySource src(8, 4, 32, 2, 3);
+  Run r("resnet18", 2);
+  std::vector<int> heard;
+  train::LoopConfig config = loop_config(dir, 3);
+  config.on_epoch_end = [&](int epochs_completed) {
+    heard.push_back(epochs_completed);
+    if (epochs_completed == 2) throw std::runtime_error("disk full");
+  };
+  train::TrainLoop loop(r.runner, r.net, r.optimizer, src, nullptr, config, {}, Log(0, true),
+                        r.backend->default_stream());
+  const auto state = loop.run({});
+  CHECK(state.epochs_completed == 3);
+  CHECK(heard == std::vector<int>{1, 2});  // no calls after the one that threw
 }
