@@ -22,6 +22,7 @@
 #include "app/config_parse.hpp"     // parse_command_line, FallbackConfig
 #include "app/predict_inputs.hpp"   // is_run_dir_form, explicit_predict_calls, image_preds_csv
 #include "app/predict_labeled.hpp"  // predict_labeled_frames
+#include "app/run_data.hpp"         // import_dir_beside
 #include "app/predict_video.hpp"    // run_predict_video (--video)
 #include "app/output_files.hpp"     // remove_stale_temp_files_in, run_dir_of_checkpoint, make_directories
 #include "train/checkpoint.hpp"     // load_training_state
@@ -185,6 +186,7 @@ int predict_with_checkpoint(const Args& args_in) {
   LabeledPredictions request;
   request.predictions_csv = out;
   request.with_sets = with_sets;
+  request.import_dir = import_dir_beside(run_dir);  // not under the working directory
   predict_labeled_frames(config, checkpoint, request, log);
   return 0;
 }

@@ -45,6 +45,7 @@
 #include "train/step.hpp"           // train::StepRunner
 #include "train/tensorboard_log.hpp"  // train::TensorBoardLog::version_folder
 #include "train/train_loop.hpp"     // train::TrainLoop
+#include "app/lp_evaluation.hpp"    // evaluate_label_csvs_after_training
 #include "app/lp_model_import.hpp"  // weights_file_of: --init-weights FOLDER
 #include "app/lp_model_dir.hpp"     // write_lightning_pose_config, write_train_status, write_lightning_pose_checkpoint
 #include "util/atomic_write.hpp"    // write_file_atomically, check_output_file
@@ -403,6 +404,11 @@ int run_train(const Args& args) {
     predict_labeled_frames(config, best, predictions, Log(0, true));
     log.info("predictions with " + best + ": " + predictions.predictions_csv + ", " + out_dir +
              "/predictions_pixel_error.csv");
+    try {  // after the run's own outputs: a bad _new/_test CSV costs nothing of them
+      evaluate_label_csvs_after_training(lp_config, best, out_dir, log);
+    } catch (const std::exception& e) {
+      log.warn(std::string("lightning-pose's evaluation after training stopped: ") + e.what());
+    }
     write_lightning_pose_checkpoint_of_run(config, best, out_dir, log);
   }
   if (config.eval.predict_vids_after_training && !config.eval.test_videos_directory.empty()) {

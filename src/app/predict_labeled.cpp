@@ -38,7 +38,7 @@ long predict_labeled_frames(const Config& config, const std::string& checkpoint,
                             const Log& log) {
   const train::TrainingState state = train::load_training_state(checkpoint);
   runtime::World world;  // one process: predictions need no ranks
-  RunData run = open_run_data(config, world, log);
+  RunData run = open_run_data(config, world, log, request.import_dir);
   const data::Dataset& dataset = *run.dataset;
   if (state.num_keypoints != dataset.num_keypoints())
     throw UserError("checkpoint '" + checkpoint + "' predicts " + std::to_string(state.num_keypoints) +

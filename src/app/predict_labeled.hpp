@@ -21,6 +21,8 @@ namespace trainer::app {
 struct LabeledPredictions {
   std::string predictions_csv;  // its _pixel_error.csv twin goes beside it
   bool with_sets = true;        // the run's split, recomputed from the configuration
+  // Where a data.csv_file is imported (cached): beside the run folder, as training does.
+  std::string import_dir = "outputs/imported";
 };
 
 // One process; returns the number of frames predicted.
