@@ -23,11 +23,12 @@
 #include "app/make_backend.hpp"     // make_run_backend
 #include "app/output_files.hpp"     // run folder helpers: timestamped_output_dir, run_dir_of_checkpoint, ...
 #include "app/run_data.hpp"         // open_run_data, check_train_batch_fits
-#include "app/run_options.hpp"      // Config -> loader, sampler, model, optimizer and loop options
+#include "app/run_options.hpp"      // Config -> loader, sampler, model, optimizer and loop options; resolve_video_dir
 #include "compute/backend.hpp"      // compute::Backend, Stream
 #include "compute/losses/heatmap_loss_registry.hpp"  // compute::parse_heatmap_loss
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::write_split_csv
+#include "data/video_reader.hpp"    // data::list_videos: data.video_dir checked before the work
 #include "model/backbone_registry.hpp"  // model::backbone_weights_url
 #include "model/make_model.hpp"     // model::make_pose_model
 #include "app/predict_labeled.hpp"   // predict_labeled_frames: predictions.csv after training
@@ -52,6 +53,7 @@
 #include "util/error.hpp"           // UserError
 #include "util/input_file.hpp"      // check_input_file
 #include "util/log.hpp"             // Log
+#include "util/name_list.hpp"       // join_names
 #include "util/signal_cleanup.hpp"  // GracefulStop
 
 namespace po = boost::program_options;
@@ -208,6 +210,19 @@ int run_train(const Args& args) {
   if (cl.own.count("resume") && cl.own["resume"].as<std::string>() != "auto") {
     const std::string& path = cl.own["resume"].as<std::string>();
     check_input_file(path, "cannot open checkpoint '" + path + "'", "check the path of --resume");
+  }
+  // The unsupervised losses' videos: checked now, by the key's name, not after the
+  // import and the model are built.
+  if (!config.model.losses_to_use.empty()) {
+    const std::string dir = resolve_video_dir(config.data);  // not empty: the configuration's checks saw to it
+    const std::string losses = "model.losses_to_use (" + join_names(config.model.losses_to_use) + ")";
+    try {
+      data::list_videos(dir);
+    } catch (const UserError& e) {
+      throw UserError("data.video_dir: " + std::string(e.what()),
+                      losses + " reads unlabelled frames from data.video_dir (relative to data.data_dir): give a "
+                               "folder of videos, or model.losses_to_use=[] to train supervised only");
+    }
   }
   // A folder: a lightning-pose model directory's .ckpt, or a run folder's best.h5.
   if (!config.model.backbone_weights.empty()) config.model.backbone_weights = weights_file_of(config.model.backbone_weights);

@@ -181,6 +181,12 @@ mkdir -p "$S/badvids" && echo "not a video" >"$S/badvids/x.mp4"
 expect_one_error "video '.*badvids/x.mp4' cannot be opened or decoded" \
   "$TRAINER" train --config "$S/c.cfg" --out "$S/run_v" --data.video_dir "$S/badvids" \
   --model.losses_to_use "[temporal]" --max-steps 1
+# The unsupervised losses' videos: refused by the key's name before the import and
+# the model (it came after both, without naming data.video_dir), nothing written.
+expect_one_error "data.video_dir: video '.*novideos' does not exist" \
+  "$TRAINER" train --config "$S/c.cfg" --out "$S/run_nv" --data.video_dir "$S/novideos" \
+  --model.losses_to_use "[pca_singleview]" --max-steps 1
+[[ ! -e $S/run_nv ]] || fail "a run refused for its video_dir wrote its folder"
 
 # Two ranks: every rank refuses (exit 2), nothing is written. Last, because the
 # self-spawn's runtime may still write its summary to stderr after the exit.
