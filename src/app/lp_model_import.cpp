@@ -4,9 +4,8 @@
 #include <sys/stat.h>  // stat
 
 #include <boost/program_options.hpp>  // options_description (no own options here)
-#include <cstring>                    // std::memcpy
 #include <filesystem>                 // std::filesystem::directory_iterator
-#include <map>                        // std::map
+#include <map>                        // std::map (checkpoints by version)
 #include <regex>                      // std::regex_search
 #include <vector>                     // std::vector
 
@@ -15,6 +14,7 @@
 #include "model/lightning_pose_names.hpp"  // state_name_from_lightning_pose
 #include "model/make_model.hpp"            // make_pose_model
 #include "train/checkpoint.hpp"            // save_checkpoint, TrainingState
+#include "train/pretrained_weights.hpp"    // load_stored_tensors
 #include "util/error.hpp"                  // UserError
 #include "util/torch_file.hpp"             // read_torch_state_dict
 
@@ -73,14 +73,6 @@ bool up_to_date(const std::string& derived, const std::string& source) {
   return !a && !b && d >= s;
 }
 
-std::vector<float> floats_of(const StoredTensor& t, const std::string& ckpt) {
-  if (t.type != StoredType::f32)
-    throw UserError("'" + ckpt + "': tensor '" + t.name + "' is not float32", "save the model in float32");
-  std::vector<float> v(t.bytes.size() / sizeof(float));
-  std::memcpy(v.data(), t.bytes.data(), v.size() * sizeof(float));
-  return v;
-}
-
 // The .ckpt's tensors into a fresh model of the configuration's description, saved
 // as a trainer checkpoint at `out`.
 void convert(const std::string& ckpt, const Config& config, const std::string& out) {
@@ -103,34 +95,13 @@ void convert(const std::string& ckpt, const Config& config, const std::string& o
   const auto net = model::make_pose_model(*backend, state.model_type,
                                           model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
   auto& store = net->store();
-  std::map<std::string, StoredTensor> by_name;
-  for (auto& t : read_torch_state_dict(ckpt)) {
-    const std::string ours = model::state_name_from_lightning_pose(t.name);
-    if (!ours.empty()) by_name.emplace(ours, std::move(t));  // others: the losses' buffers, ...
-  }
-  const auto take = [&](const std::string& name, const std::vector<int>& shape) -> const StoredTensor& {
-    const auto it = by_name.find(name);
-    if (it == by_name.end())
-      throw UserError("'" + ckpt + "' lacks " + model::lightning_pose_state_name(name) + " (" + name + ")",
-                      "does its config.yaml (model.backbone, data.num_keypoints, data.downsample_factor) describe it?");
-    if (std::vector<std::int64_t>(shape.begin(), shape.end()) != it->second.shape)
-      throw UserError("'" + ckpt + "': " + it->second.name + " does not have the shape " + name + " has here",
-                      "does its config.yaml (model.backbone, data.num_keypoints, data.downsample_factor) describe it?");
-    return it->second;
-  };
-  for (std::size_t i = 0; i < store.parameters().size(); ++i) {
-    const auto& e = store.parameters()[i];
-    store.upload_param(i, floats_of(take(e.name, e.shape), ckpt), stream);
-  }
-  for (std::size_t i = 0; i < store.buffers().size(); ++i) {
-    const auto& e = store.buffers()[i];
-    store.upload_buffer(i, floats_of(take(e.name, e.shape), ckpt), stream);
-  }
-  for (auto& c : store.counters()) {  // num_batches_tracked: optional in torch state dicts
-    const auto it = by_name.find(c.name);
-    if (it != by_name.end() && it->second.type == StoredType::i64 && it->second.bytes.size() == sizeof(std::int64_t))
-      std::memcpy(&c.value, it->second.bytes.data(), sizeof c.value);
-  }
+  train::StoredTensorLoad how;  // every tensor of the model, by lightning-pose's names
+  how.path = ckpt;
+  how.our_name = model::state_name_from_lightning_pose;  // others (the losses' buffers, ...) are not the model's
+  how.hint = "does its config.yaml (model.backbone, data.num_keypoints, data.downsample_factor) describe it?";
+  how.none_message = "holds no tensor named as lightning-pose names a heatmap model's (backbone.0.weight, ...)";
+  how.none_hint = "is it a lightning-pose checkpoint of a heatmap model?";
+  train::load_stored_tensors(read_torch_state_dict(ckpt), how, store, stream);
   train::save_checkpoint(out, store, nullptr, state, stream);
 }
 

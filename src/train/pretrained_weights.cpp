@@ -87,30 +87,47 @@ PretrainedLoad load_pretrained_backbone(const std::string& path, model::Paramete
                     "checkpoint (.h5)");
   }
 
-  // Where each backbone tensor of the store lives.
+  StoredTensorLoad how;  // the backbone, by the names of torchvision, mmpose and lightning-pose
+  how.path = path;
+  how.what = "backbone";
+  how.backbone_only = true;
+  how.our_name = model::backbone_tensor_name;
+  how.hint = "are these weights for another backbone (model.backbone)?";
+  how.none_message = "holds no tensor of a ResNet backbone (" + std::to_string(tensors.size()) +
+                     " tensors, none named like conv1.weight, layer1.0.conv1.weight or backbone.*)";
+  how.none_hint = "give a torchvision ResNet state dict, an mmpose checkpoint or a trainer checkpoint";
+  result.tensors = load_stored_tensors(tensors, how, store, stream, &result.ignored);
+  return result;
+}
+
+int load_stored_tensors(const std::vector<StoredTensor>& tensors, const StoredTensorLoad& how,
+                        model::ParameterStore& store, compute::Stream& stream, int* ignored) {
+  const std::string& path = how.path;
+  // Where each tensor to load lives in the store.
   enum class Kind { parameter, buffer, counter };
   struct Target { Kind kind; std::size_t index; };
+  const auto wanted = [&](model::ParamGroup g) { return !how.backbone_only || g == model::ParamGroup::backbone; };
   std::map<std::string, Target> targets;
   for (std::size_t i = 0; i < store.parameters().size(); ++i)
-    if (store.parameters()[i].group == model::ParamGroup::backbone)
-      targets[store.parameters()[i].name] = {Kind::parameter, i};
+    if (wanted(store.parameters()[i].group)) targets[store.parameters()[i].name] = {Kind::parameter, i};
   for (std::size_t i = 0; i < store.buffers().size(); ++i)
-    if (store.buffers()[i].group == model::ParamGroup::backbone) targets[store.buffers()[i].name] = {Kind::buffer, i};
+    if (wanted(store.buffers()[i].group)) targets[store.buffers()[i].name] = {Kind::buffer, i};
   for (std::size_t i = 0; i < store.counters().size(); ++i)
-    if (store.counters()[i].name.rfind("backbone.", 0) == 0) targets[store.counters()[i].name] = {Kind::counter, i};
+    if (!how.backbone_only || store.counters()[i].name.rfind("backbone.", 0) == 0)
+      targets[store.counters()[i].name] = {Kind::counter, i};
 
   std::map<std::string, bool> loaded;
   for (const StoredTensor& t : tensors) {
-    const std::string ours = model::backbone_tensor_name(t.name);
+    const std::string ours = how.our_name(t.name);
     if (ours.empty()) {
-      ++result.ignored;  // a classifier's or a head's
+      if (ignored) ++*ignored;  // a classifier's, a head's, a loss's
       continue;
     }
     const auto it = targets.find(ours);
     if (it == targets.end())  // e.g. layer1.2.* of a ResNet-34 file for a ResNet-18
-      throw UserError("'" + path + "' has backbone tensor '" + t.name + "', which " + ours +
-                          " would be, but this backbone has no such tensor",
-                      "are these weights for another backbone (model.backbone)?");
+      throw UserError("'" + path + "' has " + how.what + " tensor '" + t.name + "', which " + ours +
+                          " would be, but this " + how.what + " has no such tensor",
+                      how.hint);
     const Target& target = it->second;
     if (target.kind == Kind::counter) {
       if (!t.bytes.empty()) store.counters()[target.index].value = std::int64_t(as_floats(t).at(0));
@@ -120,10 +137,10 @@ PretrainedLoad load_pretrained_backbone(const std::string& path, model::Paramete
     const std::vector<int>& shape = target.kind == Kind::parameter ? store.parameters()[target.index].shape
                                                                    : store.buffers()[target.index].shape;
     if (std::vector<std::int64_t>(shape.begin(), shape.end()) != t.shape)
-      throw UserError("'" + path + "': tensor '" + t.name + "' has shape " + shape_text(t.shape) +
-                          " but the backbone's " + ours + " is " +
+      throw UserError("'" + path + "': tensor '" + t.name + "' has shape " + shape_text(t.shape) + " but the " +
+                          how.what + "'s " + ours + " is " +
                           shape_text(std::vector<std::int64_t>(shape.begin(), shape.end())),
-                      "are these weights for another backbone (model.backbone)?");
+                      how.hint);
     const std::vector<float> values = as_floats(t);
     if (target.kind == Kind::parameter) store.upload_param(target.index, values, stream);
     else store.upload_buffer(target.index, values, stream);
@@ -135,16 +152,12 @@ PretrainedLoad load_pretrained_backbone(const std::string& path, model::Paramete
     if (target.kind == Kind::counter || loaded.count(name)) continue;
     if (++missing_count <= 3) missing += (missing.empty() ? "" : ", ") + name;
   }
-  if (loaded.empty())
-    throw UserError("'" + path + "' holds no tensor of a ResNet backbone (" + std::to_string(tensors.size()) +
-                        " tensors, none named like conv1.weight, layer1.0.conv1.weight or backbone.*)",
-                    "give a torchvision ResNet state dict, an mmpose checkpoint or a trainer checkpoint");
+  if (loaded.empty()) throw UserError("'" + path + "' " + how.none_message, how.none_hint);
   if (missing_count > 0)
-    throw UserError("'" + path + "' lacks " + std::to_string(missing_count) + " of the backbone's tensors (" +
+    throw UserError("'" + path + "' lacks " + std::to_string(missing_count) + " of the " + how.what + "'s tensors (" +
                         missing + (missing_count > 3 ? ", ..." : "") + ")",
-                    "are these weights for another backbone (model.backbone)?");
-  result.tensors = int(loaded.size());
-  return result;
+                    how.hint);
+  return int(loaded.size());
 }
 
 }  // namespace trainer::train

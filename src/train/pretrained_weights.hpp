@@ -3,10 +3,13 @@
 // or --init-weights): torchvision's ImageNet .pth files, mmpose's pose checkpoints
 // (lightning-pose's resnet50_animal_ap10k and friends), .safetensors, and trainer
 // checkpoints (.h5). The format is recognised from the file's first bytes.
-#include <string>  // std::string
+#include <functional>  // std::function
+#include <string>      // std::string
+#include <vector>      // std::vector
 
 #include "compute/stream.hpp"         // compute::Stream
 #include "model/parameter_store.hpp"  // model::ParameterStore
+#include "util/stored_tensor.hpp"     // StoredTensor
 
 namespace trainer::train {
 
@@ -21,5 +24,24 @@ struct PretrainedLoad {
 // match (a ResNet-18 file for a ResNet-50 backbone), or a backbone tensor the file lacks.
 PretrainedLoad load_pretrained_backbone(const std::string& path, model::ParameterStore& store,
                                         compute::Stream& stream);
+
+// How load_stored_tensors maps and selects a weight file's tensors.
+struct StoredTensorLoad {
+  std::string path;            // the file, for messages
+  std::string what = "model";  // "backbone" or "model", for messages
+  bool backbone_only = false;  // load the backbone's tensors only (else every tensor of the store)
+  // Our name for a tensor of the file; empty when it is not one of this model's.
+  std::function<std::string(const std::string&)> our_name;
+  std::string hint;                        // what the shape / missing-tensor errors suggest
+  std::string none_message, none_hint;     // when no tensor of the file is this model's
+};
+
+// Loads the selected tensors of `store` from `tensors` (float32/64, float16, bfloat16;
+// num_batches_tracked counters optional), after checking each: a file tensor that
+// maps to no tensor of the selection, a shape that differs, or a selected tensor the
+// file lacks is a UserError naming the file and the tensor. Returns the tensors loaded;
+// `ignored` (if given) counts the file's tensors that are not this model's.
+int load_stored_tensors(const std::vector<StoredTensor>& tensors, const StoredTensorLoad& how,
+                        model::ParameterStore& store, compute::Stream& stream, int* ignored = nullptr);
 
 }  // namespace trainer::train
