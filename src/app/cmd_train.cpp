@@ -111,6 +111,8 @@ void write_lightning_pose_checkpoint_of_run(const Config& config, const std::str
   try {
     const std::string version_dir = train::TensorBoardLog::version_folder(out_dir, config.model.model_name, true);
     log.info("lightning-pose checkpoint: " + write_lightning_pose_checkpoint(config, best, version_dir));
+    for (const auto& path : write_periodic_lightning_pose_checkpoints(config, out_dir + "/checkpoints", version_dir))
+      log.info("lightning-pose checkpoint (training.ckpt_every_n_epochs): " + path);
   } catch (const std::exception& e) {
     log.warn(std::string("could not write the lightning-pose checkpoint: ") + e.what());
   }
@@ -384,8 +386,14 @@ int run_train(const Args& args) {
     loop.anneal = config.losses;
   }
   // lightning-pose's epoch length: semi-supervised epochs cycle the labelled frames.
-  train_source.set_steps_per_epoch(steps_per_epoch(plan, run.split, train_source, semi));
-  if (train_source.batches_per_epoch() != train_source.batches_per_pass())
+  train_source.set_steps_per_epoch(steps_per_epoch(config, plan, run.split, train_source, semi));
+  // A val_check_interval the epoch cannot hold fails here, before the communicator and the loop.
+  train::val_check_batches(loop.val_check_interval, train_source.batches_per_epoch());
+  if (!config.training.limit_train_batches.empty())
+    log.info("epoch: " + std::to_string(train_source.batches_per_epoch()) + " batches (training.limit_train_batches = " +
+             config.training.limit_train_batches + "; a pass of the labelled rows is " +
+             std::to_string(train_source.batches_per_pass()) + ")");
+  else if (train_source.batches_per_epoch() != train_source.batches_per_pass())
     log.info("epoch: " + std::to_string(train_source.batches_per_epoch()) + " steps, the " +
              std::to_string(train_source.batches_per_pass()) + " labelled batches of a pass cycling (lightning-pose's "
              "semi-supervised max(10, ceil(train frames / batch per rank)))");

@@ -6,6 +6,7 @@
 #include <cctype>     // std::tolower
 #include <limits>     // std::numeric_limits
 #include <sstream>    // std::ostringstream
+#include <stdexcept>  // std::invalid_argument
 
 #include "app/config_lp_backbones.hpp"  // refuse_missing_lp_backbone
 #include "app/config_values.hpp"        // parse_*, format_*, BadValue
@@ -19,6 +20,7 @@
 #include "model/make_model.hpp"           // model_type_names
 #include "runtime/batch_plan.hpp"         // runtime::lr_scaling_names
 #include "runtime/run_plan.hpp"           // runtime::accelerator_names, backend_names
+#include "train/batch_limit.hpp"          // train::parse_batch_limit, format_batch_limit
 #include "train/optimizer.hpp"            // train::optimizer_names
 #include "train/unsupervised_loss_names.hpp"  // train::unsupervised_loss_names
 #include "util/name_list.hpp"             // join_names
@@ -383,6 +385,23 @@ KeyBuilder components(const char* section, const char* name, Field<S, std::strin
   return b;
 }
 
+// Lightning's count-or-fraction setting (train/batch_limit.hpp): an int is batches,
+// a number with a decimal point in [0, 1] a share of the epoch; null the default.
+template <class S>
+KeyBuilder batch_limit(const char* section, const char* name, Field<S, std::string> f, const char* meaning) {
+  KeyBuilder b = make(section, name, "COUNT/FRACTION/null", meaning);
+  b.key.set = [f](Config& c, const std::string& value) {
+    try {
+      const train::BatchLimit limit = train::parse_batch_limit(unquote(trim(value)));
+      f(c) = limit.is_set() ? train::format_batch_limit(limit) : std::string();
+    } catch (const std::invalid_argument& e) {
+      throw BadValue(e.what());
+    }
+  };
+  b.key.get = [f](const Config& c) { return f(c).empty() ? std::string("null") : f(c); };
+  return b;
+}
+
 // A real number >= 0, or null / a negative number for "computed from the data".
 template <class S>
 KeyBuilder optional_real(const char* section, const char* name, Field<S, double> f, const char* meaning) {
@@ -571,9 +590,22 @@ std::vector<ConfigKey> build_table() {
               "stop when the validation loss has not improved in early_stop_patience checks (after min_epochs)")
           .lp("training.early_stopping"),
       integer("training", "ckpt_every_n_epochs", field(T, &TC::ckpt_every_n_epochs), 0, kIntMax,
-              "write checkpoints/last.h5 every n epochs (written in the background); 0: at each validation. "
-              "Also at the end, and when a signal stops the run")
+              "also keep checkpoints/epoch=E-step=S.h5 every n epochs, all of them (Lightning's "
+              "ModelCheckpoint(every_n_epochs=n, save_top_k=-1)), and for heatmap models the "
+              "tb_logs/.../checkpoints/epoch=E-step=S.ckpt of each; 0 (null): none")
           .lp("training.ckpt_every_n_epochs"),
+      integer("training", "accumulate_grad_batches", field(T, &TC::accumulate_grad_batches), 1, kIntMax,
+              "batches per optimizer step: each batch's loss is divided by n, gradients stay on their rank until "
+              "the n-th, which all-reduces and steps (the last batch of an epoch always steps)")
+          .lp("training.accumulate_grad_batches"),
+      batch_limit("training", "limit_train_batches", field(T, &TC::limit_train_batches),
+                  "batches per epoch: a count (10), or a share of the train loader (0.5; semi-supervised: of the "
+                  "longer of the labelled and video loaders); null or 0: lightning-pose's steps per epoch")
+          .lp("training.limit_train_batches"),
+      batch_limit("training", "val_check_interval", field(T, &TC::val_check_interval),
+                  "within the epochs that validate (check_val_every_n_epoch): validate after every n training "
+                  "batches (an int), or every share of the epoch (0.25); null or 1.0: at the epoch's end")
+          .lp("training.val_check_interval"),
       boolean("training", "save_weights_only", field(T, &TC::save_weights_only),
               "best.h5 and last.h5 without the optimizer state (about 3x smaller; predict only, no --resume), "
               "except the last.h5 of a run stopped by a signal")

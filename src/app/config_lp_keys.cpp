@@ -53,21 +53,8 @@ std::vector<LpKeyRule> build_rules() {
               "use training.lr_scheduler_params.multisteplr.milestones (epochs)"),
       ignored_section("training.patch_mask", "multiview transformer patch masking: accepted, not used"),
       // training: the Lightning Trainer arguments lightning-pose's train.py passes on
-      only_if("training.accumulate_grad_batches", "1 accepted (every batch is a step); others refused",
-              equals_number(1), "gradient accumulation is not implemented yet",
-              "remove the key (or set 1); for a larger batch raise training.train_batch_size (global, divided "
-              "over the ranks)"),
-      // Lightning: a float is a fraction of the epoch, an int a count of training batches.
-      only_if("training.val_check_interval", "null or 1.0 (once per epoch) accepted; others refused",
-              [](const YamlLeaf& leaf, const ValueLookup& others) {
-                return leaf.value.find_first_of(".eE") != std::string::npos && equals_number(1)(leaf, others);
-              },
-              "validation within an epoch is not implemented yet (Lightning reads an int as every N training "
-              "batches, a float below 1 as a fraction of the epoch)",
-              "remove the key (null: once per epoch) and set training.check_val_every_n_epoch"),
-      only_if("training.limit_train_batches", "null accepted (lightning-pose's steps per epoch); others refused",
-              never, "limiting the training batches of an epoch is not implemented yet",
-              "remove the key (null: lightning-pose's steps per epoch); training.max_steps caps the whole run"),
+      // (accumulate_grad_batches, val_check_interval and limit_train_batches are keys of
+      // the key table, with Lightning's meaning)
       note_unless("training.profiler", "Lightning's profiler: accepted, no effect", never,
                   "the trainer has no Lightning profiler; accepted, no effect (`trainer bench step` times a step)"),
       // model

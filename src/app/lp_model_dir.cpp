@@ -3,7 +3,9 @@
 
 #include <chrono>      // std::chrono::system_clock
 #include <cstdio>      // std::snprintf
+#include <algorithm>   // std::sort
 #include <filesystem>  // std::filesystem::directory_iterator, remove
+#include <utility>     // std::pair
 #include <vector>      // std::vector
 
 #include "app/config_parse.hpp"            // config_to_yaml
@@ -108,19 +110,12 @@ double now_seconds() {
 
 bool has_lightning_pose_checkpoint(const Config& config) { return config.model.model_type == "heatmap"; }
 
-std::string write_lightning_pose_checkpoint(const Config& config, const std::string& h5_checkpoint,
-                                            const std::string& version_dir) {
-  const train::TrainingState state = train::load_training_state(h5_checkpoint);
-  if (!state.model_type.empty() && state.model_type != "heatmap")
-    throw UserError("'" + h5_checkpoint + "' is a " + state.model_type + " model",
-                    "only heatmap models are written as lightning-pose checkpoints so far");
-  // Lightning names a checkpoint by the epoch it was saved in (0-based) and the step.
-  const int epoch = state.epochs_completed > 0 ? state.epochs_completed - 1 : 0;
-  const std::string folder = version_dir + "/checkpoints";
-  const std::string path =
-      folder + "/epoch=" + std::to_string(epoch) + "-step=" + std::to_string(state.global_step) + "-best.ckpt";
-  make_directories(folder);
+namespace {
 
+// The Lightning checkpoint of `h5_checkpoint` as `folder`/`file_name`, atomically;
+// `epoch` is the one Lightning puts into the name and the file.
+void write_ckpt(const Config& config, const std::string& h5_checkpoint, const train::TrainingState& state,
+                const std::string& path, int epoch) {
   PickleValue root = PickleValue::dict();
   root.set("epoch", PickleValue::integer(epoch))
       .set("global_step", PickleValue::integer(state.global_step))
@@ -132,6 +127,28 @@ std::string write_lightning_pose_checkpoint(const Config& config, const std::str
       .set("hparams_name", PickleValue::string("kwargs"))
       .set("hyper_parameters", hyper_parameters(config, state));
   write_torch_file(path, root);
+}
+
+train::TrainingState heatmap_state(const std::string& h5_checkpoint) {
+  train::TrainingState state = train::load_training_state(h5_checkpoint);
+  if (!state.model_type.empty() && state.model_type != "heatmap")
+    throw UserError("'" + h5_checkpoint + "' is a " + state.model_type + " model",
+                    "only heatmap models are written as lightning-pose checkpoints so far");
+  return state;
+}
+
+}  // namespace
+
+std::string write_lightning_pose_checkpoint(const Config& config, const std::string& h5_checkpoint,
+                                            const std::string& version_dir) {
+  const train::TrainingState state = heatmap_state(h5_checkpoint);
+  // Lightning names a checkpoint by the epoch it was saved in (0-based) and the step.
+  const int epoch = state.epochs_completed > 0 ? state.epochs_completed - 1 : 0;
+  const std::string folder = version_dir + "/checkpoints";
+  const std::string path =
+      folder + "/epoch=" + std::to_string(epoch) + "-step=" + std::to_string(state.global_step) + "-best.ckpt";
+  make_directories(folder);
+  write_ckpt(config, h5_checkpoint, state, path, epoch);
 
   // One best checkpoint, as Lightning's ModelCheckpoint(save_top_k=1) keeps.
   std::error_code ec;
@@ -141,6 +158,38 @@ std::string write_lightning_pose_checkpoint(const Config& config, const std::str
     if (best && it->path().string() != path) std::filesystem::remove(it->path(), ec);
   }
   return path;
+}
+
+std::vector<std::string> write_periodic_lightning_pose_checkpoints(const Config& config,
+                                                                   const std::string& checkpoints_dir,
+                                                                   const std::string& version_dir) {
+  // checkpoints/epoch=<E>-step=<S>.h5, as the loop names them.
+  std::vector<std::pair<std::string, int>> found;  // stem, epoch
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(checkpoints_dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    int epoch = 0;
+    long step = 0;
+    int used = 0;
+    if (name.size() < 3 || name.compare(name.size() - 3, 3, ".h5") != 0) continue;
+    if (std::sscanf(name.c_str(), "epoch=%d-step=%ld.h5%n", &epoch, &step, &used) != 2 ||
+        std::size_t(used) != name.size())
+      continue;
+    found.emplace_back(name.substr(0, name.size() - 3), epoch);
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<std::string> written;
+  if (found.empty()) return written;
+  const std::string folder = version_dir + "/checkpoints";
+  make_directories(folder);
+  for (const auto& [stem, epoch] : found) {
+    const std::string h5 = checkpoints_dir + "/" + stem + ".h5";
+    const std::string path = folder + "/" + stem + ".ckpt";
+    if (std::filesystem::exists(path, ec)) continue;  // an earlier run (resumed) wrote it
+    write_ckpt(config, h5, heatmap_state(h5), path, epoch);
+    written.push_back(path);
+  }
+  return written;
 }
 
 void write_train_status(const std::string& run_dir, const std::string& status, int completed_epochs,

@@ -7,11 +7,14 @@
 //                                       best.h5 as a Lightning checkpoint (torch.save's
 //                                       format, lightning-pose's state_dict names and
 //                                       the hyper_parameters its model classes take)
+//   tb_logs/<model_name>/version_<n>/checkpoints/epoch=<e>-step=<s>.ckpt
+//                                       with training.ckpt_every_n_epochs: the periodic ones
 //   train_status.json                   {"status": ..., "progress": {...}} as its
 //                                       JSONTrainingProgressTracker writes it
 // Only the heatmap model: lightning-pose's heatmap_mhcrnn head has another layout
 // (model/lightning_pose_names.hpp).
 #include <string>  // std::string
+#include <vector>  // std::vector
 
 #include "config/config.hpp"  // Config
 
@@ -26,6 +29,14 @@ bool has_lightning_pose_checkpoint(const Config& config);
 // the path written.
 std::string write_lightning_pose_checkpoint(const Config& config, const std::string& h5_checkpoint,
                                             const std::string& version_dir);
+
+// lightning-pose's ckpt_every_n_epochs: each checkpoints/epoch=<E>-step=<S>.h5 of the
+// run (train/train_loop.hpp) as `version_dir`/checkpoints/epoch=<E>-step=<S>.ckpt, the
+// name Lightning's ModelCheckpoint(every_n_epochs=n) gives it; all kept, existing ones
+// left alone. Returns the paths written.
+std::vector<std::string> write_periodic_lightning_pose_checkpoints(const Config& config,
+                                                                   const std::string& checkpoints_dir,
+                                                                   const std::string& version_dir);
 
 // train_status.json in `run_dir`: `status` is TRAINING or COMPLETED, progress in epochs.
 void write_train_status(const std::string& run_dir, const std::string& status, int completed_epochs,

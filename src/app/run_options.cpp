@@ -8,6 +8,7 @@
 #include "app/loader_source.hpp"  // batch_allocator
 #include "data/augment.hpp"       // data::parse_imgaug
 #include "model/make_model.hpp"   // model::needs_context_frames
+#include "train/batch_limit.hpp"  // train::parse_batch_limit
 
 namespace trainer::app {
 
@@ -89,6 +90,8 @@ train::LoopConfig loop_config(const Config& config, const runtime::RunPlan& plan
   loop.lr.gamma = config.training.lr_scheduler_gamma;
   loop.lr.unfreezing_epoch = config.training.unfreezing_epoch;
   loop.checkpoint_every_n_epochs = config.training.ckpt_every_n_epochs;
+  loop.accumulate_grad_batches = config.training.accumulate_grad_batches;
+  loop.val_check_interval = train::parse_batch_limit(config.training.val_check_interval);  // checked by the key
   loop.save_weights_only = config.training.save_weights_only;
   loop.tensorboard.model_name = config.model.model_name;
   loop.tensorboard.heatmap_loss = "heatmap_" + config.model.heatmap_loss_type;

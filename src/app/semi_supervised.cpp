@@ -9,6 +9,7 @@
 #include "data/augment.hpp"        // data::parse_imgaug
 #include "data/unlabeled_augment.hpp"  // data::augments_unlabeled_frames
 #include "data/video_reader.hpp"   // data::list_videos, VideoReader
+#include "train/batch_limit.hpp"   // train::parse_batch_limit
 #include "train/epoch_length.hpp"  // train::steps_per_epoch, lp_unlabeled_batches
 #include "util/error.hpp"          // UserError
 
@@ -87,9 +88,10 @@ SemiSupervised make_semi_supervised(const Config& config, const runtime::RunPlan
   return semi;
 }
 
-long steps_per_epoch(const runtime::RunPlan& plan, const data::Split& split, const LoaderSource& train,
-                     const SemiSupervised& semi) {
+long steps_per_epoch(const Config& config, const runtime::RunPlan& plan, const data::Split& split,
+                     const LoaderSource& train, const SemiSupervised& semi) {
   train::EpochLengthInputs in;
+  in.limit_train_batches = train::parse_batch_limit(config.training.limit_train_batches);  // checked by the key
   in.train_frames = static_cast<std::int64_t>(split.train.size());
   in.batch_per_rank = plan.rank.train_batch_size;
   in.labeled_batches = train.batches_per_pass();

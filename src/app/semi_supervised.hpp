@@ -43,8 +43,9 @@ SemiSupervised make_semi_supervised(const Config& config, const runtime::RunPlan
 
 // lightning-pose's steps per epoch for this run (train/epoch_length.hpp): one pass of
 // the labelled rows; semi-supervised, at least 10 steps, the labelled frames cycling.
-// The same on every rank (it reads only numbers every rank shares).
-long steps_per_epoch(const runtime::RunPlan& plan, const data::Split& split, const LoaderSource& train,
-                     const SemiSupervised& semi);
+// training.limit_train_batches replaces that count when set. The same on every rank
+// (it reads only numbers every rank shares).
+long steps_per_epoch(const Config& config, const runtime::RunPlan& plan, const data::Split& split,
+                     const LoaderSource& train, const SemiSupervised& semi);
 
 }  // namespace trainer::app

@@ -56,7 +56,11 @@ struct TrainingConfig {
   int check_val_every_n_epoch = 5;
   int early_stop_patience = 3;             // in validation checks
   bool early_stopping = false;             // lightning-pose's default: train max_epochs
-  int ckpt_every_n_epochs = 0;             // last.h5 every n epochs; 0: at each validation
+  int ckpt_every_n_epochs = 0;             // 0 (null): none; n: checkpoints/epoch=E-step=S.h5 (+ .ckpt) every n epochs, all kept
+  int accumulate_grad_batches = 1;         // batches per optimizer step (Lightning's gradient accumulation)
+  // Lightning's count-or-fraction settings, as text (train/batch_limit.hpp reads them):
+  std::string limit_train_batches;         // "" (null): lightning-pose's steps per epoch; batches, or a share of the loader
+  std::string val_check_interval;          // "" (null): at each validated epoch's end; every n batches, or a share of the epoch
   bool save_weights_only = false;          // best.h5/last.h5 without the optimizer state
   bool uniform_heatmaps_for_nan_keypoints = true;  // missing labels: uniform target that counts in the loss
   bool drop_last = false;

@@ -16,6 +16,8 @@
 // unfreezing, the unsupervised warm-up, validation and checkpoint cadence.
 #include <cstdint>  // std::int64_t
 
+#include "train/batch_limit.hpp"  // BatchLimit
+
 namespace trainer::train {
 
 struct EpochLengthInputs {
@@ -24,12 +26,14 @@ struct EpochLengthInputs {
   long labeled_batches = 0;       // batches in one pass of this rank's sampler rows
   bool semi_supervised = false;   // model.losses_to_use is not empty
   long unlabeled_batches = 0;     // lightning-pose's video loader length (lp_unlabeled_batches)
-  // training.limit_train_batches as a batch count (lightning-pose passes it instead of
-  // its own count when set); 0: lightning-pose's default, calculate_steps_per_epoch.
-  long limit_train_batches = 0;
+  // training.limit_train_batches (lightning-pose passes `limit_train_batches or
+  // steps_per_epoch`: unset, 0 and 0.0 take calculate_steps_per_epoch); a count caps
+  // the epoch, a fraction takes that share of the train loader's length (at least 1).
+  BatchLimit limit_train_batches;
 };
 
-// Steps per epoch on every rank.
+// Batches per epoch on every rank (optimizer steps with accumulate_grad_batches 1).
+// A fraction of limit_train_batches that leaves no batch is a UserError, as in Lightning.
 long steps_per_epoch(const EpochLengthInputs& in);
 
 // lightning-pose's DALI train loader length (num_iters in data/video/dali.py) for

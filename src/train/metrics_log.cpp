@@ -75,6 +75,13 @@ void MetricsLog::append(const StepMetrics& m) {
   rows_.push_back(row);
 }
 
+void MetricsLog::append(const ValidationMetrics& m) {
+  char row[512];
+  std::snprintf(row, sizeof row, "%d,%ld,,%.8g,%.6g,,,,,,,,,%.6g,,,,", m.epoch, m.step, m.loss, m.rmse,
+                pixel_error_of_rmse(m.rmse));
+  rows_.push_back(row);
+}
+
 void MetricsLog::write() {
   std::ostringstream out;
   out << header() << "\n";

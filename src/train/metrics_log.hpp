@@ -3,6 +3,8 @@
 // CSVLogger: one header, and two kinds of rows that leave each other's cells empty:
 //   - a step row every log_every_n_steps: epoch, step, lr, images/s, elapsed, and the
 //     step's loss in `train_loss_step`;
+//   - a validation row for each validation inside an epoch (training.val_check_interval):
+//     epoch, step and the validation cells;
 //   - an epoch row at each epoch's end: the epoch's mean `train_loss`, the validation
 //     cells when it validated, lr, images/s, elapsed.
 // So `df[df.train_loss.notna()]` are the epochs and `df[df.train_loss_step.notna()]`
@@ -50,6 +52,15 @@ struct StepMetrics {
   double elapsed_s = 0;
 };
 
+// A validation inside an epoch (training.val_check_interval below the epoch): its own
+// row, with the validation cells only; at an epoch's end they go into the epoch row.
+struct ValidationMetrics {
+  int epoch = 0;
+  long step = 0;      // optimizer steps done when it ran
+  double loss = 0;
+  double rmse = 0;    // as EpochMetrics::val_rmse
+};
+
 // The mean Euclidean pixel error that lightning-pose users compare (its
 // predictions_pixel_error.csv): each keypoint's RMSE over x and y is its Euclidean
 // error divided by sqrt(2), so the means differ by exactly that factor.
@@ -62,6 +73,7 @@ class MetricsLog {
   // Queues the file with the row for writing; throws an earlier write's error.
   void append(const EpochMetrics& m);
   void append(const StepMetrics& m);    // written with the next epoch row (or flush())
+  void append(const ValidationMetrics& m);  // likewise
   // Writes every row and waits until the file is on disk; throws a write's error.
   void flush();
   const std::string& path() const { return file_.path(); }

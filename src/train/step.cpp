@@ -3,6 +3,7 @@
 
 #include <algorithm>  // std::copy
 #include <cmath>      // std::isnan, std::sqrt
+#include <optional>   // std::optional
 
 #include "compute/affine_points.hpp"  // AffineMap2D
 #include "util/error.hpp"           // UserError
@@ -54,23 +55,23 @@ const StagedBatch& StepRunner::stage(const data::Batch& batch, bool labels, bool
 
 namespace {
 
-// Passes gradient-ready announcements of the unlabelled backward on to the real
-// sync, after adding the labelled pass's gradient of those parameters (enqueued on
-// the same stream, so a bucket's all-reduce reads the sum).
-class AddLabeledGradients final : public model::GradientReadyListener {
+// Passes gradient-ready announcements of a backward pass on to the real sync, after
+// adding the gradients held from earlier passes of the same step or accumulation
+// group (enqueued on the same stream, so a bucket's all-reduce reads the sum).
+class AddHeldGradients final : public model::GradientReadyListener {
  public:
-  AddLabeledGradients(compute::Backend& backend, float* grads, const float* labeled, std::size_t range_offset,
-                      GradientSync& sync)
-      : backend_(backend), grads_(grads), labeled_(labeled), range_offset_(range_offset), sync_(sync) {}
+  AddHeldGradients(compute::Backend& backend, float* grads, const float* held, std::size_t range_offset,
+                   GradientSync& sync)
+      : backend_(backend), grads_(grads), held_(held), range_offset_(range_offset), sync_(sync) {}
   void on_ready(std::size_t offset, std::size_t count, compute::Stream& stream) override {
-    backend_.accumulate(labeled_ + (offset - range_offset_), grads_ + offset, count, stream);
+    backend_.accumulate(held_ + (offset - range_offset_), grads_ + offset, count, stream);
     sync_.on_ready(offset, count, stream);
   }
 
  private:
   compute::Backend& backend_;
   float* grads_;
-  const float* labeled_;
+  const float* held_;
   std::size_t range_offset_;
   GradientSync& sync_;
 };
@@ -96,19 +97,57 @@ std::vector<double> StepRunner::take_unsupervised_sums() {
   return std::vector<double>(u_sums_host_.begin(), u_sums_host_.end());
 }
 
+void StepRunner::hold_gradients(std::size_t offset, std::size_t count) {
+  const float* grads = model_.store().grads_data() + offset;
+  if (held_ == 0) {
+    compute::ensure_capacity(backend_, held_grads_, count);
+    backend_.copy(held_grads_.data(), grads, count, stream_);
+    held_offset_ = offset, held_count_ = count;
+  } else {
+    TRAINER_ASSERT(offset == held_offset_ && count == held_count_,
+                   "the trained parameters changed within an accumulation group");
+    backend_.accumulate(grads, held_grads_.data(), count, stream_);
+  }
+  ++held_;
+}
+
 void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
                             bool train_backbone, model::BatchNormSync* bn_sync, const data::Batch* unlabeled,
-                            double unsupervised_importance) {
+                            double unsupervised_importance, MicroBatch micro) {
+  TRAINER_ASSERT(micro.accumulate >= 1, "accumulate " << micro.accumulate);
   const bool semi = unlabeled != nullptr && unsupervised_ != nullptr;
   // During the warm-up (importance 0: lightning-pose's first freeze_until_epoch
   // epochs) the unsupervised terms add nothing: the unlabelled frames only run
   // forward, for the running statistics and the logged losses.
   const bool unsupervised_backward = semi && unsupervised_importance > 0;
+  // Lightning divides each micro-batch's loss by accumulate_grad_batches.
+  const float micro_scale = 1.f / float(micro.accumulate);
   const StagedBatch& b = stage(batch, true, false);  // padded rows train too, as with Lightning's DistributedSampler
   const compute::Shape4 hm = b.heatmap_shape;
+  const auto& store = model_.store();
+  const auto range = train_backbone ? model::ParameterStore::Range{0, store.parameter_count()}
+                                    : store.group_range(model::ParamGroup::head);
+  // The pass whose backward ends the group all-reduces (with the held gradients
+  // added in as each parameter's become final); any other keeps its gradients here.
   LocalGradientSync no_sync;
-  model::GradientReadyListener* listener = unsupervised_backward ? static_cast<model::GradientReadyListener*>(&no_sync)
-                                                                 : &sync;
+  std::optional<AddHeldGradients> add_held;
+  const auto listener_of_pass = [&](bool final_pass) -> model::GradientReadyListener* {
+    if (!final_pass) return &no_sync;
+    sync.begin(range.offset, range.count, stream_);
+    if (held_ == 0) return &sync;
+    TRAINER_ASSERT(range.offset == held_offset_ && range.count == held_count_,
+                   "the trained parameters changed within an accumulation group");
+    add_held.emplace(backend_, model_.store().grads_data(), held_grads_.data(), range.offset, sync);
+    return &*add_held;
+  };
+  const auto end_pass = [&](bool final_pass) {
+    if (!final_pass) return hold_gradients(range.offset, range.count);
+    sync.finish(stream_);
+    held_ = 0;
+  };
+
+  const bool labeled_final = micro.steps && !unsupervised_backward;
+  model::GradientReadyListener* listener = listener_of_pass(labeled_final);
   model::Context ctx{backend_, stream_, true, bn_sync, listener};
   auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
   compute::ensure_capacity(backend_, dpred_, hm.numel());
@@ -116,39 +155,30 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   // (counted on the host while staging: no device round trip).
   const float loss_scale = sync.weighs_loss() ? sync.loss_scale(b.counted) : 1.f;
   backend_.heatmap_loss(heatmaps, {targets_.data(), hm}, mask_.data(), loss_type_, loss_.data(), dpred_.data(),
-                        loss_scale * scaler_.scale(), stream_);
+                        loss_scale * micro_scale * scaler_.scale(), stream_);
   backend_.accumulate(loss_.data(), loss_sum_.data(), 1, stream_);
   ++losses_summed_;
-  const auto& store = model_.store();
-  const auto range = train_backbone ? model::ParameterStore::Range{0, store.parameter_count()}
-                                    : store.group_range(model::ParamGroup::head);
-  if (!unsupervised_backward) {
-    sync.begin(range.offset, range.count, stream_);
-    model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
-    sync.finish(stream_);
-    stager_.release(stream_);
-    if (semi) {
-      if (bn_sync) bn_sync->new_batch();
-      unsupervised_forward(*unlabeled, bn_sync, nullptr, 0.0);
-      if (bn_sync) bn_sync->new_batch();  // the next step's labelled forward is another batch
-      unlabeled_stager_.release(stream_);
-    }
-  } else {
-    model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
-    compute::ensure_capacity(backend_, labeled_grads_, range.count);
-    backend_.copy(labeled_grads_.data(), model_.store().grads_data() + range.offset, range.count, stream_);
-    stager_.release(stream_);
+  model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
+  end_pass(labeled_final);
+  stager_.release(stream_);
+  if (semi) {
     if (bn_sync) bn_sync->new_batch();
-    sync.begin(range.offset, range.count, stream_);
-    AddLabeledGradients add(backend_, model_.store().grads_data(), labeled_grads_.data(), range.offset, sync);
-    const compute::ConstTensorView u = unsupervised_forward(*unlabeled, bn_sync, &add, unsupervised_importance);
-    backend_.soft_argmax_backward(u, model_.spec().downsample_factor, kSoftArgmaxTemperature, u_dcoords_.data(),
-                                  {u_dheatmaps_.data(), u.shape}, stream_);
-    model::Context uctx{backend_, stream_, true, bn_sync, &add};
-    model_.backward(uctx, {u_dheatmaps_.data(), u.shape}, train_backbone);
-    sync.finish(stream_);
+    if (!unsupervised_backward) {
+      unsupervised_forward(*unlabeled, bn_sync, nullptr, 0.0);
+    } else {
+      model::GradientReadyListener* u_listener = listener_of_pass(micro.steps);
+      const compute::ConstTensorView u =
+          unsupervised_forward(*unlabeled, bn_sync, u_listener, unsupervised_importance * micro_scale);
+      backend_.soft_argmax_backward(u, model_.spec().downsample_factor, kSoftArgmaxTemperature, u_dcoords_.data(),
+                                    {u_dheatmaps_.data(), u.shape}, stream_);
+      model::Context uctx{backend_, stream_, true, bn_sync, u_listener};
+      model_.backward(uctx, {u_dheatmaps_.data(), u.shape}, train_backbone);
+      end_pass(micro.steps);
+    }
+    if (bn_sync) bn_sync->new_batch();  // the next step's labelled forward is another batch
     unlabeled_stager_.release(stream_);
   }
+  if (!micro.steps) return;
   // After the all-reduce, so every rank sees the same gradients and skips alike.
   if (scaler_.unscale_and_check(backend_, model_.store().grads_data() + range.offset, range.count, stream_))
     optimizer.step(stream_);

@@ -37,6 +37,16 @@ struct EvalSums {
   }
 };
 
+// Where a training batch sits in Lightning's gradient accumulation
+// (training.accumulate_grad_batches): every micro-batch's loss is divided by
+// `accumulate` (Lightning divides the closure loss by it), and only the batch that
+// ends a group (`steps`) all-reduces its gradients and runs the optimizer; the others
+// keep theirs on this rank (DDP's no_sync), summed into the group's total.
+struct MicroBatch {
+  int accumulate = 1;  // batches per optimizer step
+  bool steps = true;   // this batch ends its group: all-reduce, then the optimizer step
+};
+
 // Keypoints predicted for one batch, host side.
 struct Predictions {
   std::vector<float> coords;      // [N, K, 2] in original-frame pixels
@@ -65,9 +75,19 @@ class StepRunner {
   // added back as backward announces it final, so the bucketed all-reduce still
   // overlaps the backward pass and averages the sum of both terms. With importance
   // 0 (the warm-up) the step is the supervised one plus the unlabelled forward.
+  //
+  // Gradient accumulation (`micro`): a batch that does not end its group runs no
+  // collective of the gradient sync and no optimizer step; its gradients (loss divided
+  // by micro.accumulate) are held on this rank and added back, parameter by parameter,
+  // into the backward of the batch that ends the group, whose all-reduce then averages
+  // the group's sum. Every rank must pass the same `micro` (the same group lengths).
+  // The parameter range (backbone frozen or not) must not change within a group.
   void train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
                   bool train_backbone, model::BatchNormSync* bn_sync, const data::Batch* unlabeled = nullptr,
-                  double unsupervised_importance = 0.0);
+                  double unsupervised_importance = 0.0, MicroBatch micro = {});
+  // Whether gradients of an unfinished accumulation group are held (a train_step with
+  // micro.steps == false and no group-ending step after it yet).
+  bool holds_gradients() const { return held_ > 0; }
   // The unsupervised losses of semi-supervised steps (null: supervised only).
   void set_unsupervised(UnsupervisedLosses* losses);
   // Sums of each unsupervised term's value since the last call (waits), one per
@@ -99,6 +119,9 @@ class StepRunner {
   void predict(const data::Batch& batch, Predictions& predictions);
 
  private:
+  // Adds the gradients [offset, offset + count) of the pass just run to held_grads_
+  // (copies them for the first held pass).
+  void hold_gradients(std::size_t offset, std::size_t count);
   // Stages the batch on the device (images; with labels also the keypoints, and
   // the Gaussian targets and loss mask built on the compute stream).
   const StagedBatch& stage(const data::Batch& batch, bool labels, bool drop_padded_rows);
@@ -118,7 +141,12 @@ class StepRunner {
   BatchStager stager_;
   BatchStager unlabeled_stager_;
   UnsupervisedLosses* unsupervised_ = nullptr;
-  compute::DeviceBuffer labeled_grads_;  // the labelled pass's gradients, set aside
+  // Gradients of backward passes whose all-reduce waits for a later pass: the
+  // labelled pass of a semi-supervised step, and the batches of an accumulation
+  // group before its last. Relative to held_offset_ (the step's parameter range).
+  compute::DeviceBuffer held_grads_;
+  std::size_t held_offset_ = 0, held_count_ = 0;
+  int held_ = 0;  // passes summed into held_grads_
   compute::DeviceBuffer u_coords_, u_confidence_, u_dcoords_, u_dheatmaps_, u_values_, u_sums_;
   std::vector<float> u_sums_host_;
   LossScaler scaler_;

@@ -63,15 +63,17 @@ void TensorBoardLog::epoch_start(int epoch, long steps_done, double lr_head, dou
   scalar("lr-" + names_.optimizer + "/head", lr_head, steps_done + 1);
 }
 
+void TensorBoardLog::validation(const ValidationMetrics& m) {
+  const std::string& loss = names_.heatmap_loss;
+  scalar("val_supervised_loss", m.loss, m.step);
+  scalar("val_supervised_rmse", m.rmse, m.step);
+  scalar("val_" + loss + "_loss", m.loss / compute::kHeatmapLossWeight, m.step);
+  scalar("val_" + loss + "_loss_weighted", m.loss, m.step);
+  scalar("epoch", m.epoch, m.step);
+}
+
 void TensorBoardLog::epoch_end(const EpochMetrics& m) {
-  if (m.val_loss >= 0) {
-    const std::string& loss = names_.heatmap_loss;
-    scalar("val_supervised_loss", m.val_loss, m.step);
-    scalar("val_supervised_rmse", m.val_rmse, m.step);
-    scalar("val_" + loss + "_loss", m.val_loss / compute::kHeatmapLossWeight, m.step);
-    scalar("val_" + loss + "_loss_weighted", m.val_loss, m.step);
-    scalar("epoch", m.epoch, m.step);
-  }
+  if (m.val_loss >= 0) validation(ValidationMetrics{m.epoch, m.step, m.val_loss, m.val_rmse});
   // The unsupervised terms as lightning-pose names them (logged per step there;
   // here each epoch's mean, at its last step).
   if (m.unsupervised_importance >= 0) scalar("total_unsupervised_importance", m.unsupervised_importance, m.step);

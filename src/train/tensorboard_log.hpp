@@ -37,6 +37,7 @@ class TensorBoardLog {
   void step(const StepMetrics& m);
   void epoch_start(int epoch, long steps_done, double lr_head, double lr_backbone);
   void epoch_end(const EpochMetrics& m);  // and flush
+  void validation(const ValidationMetrics& m);  // a validation inside an epoch
   const std::string& path() const { return events_.path(); }
 
   // <run_dir>/tb_logs/<model_name>/version_<n>: n is one more than the highest

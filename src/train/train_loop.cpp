@@ -92,6 +92,15 @@ EvalSums TrainLoop::validate() {
   return {v[0], v[1], v[2], v[3]};
 }
 
+bool TrainLoop::periodic_checkpoints_at_epoch_end() const {
+  // Lightning's ModelCheckpoint._should_save_on_train_epoch_end: when validation may
+  // skip epochs it saves after validations; with none, or once per epoch at its end,
+  // at the epoch's end (val_check_interval == 1.0, which Python's int 1 also equals).
+  if (config_.check_val_every_n_epoch != 1) return false;
+  if (val_ == nullptr) return true;
+  return !config_.val_check_interval.is_set() || config_.val_check_interval.value == 1;
+}
+
 TrainingState TrainLoop::run(TrainingState state) {
   MetricsLog metrics(config_.out_dir + "/metrics.csv", state.global_step);
   // TensorBoard is a view of what metrics.csv also holds: a full disk or a lost
@@ -107,6 +116,11 @@ TrainingState TrainLoop::run(TrainingState state) {
       tensorboard.reset();
     }
   };
+  const long per_epoch = train_.batches_per_epoch();
+  const int accumulate = std::max(1, config_.accumulate_grad_batches);
+  const long steps_per_epoch = (per_epoch + accumulate - 1) / accumulate;  // optimizer steps
+  const long val_every = val_check_batches(config_.val_check_interval, per_epoch);  // may refuse: before any file
+  const bool periodic_at_epoch_end = periodic_checkpoints_at_epoch_end();
   if (log_.is_root()) {
     try {
       tensorboard = std::make_unique<TensorBoardLog>(config_.out_dir, config_.tensorboard, state.global_step);
@@ -118,7 +132,6 @@ TrainingState TrainLoop::run(TrainingState state) {
     save({"initial"}, state, true);
     log_.info("saved " + checkpoint_path("initial"));
   }
-  const long per_epoch = train_.batches_per_epoch();
   const auto start = Clock::now();
   long steps_this_run = 0;
   bool stop = config_.max_steps >= 0 && state.global_step >= config_.max_steps;
@@ -141,6 +154,49 @@ TrainingState TrainLoop::run(TrainingState state) {
   // metrics row and TensorBoard writes after it are counted too (in the next epoch).
   Clock::time_point epoch_boundary = Clock::now();
 
+  // One validation (every rank): its metrics, and the best loss and patience count of
+  // early stopping (EarlyStopping(monitor=val loss, mode=min, min_delta=0)).
+  struct Validation {
+    double loss = 0, rmse = 0, seconds = 0;
+    bool improved = false;
+  };
+  const auto run_validation = [&](int epoch) {
+    const auto val_start = Clock::now();
+    const EvalSums v = validate();
+    Validation out;
+    out.seconds = seconds_since(val_start);
+    out.loss = v.loss_count > 0 ? v.loss_weighted / v.loss_count : 0;
+    out.rmse = v.rmse_count > 0 ? v.rmse_sum / v.rmse_count : 0;
+    if (out.loss < state.best_val_loss) {
+      state.best_val_loss = out.loss;
+      state.bad_checks = 0;
+      out.improved = true;
+    } else {
+      ++state.bad_checks;
+    }
+    char line[256];
+    std::snprintf(line, sizeof line, "epoch %d  step %ld  validation: loss %.6g  pixel error %.3f px  RMSE %.3f px%s",
+                  epoch, state.global_step, out.loss, pixel_error_of_rmse(out.rmse), out.rmse,
+                  out.improved ? "  (best)" : "");
+    log_.info(line);
+    return out;
+  };
+  const auto should_stop_early = [&](int epochs_done) {
+    if (!(config_.early_stopping && state.bad_checks >= config_.early_stop_patience &&
+          epochs_done >= config_.min_epochs))
+      return false;
+    log_.info("early stopping: no improvement of the validation loss in " + std::to_string(state.bad_checks) +
+              " checks");
+    return true;
+  };
+  // Lightning's ModelCheckpoint(every_n_epochs=n, save_top_k=-1): its default name.
+  const auto periodic_due = [&](int epoch) {
+    return config_.checkpoint_every_n_epochs > 0 && (epoch + 1) % config_.checkpoint_every_n_epochs == 0;
+  };
+  const auto periodic_name = [&](int epoch) {
+    return "epoch=" + std::to_string(epoch) + "-step=" + std::to_string(state.global_step);
+  };
+
   for (int epoch = state.epochs_completed; epoch < config_.max_epochs && !stop; ++epoch) {
     const auto epoch_start = epoch_boundary;
     const EpochLr lr = lr_for_epoch(config_.lr, epoch);
@@ -157,7 +213,7 @@ TrainingState TrainLoop::run(TrainingState state) {
     const double importance = config_.unlabeled ? unsupervised_importance(config_.anneal, epoch) : 0.0;
     runner_.take_unsupervised_sums();
     runner_.take_loss_sum();  // start the epoch's sum at zero
-    long steps = 0, images = 0;
+    long batches = 0, images = 0;  // this run's batches of the epoch (the loss sum's count)
     long batch_index = 0;
     // A run stopped by a signal resumes in the middle of its epoch: the sampler's
     // order depends only on (seed, epoch), so skipping the batches it trained puts
@@ -174,6 +230,11 @@ TrainingState TrainLoop::run(TrainingState state) {
       state.batches_into_epoch = 0;
       state.epoch_unsupervised_sums.clear();
     }
+    const bool validates = val_ != nullptr && config_.check_val_every_n_epoch > 0 &&
+                           (epoch + 1) % config_.check_val_every_n_epoch == 0;
+    Validation end_validation;
+    bool validated_at_end = false, early_stopped = false;
+    double val_seconds = 0;
     const auto steps_start = Clock::now();
     // A logged step's loss is read only after the next step is queued, so logging
     // never leaves the device idle. It is averaged over ranks (Lightning's
@@ -198,41 +259,72 @@ TrainingState TrainLoop::run(TrainingState state) {
     };
     while (const data::Batch* batch = train_.next()) {
       const data::Batch* frames = config_.unlabeled ? &config_.unlabeled->next() : nullptr;
+      // Lightning steps after every accumulate-th batch of the epoch and after its last.
+      const bool steps_now = (batch_index + 1) % accumulate == 0 || batch_index + 1 == per_epoch;
       runner_.train_step(*batch, optimizer_, *hooks_.gradients, lr.backbone_trainable, hooks_.bn_sync, frames,
-                         importance);
+                         importance, MicroBatch{accumulate, steps_now});
       log_pending();
-      ++state.global_step;
-      ++steps;
-      ++steps_this_run;
+      ++batches;
       ++batch_index;
       images += batch->size;
-      if (state.global_step == dump_step) {
-        // The optimizer leaves the gradient buffer as it read it, so the dump can follow the step.
-        if (log_.is_root()) {
-          write_gradient_dump(config_.dump_gradients, model_.store(), lr.backbone_trainable, state.global_step,
-                              config_.world_size, stream_);
-          log_.info("wrote the gradients of step " + std::to_string(state.global_step) + " to " +
-                    config_.dump_gradients);
+      if (steps_now) {
+        ++state.global_step;
+        ++steps_this_run;
+        if (state.global_step == dump_step) {
+          // The optimizer leaves the gradient buffer as it read it, so the dump can follow the step.
+          if (log_.is_root()) {
+            write_gradient_dump(config_.dump_gradients, model_.store(), lr.backbone_trainable, state.global_step,
+                                config_.world_size, stream_);
+            log_.info("wrote the gradients of step " + std::to_string(state.global_step) + " to " +
+                      config_.dump_gradients);
+          }
+          dumped = true;
         }
-        dumped = true;
+        if (config_.log_every_n_steps > 0 && state.global_step % config_.log_every_n_steps == 0) {
+          runner_.request_loss();
+          const double elapsed = seconds_since(start);
+          long total = long(config_.max_epochs) * steps_per_epoch;
+          if (config_.max_steps >= 0 && config_.max_steps < total) total = config_.max_steps;
+          const double eta = elapsed / double(steps_this_run) * double(total - state.global_step);
+          const double ips = double(images) * config_.world_size / seconds_since(steps_start);
+          char before[96], after[128];
+          std::snprintf(before, sizeof before, "epoch %d/%d  step %ld (%ld/%ld)", epoch, config_.max_epochs,
+                        state.global_step, batch_index, per_epoch);
+          std::snprintf(after, sizeof after, "lr %.3g/%.3g  %.1f img/s  ETA %s", lr.head, lr.backbone, ips,
+                        format_duration(eta).c_str());
+          pending.before_loss = before;
+          pending.after_loss = after;
+          pending.metrics = StepMetrics{epoch, state.global_step, 0, lr.head, lr.backbone, ips, elapsed};
+          pending.waiting = true;
+        }
       }
-      if (config_.log_every_n_steps > 0 && state.global_step % config_.log_every_n_steps == 0) {
-        runner_.request_loss();
-        const double elapsed = seconds_since(start);
-        long total = long(config_.max_epochs) * per_epoch;
-        if (config_.max_steps >= 0 && config_.max_steps < total) total = config_.max_steps;
-        const double eta = elapsed / double(steps_this_run) * double(total - state.global_step);
-        const double ips = double(images) * config_.world_size / seconds_since(steps_start);
-        char before[96], after[128];
-        std::snprintf(before, sizeof before, "epoch %d/%d  step %ld (%ld/%ld)", epoch, config_.max_epochs,
-                      state.global_step, batch_index, per_epoch);
-        std::snprintf(after, sizeof after, "lr %.3g/%.3g  %.1f img/s  ETA %s", lr.head, lr.backbone, ips,
-                      format_duration(eta).c_str());
-        pending.before_loss = before;
-        pending.after_loss = after;
-        pending.metrics = StepMetrics{epoch, state.global_step, 0, lr.head, lr.backbone, ips, elapsed};
-        pending.waiting = true;
+      if (validates && batch_index % val_every == 0) {
+        if (batch_index == per_epoch) {  // the epoch's end: runs below, and its row holds it
+          validated_at_end = true;
+        } else {  // training.val_check_interval: inside the epoch
+          log_pending();
+          const Validation v = run_validation(epoch);
+          val_seconds += v.seconds;
+          const ValidationMetrics row{epoch, state.global_step, v.loss, v.rmse};
+          if (log_.is_root()) metrics.append(row);
+          to_tensorboard([&](TensorBoardLog& tb) { tb.validation(row); });
+          std::vector<std::string> which;
+          if (v.improved) which.push_back("best");
+          if (!periodic_at_epoch_end && periodic_due(epoch)) which.push_back(periodic_name(epoch));
+          if (!which.empty()) {
+            // The position inside the epoch, for a resume from one of these files (its
+            // epoch mean of the training loss then counts the batches after it only).
+            TrainingState here = state;
+            here.batches_into_epoch = batch_index;
+            save(which, here, !config_.save_weights_only);
+          }
+          if (should_stop_early(epoch)) {
+            early_stopped = stop = true;
+            break;
+          }
+        }
       }
+      if (!steps_now) continue;  // signals and max_steps stop at an optimizer step
       if (config_.max_steps >= 0 && state.global_step >= config_.max_steps) {
         stop = true;
         break;
@@ -243,7 +335,8 @@ TrainingState TrainLoop::run(TrainingState state) {
       }
     }
     log_pending();
-    const bool epoch_done = batch_index == per_epoch;
+    // Early stopping inside the epoch ends it there, as Lightning's does.
+    const bool epoch_done = batch_index == per_epoch || early_stopped;
     // Prepare the next epoch's first batches while this one validates and checkpoints.
     if (epoch_done && !stop && epoch + 1 < config_.max_epochs) {
       train_.start_epoch(epoch + 1);
@@ -251,15 +344,16 @@ TrainingState TrainLoop::run(TrainingState state) {
       started_epoch = epoch + 1;
     }
     const double loss_sum = runner_.take_loss_sum().first;  // waits for the epoch's last step
+    if (validated_at_end) end_validation = run_validation(epoch);
     std::vector<double> unsupervised_sums = runner_.take_unsupervised_sums();  // this run's steps only
     const auto& unsupervised_terms = runner_.unsupervised_terms();
-    const double steps_seconds = seconds_since(steps_start);
+    const double steps_seconds = seconds_since(steps_start) - val_seconds - end_validation.seconds;
     state.epochs_completed = epoch_done ? epoch + 1 : epoch;
 
-    // Average the epoch's training loss over ranks (sum of losses and of steps); the
+    // Average the epoch's training loss over ranks (sum of losses and of batches); the
     // same collective tells every rank whether rank 0's last checkpoint write failed.
     const bool write_failed = writer_ && writer_->failed();
-    double train_sums[3] = {loss_sum + resumed_loss_sum, double(steps) + resumed_steps, write_failed ? 1. : 0.};
+    double train_sums[3] = {loss_sum + resumed_loss_sum, double(batches) + resumed_steps, write_failed ? 1. : 0.};
     hooks_.metrics->sum(train_sums, 3);
     if (train_sums[2] > 0) {
       if (writer_) writer_->check();  // rank 0 throws the cause
@@ -298,8 +392,8 @@ TrainingState TrainLoop::run(TrainingState state) {
     row.lr_backbone = lr.backbone;
     row.images_per_s = steps_seconds > 0 ? double(images) * config_.world_size / steps_seconds : 0;
     if (config_.unlabeled) {
-      // Each term's mean over ranks and over the epoch's steps (train_sums[1] counts
-      // the steps of every rank, a resumed run's earlier ones included).
+      // Each term's mean over ranks and over the epoch's batches (train_sums[1] counts
+      // the batches of every rank, a resumed run's earlier ones included).
       row.unsupervised_importance = importance;
       for (std::size_t t = 0; t < unsupervised_terms.size() && t < unsupervised_sums.size(); ++t)
         row.unsupervised.push_back({unsupervised_terms[t].name,
@@ -307,44 +401,25 @@ TrainingState TrainLoop::run(TrainingState state) {
                                     unsupervised_terms[t].weight});
     }
 
-    const bool validate_now = config_.check_val_every_n_epoch > 0 &&
-                              (epoch + 1) % config_.check_val_every_n_epoch == 0 && val_ != nullptr;
     bool improved = false;
-    double val_seconds = 0;
-    if (validate_now) {
-      const auto val_start = Clock::now();
-      const EvalSums v = validate();
-      val_seconds = seconds_since(val_start);
-      row.val_loss = v.loss_count > 0 ? v.loss_weighted / v.loss_count : 0;
-      row.val_rmse = v.rmse_count > 0 ? v.rmse_sum / v.rmse_count : 0;
-      // EarlyStopping(monitor=val loss, mode=min, min_delta=0).
-      if (row.val_loss < state.best_val_loss) {
-        state.best_val_loss = row.val_loss;
-        state.bad_checks = 0;
-        improved = true;
-      } else {
-        ++state.bad_checks;
-      }
-      char line[256];
-      std::snprintf(line, sizeof line, "epoch %d  validation: loss %.6g  pixel error %.3f px  RMSE %.3f px%s", epoch,
-                    row.val_loss, pixel_error_of_rmse(row.val_rmse), row.val_rmse, improved ? "  (best)" : "");
-      log_.info(line);
-      if (config_.early_stopping && state.bad_checks >= config_.early_stop_patience &&
-          epoch + 1 >= config_.min_epochs) {
-        log_.info("early stopping: no improvement of the validation loss in " +
-                  std::to_string(state.bad_checks) + " checks");
-        stop = true;
-      }
+    if (validated_at_end) {
+      val_seconds += end_validation.seconds;
+      row.val_loss = end_validation.loss;
+      row.val_rmse = end_validation.rmse;
+      improved = end_validation.improved;
+      if (should_stop_early(epoch + 1)) stop = true;
     }
     // Checkpoint cadence (Lightning's ModelCheckpoint): best.h5 when validation
     // improves (every epoch without a validation set), last.h5 every
-    // checkpoint_every_n_epochs (default: at each validation) and at the end.
+    // checkpoint_every_n_epochs (default: at each validation) and at the end, and the
+    // periodic epoch=E-step=S.h5 at the epoch's end or its validation there.
     const int every = config_.checkpoint_every_n_epochs > 0 ? config_.checkpoint_every_n_epochs
                                                             : std::max(config_.check_val_every_n_epoch, 1);
     const bool at_end = stop || epoch + 1 >= config_.max_epochs;
     std::vector<std::string> which;
     if ((epoch + 1) % every == 0 || at_end) which.push_back("last");
     if (improved || val_ == nullptr) which.push_back("best");
+    if (periodic_due(epoch) && (periodic_at_epoch_end || validated_at_end)) which.push_back(periodic_name(epoch));
     if (!which.empty()) {
       save(which, state, !config_.save_weights_only);
       if (which.front() == "last") last_saved_step = state.global_step;

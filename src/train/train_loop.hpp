@@ -13,6 +13,7 @@
 #include "model/pose_model.hpp"     // model::PoseModel
 #include "model/hooks.hpp"          // model::BatchNormSync
 #include "config/config.hpp"        // LossesConfig (the anneal schedule)
+#include "train/batch_limit.hpp"    // BatchLimit
 #include "train/batch_source.hpp"   // BatchSource, UnlabeledSource
 #include "train/checkpoint.hpp"     // TrainingState
 #include "train/checkpoint_writer.hpp"  // CheckpointWriter
@@ -38,9 +39,23 @@ struct LoopConfig {
   std::string out_dir;          // metrics.csv, tb_logs/ and checkpoints/ go here
   TensorBoardNames tensorboard; // lightning-pose's names for the TensorBoard scalars
   bool save_initial = false;    // checkpoints/initial.h5 before the first step
-  // checkpoints/last.h5 every this many epochs; 0: at each validation (every
-  // check_val_every_n_epoch epochs). Always at the end, and when a signal stops the run.
+  // lightning-pose's ckpt_every_n_epochs (Lightning's ModelCheckpoint(every_n_epochs=n,
+  // save_top_k=-1)): checkpoints/epoch=<E>-step=<S>.h5 in every epoch E with (E + 1) % n
+  // == 0, all kept, and last.h5 with it. Lightning saves it at the epoch's end when
+  // validation runs at every epoch's end (or there is none), else at each validation of
+  // such an epoch (inside the epoch too). 0: last.h5 at each validation (every
+  // check_val_every_n_epoch epochs). last.h5 always at the end, and when a signal
+  // stops the run.
   int checkpoint_every_n_epochs = 0;
+  // Lightning's accumulate_grad_batches: batches per optimizer step (StepRunner's
+  // MicroBatch); an epoch's last batch always steps. max_steps, log_every_n_steps and
+  // the step count of checkpoints count optimizer steps; signals stop at a step.
+  int accumulate_grad_batches = 1;
+  // Lightning's val_check_interval: in the epochs that validate, validate after every
+  // n batches of the epoch (a count) or every int(batches x f) (a fraction, at least 1),
+  // as Lightning does: not at the epoch's end unless that falls on one. Unset (or 1.0):
+  // at the epoch's end. A count above the epoch's batches is a UserError, as in Lightning.
+  BatchLimit val_check_interval;
   // best.h5 and last.h5 without the optimizer state (about 3x smaller, cannot be
   // resumed), except the last.h5 of a run stopped by a signal, which must resume.
   bool save_weights_only = false;
@@ -84,6 +99,8 @@ class TrainLoop {
 
  private:
   EvalSums validate();
+  // Whether the periodic checkpoints are saved at the epoch's end (else at validations).
+  bool periodic_checkpoints_at_epoch_end() const;
   // Snapshots the state for the checkpoints `which` (rank 0) and hands it to the writer.
   void save(const std::vector<std::string>& which, const TrainingState& state, bool with_optimizer);
   // Every rank, every step: the stop signal any rank received (collective), or 0.

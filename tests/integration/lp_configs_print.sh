@@ -39,8 +39,8 @@ done
 diff "$SCRATCH/example.yaml" "$SCRATCH/model_folder.yaml" >&2 || fail "the model folder config reads differently"
 
 # Bad input: one error line naming the key, a hint, exit 2.
-expect_fail 2 "^error: .*training.accumulate_grad_batches = 4: gradient accumulation is not implemented yet" \
-  "$TRAINER" train "$CONFIGS/config_default.yaml" --overrides training.accumulate_grad_batches=4 --print-config
+expect_fail 2 "^error: .*bad value for training.val_check_interval: expected a count of batches" \
+  "$TRAINER" train "$CONFIGS/config_default.yaml" --overrides training.val_check_interval=1.5 --print-config
 expect_fail 2 "^error: .*'resnet101' is a lightning-pose backbone this trainer does not have yet" \
   "$TRAINER" train "$CONFIGS/config_default.yaml" --overrides model.backbone=resnet101 --print-config
 grep -q '^hint: model.backbone is one of: resnet18' "$SCRATCH/err.txt" || fail "resnet101: no list of backbones"

@@ -114,38 +114,47 @@ TEST_CASE("a lightning-pose model folder's config.yaml is read as the config it 
   CHECK(find_lp_rule("creation_datetime") != nullptr);
 }
 
-TEST_CASE("Lightning Trainer keys: lightning-pose's values accepted, the others refused by name",
+TEST_CASE("Lightning Trainer keys: used with Lightning's meaning, bad values refused by name",
           "[app][config][yaml][lp-compat]") {
-  // Accepted: the value is what the trainer does.
+  // Accepted with no note: the value is what the trainer does.
   for (const char* ok : {"training.accumulate_grad_batches=1", "training.accumulate_grad_batches=null",
-                         "training.val_check_interval=1.0", "training.val_check_interval=null",
-                         "training.limit_train_batches=null", "training.profiler=null", "data.camera_params_file=null",
-                         "training.ckpt_every_n_epochs=null", "training.ckpt_every_n_epochs=5"}) {
+                         "training.accumulate_grad_batches=4", "training.val_check_interval=1.0",
+                         "training.val_check_interval=null", "training.val_check_interval=0.25",
+                         "training.val_check_interval=50", "training.limit_train_batches=null",
+                         "training.limit_train_batches=10", "training.limit_train_batches=0.5",
+                         "training.profiler=null", "data.camera_params_file=null", "training.ckpt_every_n_epochs=null",
+                         "training.ckpt_every_n_epochs=5"}) {
     INFO(ok);
     const auto cl = with({ok});
     CHECK(cl.warnings.empty());
   }
   CHECK(with({"training.ckpt_every_n_epochs=5"}).config.training.ckpt_every_n_epochs == 5);
+  CHECK(with({"training.accumulate_grad_batches=4"}).config.training.accumulate_grad_batches == 4);
+  CHECK(with({"training.accumulate_grad_batches=null"}).config.training.accumulate_grad_batches == 1);
+  // Lightning's int/float distinction survives: 1 is one batch, 1.0 the whole epoch.
+  CHECK(with({"training.val_check_interval=1"}).config.training.val_check_interval == "1");
+  CHECK(with({"training.val_check_interval=1.0"}).config.training.val_check_interval == "1.0");
+  CHECK(with({"training.val_check_interval=3.0"}).config.training.val_check_interval == "3");
+  CHECK(with({"training.limit_train_batches=null"}).config.training.limit_train_batches.empty());
+  CHECK(with({"training.limit_train_batches=0.5"}).config.training.limit_train_batches == "0.5");
   // Accepted with a note: no effect.
   CHECK(has_warning(with({"training.profiler=simple"}), "training.profiler = simple: the trainer has no Lightning profiler"));
-  // Refused by name, with the reason and a hint.
-  expect_user_error([] { with({"training.accumulate_grad_batches=4"}); },
-                    {"training.accumulate_grad_batches = 4", "gradient accumulation is not implemented yet"},
-                    "training.train_batch_size");
-  // Lightning reads an int as a count of batches: 1 is every batch, not once per epoch.
-  for (const char* value : {"1", "0.5", "100"}) {
+  // Values Lightning refuses too, by name.
+  expect_user_error([] { with({"training.accumulate_grad_batches=0"}); }, {"training.accumulate_grad_batches"},
+                    "training.accumulate_grad_batches");
+  for (const char* value : {"1.5", "-1", "often"}) {
+    INFO(value);
     expect_user_error([value] { with({std::string("training.val_check_interval=") + value}); },
-                      {"training.val_check_interval = " + std::string(value), "validation within an epoch"},
-                      "training.check_val_every_n_epoch");
+                      {"training.val_check_interval", "fraction of the epoch"}, "training.val_check_interval");
+    expect_user_error([value] { with({std::string("training.limit_train_batches=") + value}); },
+                      {"training.limit_train_batches", "fraction of the epoch"}, "training.limit_train_batches");
   }
-  expect_user_error([] { with({"training.limit_train_batches=10"}); },
-                    {"training.limit_train_batches = 10", "not implemented yet"}, "remove the key");
   expect_user_error([] { with({"data.camera_params_file=/p/calibrations.csv"}); },
                     {"data.camera_params_file", "multiview"}, "train one view per run");
   // In a file, the error names file:line.
   ScratchDir dir;
-  const std::string file = dir.write("c.yaml", "training:\n  max_epochs: 3\n  accumulate_grad_batches: 2\n");
-  expect_user_error([&] { parse({file}); }, {"c.yaml:3", "training.accumulate_grad_batches = 2"});
+  const std::string file = dir.write("c.yaml", "training:\n  max_epochs: 3\n  accumulate_grad_batches: 0\n");
+  expect_user_error([&] { parse({file}); }, {"c.yaml:3", "training.accumulate_grad_batches"});
 }
 
 TEST_CASE("keys of lightning-pose 1.x configs: accepted, renamed or refused by name", "[app][config][yaml][lp-compat]") {

@@ -4,7 +4,11 @@
 // the labelled and video loaders.
 #include <catch2/catch.hpp>
 
+#include <stdexcept>  // std::invalid_argument
+
+#include "train/batch_limit.hpp"
 #include "train/epoch_length.hpp"
+#include "util/error.hpp"
 
 using namespace trainer::train;
 
@@ -49,13 +53,58 @@ TEST_CASE("epoch length: semi-supervised stops with the longer loader", "[train]
 
 TEST_CASE("epoch length: limit_train_batches replaces lightning-pose's count", "[train][epoch_length]") {
   EpochLengthInputs in = inputs(72, 16, 5, true);
-  in.limit_train_batches = 3;
+  in.limit_train_batches = BatchLimit::count(3);
   CHECK(steps_per_epoch(in) == 3);
-  in.limit_train_batches = 40;
+  in.limit_train_batches = BatchLimit::count(40);
   CHECK(steps_per_epoch(in) == 40);
   in = inputs(72, 16, 5, false);
-  in.limit_train_batches = 40;
+  in.limit_train_batches = BatchLimit::count(40);
   CHECK(steps_per_epoch(in) == 5);  // supervised: never past one pass (its loader's length)
+}
+
+TEST_CASE("epoch length: limit_train_batches 0 and 0.0 are lightning-pose's default", "[train][epoch_length]") {
+  // train.py passes `limit_train_batches or steps_per_epoch`: a falsy value is its count.
+  EpochLengthInputs in = inputs(72, 16, 5, true);
+  in.limit_train_batches = BatchLimit::count(0);
+  CHECK(steps_per_epoch(in) == 10);
+  in.limit_train_batches = BatchLimit::fraction(0.0);
+  CHECK(steps_per_epoch(in) == 10);
+}
+
+TEST_CASE("epoch length: a fraction of limit_train_batches takes that share of the loader", "[train][epoch_length]") {
+  // Lightning: int(len(train loader) * fraction); semi-supervised that length is
+  // max_size_cycle's, the longer loader, not lightning-pose's max(10, ...) count.
+  EpochLengthInputs in = inputs(72, 16, 5, false);
+  in.limit_train_batches = BatchLimit::fraction(0.5);
+  CHECK(steps_per_epoch(in) == 2);  // int(5 * 0.5)
+  in.limit_train_batches = BatchLimit::fraction(1.0);
+  CHECK(steps_per_epoch(in) == 5);
+  in = inputs(72, 16, 5, true, 40);
+  in.limit_train_batches = BatchLimit::fraction(0.25);
+  CHECK(steps_per_epoch(in) == 10);  // int(40 * 0.25)
+  in.limit_train_batches = BatchLimit::fraction(1.0);
+  CHECK(steps_per_epoch(in) == 40);
+  // A share that leaves no batch is refused, as Lightning does.
+  in = inputs(72, 16, 5, false);
+  in.limit_train_batches = BatchLimit::fraction(0.1);
+  CHECK_THROWS_AS(steps_per_epoch(in), trainer::UserError);
+}
+
+TEST_CASE("batch limits read as Lightning reads them: int a count, float a fraction", "[train][epoch_length]") {
+  using Kind = BatchLimit::Kind;
+  CHECK(parse_batch_limit("").kind == Kind::unset);
+  CHECK(parse_batch_limit("null").kind == Kind::unset);
+  CHECK(parse_batch_limit("1").kind == Kind::count);     // one batch
+  CHECK(parse_batch_limit("1.0").kind == Kind::fraction);  // the whole epoch
+  CHECK(parse_batch_limit("0.25").value == 0.25);
+  const BatchLimit three = parse_batch_limit("3.0");     // a float above 1 with no fraction: a count
+  CHECK(three.kind == Kind::count);
+  CHECK(three.value == 3);
+  CHECK_THROWS_AS(parse_batch_limit("1.5"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_batch_limit("-2"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_batch_limit("ten"), std::invalid_argument);
+  for (const char* text : {"null", "3", "0.25", "1.0", "0.0"})
+    CHECK(format_batch_limit(parse_batch_limit(text)) == text);
 }
 
 TEST_CASE("epoch length: lightning-pose's video loader length", "[train][epoch_length]") {
