@@ -1,8 +1,9 @@
 #pragma once
 // metrics.csv in the output folder (rank 0 only), in the shape of Lightning's
 // CSVLogger: one header, and two kinds of rows that leave each other's cells empty:
-//   - a step row every log_every_n_steps: epoch, step, lr, images/s, elapsed, and the
-//     step's loss in `train_loss_step`;
+//   - a step row every log_every_n_steps: epoch, step, lr, images/s, elapsed, the
+//     step's loss in `train_loss_step`, its `train_supervised_rmse`, and
+//     semi-supervised its unsupervised terms, warm-up factor and `total_loss`;
 //   - a validation row for each validation inside an epoch (training.val_check_interval):
 //     epoch, step and the validation cells;
 //   - an epoch row at each epoch's end: the epoch's mean `train_loss`, the validation
@@ -26,6 +27,7 @@ struct EpochMetrics {
   double val_loss = -1;       // < 0: not validated this epoch (empty cell)
   double val_rmse = -1;       // lightning-pose's RMSE: per keypoint sqrt of the mean of dx^2 and dy^2,
                               // in pixels of the original frame (the pixel error over sqrt 2)
+  double val_rmse_input = -1; // the same in network-input (resized) pixels: lightning-pose's val_supervised_rmse
   double lr_head = 0, lr_backbone = 0;
   double images_per_s = 0;
   double elapsed_s = 0;
@@ -50,6 +52,13 @@ struct StepMetrics {
   double lr_head = 0, lr_backbone = 0;
   double images_per_s = 0;    // since the epoch started, all ranks
   double elapsed_s = 0;
+  double rmse = -1;           // train_supervised_rmse (network-input pixels), averaged over ranks; < 0: none
+  // Semi-supervised (importance < 0: supervised): the step's warm-up factor, each
+  // term's unweighted loss with its weight (averaged over ranks), and lightning-pose's
+  // total_loss = loss + importance x sum of weight x term.
+  double unsupervised_importance = -1;
+  std::vector<EpochMetrics::Term> unsupervised;
+  double total_loss = 0;
 };
 
 // A validation inside an epoch (training.val_check_interval below the epoch): its own
@@ -58,7 +67,8 @@ struct ValidationMetrics {
   int epoch = 0;
   long step = 0;      // optimizer steps done when it ran
   double loss = 0;
-  double rmse = 0;    // as EpochMetrics::val_rmse
+  double rmse = 0;        // as EpochMetrics::val_rmse
+  double rmse_input = 0;  // as EpochMetrics::val_rmse_input
 };
 
 // The mean Euclidean pixel error that lightning-pose users compare (its

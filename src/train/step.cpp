@@ -150,6 +150,9 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   model::GradientReadyListener* listener = listener_of_pass(labeled_final);
   model::Context ctx{backend_, stream_, true, bn_sync, listener};
   auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
+  measured_ = measure_next_;
+  measure_next_ = false;
+  if (measured_) measure_keypoints(batch, heatmaps);
   compute::ensure_capacity(backend_, dpred_, hm.numel());
   // Data-parallel: weigh this rank's mean loss by its share of counted keypoints
   // (counted on the host while staging: no device round trip).
@@ -224,16 +227,64 @@ compute::ConstTensorView StepRunner::unsupervised_forward(const data::Batch& fra
   return heatmaps;
 }
 
+void StepRunner::measure_keypoints(const data::Batch& batch, compute::ConstTensorView heatmaps) {
+  const int rows = heatmaps.shape.n, k = heatmaps.shape.c;  // rows: batch x branches (the context model)
+  const std::size_t values = std::size_t(rows) * k;
+  compute::ensure_capacity(backend_, m_coords_, values * 2);
+  compute::ensure_capacity(backend_, m_confidence_, values);
+  backend_.soft_argmax(heatmaps, model_.spec().downsample_factor, kSoftArgmaxTemperature, m_coords_.data(),
+                       m_confidence_.data(), stream_);
+  m_rows_ = rows, m_batch_ = batch.size, m_keypoints_ = k;
+  m_targets_.assign(batch.keypoints.begin(), batch.keypoints.end());
+}
+
 void StepRunner::request_loss() {
   backend_.download(&loss_host_[0], loss_.data(), 1, stream_);
+  measuring_copied_ = measured_;
+  if (measured_) {
+    // The next step may measure too before these are read: they travel with the copy.
+    copied_ = MeasuredBatch{m_rows_, m_batch_, m_keypoints_, m_targets_};
+    const std::size_t n = std::size_t(m_rows_) * m_keypoints_ * 2;
+    compute::ensure_capacity(backend_, m_coords_host_, n);
+    backend_.download(&m_coords_host_[0], m_coords_.data(), n, stream_);
+  }
+  unsupervised_copied_ = unsupervised_ != nullptr;
+  if (unsupervised_copied_) {
+    const std::size_t n = unsupervised_->names().size();
+    compute::ensure_capacity(backend_, u_values_host_, n);
+    backend_.download(&u_values_host_[0], u_values_.data(), n, stream_);
+  }
   loss_copied_ = stream_.record();
 }
 
-double StepRunner::requested_loss() {
+StepValues StepRunner::requested_values() {
   TRAINER_ASSERT(loss_copied_ != nullptr, "requested_loss() without request_loss()");
   loss_copied_->synchronize();
   loss_copied_.reset();
-  return loss_host_[0];
+  StepValues out;
+  out.loss = loss_host_[0];
+  if (measuring_copied_) {
+    // lightning-pose's RegressionRMSELoss: NaN targets left out; the context model's
+    // rows (its two heads stacked) each against their frame's labels.
+    double sum = 0, count = 0;
+    const MeasuredBatch& m = copied_;
+    for (int r = 0; r < m.rows; ++r) {
+      const int row = m.batch > 0 ? r % m.batch : r;
+      for (int j = 0; j < m.keypoints; ++j) {
+        const std::size_t t = (std::size_t(row) * m.keypoints + j) * 2;
+        const std::size_t p = (std::size_t(r) * m.keypoints + j) * 2;
+        if (t + 1 >= m.targets.size() || std::isnan(m.targets[t]) || std::isnan(m.targets[t + 1])) continue;
+        const double dx = double(m_coords_host_[p]) - m.targets[t];
+        const double dy = double(m_coords_host_[p + 1]) - m.targets[t + 1];
+        sum += std::sqrt(0.5 * (dx * dx + dy * dy));
+        count += 1;
+      }
+    }
+    out.rmse = count > 0 ? sum / count : 0;
+  }
+  if (unsupervised_copied_)
+    for (std::size_t t = 0; t < unsupervised_->names().size(); ++t) out.unsupervised.push_back(u_values_host_[t]);
+  return out;
 }
 
 std::pair<double, long> StepRunner::take_loss_sum() {
@@ -301,6 +352,9 @@ EvalSums StepRunner::evaluate(const data::Batch& batch, Predictions* predictions
       // lightning-pose's RMSE: per keypoint, sqrt of the mean over x and y.
       sums.rmse_sum += std::sqrt(0.5 * (dx * dx + dy * dy));
       sums.rmse_count += 1;
+      // The same in network-input pixels, where lightning-pose measures it.
+      const double ix = dx / fx, iy = dy / fy;
+      sums.rmse_input_sum += std::sqrt(0.5 * (ix * ix + iy * iy));
     }
   }
   return sums;

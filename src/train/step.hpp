@@ -31,9 +31,13 @@ struct EvalSums {
   double loss_count = 0;     // keypoints counted in the loss
   double rmse_sum = 0;       // sum of per-keypoint RMSE in original-frame pixels
   double rmse_count = 0;     // labeled keypoints in the RMSE
+  // The same RMSE in network-input (resized) pixels: lightning-pose's
+  // val_supervised_rmse, which compares keypoints in the resized frame.
+  double rmse_input_sum = 0;
   void add(const EvalSums& o) {
     loss_weighted += o.loss_weighted, loss_count += o.loss_count;
     rmse_sum += o.rmse_sum, rmse_count += o.rmse_count;
+    rmse_input_sum += o.rmse_input_sum;
   }
 };
 
@@ -45,6 +49,17 @@ struct EvalSums {
 struct MicroBatch {
   int accumulate = 1;  // batches per optimizer step
   bool steps = true;   // this batch ends its group: all-reduce, then the optimizer step
+};
+
+// What a logged training step reports (lightning-pose's per-step scalars, models/base.py),
+// this rank's values.
+struct StepValues {
+  double loss = 0;  // the supervised (heatmap) loss, weighted
+  // train_supervised_rmse: per labelled keypoint sqrt of the mean of dx^2 and dy^2 of the
+  // training forward's soft-argmax keypoints, in network-input pixels, averaged; < 0 when
+  // the step was not measured (measure_next_step).
+  double rmse = -1;
+  std::vector<double> unsupervised;  // each term's unweighted value (UnsupervisedLosses::names())
 };
 
 // Keypoints predicted for one batch, host side.
@@ -98,10 +113,16 @@ class StepRunner {
     static const std::vector<UnsupervisedTerm> none;
     return unsupervised_ ? unsupervised_->terms() : none;
   }
-  // After train_step: starts copying that step's loss to the host.
+  // Before train_step: that step also measures its training RMSE (the soft-argmax
+  // keypoints of its labelled forward against the batch's), for the step's log line.
+  void measure_next_step() { measure_next_ = true; }
+  // After train_step: starts copying that step's loss (and its measured keypoints and
+  // unsupervised values) to the host.
   void request_loss();
   // The loss of the step request_loss() followed; waits for it (and only it).
-  double requested_loss();
+  double requested_loss() { return requested_values().loss; }
+  // Everything request_loss() copied; waits for it (and only it).
+  StepValues requested_values();
   // Sum and number of training-step losses since the last call (waits).
   std::pair<double, long> take_loss_sum();
   // The fp16 loss scaler (disabled unless the backend computes in fp16); its
@@ -127,6 +148,8 @@ class StepRunner {
   const StagedBatch& stage(const data::Batch& batch, bool labels, bool drop_padded_rows);
   void keypoints_from_heatmaps(const data::Batch& batch, compute::ConstTensorView heatmaps,
                                Predictions& out);
+  // The measured step's soft-argmax keypoints (device) and the batch's labels (host).
+  void measure_keypoints(const data::Batch& batch, compute::ConstTensorView heatmaps);
   // Stages and runs the unlabelled frames forward (training mode), their soft-argmax
   // keypoints and the unsupervised losses: values summed for the logs, and the
   // keypoints' gradient (times `importance`) in u_dcoords_. Returns the heatmaps.
@@ -153,6 +176,18 @@ class StepRunner {
   compute::DeviceBuffer targets_, mask_, loss_, loss_sum_, dpred_, coords_, confidence_;
   compute::HostBuffer<float> loss_host_;  // pinned: [0] requested loss, [1] loss sum
   std::unique_ptr<compute::Event> loss_copied_;
+  // The measured step (measure_next_step): its soft-argmax keypoints on the device and,
+  // after request_loss, on the host, with the batch's keypoints (network-input pixels).
+  bool measure_next_ = false, measured_ = false, measuring_copied_ = false;
+  compute::DeviceBuffer m_coords_, m_confidence_;
+  compute::HostBuffer<float> m_coords_host_, u_values_host_;
+  std::vector<float> m_targets_;  // [n, K, 2]
+  int m_rows_ = 0, m_batch_ = 0, m_keypoints_ = 0;
+  struct MeasuredBatch {
+    int rows = 0, batch = 0, keypoints = 0;
+    std::vector<float> targets;
+  } copied_;  // of the step request_loss() copied
+  bool unsupervised_copied_ = false;
   long losses_summed_ = 0;
 };
 

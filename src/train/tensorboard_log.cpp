@@ -51,6 +51,18 @@ void TensorBoardLog::step(const StepMetrics& m) {
   scalar("train_" + loss + "_loss", m.loss / compute::kHeatmapLossWeight, m.step);
   scalar("train_" + loss + "_loss_weighted", m.loss, m.step);
   scalar(loss + "_weight", compute::kHeatmapLossWeight, m.step);
+  if (m.rmse >= 0) scalar("train_supervised_rmse", m.rmse, m.step);
+  // Semi-supervised: what lightning-pose's SemiSupervisedTrackerMixin.training_step and
+  // its unsupervised loss factory log at every logged step.
+  if (m.unsupervised_importance >= 0) {
+    scalar("total_unsupervised_importance", m.unsupervised_importance, m.step);
+    for (const auto& t : m.unsupervised) {
+      scalar("train_" + t.name + "_loss", t.loss, m.step);
+      scalar("train_" + t.name + "_loss_weighted", t.loss * t.weight, m.step);
+      scalar(t.name + "_weight", t.weight, m.step);
+    }
+    scalar("total_loss", m.total_loss, m.step);
+  }
   scalar("epoch", m.epoch, m.step);
 }
 
@@ -66,22 +78,16 @@ void TensorBoardLog::epoch_start(int epoch, long steps_done, double lr_head, dou
 void TensorBoardLog::validation(const ValidationMetrics& m) {
   const std::string& loss = names_.heatmap_loss;
   scalar("val_supervised_loss", m.loss, m.step);
-  scalar("val_supervised_rmse", m.rmse, m.step);
+  scalar("val_supervised_rmse", m.rmse_input, m.step);  // lightning-pose's: in resized pixels
   scalar("val_" + loss + "_loss", m.loss / compute::kHeatmapLossWeight, m.step);
   scalar("val_" + loss + "_loss_weighted", m.loss, m.step);
   scalar("epoch", m.epoch, m.step);
 }
 
 void TensorBoardLog::epoch_end(const EpochMetrics& m) {
-  if (m.val_loss >= 0) validation(ValidationMetrics{m.epoch, m.step, m.val_loss, m.val_rmse});
-  // The unsupervised terms as lightning-pose names them (logged per step there;
-  // here each epoch's mean, at its last step).
-  if (m.unsupervised_importance >= 0) scalar("total_unsupervised_importance", m.unsupervised_importance, m.step);
-  for (const auto& t : m.unsupervised) {
-    scalar("train_" + t.name + "_loss", t.loss, m.step);
-    scalar("train_" + t.name + "_loss_weighted", t.loss * t.weight, m.step);
-    scalar(t.name + "_weight", t.weight, m.step);
-  }
+  if (m.val_loss >= 0) validation(ValidationMetrics{m.epoch, m.step, m.val_loss, m.val_rmse, m.val_rmse_input});
+  // The unsupervised terms go with the steps (step()), as lightning-pose logs them;
+  // their epoch means are metrics.csv's.
   events_.flush();
 }
 

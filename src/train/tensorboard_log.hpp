@@ -3,13 +3,13 @@
 // (models/base.py, losses/losses.py and factory.py, Lightning's LearningRateMonitor),
 // in its folder layout: <run>/tb_logs/<model.model_name>/version_<n>/ (TensorBoardLogger).
 //   every log_every_n_steps steps: train_supervised_loss, train_heatmap_<type>_loss
-//     (unweighted), train_heatmap_<type>_loss_weighted, heatmap_<type>_weight, epoch;
+//     (unweighted), train_heatmap_<type>_loss_weighted, heatmap_<type>_weight,
+//     train_supervised_rmse (network-input pixels), epoch; semi-supervised also
+//     train_<loss>_loss, train_<loss>_loss_weighted and <loss>_weight per unsupervised
+//     loss, total_unsupervised_importance (the warm-up factor) and total_loss;
 //   each epoch's first step: lr-<optimizer>/backbone and lr-<optimizer>/head;
-//   each validation: val_supervised_loss, val_supervised_rmse, val_heatmap_<type>_loss,
-//     val_heatmap_<type>_loss_weighted;
-//   semi-supervised, each epoch's mean at its last step: train_<loss>_loss,
-//     train_<loss>_loss_weighted and <loss>_weight per unsupervised loss, and
-//     total_unsupervised_importance (the warm-up factor).
+//   each validation: val_supervised_loss, val_supervised_rmse (network-input pixels, as
+//     lightning-pose's), val_heatmap_<type>_loss, val_heatmap_<type>_loss_weighted.
 // Rank 0 only. Written as the loop goes and flushed at each epoch's end, so a killed
 // run loses at most the current epoch's scalars.
 #include <memory>  // std::unique_ptr

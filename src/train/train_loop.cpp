@@ -87,9 +87,9 @@ EvalSums TrainLoop::validate() {
     val_->start_epoch(0);  // validation order never changes
     while (const data::Batch* batch = val_->next()) sums.add(runner_.evaluate(*batch));
   }
-  double v[4] = {sums.loss_weighted, sums.loss_count, sums.rmse_sum, sums.rmse_count};
-  hooks_.metrics->sum(v, 4);  // every rank, every time
-  return {v[0], v[1], v[2], v[3]};
+  double v[5] = {sums.loss_weighted, sums.loss_count, sums.rmse_sum, sums.rmse_count, sums.rmse_input_sum};
+  hooks_.metrics->sum(v, 5);  // every rank, every time
+  return {v[0], v[1], v[2], v[3], v[4]};
 }
 
 bool TrainLoop::periodic_checkpoints_at_epoch_end() const {
@@ -157,7 +157,7 @@ TrainingState TrainLoop::run(TrainingState state) {
   // One validation (every rank): its metrics, and the best loss and patience count of
   // early stopping (EarlyStopping(monitor=val loss, mode=min, min_delta=0)).
   struct Validation {
-    double loss = 0, rmse = 0, seconds = 0;
+    double loss = 0, rmse = 0, rmse_input = 0, seconds = 0;
     bool improved = false;
   };
   const auto run_validation = [&](int epoch) {
@@ -167,6 +167,7 @@ TrainingState TrainLoop::run(TrainingState state) {
     out.seconds = seconds_since(val_start);
     out.loss = v.loss_count > 0 ? v.loss_weighted / v.loss_count : 0;
     out.rmse = v.rmse_count > 0 ? v.rmse_sum / v.rmse_count : 0;
+    out.rmse_input = v.rmse_count > 0 ? v.rmse_input_sum / v.rmse_count : 0;
     if (out.loss < state.best_val_loss) {
       state.best_val_loss = out.loss;
       state.bad_checks = 0;
@@ -247,9 +248,23 @@ TrainingState TrainLoop::run(TrainingState state) {
     const auto log_pending = [&] {
       if (!pending.waiting) return;
       pending.waiting = false;
-      double loss = runner_.requested_loss();
-      hooks_.metrics->sum(&loss, 1);
-      pending.metrics.loss = loss / config_.world_size;
+      // Lightning's sync_dist: the mean over ranks of each rank's value.
+      const StepValues got = runner_.requested_values();
+      std::vector<double> values = {got.loss, got.rmse};
+      values.insert(values.end(), got.unsupervised.begin(), got.unsupervised.end());
+      hooks_.metrics->sum(values.data(), values.size());
+      for (double& v : values) v /= config_.world_size;
+      pending.metrics.loss = values[0];
+      pending.metrics.rmse = values[1];
+      if (config_.unlabeled) {
+        pending.metrics.unsupervised_importance = importance;
+        pending.metrics.total_loss = values[0];
+        const auto& terms = runner_.unsupervised_terms();
+        for (std::size_t t = 0; t < terms.size() && t + 2 < values.size(); ++t) {
+          pending.metrics.unsupervised.push_back({terms[t].name, values[t + 2], terms[t].weight});
+          pending.metrics.total_loss += importance * terms[t].weight * values[t + 2];
+        }
+      }
       char text[32];
       std::snprintf(text, sizeof text, "%.6g", pending.metrics.loss);
       log_.info(pending.before_loss + "  loss " + text + "  " + pending.after_loss);
@@ -261,6 +276,9 @@ TrainingState TrainLoop::run(TrainingState state) {
       const data::Batch* frames = config_.unlabeled ? &config_.unlabeled->next() : nullptr;
       // Lightning steps after every accumulate-th batch of the epoch and after its last.
       const bool steps_now = (batch_index + 1) % accumulate == 0 || batch_index + 1 == per_epoch;
+      const bool logs_now = steps_now && config_.log_every_n_steps > 0 &&
+                            (state.global_step + 1) % config_.log_every_n_steps == 0;
+      if (logs_now) runner_.measure_next_step();  // train_supervised_rmse of the logged step
       runner_.train_step(*batch, optimizer_, *hooks_.gradients, lr.backbone_trainable, hooks_.bn_sync, frames,
                          importance, MicroBatch{accumulate, steps_now});
       log_pending();
@@ -294,7 +312,13 @@ TrainingState TrainLoop::run(TrainingState state) {
                         format_duration(eta).c_str());
           pending.before_loss = before;
           pending.after_loss = after;
-          pending.metrics = StepMetrics{epoch, state.global_step, 0, lr.head, lr.backbone, ips, elapsed};
+          pending.metrics = StepMetrics{};
+          pending.metrics.epoch = epoch;
+          pending.metrics.step = state.global_step;
+          pending.metrics.lr_head = lr.head;
+          pending.metrics.lr_backbone = lr.backbone;
+          pending.metrics.images_per_s = ips;
+          pending.metrics.elapsed_s = elapsed;
           pending.waiting = true;
         }
       }
@@ -305,7 +329,7 @@ TrainingState TrainLoop::run(TrainingState state) {
           log_pending();
           const Validation v = run_validation(epoch);
           val_seconds += v.seconds;
-          const ValidationMetrics row{epoch, state.global_step, v.loss, v.rmse};
+          const ValidationMetrics row{epoch, state.global_step, v.loss, v.rmse, v.rmse_input};
           if (log_.is_root()) metrics.append(row);
           to_tensorboard([&](TensorBoardLog& tb) { tb.validation(row); });
           std::vector<std::string> which;
@@ -406,6 +430,7 @@ TrainingState TrainLoop::run(TrainingState state) {
       val_seconds += end_validation.seconds;
       row.val_loss = end_validation.loss;
       row.val_rmse = end_validation.rmse;
+      row.val_rmse_input = end_validation.rmse_input;
       improved = end_validation.improved;
       if (should_stop_early(epoch + 1)) stop = true;
     }

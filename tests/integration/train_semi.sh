@@ -106,15 +106,19 @@ done
 # TensorBoard: each term under lightning-pose's names (when the test tools have tensorboard).
 if TBPY=$(test_python tensorboard.backend.event_processing.event_accumulator); then
   "$TBPY" - "$SCRATCH/both_r2/tb_logs" <<'PYEOF' || fail "TensorBoard scalars"
-import glob, sys
+import csv, glob, sys
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 run = glob.glob(sys.argv[1] + "/*/version_0")[0]
 acc = EventAccumulator(run); acc.Reload()
 tags = set(acc.Tags()["scalars"])
+# Logged at every logged step, as lightning-pose's training_step logs them.
+rows = list(csv.DictReader(open(sys.argv[1] + "/../metrics.csv")))
+steps = sorted(int(r["step"]) for r in rows if r["train_loss_step"])
 for tag in ["total_unsupervised_importance", "train_temporal_loss", "train_temporal_loss_weighted", "temporal_weight",
-            "train_pca_singleview_loss", "train_pca_singleview_loss_weighted", "pca_singleview_weight"]:
+            "train_pca_singleview_loss", "train_pca_singleview_loss_weighted", "pca_singleview_weight", "total_loss",
+            "train_supervised_rmse"]:
     assert tag in tags, (tag, sorted(tags))
-    assert len(acc.Scalars(tag)) == 4, tag
+    assert sorted(e.step for e in acc.Scalars(tag)) == steps, tag
 print("tensorboard: unsupervised scalars ok")
 PYEOF
 else

@@ -40,7 +40,7 @@ acc.Reload()
 tags = set(acc.Tags()["scalars"])
 want = {"train_supervised_loss", "train_heatmap_kl_loss", "train_heatmap_kl_loss_weighted", "heatmap_kl_weight",
         "epoch", "val_supervised_loss", "val_supervised_rmse", "val_heatmap_kl_loss",
-        "val_heatmap_kl_loss_weighted", "lr-Adam/backbone", "lr-Adam/head"}
+        "val_heatmap_kl_loss_weighted", "lr-Adam/backbone", "lr-Adam/head", "train_supervised_rmse"}
 assert want <= tags, f"missing tags: {want - tags}"
 scalars = {t: [(e.step, e.value) for e in acc.Scalars(t)] for t in tags}
 rows = list(csv.DictReader(open(f"{run}/metrics.csv")))
@@ -58,15 +58,17 @@ loss = series("train_supervised_loss")
 assert sorted(loss) == [int(r["step"]) for r in step_rows], (sorted(loss), [r["step"] for r in step_rows])
 unweighted, weighted, weight = (series(t) for t in ("train_heatmap_kl_loss", "train_heatmap_kl_loss_weighted",
                                                      "heatmap_kl_weight"))
+train_rmse = series("train_supervised_rmse")
 for r in step_rows:
     s, v = int(r["step"]), float(r["train_loss_step"])
     assert close(loss[s], v) and close(weighted[s], v) and close(unweighted[s], 2 * v) and weight[s] == 0.5, (s, v)
+    assert close(train_rmse[s], float(r["train_supervised_rmse"])), r
 val, rmse, val_unweighted = (series(t) for t in ("val_supervised_loss", "val_supervised_rmse",
                                                  "val_heatmap_kl_loss"))
 assert sorted(val) == [int(r["step"]) for r in epoch_rows]
 for r in epoch_rows:
     s = int(r["step"])
-    assert close(val[s], float(r["val_loss"])) and close(rmse[s], float(r["val_rmse_px"])), r
+    assert close(val[s], float(r["val_loss"])) and close(rmse[s], float(r["val_supervised_rmse"])), r
     assert close(val_unweighted[s], 2 * float(r["val_loss"])), r
 # lr-<optimizer>/<group> at each epoch's first step.
 head, backbone = series("lr-Adam/head"), series("lr-Adam/backbone")
