@@ -591,7 +591,7 @@ std::vector<ConfigKey> build_table() {
           .lp("training.early_stopping"),
       integer("training", "ckpt_every_n_epochs", field(T, &TC::ckpt_every_n_epochs), 0, kIntMax,
               "also keep checkpoints/epoch=E-step=S.h5 every n epochs, all of them (Lightning's "
-              "ModelCheckpoint(every_n_epochs=n, save_top_k=-1)), and for heatmap models the "
+              "ModelCheckpoint(every_n_epochs=n, save_top_k=-1)), and the lightning-pose "
               "tb_logs/.../checkpoints/epoch=E-step=S.ckpt of each; 0 (null): none")
           .lp("training.ckpt_every_n_epochs"),
       integer("training", "accumulate_grad_batches", field(T, &TC::accumulate_grad_batches), 1, kIntMax,

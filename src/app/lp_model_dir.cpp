@@ -43,11 +43,13 @@ StoredTensor int64_scalar(std::int64_t value) {
 PickleValue lightning_pose_state_dict(const std::string& h5_checkpoint, const train::TrainingState& state) {
   auto backend = compute::make_cpu_backend(1);
   auto& stream = backend->default_stream();
-  const auto net = model::make_pose_model(*backend, "heatmap",
+  const std::string model_type = state.model_type.empty() ? "heatmap" : state.model_type;
+  const auto net = model::make_pose_model(*backend, model_type,
                                           model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
   auto& store = net->store();
   train::load_model(h5_checkpoint, store, stream);
   PickleValue dict = PickleValue::ordered_dict();
+  std::vector<std::pair<std::string, StoredTensor>> aliases;  // after the tensors, as the ModuleList registers them
   for (const auto& key : store.state_dict_order()) {
     using Kind = model::ParameterStore::Kind;
     std::string name;
@@ -67,8 +69,10 @@ PickleValue lightning_pose_state_dict(const std::string& h5_checkpoint, const tr
     }
     const std::string lp_name = model::lightning_pose_state_name(name);
     TRAINER_ASSERT(!lp_name.empty(), "no lightning-pose name for " << name);
+    for (const auto& alias : model::lightning_pose_state_aliases(name)) aliases.emplace_back(alias, tensor);
     dict.set(lp_name, PickleValue::tensor(std::move(tensor)));
   }
+  for (auto& [name, tensor] : aliases) dict.set(name, PickleValue::tensor(std::move(tensor)));
   return dict;
 }
 
@@ -77,6 +81,7 @@ PickleValue lightning_pose_state_dict(const std::string& h5_checkpoint, const tr
 // the state_dict replaces the backbone's weights anyway, and true would have
 // torchvision download ImageNet weights while loading.
 PickleValue hyper_parameters(const Config& config, const train::TrainingState& state) {
+  const bool context = state.model_type == "heatmap_mhcrnn";
   PickleValue milestones = PickleValue::list();
   for (int m : config.training.lr_scheduler_milestones) milestones.append(PickleValue::integer(m));
   PickleValue multisteplr = PickleValue::dict();
@@ -96,9 +101,9 @@ PickleValue hyper_parameters(const Config& config, const train::TrainingState& s
       .set("optimizer_params", optimizer_params)
       .set("lr_scheduler", PickleValue::string("multisteplr"))
       .set("lr_scheduler_params", scheduler_params)
-      .set("do_context", PickleValue::boolean(false))
+      .set("do_context", PickleValue::boolean(context))
       .set("image_size", PickleValue::integer(config.data.image_resize_height))
-      .set("model_type", PickleValue::string("heatmap"));
+      .set("model_type", PickleValue::string(context ? "heatmap_mhcrnn" : "heatmap"));
   return h;
 }
 
@@ -108,7 +113,9 @@ double now_seconds() {
 
 }  // namespace
 
-bool has_lightning_pose_checkpoint(const Config& config) { return config.model.model_type == "heatmap"; }
+bool has_lightning_pose_checkpoint(const Config& config) {
+  return config.model.model_type == "heatmap" || config.model.model_type == "heatmap_mhcrnn";
+}
 
 namespace {
 
@@ -131,9 +138,9 @@ void write_ckpt(const Config& config, const std::string& h5_checkpoint, const tr
 
 train::TrainingState heatmap_state(const std::string& h5_checkpoint) {
   train::TrainingState state = train::load_training_state(h5_checkpoint);
-  if (!state.model_type.empty() && state.model_type != "heatmap")
+  if (!state.model_type.empty() && state.model_type != "heatmap" && state.model_type != "heatmap_mhcrnn")
     throw UserError("'" + h5_checkpoint + "' is a " + state.model_type + " model",
-                    "only heatmap models are written as lightning-pose checkpoints so far");
+                    "heatmap and heatmap_mhcrnn models are written as lightning-pose checkpoints");
   return state;
 }
 

@@ -11,8 +11,8 @@
 //                                       with training.ckpt_every_n_epochs: the periodic ones
 //   train_status.json                   {"status": ..., "progress": {...}} as its
 //                                       JSONTrainingProgressTracker writes it
-// Only the heatmap model: lightning-pose's heatmap_mhcrnn head has another layout
-// (model/lightning_pose_names.hpp).
+// heatmap and heatmap_mhcrnn models (HeatmapTracker / HeatmapTrackerMHCRNN layouts:
+// model/lightning_pose_names.hpp).
 #include <string>  // std::string
 #include <vector>  // std::vector
 

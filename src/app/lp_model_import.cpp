@@ -76,10 +76,10 @@ bool up_to_date(const std::string& derived, const std::string& source) {
 // The .ckpt's tensors into a fresh model of the configuration's description, saved
 // as a trainer checkpoint at `out`.
 void convert(const std::string& ckpt, const Config& config, const std::string& out) {
-  if (config.model.model_type != "heatmap")
-    throw UserError("predict: lightning-pose " + config.model.model_type + " checkpoints are not read yet ('" + ckpt +
+  if (config.model.model_type != "heatmap" && config.model.model_type != "heatmap_mhcrnn")
+    throw UserError("predict: lightning-pose " + config.model.model_type + " checkpoints are not read ('" + ckpt +
                         "')",
-                    "heatmap models are; predict this one with lightning-pose (`litpose predict`)");
+                    "heatmap and heatmap_mhcrnn models are; predict this one with lightning-pose (`litpose predict`)");
   train::TrainingState state;
   state.model_type = config.model.model_type;
   state.backbone = config.model.backbone;
@@ -99,8 +99,9 @@ void convert(const std::string& ckpt, const Config& config, const std::string& o
   how.path = ckpt;
   how.our_name = model::state_name_from_lightning_pose;  // others (the losses' buffers, ...) are not the model's
   how.hint = "does its config.yaml (model.backbone, data.num_keypoints, data.downsample_factor) describe it?";
-  how.none_message = "holds no tensor named as lightning-pose names a heatmap model's (backbone.0.weight, ...)";
-  how.none_hint = "is it a lightning-pose checkpoint of a heatmap model?";
+  how.none_message = "holds no tensor named as lightning-pose names a " + config.model.model_type +
+                     " model's (backbone.0.weight, ...)";
+  how.none_hint = "is it a lightning-pose checkpoint of a " + config.model.model_type + " model?";
   train::load_stored_tensors(read_torch_state_dict(ckpt), how, store, stream);
   train::save_checkpoint(out, store, nullptr, state, stream);
 }

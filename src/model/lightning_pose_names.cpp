@@ -3,6 +3,7 @@
 
 #include <cctype>   // std::isdigit
 #include <utility>  // std::pair
+#include <vector>   // std::vector
 
 namespace trainer::model {
 namespace {
@@ -14,6 +15,18 @@ struct Child {
 };
 constexpr Child kStem[] = {{"conv1", 0}, {"bn1", 1}};
 constexpr int kLayer1Index = 4;  // conv1, bn1, relu, maxpool come first
+
+// The context model's heads (lightning_pose/models/heads/heatmap_mhcrnn.py).
+constexpr const char* kSfDeconv = "head.head_sf.deconv";
+constexpr const char* kSfLayers = "head.head_sf.upsampling_layers.";
+constexpr const char* kMf = "head.head_mf.";
+// UpsamplingCRNN's modules (upsampling_factor 2, the ResNets' stride 32) and their
+// index in its `layers` ModuleList, which registers them a second time.
+struct CrnnModule {
+  const char* name;
+  int layers_index;
+};
+constexpr CrnnModule kCrnnModules[] = {{"W_pre", 0}, {"W_f", 1}, {"H_f", 2}, {"W_b", 3}, {"H_b", 4}};
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
@@ -42,7 +55,29 @@ std::string lightning_pose_state_name(const std::string& name) {
     if (i < 0) return "";
     return "head.upsampling_layers." + std::to_string(i + 1) + "." + rest;  // index 0 is the PixelShuffle
   }
+  // The context model: its single-frame head is a HeatmapHead under head_sf, its
+  // multi-frame head an UpsamplingCRNN under head_mf whose names are lightning-pose's.
+  if (starts_with(name, kSfDeconv)) {
+    const auto [i, rest] = leading_index(name.substr(std::string(kSfDeconv).size()));
+    if (i < 0) return "";
+    return std::string(kSfLayers) + std::to_string(i + 1) + "." + rest;
+  }
+  if (starts_with(name, kMf)) {
+    for (const auto& m : kCrnnModules)
+      if (starts_with(name.substr(std::string(kMf).size()), std::string(m.name) + ".")) return name;
+  }
   return "";
+}
+
+std::vector<std::string> lightning_pose_state_aliases(const std::string& name) {
+  if (!starts_with(name, kMf)) return {};
+  const std::string rest = name.substr(std::string(kMf).size());
+  for (const auto& m : kCrnnModules) {
+    const std::string prefix = std::string(m.name) + ".";
+    if (starts_with(rest, prefix))
+      return {std::string(kMf) + "layers." + std::to_string(m.layers_index) + "." + rest.substr(prefix.size())};
+  }
+  return {};
 }
 
 std::string state_name_from_lightning_pose(const std::string& lp_name) {
@@ -59,6 +94,13 @@ std::string state_name_from_lightning_pose(const std::string& lp_name) {
     if (i < 1) return "";
     return "head.deconv" + std::to_string(i - 1) + "." + rest;
   }
+  if (starts_with(lp_name, kSfLayers)) {
+    const auto [i, rest] = leading_index(lp_name.substr(std::string(kSfLayers).size()));
+    if (i < 1) return "";
+    return std::string(kSfDeconv) + std::to_string(i - 1) + "." + rest;
+  }
+  // head_mf's own names; its `layers.<j>` aliases (the same tensors again) map to none.
+  if (starts_with(lp_name, kMf)) return lightning_pose_state_name(lp_name);
   return "";
 }
 

@@ -6,16 +6,26 @@
 // layers in one (PixelShuffle, then the transposed convolutions ->
 // head.upsampling_layers.1 ..): lightning_pose/models/backbones/factory.py
 // (grab_layers_sequential) and heads/heatmap.py (make_upsampling_layers) at v2.4.0.
+// The context model (heatmap_mhcrnn) has head.head_sf.deconv<i> (a HeatmapHead:
+// head.head_sf.upsampling_layers.<i+1>) and head.head_mf.{W_pre,W_f,H_f,W_b,H_b},
+// lightning-pose's own names (heads/heatmap_mhcrnn.py, UpsamplingCRNN).
 #include <string>  // std::string
+#include <vector>  // std::vector
 
 namespace trainer::model {
 
-// lightning-pose's name for one of the heatmap model's tensors; empty when the name
-// has no lightning-pose counterpart here (the context model's head, whose layout
-// this mapping does not cover yet).
+// lightning-pose's name for one of the heatmap or context (heatmap_mhcrnn) model's
+// tensors; empty when the name has no lightning-pose counterpart.
 std::string lightning_pose_state_name(const std::string& name);
 
-// The inverse: our name for a lightning-pose state_dict key; empty when unknown.
+// Further names lightning-pose's state_dict holds the same tensor under: the context
+// head's UpsamplingCRNN keeps its modules in a `layers` ModuleList too, so
+// head.head_mf.W_pre.weight is also head.head_mf.layers.0.weight (strict loading
+// wants both). Empty for every other tensor.
+std::vector<std::string> lightning_pose_state_aliases(const std::string& name);
+
+// The inverse: our name for a lightning-pose state_dict key; empty when unknown, and
+// for the `layers.<j>` aliases (the same values as the names they repeat).
 std::string state_name_from_lightning_pose(const std::string& lp_name);
 
 }  // namespace trainer::model

@@ -6,9 +6,11 @@
 
 #include <set>     // std::set
 #include <string>  // std::string
+#include <vector>  // std::vector
 
 #include "model/backbone_registry.hpp"  // backbone_tensor_name
 #include "model/lightning_pose_names.hpp"
+#include "model/make_model.hpp"  // make_pose_model
 #include "model_test_util.hpp"
 
 using trainer::model::HeatmapModel;
@@ -24,7 +26,8 @@ TEST_CASE("lightning-pose names: the Sequential indices of the ResNet and the he
         "backbone.7.2.downsample.1.num_batches_tracked");
   CHECK(lightning_pose_state_name("head.deconv0.weight") == "head.upsampling_layers.1.weight");
   CHECK(lightning_pose_state_name("head.deconv2.bias") == "head.upsampling_layers.3.bias");
-  CHECK(lightning_pose_state_name("head.head_sf.deconv0.weight").empty());  // not covered: empty, not wrong
+  CHECK(lightning_pose_state_name("head.head_sf.deconv0.weight") == "head.head_sf.upsampling_layers.1.weight");
+  CHECK(lightning_pose_state_name("head.head_mf.H_b.1.bias") == "head.head_mf.H_b.1.bias");
   CHECK(lightning_pose_state_name("backbone.fc.weight").empty());
   CHECK(state_name_from_lightning_pose("backbone.5.1.bn2.weight") == "backbone.layer2.1.bn2.weight");
   CHECK(state_name_from_lightning_pose("head.upsampling_layers.0.weight").empty());  // the PixelShuffle has none
@@ -47,6 +50,38 @@ TEST_CASE("lightning-pose names: every tensor of every backbone, distinct and re
       CHECK(seen.size() == m.store().state_dict_names().size());
     }
   }
+}
+
+TEST_CASE("lightning-pose names: the context model's heads, with UpsamplingCRNN's layers aliases", "[model]") {
+  using trainer::model::lightning_pose_state_aliases;
+  CHECK(lightning_pose_state_aliases("head.head_mf.W_pre.weight") ==
+        std::vector<std::string>{"head.head_mf.layers.0.weight"});
+  CHECK(lightning_pose_state_aliases("head.head_mf.H_f.1.bias") ==
+        std::vector<std::string>{"head.head_mf.layers.2.1.bias"});
+  CHECK(lightning_pose_state_aliases("head.head_mf.H_b.0.weight") ==
+        std::vector<std::string>{"head.head_mf.layers.4.0.weight"});
+  CHECK(lightning_pose_state_aliases("head.head_sf.deconv0.weight").empty());
+  CHECK(lightning_pose_state_aliases("backbone.conv1.weight").empty());
+  // The aliases repeat values: reading them back names no tensor of ours.
+  CHECK(state_name_from_lightning_pose("head.head_mf.layers.1.weight").empty());
+  CHECK(state_name_from_lightning_pose("head.head_sf.upsampling_layers.2.bias") == "head.head_sf.deconv1.bias");
+  CHECK(state_name_from_lightning_pose("head.head_mf.W_b.bias") == "head.head_mf.W_b.bias");
+  auto backend = model_test::cpu();
+  const auto m = trainer::model::make_pose_model(*backend, "heatmap_mhcrnn", ModelSpec{"resnet18", 4, 2});
+  std::set<std::string> seen;
+  int aliases = 0;
+  for (const auto& name : m->store().state_dict_names()) {
+    const std::string lp = lightning_pose_state_name(name);
+    INFO(name << " -> " << lp);
+    CHECK(!lp.empty());
+    CHECK(seen.insert(lp).second);
+    CHECK(state_name_from_lightning_pose(lp) == name);
+    for (const auto& alias : lightning_pose_state_aliases(name)) {
+      CHECK(seen.insert(alias).second);
+      ++aliases;
+    }
+  }
+  CHECK(aliases == 14);  // W_pre, W_f, W_b: weight and bias; H_f, H_b: two convolutions each
 }
 
 TEST_CASE("pretrained backbone files: lightning-pose's checkpoint names are read as ours", "[model]") {
