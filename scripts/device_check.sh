@@ -33,12 +33,14 @@
 #   3-integration  tests/integration/gpu_train.sh: CPU == GPU training (NCCL, 1 rank)
 #                  and `predict` on both devices
 #   4-sanitizer    compute-sanitizer memcheck and racecheck on the kernels added since
-#                  273cbd3, op by op (max pooling, the tiled NHWC casts, soft-argmax, keypoint
-#                  losses, PCA centring, affine points, fused batch norm + ReLU)
+#                  273cbd3, op by op (max pooling, the 16-bit NHWC activation kernels
+#                  and in-place 16-bit convolutions, the tiled NHWC casts, soft-argmax,
+#                  keypoint losses, PCA centring, affine points, fused batch norm + ReLU)
 #   5-vs-torch     scripts/bench_gpu_torch.py: ResNet-50 256x256 training images/s,
 #                  trainer vs PyTorch on this GPU (fp32, TF32, bf16; batch 16 and 64),
-#                  then the 2026-11-22 path's choices vs today's defaults: cuDNN's
-#                  algorithms by cudnnFind vs heuristics, separate vs fused batch norm + ReLU
+#                  then the 2026-11-26 path (fp32 activations, TRAINER_NHWC16=0) vs
+#                  16-bit NHWC activations (training and prediction, bf16 batch 64),
+#                  and cuDNN's algorithms by cudnnFind vs heuristics
 #   6-predict      the prediction rate (`bench step --mode predict`) vs PyTorch inference
 #   7-profile      one bf16 batch-64 step split by op category with in-process timers
 #                  (`bench step --profile`), and Nsight Compute's per-kernel times of the
@@ -184,7 +186,7 @@ gpu_tests_run() {
 
 # The kernels added since the 2026-11-22 visit (273cbd3), by test name.
 # Op-level cases only: whole steps (cuDNN under the sanitizers) would not fit the step's time.
-sanitized_cases='cuda max pooling*,cuda cast kernels*,cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda fused batch norm*'
+sanitized_cases='cuda max pooling*,cuda 16-bit NHWC*,cuda convolutions read and write 16-bit*,cuda cast kernels*,cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda fused batch norm*'
 sanitizer_run() {
   command -v compute-sanitizer >/dev/null || { echo "SKIPPED: no compute-sanitizer on PATH"; return 77; }
   local rc=0 tool
@@ -218,18 +220,22 @@ vs_torch_run() {
   if [[ $has_gpu == 1 ]]; then
     "$py" "$repo/scripts/bench_gpu_torch.py" --batches 16,64 --iters 20 --warmup 5 \
       --json "$logs/torch-train.jsonl" --trainer-cmd "$cmd" || return
-    # The paths the last visit measured (cudnnFind; separate batch-norm and ReLU
-    # kernels) against today's defaults (heuristics; fused).
-    local algorithms fused
-    for algorithms in benchmark heuristics; do
-      echo "--- conv algorithms: $algorithms (bf16-mixed, batch 16)"
-      "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 16 --precision bf16-mixed \
-        --steps 20 --warmup 5 --conv-algorithms "$algorithms" || return
-    done
-    for fused in 0 1; do
-      echo "--- TRAINER_FUSED_NORM=$fused (bf16-mixed, batch 64)"
-      TRAINER_FUSED_NORM=$fused "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
+    # The path the last visit measured (fp32 activations, a cast at every
+    # convolution: TRAINER_NHWC16=0) against today's default (16-bit NHWC
+    # activations), training and prediction, and cudnnFind vs heuristics.
+    local algorithms nhwc16
+    for nhwc16 in 0 1; do
+      echo "--- TRAINER_NHWC16=$nhwc16 (bf16-mixed, batch 64, training)"
+      TRAINER_NHWC16=$nhwc16 "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
         --precision bf16-mixed --steps 20 --warmup 5 || return
+      echo "--- TRAINER_NHWC16=$nhwc16 (bf16-mixed, batch 64, prediction)"
+      TRAINER_NHWC16=$nhwc16 "$trainer" bench step --mode predict --accelerator gpu --backbone resnet50 --size 256 \
+        --batch 64 --precision bf16-mixed --steps 20 --warmup 5 || return
+    done
+    for algorithms in benchmark heuristics; do
+      echo "--- conv algorithms: $algorithms (bf16-mixed, batch 64)"
+      "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 --precision bf16-mixed \
+        --steps 20 --warmup 5 --conv-algorithms "$algorithms" || return
     done
   else  # the script and the template wiring, on the CPU with tiny sizes
     "$py" "$repo/scripts/bench_gpu_torch.py" --device cpu --batches 2 --image-size 64 --iters 1 --warmup 0 \

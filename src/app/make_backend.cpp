@@ -25,6 +25,16 @@ bool fused_norm_from_env(const Env& env) {
                   "for the fused ops");
 }
 
+Nhwc16Choice nhwc16_from_env(const Env& env) {
+  const std::string value = env_get(env, "TRAINER_NHWC16").value_or("");
+  if (value.empty()) return Nhwc16Choice::device_default;
+  if (value == "1") return Nhwc16Choice::on;
+  if (value == "0") return Nhwc16Choice::off;
+  throw UserError("TRAINER_NHWC16 must be 0 or 1, not '" + value + "'",
+                  "0 keeps fp32 activations with a cast at every convolution (the path measured on 2026-11-26); 1 "
+                  "keeps 16-bit NHWC activations in bf16-mixed / 16-mixed, also on CPUs (emulated); unset: on GPUs");
+}
+
 namespace {
 std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> backend) {
   backend->set_fuses_norm_activation(fused_norm_from_env(capture_environment()));
@@ -34,13 +44,16 @@ std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> 
 
 std::unique_ptr<compute::Backend> make_backend(const BackendRequest& request, const Log& log) {
   const compute::Precision precision = compute::parse_precision(request.precision);
-  const compute::ConvAlgorithms algorithms = compute::parse_conv_algorithms(request.conv_algorithms);
+  [[maybe_unused]] const compute::ConvAlgorithms algorithms =  // validated on every build, used by the GPU path
+      compute::parse_conv_algorithms(request.conv_algorithms);
+  const Nhwc16Choice nhwc16 = nhwc16_from_env(capture_environment());
 #ifdef TRAINER_WITH_CUDA
   if (request.gpu) {
     compute::CudaBackendOptions options;
     options.precision = precision;
     options.allow_tf32 = request.float32_matmul == "high";
     options.benchmark_algorithms = algorithms == compute::ConvAlgorithms::benchmark;
+    options.nhwc16_activations = nhwc16 != Nhwc16Choice::off;
     return with_fusion(compute::make_cuda_backend(request.device, options));
   }
 #endif
@@ -48,7 +61,9 @@ std::unique_ptr<compute::Backend> make_backend(const BackendRequest& request, co
     throw UserError("a GPU was asked for, but this trainer was built without the GPU path",
                     "rebuild with -DTRAINER_CUDA=ON or use --accelerator cpu");
   if (precision != compute::Precision::fp32) log.warn(cpu_precision_warning(request.precision));
-  return with_fusion(compute::make_cpu_backend(request.cpu_threads, precision));
+  auto backend = with_fusion(compute::make_cpu_backend(request.cpu_threads, precision));
+  if (nhwc16 == Nhwc16Choice::on) backend->set_activation_storage(compute::storage_16bit_of(precision));
+  return backend;
 }
 
 std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const runtime::RunPlan& plan,

@@ -39,6 +39,14 @@ std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, con
 // 2026-11-22 (compute::Backend::fuses_norm_activation); UserError otherwise.
 bool fused_norm_from_env(const Env& env);
 
+// TRAINER_NHWC16 (16-bit NHWC activations in bf16-mixed / 16-mixed,
+// compute::Backend::activation_storage): unset = on GPUs, off on CPUs; 1 = on
+// (on CPUs the 16-bit storage is emulated, for tests); 0 = off (fp32 activations
+// with a cast at every convolution: the path measured on 2026-11-26); UserError
+// otherwise.
+enum class Nhwc16Choice { device_default, on, off };
+Nhwc16Choice nhwc16_from_env(const Env& env);
+
 // The warning for a mixed `precision` ("bf16-mixed", "16-mixed") on the CPU.
 std::string cpu_precision_warning(const std::string& precision);
 

@@ -19,6 +19,15 @@
 // - Precision (chosen when the backend is made): with bf16 / fp16, the six
 //   convolution ops round their operands and their result to the 16-bit type and
 //   accumulate in fp32 (compute/precision.hpp); every other op is fp32 always.
+// - Storage (compute/tensor.hpp): views are fp32 NCHW, except that in bf16 / fp16
+//   precision the backbone may keep its activations and their gradients in the
+//   matching 16-bit NHWC storage (activation_storage()). The ops marked
+//   [16-bit storage] below then take such views: every view of one call in the
+//   same storage, except the convolutions (each operand in fp32 NCHW or in the
+//   precision's 16-bit NHWC; weights and weight gradients are always fp32 OIHW) and
+//   convert_storage. They read 16-bit values exactly, compute in fp32 as for fp32
+//   views, and round what they store (compute/float16.hpp). A batch-norm residual
+//   pointer has the storage of x.
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::uint8_t
 #include <memory>   // std::unique_ptr
@@ -87,7 +96,7 @@ class Backend {
   virtual void fill(float* dst, float value, std::size_t count, Stream& s) = 0;
   virtual void scale(float* x, float alpha, std::size_t count, Stream& s) = 0;
 
-  // ---- convolution (no bias; ResNet convolutions have none) ---------------
+  // ---- convolution (no bias; ResNet convolutions have none) [16-bit storage] ----
   virtual void conv2d_forward(ConstTensorView x, const float* w, TensorView y, const ConvGeometry& g,
                               Stream& s) = 0;
   virtual void conv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,
@@ -114,6 +123,7 @@ class Backend {
                                          float* dbias, const ConvGeometry& g, Stream& s) = 0;
 
   // ---- batch norm, split so synchronized BN can merge statistics between halves --
+  // (the ops taking tensor views: [16-bit storage])
   // stats[0..C) = sum over N,H,W of x; stats[C..2C) = sum of x^2 (plain sums, for
   // callers that want sums; batch norm itself uses batchnorm_moments).
   virtual void batchnorm_stats(ConstTensorView x, float* stats, Stream& s) = 0;
@@ -174,11 +184,29 @@ class Backend {
   // path that ran on a GPU on 2026-11-22 (TRAINER_FUSED_NORM=0; docs/GPU.md).
   bool fuses_norm_activation() const { return fuse_norm_activation_; }
   void set_fuses_norm_activation(bool on) { fuse_norm_activation_ = on; }
+  // The storage of the backbone's activations and their gradients: fp32 NCHW, or
+  // (16-bit precisions only) the precision's 16-bit NHWC, which removes the casts
+  // around every convolution and halves the bytes every other op moves. The CUDA
+  // backend picks 16-bit NHWC for bf16-mixed / 16-mixed unless TRAINER_NHWC16=0 (the
+  // path measured on 2026-11-26, docs/GPU.md); the CPU backend keeps fp32 unless a
+  // test sets it. Throws SystemError for a 16-bit storage that is not the precision's.
+  Storage activation_storage() const { return activation_storage_; }
+  void set_activation_storage(Storage storage);
+
+  // ---- storage conversion and the 16-bit-capable elementwise ops -------------
+  // dst = src element by element between any two storages (same shape), rounding
+  // to 16 bits where dst has 16 [16-bit storage].
+  virtual void convert_storage(ConstTensorView src, TensorView dst, Stream& s);
+  // out += x (same shape and storage) [16-bit storage].
+  virtual void accumulate_tensor(ConstTensorView x, TensorView out, Stream& s);
+  // dx = dy where y > 0, else 0 (y is a ReLU's output; dx may alias dy) [16-bit storage].
+  virtual void relu_backward_tensor(ConstTensorView y, ConstTensorView dy, TensorView dx, Stream& s);
 
   // ---- pooling and elementwise --------------------------------------------
+  // [16-bit storage]
   virtual void maxpool2d_forward(ConstTensorView x, TensorView y, const PoolGeometry& g,
                                  Stream& s) = 0;
-  // Recomputes the argmax from x (first maximum wins, as PyTorch).
+  // Recomputes the argmax from x (first maximum wins, as PyTorch) [16-bit storage].
   virtual void maxpool2d_backward(ConstTensorView x, ConstTensorView dy, TensorView dx,
                                   const PoolGeometry& g, Stream& s) = 0;
   virtual void relu_forward(const float* x, float* y, std::size_t count, Stream& s) = 0;
@@ -289,7 +317,11 @@ class Backend {
 
  private:
   bool fuse_norm_activation_ = true;
+  Storage activation_storage_ = Storage::f32_nchw;
 };
+
+// The 16-bit NHWC storage whose values `precision` rounds to (fp32 NCHW for fp32).
+Storage storage_16bit_of(Precision precision);
 
 // The CPU backend (oneDNN); threads = 0 means OMP_NUM_THREADS or the core count.
 // With bf16 / fp16 it emulates the GPU's 16-bit rounding around fp32 convolutions:

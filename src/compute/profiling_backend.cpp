@@ -20,6 +20,7 @@ const char* op_category_name(OpCategory c) {
 
 ProfilingBackend::ProfilingBackend(Backend& inner) : inner_(inner) {
   set_fuses_norm_activation(inner.fuses_norm_activation());
+  set_activation_storage(inner.activation_storage());
 }
 
 template <typename Op>
@@ -159,6 +160,15 @@ void ProfilingBackend::add_relu_forward(const float* a, const float* b, float* y
 }
 void ProfilingBackend::accumulate(const float* x, float* out, std::size_t count, Stream& s) {
   TRAINER_TIMED(elementwise, accumulate(x, out, count, s));
+}
+void ProfilingBackend::convert_storage(ConstTensorView src, TensorView dst, Stream& s) {
+  TRAINER_TIMED(copies, convert_storage(src, dst, s));
+}
+void ProfilingBackend::accumulate_tensor(ConstTensorView x, TensorView out, Stream& s) {
+  TRAINER_TIMED(elementwise, accumulate_tensor(x, out, s));
+}
+void ProfilingBackend::relu_backward_tensor(ConstTensorView y, ConstTensorView dy, TensorView dx, Stream& s) {
+  TRAINER_TIMED(elementwise, relu_backward_tensor(y, dy, dx, s));
 }
 void ProfilingBackend::affine_points(float* xy, std::size_t points, const AffineMap2D& map, Stream& s) {
   TRAINER_TIMED(elementwise, affine_points(xy, points, map, s));

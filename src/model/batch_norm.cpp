@@ -56,7 +56,7 @@ void BatchNorm2d::statistics(const Context& ctx, compute::ConstTensorView x) {
 
 compute::TensorView BatchNorm2d::forward(const Context& ctx, compute::ConstTensorView x) {
   statistics(ctx, x);
-  auto y = y_.ensure(ctx.backend, x.shape);
+  auto y = y_.ensure(ctx.backend, x.shape, x.storage);
   ctx.backend.batchnorm_apply(x, mean_.data(), invstd_.data(), store_->param(weight_), store_->param(bias_), y,
                               ctx.stream);
   return y;
@@ -65,14 +65,16 @@ compute::TensorView BatchNorm2d::forward(const Context& ctx, compute::ConstTenso
 compute::TensorView BatchNorm2d::forward_relu(const Context& ctx, compute::ConstTensorView x,
                                               const float* residual) {
   auto& b = ctx.backend;
-  if (!b.fuses_norm_activation()) {  // the separate ops of the path verified on 2026-11-22
+  // The separate ops of the path verified on 2026-11-22 (fp32 storage only: 16-bit
+  // storage came after the fused ops and has no separate ReLU ops).
+  if (!b.fuses_norm_activation() && !compute::is_16bit(x.storage)) {
     auto y = forward(ctx, x);
     if (residual) b.add_relu_forward(y.data, residual, y.data, y.shape.numel(), ctx.stream);
     else b.relu_forward(y.data, y.data, y.shape.numel(), ctx.stream);
     return y;
   }
   statistics(ctx, x);
-  auto y = y_.ensure(b, x.shape);
+  auto y = y_.ensure(b, x.shape, x.storage);
   b.batchnorm_apply_relu(x, mean_.data(), invstd_.data(), store_->param(weight_), store_->param(bias_), residual, y,
                          ctx.stream);
   return y;
@@ -91,7 +93,7 @@ compute::TensorView BatchNorm2d::backward(const Context& ctx, compute::ConstTens
   auto& b = ctx.backend;
   b.batchnorm_backward_reduce(dy, x_, mean_.data(), sums_.data(), ctx.stream);
   parameter_gradients(ctx);
-  auto dx = dx_.ensure(b, x_.shape);
+  auto dx = dx_.ensure(b, x_.shape, x_.storage);
   b.batchnorm_backward_apply(dy, x_, mean_.data(), invstd_.data(), store_->param(weight_),
                              sums_.data(), count_, dx, ctx.stream);
   return dx;
@@ -99,7 +101,7 @@ compute::TensorView BatchNorm2d::backward(const Context& ctx, compute::ConstTens
 
 compute::TensorView BatchNorm2d::backward_relu(const Context& ctx, compute::TensorView dy) {
   auto& b = ctx.backend;
-  if (!b.fuses_norm_activation()) {
+  if (!b.fuses_norm_activation() && !compute::is_16bit(x_.storage)) {
     b.relu_backward(y_.view().data, dy.data, dy.data, dy.shape.numel(), ctx.stream);  // y_ holds the ReLU output
     return backward(ctx, dy);
   }
@@ -107,7 +109,7 @@ compute::TensorView BatchNorm2d::backward_relu(const Context& ctx, compute::Tens
   const float* beta = store_->param(bias_);
   b.batchnorm_relu_backward_reduce(dy, x_, mean_.data(), invstd_.data(), gamma, beta, sums_.data(), ctx.stream);
   parameter_gradients(ctx);
-  auto dx = dx_.ensure(b, x_.shape);
+  auto dx = dx_.ensure(b, x_.shape, x_.storage);
   b.batchnorm_relu_backward_apply(dy, x_, mean_.data(), invstd_.data(), gamma, beta, sums_.data(), count_, dx,
                                   ctx.stream);
   return dx;

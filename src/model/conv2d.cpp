@@ -26,14 +26,14 @@ compute::Shape4 Conv2d::output_shape(compute::Shape4 in) const {
 
 compute::TensorView Conv2d::forward(const Context& ctx, compute::ConstTensorView x) {
   x_ = x;
-  auto y = y_.ensure(ctx.backend, output_shape(x.shape));
+  auto y = y_.ensure(ctx.backend, output_shape(x.shape), x.storage);  // layers keep their input's storage
   ctx.backend.conv2d_forward(x, store_->param(weight_), y, geometry_, ctx.stream);
   return y;
 }
 
 compute::TensorView Conv2d::backward(const Context& ctx, compute::ConstTensorView dy, bool need_dx) {
   compute::TensorView dx;
-  if (need_dx) dx = dx_.ensure(ctx.backend, x_.shape);
+  if (need_dx) dx = dx_.ensure(ctx.backend, x_.shape, x_.storage);
   ctx.backend.conv2d_backward(x_, dy, store_->param(weight_), store_->grad(weight_), dx, geometry_, ctx.stream);
   announce_gradient(ctx, *store_, weight_);
   return dx;

@@ -17,7 +17,7 @@ std::unique_ptr<Downsample> make_downsample(ParameterStore& store, const std::st
 // The residual join's ReLU backward, in place: dy becomes d(bn + identity), which
 // both the last batch norm and the shortcut take.
 void relu_backward_inplace(const Context& ctx, compute::ConstTensorView y, compute::TensorView dy) {
-  ctx.backend.relu_backward(y.data, dy.data, dy.data, dy.shape.numel(), ctx.stream);
+  ctx.backend.relu_backward_tensor(y, dy, dy, ctx.stream);
 }
 
 // Runs the shortcut backward; returns its dx (or dy itself for the identity).
@@ -56,7 +56,7 @@ compute::TensorView BasicBlock::backward(const Context& ctx, compute::TensorView
   d = conv2_.backward(ctx, d, true);
   d = bn1_.backward_relu(ctx, d);
   auto dx = conv1_.backward(ctx, d, need_dx);
-  if (need_dx) ctx.backend.accumulate(dshort.data, dx.data, dx.shape.numel(), ctx.stream);
+  if (need_dx) ctx.backend.accumulate_tensor(dshort, dx, ctx.stream);
   return dx;
 }
 
@@ -89,7 +89,7 @@ compute::TensorView Bottleneck::backward(const Context& ctx, compute::TensorView
   d = conv2_.backward(ctx, d, true);
   d = bn1_.backward_relu(ctx, d);
   auto dx = conv1_.backward(ctx, d, need_dx);
-  if (need_dx) ctx.backend.accumulate(dshort.data, dx.data, dx.shape.numel(), ctx.stream);
+  if (need_dx) ctx.backend.accumulate_tensor(dshort, dx, ctx.stream);
   return dx;
 }
 

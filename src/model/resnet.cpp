@@ -52,19 +52,35 @@ compute::TensorView ResNet::forward(const Context& ctx, compute::ConstTensorView
   if (x.shape.h % kStride != 0 || x.shape.w % kStride != 0 || x.shape.c != 3)
     throw UserError("network input " + x.shape.str() + " is not [N,3,H,W] with H and W multiples of 32",
                     "set data.image_resize_height/width to multiples of 32");
-  stem_ = bn1_.forward_relu(ctx, conv1_.forward(ctx, x));
+  // In 16-bit storage the images are converted once here and every layer after
+  // keeps its input's storage; the features go back to fp32 NCHW for the head.
+  const compute::Storage storage = ctx.backend.activation_storage();
+  compute::ConstTensorView input = x;
+  if (compute::is_16bit(storage)) {
+    auto staged = input16_.ensure(ctx.backend, x.shape, storage);
+    ctx.backend.convert_storage(x, staged, ctx.stream);
+    input = staged;
+  }
+  stem_ = bn1_.forward_relu(ctx, conv1_.forward(ctx, input));
   const auto s = stem_.shape;
-  auto pooled = pooled_.ensure(ctx.backend, {s.n, s.c, pool_.out(s.h), pool_.out(s.w)});
+  auto pooled = pooled_.ensure(ctx.backend, {s.n, s.c, pool_.out(s.h), pool_.out(s.w)}, stem_.storage);
   ctx.backend.maxpool2d_forward(stem_, pooled, pool_, ctx.stream);
   compute::TensorView h = pooled;
   for (auto& block : blocks_) h = block->forward(ctx, h);
-  return h;
+  if (!compute::is_16bit(h.storage)) return h;
+  auto features = features32_.ensure(ctx.backend, h.shape);
+  ctx.backend.convert_storage(h, features, ctx.stream);
+  return features;
 }
 
 void ResNet::backward(const Context& ctx, compute::TensorView dy) {
   compute::TensorView d = dy;
+  if (compute::is_16bit(stem_.storage)) {
+    d = dfeatures16_.ensure(ctx.backend, dy.shape, stem_.storage);
+    ctx.backend.convert_storage(dy, d, ctx.stream);
+  }
   for (auto it = blocks_.rbegin(); it != blocks_.rend(); ++it) d = (*it)->backward(ctx, d, true);
-  auto dstem = dpool_.ensure(ctx.backend, stem_.shape);
+  auto dstem = dpool_.ensure(ctx.backend, stem_.shape, stem_.storage);
   ctx.backend.maxpool2d_backward(stem_, d, dstem, pool_, ctx.stream);
   auto dconv = bn1_.backward_relu(ctx, dstem);
   conv1_.backward(ctx, dconv, false);

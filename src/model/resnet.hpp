@@ -47,6 +47,9 @@ class ResNet final : public Backbone {
   std::vector<std::unique_ptr<ResidualBlock>> blocks_;
   compute::TensorView stem_;  // relu(bn1(conv1(x)))
   Activation pooled_, dpool_;
+  // 16-bit activation storage only: the images converted into it, the features
+  // converted back to fp32 for the head, and the head's gradient converted into it.
+  Activation input16_, features32_, dfeatures16_;
 };
 
 // The registry's factory for resnet18 | resnet34 | resnet50.

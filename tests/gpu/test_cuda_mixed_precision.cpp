@@ -283,10 +283,14 @@ TEST_CASE("bf16 / fp16 training steps on the GPU follow the CPU emulation", "[gp
   // End to end: the same network, batch and Adam steps with mixed-precision
   // convolutions on both backends. Only fp32 summation order differs before each
   // 16-bit rounding, so the losses agree to about one 16-bit ulp.
-  for (compute::Precision p : {compute::Precision::bf16, compute::Precision::fp16}) {
-    INFO(compute::precision_name(p));
+  for (compute::Precision p : {compute::Precision::bf16, compute::Precision::fp16})
+  for (bool storage16 : {false, true}) {  // fp32 activations (TRAINER_NHWC16=0), then 16-bit NHWC ones
+    INFO(compute::precision_name(p) << (storage16 ? ", 16-bit activations" : ", fp32 activations"));
     auto cpu = compute::make_cpu_backend(2, p);
     auto gpu = compute::make_cuda_backend(0, p);
+    const compute::Storage storage = storage16 ? compute::storage_16bit_of(p) : compute::Storage::f32_nchw;
+    cpu->set_activation_storage(storage);
+    gpu->set_activation_storage(storage);
     struct Run {
       compute::Backend& backend;
       model::HeatmapModel net;

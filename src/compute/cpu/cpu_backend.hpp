@@ -114,6 +114,9 @@ class CpuBackend final : public Backend {
   void add_relu_forward(const float* a, const float* b, float* y, std::size_t count,
                         Stream& s) override;
   void accumulate(const float* x, float* out, std::size_t count, Stream& s) override;
+  void convert_storage(ConstTensorView src, TensorView dst, Stream& s) override;
+  void accumulate_tensor(ConstTensorView x, TensorView out, Stream& s) override;
+  void relu_backward_tensor(ConstTensorView y, ConstTensorView dy, TensorView dx, Stream& s) override;
   void affine_points(float* xy, std::size_t points, const AffineMap2D& map, Stream& s) override;
   void pixel_shuffle_forward(ConstTensorView x, TensorView y, int factor, Stream& s) override;
   void pixel_shuffle_backward(ConstTensorView dy, TensorView dx, int factor, Stream& s) override;

@@ -12,11 +12,14 @@
 #include "compute/batchnorm_moments.hpp"      // Moments, merge_moments, store_moments
 
 #include "compute/cpu/cpu_backend.hpp"
+#include "compute/cpu/cpu_storage16.hpp"  // any_16bit, Float32Input, Float32Output
 #include "util/error.hpp"
 
 namespace trainer::compute::cpu {
 
-void CpuBackend::batchnorm_stats(ConstTensorView x, float* stats, Stream&) {
+void CpuBackend::batchnorm_stats(ConstTensorView x, float* stats, Stream& s) {
+  if (is_16bit(x.storage)) return batchnorm_stats(Float32Input(x).view(), stats, s);
+
   enter();
   const int n = x.shape.n, c = x.shape.c;
   const long hw = long(x.shape.plane());
@@ -39,7 +42,9 @@ void CpuBackend::batchnorm_stats(ConstTensorView x, float* stats, Stream&) {
   }
 }
 
-void CpuBackend::batchnorm_moments(ConstTensorView x, float* moments, Stream&) {
+void CpuBackend::batchnorm_moments(ConstTensorView x, float* moments, Stream& s) {
+  if (is_16bit(x.storage)) return batchnorm_moments(Float32Input(x).view(), moments, s);
+
   enter();
   const int n = x.shape.n, c = x.shape.c;
   const long hw = long(x.shape.plane());
@@ -98,7 +103,14 @@ void CpuBackend::batchnorm_inference_stats(const float* running_mean, const floa
 }
 
 void CpuBackend::batchnorm_apply(ConstTensorView x, const float* mean, const float* invstd,
-                                 const float* gamma, const float* beta, TensorView y, Stream&) {
+                                 const float* gamma, const float* beta, TensorView y, Stream& s) {
+  if (any_16bit({x.storage, y.storage})) {
+    Float32Output y32(y);
+    batchnorm_apply(Float32Input(x).view(), mean, invstd, gamma, beta, y32.view(), s);
+    y32.store();
+    return;
+  }
+
   TRAINER_ASSERT(x.shape == y.shape, "batchnorm_apply shapes " << x.shape.str() << " "
                                                                << y.shape.str());
   enter();
@@ -116,7 +128,15 @@ void CpuBackend::batchnorm_apply(ConstTensorView x, const float* mean, const flo
 
 void CpuBackend::batchnorm_apply_relu(ConstTensorView x, const float* mean, const float* invstd,
                                       const float* gamma, const float* beta, const float* residual, TensorView y,
-                                      Stream&) {
+                                      Stream& s) {
+  if (any_16bit({x.storage, y.storage})) {
+    Float32Output y32(y);
+    batchnorm_apply_relu(Float32Input(x).view(), mean, invstd, gamma, beta, Float32Input(residual, x).data(),
+                         y32.view(), s);
+    y32.store();
+    return;
+  }
+
   TRAINER_ASSERT(x.shape == y.shape, "batchnorm_apply_relu shapes " << x.shape.str() << " " << y.shape.str());
   enter();
   const int c = x.shape.c;
@@ -205,7 +225,10 @@ void backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean, co
 }  // namespace
 
 void CpuBackend::batchnorm_backward_reduce(ConstTensorView dy, ConstTensorView x,
-                                           const float* mean, float* reduce, Stream&) {
+                                           const float* mean, float* reduce, Stream& s) {
+  if (any_16bit({dy.storage, x.storage}))
+    return batchnorm_backward_reduce(Float32Input(dy).view(), Float32Input(x).view(), mean, reduce, s);
+
   TRAINER_ASSERT(x.shape == dy.shape, "batchnorm_backward_reduce shapes");
   enter();
   backward_reduce(dy, x, mean, reduce, [](int) { return Unmasked{}; });
@@ -213,7 +236,11 @@ void CpuBackend::batchnorm_backward_reduce(ConstTensorView dy, ConstTensorView x
 
 void CpuBackend::batchnorm_relu_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean,
                                                 const float* invstd, const float* gamma, const float* beta,
-                                                float* reduce, Stream&) {
+                                                float* reduce, Stream& s) {
+  if (any_16bit({dy.storage, x.storage}))
+    return batchnorm_relu_backward_reduce(Float32Input(dy).view(), Float32Input(x).view(), mean, invstd, gamma, beta,
+                                          reduce, s);
+
   TRAINER_ASSERT(x.shape == dy.shape, "batchnorm_relu_backward_reduce shapes");
   enter();
   backward_reduce(dy, x, mean, reduce,
@@ -231,7 +258,15 @@ void CpuBackend::batchnorm_param_grads(const float* reduce, const float* invstd,
 void CpuBackend::batchnorm_backward_apply(ConstTensorView dy, ConstTensorView x,
                                           const float* mean, const float* invstd,
                                           const float* gamma, const float* reduce, double count,
-                                          TensorView dx, Stream&) {
+                                          TensorView dx, Stream& s) {
+  if (any_16bit({dy.storage, x.storage, dx.storage})) {
+    Float32Output dx32(dx);
+    batchnorm_backward_apply(Float32Input(dy).view(), Float32Input(x).view(), mean, invstd, gamma, reduce, count,
+                             dx32.view(), s);
+    dx32.store();
+    return;
+  }
+
   TRAINER_ASSERT(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_backward_apply shapes");
   enter();
   backward_apply(dy, x, mean, invstd, gamma, reduce, count, dx, [](int) { return Unmasked{}; });
@@ -239,7 +274,15 @@ void CpuBackend::batchnorm_backward_apply(ConstTensorView dy, ConstTensorView x,
 
 void CpuBackend::batchnorm_relu_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean,
                                                const float* invstd, const float* gamma, const float* beta,
-                                               const float* reduce, double count, TensorView dx, Stream&) {
+                                               const float* reduce, double count, TensorView dx, Stream& s) {
+  if (any_16bit({dy.storage, x.storage, dx.storage})) {
+    Float32Output dx32(dx);
+    batchnorm_relu_backward_apply(Float32Input(dy).view(), Float32Input(x).view(), mean, invstd, gamma, beta, reduce,
+                                  count, dx32.view(), s);
+    dx32.store();
+    return;
+  }
+
   TRAINER_ASSERT(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_relu_backward_apply shapes");
   enter();
   backward_apply(dy, x, mean, invstd, gamma, reduce, count, dx,

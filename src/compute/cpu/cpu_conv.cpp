@@ -30,6 +30,7 @@
 #include <string>
 
 #include "compute/cpu/cpu_backend.hpp"
+#include "compute/cpu/cpu_storage16.hpp"  // any_16bit, Float32Input, Float32Output
 #include "compute/cpu/cpu_conv_plan.hpp"
 #include "compute/cpu/dnnl_check.hpp"
 #include "compute/float16.hpp"  // f16::round_bf16, round_half
@@ -160,7 +161,15 @@ void check_deconv(const Shape4& x, const Shape4& y, const ConvGeometry& g, const
 }  // namespace
 
 void CpuBackend::conv2d_forward(ConstTensorView x, const float* w, TensorView y,
-                                const ConvGeometry& g, Stream&) {
+                                const ConvGeometry& g, Stream& s) {
+  if (any_16bit({x.storage, y.storage})) {
+    Float32Input x32(x);
+    Float32Output y32(y);
+    conv2d_forward(x32.view(), w, y32.view(), g, s);
+    y32.store();
+    return;
+  }
+
   check_conv(x.shape, y.shape, g, "conv2d_forward");
   enter();
   ConvPlan& p = conv_plan(x.shape.n, x.shape.c, x.shape.h, x.shape.w, y.shape.c, y.shape.h,
@@ -172,7 +181,15 @@ void CpuBackend::conv2d_forward(ConstTensorView x, const float* w, TensorView y,
 }
 
 void CpuBackend::conv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,
-                                      const ConvGeometry& g, Stream&) {
+                                      const ConvGeometry& g, Stream& s) {
+  if (any_16bit({dy.storage, dx.storage})) {
+    Float32Input dy32(dy);
+    Float32Output dx32(dx);
+    conv2d_backward_data(dy32.view(), w, dx32.view(), g, s);
+    dx32.store();
+    return;
+  }
+
   check_conv(dx.shape, dy.shape, g, "conv2d_backward_data");
   enter();
   ConvPlan& p = conv_plan(dx.shape.n, dx.shape.c, dx.shape.h, dx.shape.w, dy.shape.c, dy.shape.h,
@@ -184,7 +201,13 @@ void CpuBackend::conv2d_backward_data(ConstTensorView dy, const float* w, Tensor
 }
 
 void CpuBackend::conv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
-                                         const ConvGeometry& g, Stream&) {
+                                         const ConvGeometry& g, Stream& s) {
+  if (any_16bit({x.storage, dy.storage})) {
+    Float32Input x32(x), dy32(dy);
+    conv2d_backward_weights(x32.view(), dy32.view(), dw, g, s);
+    return;
+  }
+
   check_conv(x.shape, dy.shape, g, "conv2d_backward_weights");
   enter();
   ConvPlan& p = conv_plan(x.shape.n, x.shape.c, x.shape.h, x.shape.w, dy.shape.c, dy.shape.h,

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "compute/cpu/cpu_backend.hpp"
+#include "compute/cpu/cpu_storage16.hpp"  // any_16bit, Float32Input, Float32Output
 #include "util/error.hpp"
 
 namespace trainer::compute::cpu {
@@ -57,7 +58,14 @@ inline bool has_nan(const float* p, long n) {
 }  // namespace
 
 void CpuBackend::maxpool2d_forward(ConstTensorView x, TensorView y, const PoolGeometry& g,
-                                   Stream&) {
+                                   Stream& s) {
+  if (any_16bit({x.storage, y.storage})) {
+    Float32Output y32(y);
+    maxpool2d_forward(Float32Input(x).view(), y32.view(), g, s);
+    y32.store();
+    return;
+  }
+
   check_pool(x.shape, y.shape, g);
   enter();
   const long planes = long(x.shape.n) * x.shape.c;
@@ -84,7 +92,14 @@ void CpuBackend::maxpool2d_forward(ConstTensorView x, TensorView y, const PoolGe
 }
 
 void CpuBackend::maxpool2d_backward(ConstTensorView x, ConstTensorView dy, TensorView dx,
-                                    const PoolGeometry& g, Stream&) {
+                                    const PoolGeometry& g, Stream& s) {
+  if (any_16bit({x.storage, dy.storage, dx.storage})) {
+    Float32Output dx32(dx);
+    maxpool2d_backward(Float32Input(x).view(), Float32Input(dy).view(), dx32.view(), g, s);
+    dx32.store();
+    return;
+  }
+
   check_pool(x.shape, dy.shape, g);
   TRAINER_ASSERT(dx.shape == x.shape, "maxpool2d_backward dx shape");
   enter();
@@ -184,6 +199,31 @@ void CpuBackend::pixel_shuffle_backward(ConstTensorView dy, TensorView dx, int r
           for (int xx = 0; xx < w; ++xx) out[yy * w + xx] = in[(yy * r + i) * ow + xx * r + j];
       }
   }
+}
+
+}  // namespace trainer::compute::cpu
+
+namespace trainer::compute::cpu {
+
+void CpuBackend::convert_storage(ConstTensorView src, TensorView dst, Stream&) {
+  enter();
+  convert_on_host(src, dst);
+}
+
+void CpuBackend::accumulate_tensor(ConstTensorView x, TensorView out, Stream& s) {
+  TRAINER_ASSERT(x.shape == out.shape && x.storage == out.storage, "accumulate_tensor views");
+  Float32Output out32(out);
+  if (is_16bit(out.storage)) convert_on_host(out, out32.view());
+  accumulate(Float32Input(x).data(), out32.view().data, x.shape.numel(), s);
+  out32.store();
+}
+
+void CpuBackend::relu_backward_tensor(ConstTensorView y, ConstTensorView dy, TensorView dx, Stream& s) {
+  TRAINER_ASSERT(y.shape == dy.shape && y.shape == dx.shape && y.storage == dy.storage && y.storage == dx.storage,
+                 "relu_backward_tensor views");
+  Float32Output dx32(dx);
+  relu_backward(Float32Input(y).data(), Float32Input(dy).data(), dx32.view().data, dy.shape.numel(), s);
+  dx32.store();
 }
 
 }  // namespace trainer::compute::cpu

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>  // cudaMalloc, cudaMemcpyAsync, ...
 #include <cudnn.h>             // cudnnConvolution*
 #include <algorithm>           // std::max
+#include <initializer_list>    // std::initializer_list
 #include <cstdint>             // std::uint16_t for the 16-bit copies
 #include <sstream>             // std::ostringstream for description()
 #include <string>              // std::to_string
@@ -72,6 +73,7 @@ class CudaBackend final : public Backend {
     CUBLAS_CHECK(cublasSetMathMode(*cublas_, options.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
                                                                 : CUBLAS_DEFAULT_MATH));
     CUBLAS_CHECK(cublasSetPointerMode(*cublas_, CUBLAS_POINTER_MODE_HOST));
+    if (options.nhwc16_activations) set_activation_storage(storage_16bit_of(options.precision));
   }
 
   ~CudaBackend() override {
@@ -92,7 +94,8 @@ class CudaBackend final : public Backend {
        << "." << (cudnn / 100) % 100 << "; cuBLAS " << cublas << "; TF32 "
        << (options_.allow_tf32 ? "on" : "off");
     if (options_.precision != Precision::fp32)
-      os << "; precision " << precision_name(options_.precision) << ": 16-bit NHWC convolutions";
+      os << "; precision " << precision_name(options_.precision) << ": 16-bit NHWC convolutions"
+         << (is_16bit(activation_storage()) ? " and activations" : ", fp32 activations");
     os << ")";
     return os.str();
   }
@@ -150,19 +153,19 @@ class CudaBackend final : public Backend {
   void conv2d_forward(ConstTensorView x, const float* w, TensorView y, const ConvGeometry& g,
                       Stream& s) override {
     const ConvProblem p = conv_problem(x.shape, y.shape, g);
-    run_forward(p, x.data, w, y.data, s);
+    run_forward(p, {x.data, stored16(x.storage)}, w, {y.data, stored16(y.storage)}, s);
   }
 
   void conv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx, const ConvGeometry& g,
                             Stream& s) override {
     const ConvProblem p = conv_problem(dx.shape, dy.shape, g);
-    run_backward_data(p, w, dy.data, dx.data, s);
+    run_backward_data(p, w, {dy.data, stored16(dy.storage)}, {dx.data, stored16(dx.storage)}, s);
   }
 
   void conv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw,
                                const ConvGeometry& g, Stream& s) override {
     const ConvProblem p = conv_problem(x.shape, dy.shape, g);
-    run_backward_filter(p, x.data, dy.data, dw, s);
+    run_backward_filter(p, {x.data, stored16(x.storage)}, {dy.data, stored16(dy.storage)}, dw, s);
   }
 
   void conv2d_backward(ConstTensorView x, ConstTensorView dy, const float* w, float* dw, TensorView dx,
@@ -173,7 +176,8 @@ class CudaBackend final : public Backend {
       return;
     }
     SHAPE_CHECK(dx.shape == x.shape, "conv2d_backward: dx " << dx.shape.str() << " is not x's shape " << x.shape.str());
-    run_backward_both(p, x.data, w, dy.data, dw, dx.data, s);
+    run_backward_both(p, {x.data, stored16(x.storage)}, w, {dy.data, stored16(dy.storage)}, dw,
+                      {dx.data, stored16(dx.storage)}, s);
   }
 
   // ---- transposed convolution -------------------------------------------------
@@ -183,7 +187,7 @@ class CudaBackend final : public Backend {
   void deconv2d_forward(ConstTensorView x, const float* w, const float* bias, TensorView y,
                         const ConvGeometry& g, Stream& s) override {
     const ConvProblem p = deconv_problem(x.shape, y.shape, g);
-    run_backward_data(p, w, x.data, y.data, s);
+    run_backward_data(p, w, fp32_operand(x), fp32_operand(y), s);
     if (bias) {
       kernels::add_channel_bias(y.data, bias, y.shape.n, y.shape.c, int(y.shape.plane()),
                                 as_cuda(s).get());
@@ -195,14 +199,14 @@ class CudaBackend final : public Backend {
                               const ConvGeometry& g, Stream& s) override {
     // The forward convolution of dy (y-shaped) with the same filter gives x-shaped dx.
     const ConvProblem p = deconv_problem(dx.shape, dy.shape, g);
-    run_forward(p, dy.data, w, dx.data, s);
+    run_forward(p, fp32_operand(dy), w, fp32_operand(dx), s);
   }
 
   void deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw, float* dbias,
                                  const ConvGeometry& g, Stream& s) override {
     // Filter gradient of that convolution: its input is dy, its output gradient is x.
     const ConvProblem p = deconv_problem(x.shape, dy.shape, g);
-    run_backward_filter(p, dy.data, x.data, dw, s);
+    run_backward_filter(p, fp32_operand(dy), fp32_operand(x), dw, s);
     if (dbias) {
       kernels::channel_sum(dy.data, dbias, dy.shape.n, dy.shape.c, int(dy.shape.plane()),
                            as_cuda(s).get());
@@ -213,6 +217,11 @@ class CudaBackend final : public Backend {
   // ---- batch norm ---------------------------------------------------------------
   void batchnorm_stats(ConstTensorView x, float* stats, Stream& s) override {
     auto& cs = as_cuda(s);
+    if (stored16(x.storage)) {
+      kernels::nhwc16_stats(bits(x), rows_of(x.shape), x.shape.c, format16(), stats, sum_scratch(cs, x.shape), cs.get());
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
     auto* scratch = static_cast<double*>(
         cs.scratch(kernels::batchnorm_scratch_doubles(x.shape.c) * sizeof(double)));
     kernels::batchnorm_stats(x.data, x.shape.n, x.shape.c, int(x.shape.plane()), stats, scratch,
@@ -221,6 +230,12 @@ class CudaBackend final : public Backend {
   }
   void batchnorm_moments(ConstTensorView x, float* moments, Stream& s) override {
     auto& cs = as_cuda(s);
+    if (stored16(x.storage)) {
+      kernels::nhwc16_moments(bits(x), rows_of(x.shape), x.shape.c, format16(), moments, sum_scratch(cs, x.shape),
+                              cs.get());
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
     auto* scratch = static_cast<double*>(
         cs.scratch(kernels::batchnorm_scratch_doubles(x.shape.c) * sizeof(double)));
     kernels::batchnorm_moments(x.data, x.shape.n, x.shape.c, int(x.shape.plane()), moments, scratch,
@@ -244,6 +259,13 @@ class CudaBackend final : public Backend {
   void batchnorm_apply(ConstTensorView x, const float* mean, const float* invstd, const float* gamma,
                        const float* beta, TensorView y, Stream& s) override {
     SHAPE_CHECK(x.shape == y.shape, "batchnorm_apply shapes " << x.shape.str() << " vs " << y.shape.str());
+    if (stored16(same_storage({x.storage, y.storage}))) {
+      kernels::nhwc16_batchnorm_apply(bits(x), mean, invstd, gamma, beta, nullptr, /*relu=*/false, bits(y),
+                                      rows_of(x.shape), x.shape.c, format16(), coefficient_scratch(s, x.shape.c),
+                                      as_cuda(s).get());
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
     kernels::batchnorm_apply(x.data, mean, invstd, gamma, beta, y.data, x.shape.n, x.shape.c,
                              int(x.shape.plane()), as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
@@ -252,6 +274,13 @@ class CudaBackend final : public Backend {
                                  float* reduce, Stream& s) override {
     SHAPE_CHECK(x.shape == dy.shape, "batchnorm_backward_reduce shapes");
     auto& cs = as_cuda(s);
+    if (stored16(same_storage({dy.storage, x.storage}))) {
+      kernels::nhwc16_batchnorm_backward_reduce(bits(dy), bits(x), mean, nullptr, nullptr, nullptr, /*relu=*/false,
+                                                rows_of(x.shape), x.shape.c, format16(), reduce,
+                                                sum_scratch(cs, x.shape), cs.get());
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
     auto* scratch = static_cast<double*>(
         cs.scratch(kernels::batchnorm_scratch_doubles(x.shape.c) * sizeof(double)));
     kernels::batchnorm_backward_reduce(dy.data, x.data, mean, x.shape.n, x.shape.c,
@@ -267,6 +296,13 @@ class CudaBackend final : public Backend {
                                 const float* invstd, const float* gamma, const float* reduce,
                                 double count, TensorView dx, Stream& s) override {
     SHAPE_CHECK(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_backward_apply shapes");
+    if (stored16(same_storage({dy.storage, x.storage, dx.storage}))) {
+      kernels::nhwc16_batchnorm_backward_apply(bits(dy), bits(x), mean, invstd, gamma, nullptr, reduce, count,
+                                               /*relu=*/false, bits(dx), rows_of(x.shape), x.shape.c, format16(),
+                                               coefficient_scratch(s, x.shape.c), as_cuda(s).get());
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
     kernels::batchnorm_backward_apply(dy.data, x.data, mean, invstd, gamma, reduce, count, dx.data,
                                       x.shape.n, x.shape.c, int(x.shape.plane()), as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
@@ -274,6 +310,13 @@ class CudaBackend final : public Backend {
   void batchnorm_apply_relu(ConstTensorView x, const float* mean, const float* invstd, const float* gamma,
                             const float* beta, const float* residual, TensorView y, Stream& s) override {
     SHAPE_CHECK(x.shape == y.shape, "batchnorm_apply_relu shapes " << x.shape.str() << " vs " << y.shape.str());
+    if (stored16(same_storage({x.storage, y.storage}))) {
+      kernels::nhwc16_batchnorm_apply(bits(x), mean, invstd, gamma, beta, reinterpret_cast<const std::uint16_t*>(residual),
+                                      /*relu=*/true, bits(y), rows_of(x.shape), x.shape.c, format16(),
+                                      coefficient_scratch(s, x.shape.c), as_cuda(s).get());
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
     kernels::batchnorm_apply_relu(x.data, mean, invstd, gamma, beta, residual, y.data, x.shape.n, x.shape.c,
                                   int(x.shape.plane()), as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
@@ -282,6 +325,13 @@ class CudaBackend final : public Backend {
                                       const float* gamma, const float* beta, float* reduce, Stream& s) override {
     SHAPE_CHECK(x.shape == dy.shape, "batchnorm_relu_backward_reduce shapes");
     auto& cs = as_cuda(s);
+    if (stored16(same_storage({dy.storage, x.storage}))) {
+      kernels::nhwc16_batchnorm_backward_reduce(bits(dy), bits(x), mean, invstd, gamma, beta, /*relu=*/true,
+                                                rows_of(x.shape), x.shape.c, format16(), reduce,
+                                                sum_scratch(cs, x.shape), cs.get());
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
     auto* scratch =
         static_cast<double*>(cs.scratch(kernels::batchnorm_scratch_doubles(x.shape.c) * sizeof(double)));
     kernels::batchnorm_relu_backward_reduce(dy.data, x.data, mean, invstd, gamma, beta, x.shape.n, x.shape.c,
@@ -292,6 +342,13 @@ class CudaBackend final : public Backend {
                                      const float* gamma, const float* beta, const float* reduce, double count,
                                      TensorView dx, Stream& s) override {
     SHAPE_CHECK(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_relu_backward_apply shapes");
+    if (stored16(same_storage({dy.storage, x.storage, dx.storage}))) {
+      kernels::nhwc16_batchnorm_backward_apply(bits(dy), bits(x), mean, invstd, gamma, beta, reduce, count,
+                                               /*relu=*/true, bits(dx), rows_of(x.shape), x.shape.c, format16(),
+                                               coefficient_scratch(s, x.shape.c), as_cuda(s).get());
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
     kernels::batchnorm_relu_backward_apply(dy.data, x.data, mean, invstd, gamma, beta, reduce, count, dx.data,
                                            x.shape.n, x.shape.c, int(x.shape.plane()), as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
@@ -299,6 +356,11 @@ class CudaBackend final : public Backend {
 
   // ---- pooling and elementwise ----------------------------------------------------
   void maxpool2d_forward(ConstTensorView x, TensorView y, const PoolGeometry& g, Stream& s) override {
+    if (stored16(same_storage({x.storage, y.storage}))) {
+      kernels::nhwc16_maxpool_forward(bits(x), bits(y), pool_shape(x.shape, y.shape, g), format16(), as_cuda(s).get());
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
     kernels::maxpool2d_forward(x.data, y.data, pool_shape(x.shape, y.shape, g), as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
@@ -306,6 +368,12 @@ class CudaBackend final : public Backend {
                           Stream& s) override {
     SHAPE_CHECK(x.shape == dx.shape, "maxpool2d_backward shapes");
     auto* argmax = static_cast<int*>(as_cuda(s).scratch(dy.shape.numel() * sizeof(int)));
+    if (stored16(same_storage({x.storage, dy.storage, dx.storage}))) {
+      kernels::nhwc16_maxpool_backward(bits(x), bits(dy), bits(dx), argmax, pool_shape(x.shape, dy.shape, g),
+                                       format16(), as_cuda(s).get());
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
     kernels::maxpool2d_backward(x.data, dy.data, dx.data, argmax, pool_shape(x.shape, dy.shape, g),
                                 as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
@@ -330,6 +398,33 @@ class CudaBackend final : public Backend {
     cublasHandle_t h = cublas_on(s);
     const float one = 1.f;
     CUBLAS_CHECK(cublasSaxpy_64(h, static_cast<int64_t>(count), &one, x, 1, out, 1));
+  }
+  void convert_storage(ConstTensorView src, TensorView dst, Stream& s) override {
+    SHAPE_CHECK(src.shape == dst.shape, "convert_storage shapes " << src.shape.str() << " -> " << dst.shape.str());
+    const bool from16 = stored16(src.storage), to16 = stored16(dst.storage);
+    const kernels::Dims4 d{src.shape.n, src.shape.c, src.shape.h, src.shape.w};
+    if (from16 == to16) {
+      const std::size_t bytes = src.shape.numel() * (from16 ? 2 : 4);
+      if (bytes && src.data != dst.data)
+        CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, bytes, cudaMemcpyDeviceToDevice, as_cuda(s).get()));
+      return;
+    }
+    if (to16) kernels::cast_to_16(src.data, bits(dst), d, format16(), /*nhwc=*/true, as_cuda(s).get());
+    else kernels::cast_from_16(bits(src), dst.data, d, format16(), /*nhwc=*/true, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void accumulate_tensor(ConstTensorView x, TensorView out, Stream& s) override {
+    SHAPE_CHECK(x.shape == out.shape, "accumulate_tensor shapes");
+    if (!stored16(same_storage({x.storage, out.storage}))) return accumulate(x.data, out.data, x.shape.numel(), s);
+    kernels::nhwc16_accumulate(bits(x), bits(out), x.shape.numel(), format16(), as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void relu_backward_tensor(ConstTensorView y, ConstTensorView dy, TensorView dx, Stream& s) override {
+    SHAPE_CHECK(y.shape == dy.shape && y.shape == dx.shape, "relu_backward_tensor shapes");
+    if (!stored16(same_storage({y.storage, dy.storage, dx.storage})))
+      return relu_backward(y.data, dy.data, dx.data, dy.shape.numel(), s);
+    kernels::nhwc16_relu_backward(bits(y), bits(dy), bits(dx), dy.shape.numel(), format16(), as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
   }
   void affine_points(float* xy, std::size_t points, const AffineMap2D& map, Stream& s) override {
     kernels::affine_points(xy, points, map, as_cuda(s).get());
@@ -507,19 +602,62 @@ class CudaBackend final : public Backend {
     return kernels::PoolShape{x.n, x.c, x.h, x.w, y.h, y.w, g.kernel, g.stride, g.pad};
   }
 
-  // The three cuDNN calls of problem p (x [n,c,h,w] * w [k,c,r,r] -> y [n,k,oh,ow]),
-  // on fp32 NCHW pointers. In fp32 cuDNN reads and writes them directly. In bf16 /
-  // fp16 ("autocast at the convolution boundary"): both operands are cast to 16-bit
-  // NHWC copies, cuDNN convolves them with fp32 accumulation into a 16-bit result,
-  // which is cast back to fp32 NCHW. The copies and the workspace share one carve
-  // of the stream's scratch. CPU twin: the rounding emulation in cpu_conv.cpp.
+  // ---- 16-bit storage ---------------------------------------------------------------
+  // Whether a view is in 16-bit storage; only the precision's own 16-bit NHWC is.
+  bool stored16(Storage storage) const {
+    SHAPE_CHECK(!is_16bit(storage) || storage == storage_16bit_of(options_.precision),
+                storage_name(storage) << " storage in precision " << precision_name(options_.precision));
+    return is_16bit(storage);
+  }
+  // The one storage of an op's views (they must agree).
+  static Storage same_storage(std::initializer_list<Storage> storages) {
+    const Storage first = *storages.begin();
+    for (Storage s : storages) SHAPE_CHECK(s == first, "views in " << storage_name(first) << " and " << storage_name(s));
+    return first;
+  }
+  static const std::uint16_t* bits(ConstTensorView v) { return reinterpret_cast<const std::uint16_t*>(v.data); }
+  static std::uint16_t* bits(TensorView v) { return reinterpret_cast<std::uint16_t*>(v.data); }
+  static std::size_t rows_of(const Shape4& d) { return std::size_t(d.n) * d.h * d.w; }
+  static double* sum_scratch(cuda::CudaStream& cs, const Shape4& d) {
+    return static_cast<double*>(cs.scratch(kernels::nhwc16_scratch_doubles(rows_of(d), d.c) * sizeof(double)));
+  }
+  static float* coefficient_scratch(Stream& s, int c) {
+    return static_cast<float*>(as_cuda(s).scratch(kernels::nhwc16_coefficient_floats(c) * sizeof(float)));
+  }
+
+  // ---- convolutions ------------------------------------------------------------------
+  // The three cuDNN calls of problem p (x [n,c,h,w] * w [k,c,r,r] -> y [n,k,oh,ow]).
+  // Activations (x, y and their gradients) come as ConvTensor: fp32 NCHW, or already
+  // in the precision's 16-bit NHWC storage. Weights are fp32 OIHW. In fp32 cuDNN
+  // reads and writes the fp32 tensors directly. In bf16 / fp16 ("autocast at the
+  // convolution boundary") cuDNN convolves 16-bit NHWC operands with fp32
+  // accumulation into a 16-bit NHWC result: an fp32 operand is cast into a 16-bit
+  // copy first and an fp32 result is cast back from one, while a tensor in 16-bit
+  // storage is used in place (no cast: the point of 16-bit storage). The copies and
+  // the workspace share one carve of the stream's scratch. CPU twin: the rounding
+  // emulation in cpu_conv.cpp.
+  struct ConvTensor {
+    const float* data = nullptr;
+    bool is16 = false;
+  };
+  static ConvTensor fp32_operand(ConstTensorView v) {
+    SHAPE_CHECK(!is_16bit(v.storage), "transposed convolutions take fp32 tensors, not " << storage_name(v.storage));
+    return {v.data, false};
+  }
+  static const std::uint16_t* as16(const ConvTensor& t) { return reinterpret_cast<const std::uint16_t*>(t.data); }
+  static std::uint16_t* as16_out(const ConvTensor& t) {
+    return reinterpret_cast<std::uint16_t*>(const_cast<float*>(t.data));
+  }
+  static float* as_out(const ConvTensor& t) { return const_cast<float*>(t.data); }
+
   struct Carve16 {
-    std::uint16_t* a = nullptr;  // first operand
-    std::uint16_t* b = nullptr;  // second operand
+    std::uint16_t* a = nullptr;  // first operand's copy
+    std::uint16_t* b = nullptr;  // second operand's copy
     std::uint16_t* out = nullptr;
     void* ws = nullptr;
   };
   static std::size_t aligned(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+  // Element counts of the copies needed (0: none) and the workspace bytes.
   static Carve16 carve16(Stream& s, std::size_t a, std::size_t b, std::size_t out, std::size_t ws) {
     const std::size_t sa = aligned(a * 2), sb = aligned(b * 2), so = aligned(out * 2);
     auto* base = static_cast<char*>(as_cuda(s).scratch(sa + sb + so + ws));
@@ -540,69 +678,83 @@ class CudaBackend final : public Backend {
     kernels::cast_from_16(src, dst, d, format16(), /*nhwc=*/true, as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
+  // The 16-bit operand cuDNN reads: t itself in 16-bit storage, else its cast into `copy`.
+  const std::uint16_t* operand16(const ConvTensor& t, std::uint16_t* copy, kernels::Dims4 d, Stream& s) {
+    if (t.is16) return as16(t);
+    to16(t.data, copy, d, s);
+    return copy;
+  }
+  static std::size_t copy_size(const ConvTensor& t, kernels::Dims4 d) { return t.is16 ? 0 : d.numel(); }
+  void require_fp32(std::initializer_list<ConvTensor> tensors) const {
+    for (const ConvTensor& t : tensors) SHAPE_CHECK(!t.is16, "16-bit storage in an fp32 convolution");
+  }
 
   // y = forward(x, w) of problem p.
-  void run_forward(const ConvProblem& p, const float* x, const float* w, float* y, Stream& s) {
+  void run_forward(const ConvProblem& p, ConvTensor x, const float* w, ConvTensor y, Stream& s) {
     ConvPlan& plan = plans_.plan(p);
     cudnnHandle_t h = cudnn_on(s);
     plans_.select_forward(h, plan, p);
     const float one = 1.f, zero = 0.f;
     if (p.precision == Precision::fp32) {
+      require_fp32({x, y});
       void* ws = workspace(s, plan.fwd_bytes);
-      CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x, x, plan.w, w, plan.conv, *plan.fwd, ws,
-                                          plan.fwd_bytes, &zero, plan.y, y));
+      CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x, x.data, plan.w, w, plan.conv, *plan.fwd, ws,
+                                          plan.fwd_bytes, &zero, plan.y, as_out(y)));
       return;
     }
-    const Carve16 c = carve16(s, x_dims(p).numel(), w_dims(p).numel(), y_dims(p).numel(), plan.fwd_bytes);
-    to16(x, c.a, x_dims(p), s);
+    const Carve16 c = carve16(s, copy_size(x, x_dims(p)), w_dims(p).numel(), copy_size(y, y_dims(p)), plan.fwd_bytes);
+    const std::uint16_t* x16 = operand16(x, c.a, x_dims(p), s);
     to16(w, c.b, w_dims(p), s);
-    CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x, c.a, plan.w, c.b, plan.conv, *plan.fwd, c.ws,
-                                        plan.fwd_bytes, &zero, plan.y, c.out));
-    from16(c.out, y, y_dims(p), s);
+    std::uint16_t* y16 = y.is16 ? as16_out(y) : c.out;
+    CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x, x16, plan.w, c.b, plan.conv, *plan.fwd, c.ws,
+                                        plan.fwd_bytes, &zero, plan.y, y16));
+    if (!y.is16) from16(c.out, as_out(y), y_dims(p), s);
   }
 
   // dx = backward-data(w, dy) of problem p (x-shaped output, y-shaped input).
-  void run_backward_data(const ConvProblem& p, const float* w, const float* dy, float* dx, Stream& s) {
+  void run_backward_data(const ConvProblem& p, const float* w, ConvTensor dy, ConvTensor dx, Stream& s) {
     ConvPlan& plan = plans_.plan(p);
     cudnnHandle_t h = cudnn_on(s);
     plans_.select_backward_data(h, plan, p);
     const float one = 1.f, zero = 0.f;
     if (p.precision == Precision::fp32) {
+      require_fp32({dy, dx});
       void* ws = workspace(s, plan.bwd_data_bytes);
-      CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w, w, plan.y, dy, plan.conv,
+      CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w, w, plan.y, dy.data, plan.conv,
                                                *plan.bwd_data, ws, plan.bwd_data_bytes, &zero, plan.x,
-                                               dx));
+                                               as_out(dx)));
       return;
     }
-    const Carve16 c =
-        carve16(s, y_dims(p).numel(), w_dims(p).numel(), x_dims(p).numel(), plan.bwd_data_bytes);
-    to16(dy, c.a, y_dims(p), s);
+    const Carve16 c = carve16(s, copy_size(dy, y_dims(p)), w_dims(p).numel(), copy_size(dx, x_dims(p)),
+                              plan.bwd_data_bytes);
+    const std::uint16_t* dy16 = operand16(dy, c.a, y_dims(p), s);
     to16(w, c.b, w_dims(p), s);
-    CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w, c.b, plan.y, c.a, plan.conv,
+    std::uint16_t* dx16 = dx.is16 ? as16_out(dx) : c.out;
+    CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w, c.b, plan.y, dy16, plan.conv,
                                              *plan.bwd_data, c.ws, plan.bwd_data_bytes, &zero, plan.x,
-                                             c.out));
-    from16(c.out, dx, x_dims(p), s);
+                                             dx16));
+    if (!dx.is16) from16(c.out, as_out(dx), x_dims(p), s);
   }
 
   // dw = backward-filter(x, dy) of problem p.
-  void run_backward_filter(const ConvProblem& p, const float* x, const float* dy, float* dw,
-                           Stream& s) {
+  void run_backward_filter(const ConvProblem& p, ConvTensor x, ConvTensor dy, float* dw, Stream& s) {
     ConvPlan& plan = plans_.plan(p);
     cudnnHandle_t h = cudnn_on(s);
     plans_.select_backward_filter(h, plan, p);
     const float one = 1.f, zero = 0.f;
     if (p.precision == Precision::fp32) {
+      require_fp32({x, dy});
       void* ws = workspace(s, plan.bwd_filter_bytes);
-      CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x, x, plan.y, dy, plan.conv,
+      CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x, x.data, plan.y, dy.data, plan.conv,
                                                  *plan.bwd_filter, ws, plan.bwd_filter_bytes, &zero,
                                                  plan.w, dw));
       return;
     }
-    const Carve16 c =
-        carve16(s, x_dims(p).numel(), y_dims(p).numel(), w_dims(p).numel(), plan.bwd_filter_bytes);
-    to16(x, c.a, x_dims(p), s);
-    to16(dy, c.b, y_dims(p), s);
-    CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x, c.a, plan.y, c.b, plan.conv,
+    const Carve16 c = carve16(s, copy_size(x, x_dims(p)), copy_size(dy, y_dims(p)), w_dims(p).numel(),
+                              plan.bwd_filter_bytes);
+    const std::uint16_t* x16 = operand16(x, c.a, x_dims(p), s);
+    const std::uint16_t* dy16 = operand16(dy, c.b, y_dims(p), s);
+    CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x, x16, plan.y, dy16, plan.conv,
                                                *plan.bwd_filter, c.ws, plan.bwd_filter_bytes, &zero,
                                                plan.w, c.out));
     from16(c.out, dw, w_dims(p), s);
@@ -611,33 +763,35 @@ class CudaBackend final : public Backend {
   // 16-bit only: dw = backward-filter(x, dy), then dx = backward-data(w, dy), with
   // dy cast once for both (the calls and casts of run_backward_filter and
   // run_backward_data otherwise, so the results are the same bits). One carve:
-  // dy16 | x16 | w16 | out (the larger of x and w; dw's result, then dx's) | workspace.
-  void run_backward_both(const ConvProblem& p, const float* x, const float* w, const float* dy, float* dw,
-                         float* dx, Stream& s) {
+  // dy16 | x16 | w16 | out (the larger of x and w; dw's result, then dx's) | workspace,
+  // where tensors in 16-bit storage need no copy.
+  void run_backward_both(const ConvProblem& p, ConvTensor x, const float* w, ConvTensor dy, float* dw, ConvTensor dx,
+                         Stream& s) {
     ConvPlan& plan = plans_.plan(p);
     cudnnHandle_t h = cudnn_on(s);
     plans_.select_backward_filter(h, plan, p);
     plans_.select_backward_data(h, plan, p);
     const float one = 1.f, zero = 0.f;
-    const std::size_t nx = x_dims(p).numel(), nw = w_dims(p).numel(), ny = y_dims(p).numel();
-    const std::size_t sy = aligned(ny * 2), sx = aligned(nx * 2), sw = aligned(nw * 2),
-                      so = aligned(std::max(nx, nw) * 2);
+    const std::size_t nx = x_dims(p).numel(), nw = w_dims(p).numel();
+    const std::size_t sy = aligned(copy_size(dy, y_dims(p)) * 2), sx = aligned(copy_size(x, x_dims(p)) * 2),
+                      sw = aligned(nw * 2), so = aligned((dx.is16 ? nw : std::max(nx, nw)) * 2);
     const std::size_t ws_bytes = std::max(plan.bwd_filter_bytes, plan.bwd_data_bytes);
     auto* base = static_cast<char*>(as_cuda(s).scratch(sy + sx + sw + so + ws_bytes));
-    auto* dy16 = reinterpret_cast<std::uint16_t*>(base);
-    auto* x16 = reinterpret_cast<std::uint16_t*>(base + sy);
+    auto* dy_copy = reinterpret_cast<std::uint16_t*>(base);
+    auto* x_copy = reinterpret_cast<std::uint16_t*>(base + sy);
     auto* w16 = reinterpret_cast<std::uint16_t*>(base + sy + sx);
     auto* out = reinterpret_cast<std::uint16_t*>(base + sy + sx + sw);
     void* ws = ws_bytes ? base + sy + sx + sw + so : nullptr;
-    to16(x, x16, x_dims(p), s);
-    to16(dy, dy16, y_dims(p), s);
+    const std::uint16_t* x16 = operand16(x, x_copy, x_dims(p), s);
+    const std::uint16_t* dy16 = operand16(dy, dy_copy, y_dims(p), s);
     CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x, x16, plan.y, dy16, plan.conv, *plan.bwd_filter, ws,
                                                plan.bwd_filter_bytes, &zero, plan.w, out));
     from16(out, dw, w_dims(p), s);
     to16(w, w16, w_dims(p), s);
+    std::uint16_t* dx16 = dx.is16 ? as16_out(dx) : out;
     CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w, w16, plan.y, dy16, plan.conv, *plan.bwd_data, ws,
-                                             plan.bwd_data_bytes, &zero, plan.x, out));
-    from16(out, dx, x_dims(p), s);
+                                             plan.bwd_data_bytes, &zero, plan.x, dx16));
+    if (!dx.is16) from16(out, as_out(dx), x_dims(p), s);
   }
 
   cudnnHandle_t cudnn_on(Stream& s) {

@@ -23,6 +23,11 @@ struct CudaBackendOptions {
   // 465 -> 656 images/s, TF32 batch 16 674 -> 695, bf16 batch 64 787 -> 796, fp32
   // batch 16 477 -> 469); model.conv_algorithms = benchmark keeps the other path.
   bool benchmark_algorithms = false;
+  // In bf16 / fp16: keep the backbone's activations and gradients in the
+  // precision's 16-bit NHWC storage (Backend::activation_storage), so no convolution
+  // casts them. false: fp32 NCHW activations, each convolution casting its operands
+  // (the path measured on an H200 on 2026-11-26; TRAINER_NHWC16=0).
+  bool nhwc16_activations = true;
   // Largest cuDNN workspace one convolution may use.
   std::size_t conv_workspace_limit = std::size_t(1) << 30;
 };

@@ -1,0 +1,506 @@
+// Kernels over 16-bit NHWC activations; see nhwc16.cuh.
+#include "nhwc16.cuh"
+
+#include <cmath>  // INFINITY
+
+#include "compute/batchnorm_apply_rule.hpp"  // batchnorm_affine_of, batchnorm_affine, relu_masked, ...
+#include "compute/batchnorm_moments.hpp"      // store_moments
+#include "compute/float16.hpp"                // f16::bf16_to_float, float_to_bf16, half_to_float, float_to_half
+#include "launch.cuh"                          // blocks_for, kThreads
+
+namespace trainer::kernels {
+namespace {
+
+using detail::blocks_for;
+using detail::kThreads;
+
+// ---- 16-bit values and 16-byte packs ------------------------------------------
+
+template <Format16 F>
+struct Codec;
+template <>
+struct Codec<Format16::bf16> {
+  __device__ static float load(std::uint16_t v) { return compute::f16::bf16_to_float(v); }
+  __device__ static std::uint16_t store(float v) { return compute::f16::float_to_bf16(v); }
+};
+template <>
+struct Codec<Format16::fp16> {
+  __device__ static float load(std::uint16_t v) { return compute::f16::half_to_float(v); }
+  __device__ static std::uint16_t store(float v) { return compute::f16::float_to_half(v); }
+};
+
+// VEC consecutive values; VEC = 8 is one 16-byte load or store.
+template <int VEC>
+struct alignas(VEC * 2) Pack {
+  std::uint16_t v[VEC];
+};
+template <int VEC>
+__device__ inline Pack<VEC> load_pack(const std::uint16_t* p) {
+  return *reinterpret_cast<const Pack<VEC>*>(p);
+}
+template <int VEC>
+__device__ inline void store_pack(std::uint16_t* p, const Pack<VEC>& v) {
+  *reinterpret_cast<Pack<VEC>*>(p) = v;
+}
+
+template <Format16 F_, int VEC_>
+struct Variant {
+  static constexpr Format16 F = F_;
+  static constexpr int VEC = VEC_;
+};
+
+// Runs launch(Variant<format, vec>{}) with 8-wide packs when `groups_of_8` holds.
+template <typename Launch>
+void dispatch(Format16 f, bool groups_of_8, Launch&& launch) {
+  if (f == Format16::bf16) {
+    if (groups_of_8) launch(Variant<Format16::bf16, 8>{});
+    else launch(Variant<Format16::bf16, 1>{});
+  } else {
+    if (groups_of_8) launch(Variant<Format16::fp16, 8>{});
+    else launch(Variant<Format16::fp16, 1>{});
+  }
+}
+
+// ---- per-channel sums ------------------------------------------------------------
+// Grid (splits, chunks) of 1-D blocks seen as tx channel lanes (VEC channels each)
+// by ty rows. Each thread sums its rows (r = split * ty + row, stepping splits * ty)
+// in double; the block adds its ty rows in order into one partial per (split,
+// channel); a second kernel adds the splits in order. Consecutive threads read
+// consecutive channels, then consecutive rows: one contiguous stretch per warp.
+
+enum class SumKind { stats, moments, backward, relu_backward };
+
+constexpr int kSumThreads = 256;
+constexpr int kMaxSplits = 1024;  // 256 threads each: enough to fill an H100 on the 64-channel layers
+constexpr int kRowsPerThread = 32;  // rows each thread sums, about, before splits are capped
+
+struct SumLayout {
+  int tx, ty, chunks, splits;
+};
+
+SumLayout sum_layout(std::size_t rows, int c) {
+  const int vec = c % 8 == 0 ? 8 : 1;
+  const int lanes = c / vec;
+  SumLayout l;
+  l.tx = lanes < kSumThreads ? lanes : kSumThreads;
+  l.ty = kSumThreads / l.tx;
+  l.chunks = (lanes + l.tx - 1) / l.tx;
+  const std::size_t want = (rows + std::size_t(l.ty) * kRowsPerThread - 1) / (std::size_t(l.ty) * kRowsPerThread);
+  l.splits = want < 1 ? 1 : want > std::size_t(kMaxSplits) ? kMaxSplits : int(want);
+  return l;
+}
+
+struct SumArgs {
+  const std::uint16_t* a;  // x (stats, moments) or dy (backward)
+  const std::uint16_t* x;  // backward: the batch norm's input
+  const float* mean;
+  const float* invstd;
+  const float* gamma;
+  const float* beta;
+  std::size_t rows;
+  int c;
+};
+
+template <Format16 F, int VEC, SumKind K>
+__global__ void channel_partials_kernel(SumArgs args, int tx, int ty, double* partial) {
+  using C = Codec<F>;
+  __shared__ double shared[kSumThreads * VEC * 2];
+  const int lx = threadIdx.x % tx, ly = threadIdx.x / tx;
+  const int lane = blockIdx.y * tx + lx;
+  const int c0 = lane * VEC;
+  const bool active = c0 < args.c;
+  double sa[VEC], sb[VEC];
+  for (int j = 0; j < VEC; ++j) sa[j] = sb[j] = 0.0;
+  if (active) {
+    float ref[VEC];  // moments: the shift; backward: the mean
+    compute::BatchnormAffine affine[VEC];
+    for (int j = 0; j < VEC; ++j) {
+      if constexpr (K == SumKind::moments) ref[j] = C::load(args.a[c0 + j]);
+      else if constexpr (K == SumKind::backward || K == SumKind::relu_backward) ref[j] = args.mean[c0 + j];
+      else ref[j] = 0.f;
+      if constexpr (K == SumKind::relu_backward)
+        affine[j] = compute::batchnorm_affine_of(args.mean, args.invstd, args.gamma, args.beta, c0 + j);
+    }
+    const std::size_t step = std::size_t(gridDim.x) * ty;
+    for (std::size_t r = std::size_t(blockIdx.x) * ty + ly; r < args.rows; r += step) {
+      const std::size_t off = r * args.c + c0;
+      const Pack<VEC> pa = load_pack<VEC>(args.a + off);
+      if constexpr (K == SumKind::stats || K == SumKind::moments) {
+        for (int j = 0; j < VEC; ++j) {
+          const double v = double(C::load(pa.v[j])) - double(ref[j]);
+          sa[j] += v;
+          sb[j] += v * v;
+        }
+      } else {
+        const Pack<VEC> px = load_pack<VEC>(args.x + off);
+        for (int j = 0; j < VEC; ++j) {
+          const float xv = C::load(px.v[j]);
+          float g = C::load(pa.v[j]);
+          if constexpr (K == SumKind::relu_backward) g = compute::relu_masked(g, xv, affine[j]);
+          sa[j] += double(g);
+          sb[j] += double(g) * (double(xv) - double(ref[j]));
+        }
+      }
+    }
+  }
+  for (int j = 0; j < VEC; ++j) {
+    shared[(threadIdx.x * VEC + j) * 2 + 0] = sa[j];
+    shared[(threadIdx.x * VEC + j) * 2 + 1] = sb[j];
+  }
+  __syncthreads();
+  if (ly != 0 || !active) return;
+  for (int j = 0; j < VEC; ++j) {
+    double a = 0.0, b = 0.0;
+    for (int row = 0; row < ty; ++row) {
+      const int t = row * tx + lx;
+      a += shared[(t * VEC + j) * 2 + 0];
+      b += shared[(t * VEC + j) * 2 + 1];
+    }
+    partial[(std::size_t(blockIdx.x) * args.c + c0 + j) * 2 + 0] = a;
+    partial[(std::size_t(blockIdx.x) * args.c + c0 + j) * 2 + 1] = b;
+  }
+}
+
+__global__ void partial_sums_kernel(const double* partial, int c, int splits, float* out) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= c) return;
+  double a = 0.0, b = 0.0;
+  for (int s = 0; s < splits; ++s) {
+    a += partial[(std::size_t(s) * c + ch) * 2 + 0];
+    b += partial[(std::size_t(s) * c + ch) * 2 + 1];
+  }
+  out[ch] = static_cast<float>(a);
+  out[c + ch] = static_cast<float>(b);
+}
+
+// mean = shift + a / count, M2 = b - a^2 / count (kernels/batchnorm.cu's rule).
+template <Format16 F>
+__global__ void moments_kernel(const std::uint16_t* x, const double* partial, int c, int splits, double count,
+                               float* out) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch == 0) out[3 * c] = static_cast<float>(count);
+  if (ch >= c) return;
+  if (count <= 0.0) {
+    compute::store_moments(out, c, ch, 0.0, 0.0);
+    return;
+  }
+  double a = 0.0, b = 0.0;
+  for (int s = 0; s < splits; ++s) {
+    a += partial[(std::size_t(s) * c + ch) * 2 + 0];
+    b += partial[(std::size_t(s) * c + ch) * 2 + 1];
+  }
+  const double m2 = b - a * a / count;
+  compute::store_moments(out, c, ch, double(Codec<F>::load(x[ch])) + a / count, m2 > 0.0 ? m2 : 0.0);
+}
+
+template <SumKind K>
+void channel_partials(const SumArgs& args, Format16 f, double* scratch, cudaStream_t s) {
+  const SumLayout l = sum_layout(args.rows, args.c);
+  dispatch(f, args.c % 8 == 0, [&](auto v) {
+    using V = decltype(v);
+    channel_partials_kernel<V::F, V::VEC, K>
+        <<<dim3(unsigned(l.splits), unsigned(l.chunks)), l.tx * l.ty, 0, s>>>(args, l.tx, l.ty, scratch);
+  });
+}
+
+template <SumKind K>
+void channel_sums(const SumArgs& args, Format16 f, float* out, double* scratch, cudaStream_t s) {
+  if (args.c <= 0) return;
+  if (args.rows == 0) {
+    cudaMemsetAsync(out, 0, 2 * std::size_t(args.c) * sizeof(float), s);
+    return;
+  }
+  channel_partials<K>(args, f, scratch, s);
+  partial_sums_kernel<<<(args.c + kThreads - 1) / kThreads, kThreads, 0, s>>>(
+      scratch, args.c, sum_layout(args.rows, args.c).splits, out);
+}
+
+// ---- element-wise batch norm -------------------------------------------------------
+// Per-channel coefficients first (c threads), so the element pass reads two to six
+// floats per channel instead of recomputing them per element.
+
+struct ApplyCoefficients {  // in `coefficients`: [scale | shift | mean_dy | proj | mean | k], c floats each
+  float* base;
+  int c;
+  __device__ float& at(int field, int ch) const { return base[std::size_t(field) * c + ch]; }
+};
+
+__global__ void apply_coefficients_kernel(const float* mean, const float* invstd, const float* gamma,
+                                          const float* beta, const float* reduce, double count, ApplyCoefficients k) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= k.c) return;
+  const compute::BatchnormAffine a = compute::batchnorm_affine_of(mean, invstd, gamma, beta, ch);
+  k.at(0, ch) = a.scale;
+  k.at(1, ch) = a.shift;
+  if (reduce == nullptr) return;
+  // The fp32 backward kernel's expressions (kernels/batchnorm.cu), so the same roundings.
+  const float is = invstd[ch];
+  const float g = gamma ? gamma[ch] : 1.f;
+  k.at(2, ch) = static_cast<float>(reduce[ch] / count);
+  k.at(3, ch) = static_cast<float>(reduce[k.c + ch] / count) * is * is;
+  k.at(4, ch) = mean[ch];
+  k.at(5, ch) = is * g;
+}
+
+template <Format16 F, int VEC>
+__global__ void apply_kernel(const std::uint16_t* x, const std::uint16_t* residual, bool relu, std::uint16_t* y,
+                             std::size_t groups, ApplyCoefficients k) {
+  using C = Codec<F>;
+  for (std::size_t g = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; g < groups;
+       g += std::size_t(blockDim.x) * gridDim.x) {
+    const std::size_t off = g * VEC;
+    const int c0 = int(off % k.c);
+    const Pack<VEC> px = load_pack<VEC>(x + off);
+    Pack<VEC> pr{};
+    if (residual) pr = load_pack<VEC>(residual + off);
+    Pack<VEC> out;
+    for (int j = 0; j < VEC; ++j) {
+      const compute::BatchnormAffine a{k.at(0, c0 + j), k.at(1, c0 + j)};
+      const float xv = C::load(px.v[j]);
+      float v;
+      if (!relu) v = compute::batchnorm_affine(xv, a);
+      else if (residual) v = compute::batchnorm_add_relu(xv, a, C::load(pr.v[j]));
+      else v = compute::batchnorm_relu(xv, a);
+      out.v[j] = C::store(v);
+    }
+    store_pack<VEC>(y + off, out);
+  }
+}
+
+template <Format16 F, int VEC>
+__global__ void backward_apply_kernel(const std::uint16_t* dy, const std::uint16_t* x, bool relu, std::uint16_t* dx,
+                                      std::size_t groups, ApplyCoefficients k) {
+  using C = Codec<F>;
+  for (std::size_t g = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; g < groups;
+       g += std::size_t(blockDim.x) * gridDim.x) {
+    const std::size_t off = g * VEC;
+    const int c0 = int(off % k.c);
+    const Pack<VEC> pd = load_pack<VEC>(dy + off);
+    const Pack<VEC> px = load_pack<VEC>(x + off);
+    Pack<VEC> out;
+    for (int j = 0; j < VEC; ++j) {
+      const int ch = c0 + j;
+      const float xv = C::load(px.v[j]);
+      float gradient = C::load(pd.v[j]);
+      if (relu) gradient = compute::relu_masked(gradient, xv, compute::BatchnormAffine{k.at(0, ch), k.at(1, ch)});
+      out.v[j] = C::store((gradient - k.at(2, ch) - (xv - k.at(4, ch)) * k.at(3, ch)) * k.at(5, ch));
+    }
+    store_pack<VEC>(dx + off, out);
+  }
+}
+
+// ---- max pooling (pool.cuh's semantics, NHWC) -------------------------------------
+
+// The window's argmax as y * w + x (-1 for an all-padding window); `image` is the
+// image's first element, `ch` the channel.
+template <Format16 F>
+__device__ inline int window_argmax(const std::uint16_t* image, const PoolShape& p, int oy, int ox, int ch) {
+  const int y0 = oy * p.stride - p.pad, x0 = ox * p.stride - p.pad;
+  int best = -1;
+  float best_v = -INFINITY;
+  for (int ky = 0; ky < p.kernel; ++ky) {
+    const int y = y0 + ky;
+    if (y < 0 || y >= p.h) continue;
+    for (int kx = 0; kx < p.kernel; ++kx) {
+      const int xx = x0 + kx;
+      if (xx < 0 || xx >= p.w) continue;
+      const float v = Codec<F>::load(image[(std::size_t(y) * p.w + xx) * p.c + ch]);
+      if (best < 0 || v > best_v || isnan(v)) {
+        best = y * p.w + xx;
+        best_v = v;
+        if (isnan(v)) return best;
+      }
+    }
+  }
+  return best;
+}
+
+// One thread per output element (n, oy, ox, ch); with `argmax` set, the window's
+// argmax is written there instead of the maximum into y.
+template <Format16 F>
+__global__ void pool_forward_kernel(const std::uint16_t* x, std::uint16_t* y, int* argmax, PoolShape p,
+                                    std::size_t total) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(blockDim.x) * gridDim.x) {
+    const int ch = int(i % p.c);
+    const std::size_t pixel = i / p.c;
+    const int ox = int(pixel % p.ow);
+    const int oy = int((pixel / p.ow) % p.oh);
+    const std::size_t n = pixel / (std::size_t(p.ow) * p.oh);
+    const std::uint16_t* image = x + n * p.h * p.w * p.c;
+    const int a = window_argmax<F>(image, p, oy, ox, ch);
+    if (argmax) argmax[i] = a;
+    else y[i] = a >= 0 ? image[std::size_t(a) * p.c + ch] : Codec<F>::store(-INFINITY);
+  }
+}
+
+// Each input element sums dy over the outputs whose argmax it is, in the CPU
+// twin's order (output rows, then columns).
+template <Format16 F>
+__global__ void pool_gather_kernel(const int* argmax, const std::uint16_t* dy, std::uint16_t* dx, PoolShape p,
+                                   std::size_t total) {
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
+       i += std::size_t(blockDim.x) * gridDim.x) {
+    const int ch = int(i % p.c);
+    const std::size_t pixel = i / p.c;
+    const int ix = int(pixel % p.w);
+    const int iy = int((pixel / p.w) % p.h);
+    const std::size_t n = pixel / (std::size_t(p.w) * p.h);
+    const int self = iy * p.w + ix;
+    int oy_lo = (iy + p.pad - p.kernel + p.stride) / p.stride;
+    if (iy + p.pad - p.kernel + 1 < 0) oy_lo = 0;
+    int oy_hi = (iy + p.pad) / p.stride;
+    if (oy_hi > p.oh - 1) oy_hi = p.oh - 1;
+    int ox_lo = (ix + p.pad - p.kernel + p.stride) / p.stride;
+    if (ix + p.pad - p.kernel + 1 < 0) ox_lo = 0;
+    int ox_hi = (ix + p.pad) / p.stride;
+    if (ox_hi > p.ow - 1) ox_hi = p.ow - 1;
+    float g = 0.f;
+    for (int oy = oy_lo; oy <= oy_hi; ++oy)
+      for (int ox = ox_lo; ox <= ox_hi; ++ox) {
+        const std::size_t o = ((n * p.oh + oy) * p.ow + ox) * p.c + ch;
+        if (argmax[o] == self) g += Codec<F>::load(dy[o]);
+      }
+    dx[i] = Codec<F>::store(g);
+  }
+}
+
+// ---- element-wise -------------------------------------------------------------------
+
+template <Format16 F, int VEC>
+__global__ void relu_backward_kernel(const std::uint16_t* y, const std::uint16_t* dy, std::uint16_t* dx,
+                                     std::size_t groups) {
+  for (std::size_t g = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; g < groups;
+       g += std::size_t(blockDim.x) * gridDim.x) {
+    const Pack<VEC> py = load_pack<VEC>(y + g * VEC);
+    Pack<VEC> pd = load_pack<VEC>(dy + g * VEC);
+    for (int j = 0; j < VEC; ++j)
+      if (!(Codec<F>::load(py.v[j]) > 0.f)) pd.v[j] = 0;  // +0 in both 16-bit formats
+    store_pack<VEC>(dx + g * VEC, pd);
+  }
+}
+
+template <Format16 F, int VEC>
+__global__ void accumulate_kernel(const std::uint16_t* x, std::uint16_t* out, std::size_t groups) {
+  using C = Codec<F>;
+  for (std::size_t g = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; g < groups;
+       g += std::size_t(blockDim.x) * gridDim.x) {
+    const Pack<VEC> px = load_pack<VEC>(x + g * VEC);
+    Pack<VEC> po = load_pack<VEC>(out + g * VEC);
+    for (int j = 0; j < VEC; ++j) po.v[j] = C::store(C::load(po.v[j]) + C::load(px.v[j]));
+    store_pack<VEC>(out + g * VEC, po);
+  }
+}
+
+}  // namespace
+
+std::size_t nhwc16_scratch_doubles(std::size_t rows, int c) {
+  return std::size_t(sum_layout(rows, c > 0 ? c : 1).splits) * (c > 0 ? c : 1) * 2;
+}
+
+std::size_t nhwc16_coefficient_floats(int c) { return 6 * std::size_t(c > 0 ? c : 0); }
+
+void nhwc16_stats(const std::uint16_t* x, std::size_t rows, int c, Format16 f, float* out, double* scratch,
+                  cudaStream_t s) {
+  channel_sums<SumKind::stats>(SumArgs{x, nullptr, nullptr, nullptr, nullptr, nullptr, rows, c}, f, out, scratch, s);
+}
+
+void nhwc16_moments(const std::uint16_t* x, std::size_t rows, int c, Format16 f, float* out, double* scratch,
+                    cudaStream_t s) {
+  if (c <= 0) return;
+  const SumArgs args{x, nullptr, nullptr, nullptr, nullptr, nullptr, rows, c};
+  if (rows > 0) channel_partials<SumKind::moments>(args, f, scratch, s);
+  const int splits = rows > 0 ? sum_layout(rows, c).splits : 0;
+  const unsigned blocks = unsigned((c + kThreads) / kThreads);  // c + 1 threads: the count too
+  if (f == Format16::bf16)
+    moments_kernel<Format16::bf16><<<blocks, kThreads, 0, s>>>(x, scratch, c, splits, double(rows), out);
+  else
+    moments_kernel<Format16::fp16><<<blocks, kThreads, 0, s>>>(x, scratch, c, splits, double(rows), out);
+}
+
+void nhwc16_batchnorm_apply(const std::uint16_t* x, const float* mean, const float* invstd, const float* gamma,
+                            const float* beta, const std::uint16_t* residual, bool relu, std::uint16_t* y,
+                            std::size_t rows, int c, Format16 f, float* coefficients, cudaStream_t s) {
+  const std::size_t total = rows * std::size_t(c > 0 ? c : 0);
+  if (!total) return;
+  const ApplyCoefficients k{coefficients, c};
+  apply_coefficients_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(mean, invstd, gamma, beta, nullptr,
+                                                                               1.0, k);
+  dispatch(f, c % 8 == 0, [&](auto v) {
+    using V = decltype(v);
+    const std::size_t groups = total / V::VEC;
+    apply_kernel<V::F, V::VEC><<<blocks_for(groups), kThreads, 0, s>>>(x, residual, relu, y, groups, k);
+  });
+}
+
+void nhwc16_batchnorm_backward_reduce(const std::uint16_t* dy, const std::uint16_t* x, const float* mean,
+                                      const float* invstd, const float* gamma, const float* beta, bool relu,
+                                      std::size_t rows, int c, Format16 f, float* out, double* scratch,
+                                      cudaStream_t s) {
+  const SumArgs args{dy, x, mean, invstd, gamma, beta, rows, c};
+  if (relu) channel_sums<SumKind::relu_backward>(args, f, out, scratch, s);
+  else channel_sums<SumKind::backward>(args, f, out, scratch, s);
+}
+
+void nhwc16_batchnorm_backward_apply(const std::uint16_t* dy, const std::uint16_t* x, const float* mean,
+                                     const float* invstd, const float* gamma, const float* beta, const float* reduce,
+                                     double count, bool relu, std::uint16_t* dx, std::size_t rows, int c, Format16 f,
+                                     float* coefficients, cudaStream_t s) {
+  const std::size_t total = rows * std::size_t(c > 0 ? c : 0);
+  if (!total) return;
+  const ApplyCoefficients k{coefficients, c};
+  apply_coefficients_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(mean, invstd, gamma, beta, reduce,
+                                                                               count, k);
+  dispatch(f, c % 8 == 0, [&](auto v) {
+    using V = decltype(v);
+    const std::size_t groups = total / V::VEC;
+    backward_apply_kernel<V::F, V::VEC><<<blocks_for(groups), kThreads, 0, s>>>(dy, x, relu, dx, groups, k);
+  });
+}
+
+void nhwc16_maxpool_forward(const std::uint16_t* x, std::uint16_t* y, const PoolShape& p, Format16 f,
+                            cudaStream_t s) {
+  const std::size_t total = std::size_t(p.n) * p.oh * p.ow * p.c;
+  if (!total) return;
+  if (f == Format16::bf16)
+    pool_forward_kernel<Format16::bf16><<<blocks_for(total), kThreads, 0, s>>>(x, y, nullptr, p, total);
+  else
+    pool_forward_kernel<Format16::fp16><<<blocks_for(total), kThreads, 0, s>>>(x, y, nullptr, p, total);
+}
+
+void nhwc16_maxpool_backward(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx, int* argmax,
+                             const PoolShape& p, Format16 f, cudaStream_t s) {
+  const std::size_t outputs = std::size_t(p.n) * p.oh * p.ow * p.c;
+  const std::size_t inputs = std::size_t(p.n) * p.h * p.w * p.c;
+  if (!inputs) return;
+  if (f == Format16::bf16) {
+    if (outputs)
+      pool_forward_kernel<Format16::bf16><<<blocks_for(outputs), kThreads, 0, s>>>(x, nullptr, argmax, p, outputs);
+    pool_gather_kernel<Format16::bf16><<<blocks_for(inputs), kThreads, 0, s>>>(argmax, dy, dx, p, inputs);
+  } else {
+    if (outputs)
+      pool_forward_kernel<Format16::fp16><<<blocks_for(outputs), kThreads, 0, s>>>(x, nullptr, argmax, p, outputs);
+    pool_gather_kernel<Format16::fp16><<<blocks_for(inputs), kThreads, 0, s>>>(argmax, dy, dx, p, inputs);
+  }
+}
+
+void nhwc16_relu_backward(const std::uint16_t* y, const std::uint16_t* dy, std::uint16_t* dx, std::size_t count,
+                          Format16 f, cudaStream_t s) {
+  if (!count) return;
+  dispatch(f, count % 8 == 0, [&](auto v) {
+    using V = decltype(v);
+    const std::size_t groups = count / V::VEC;
+    relu_backward_kernel<V::F, V::VEC><<<blocks_for(groups), kThreads, 0, s>>>(y, dy, dx, groups);
+  });
+}
+
+void nhwc16_accumulate(const std::uint16_t* x, std::uint16_t* out, std::size_t count, Format16 f, cudaStream_t s) {
+  if (!count) return;
+  dispatch(f, count % 8 == 0, [&](auto v) {
+    using V = decltype(v);
+    const std::size_t groups = count / V::VEC;
+    accumulate_kernel<V::F, V::VEC><<<blocks_for(groups), kThreads, 0, s>>>(x, out, groups);
+  });
+}
+
+}  // namespace trainer::kernels

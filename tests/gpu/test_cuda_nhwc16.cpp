@@ -1,0 +1,278 @@
+// The 16-bit NHWC activation kernels (kernels/nhwc16.cu) against their CPU twins
+// (the CPU backend's ops on 16-bit views, compute/cpu/cpu_storage16.hpp), the
+// convolutions reading and writing 16-bit storage in place, and whole ResNet steps
+// in 16-bit storage against fp32 activations (TRAINER_NHWC16=0, the path measured
+// on 2026-11-26). Both sides read the same 16-bit values and round once on store,
+// so element-wise results differ by at most one 16-bit ulp (an FMA on the device
+// against a multiply and an add on the host), and per-channel sums only by fp32
+// summation order.
+#include <catch2/catch.hpp>
+
+#include <cmath>    // std::sqrt
+#include <cstdint>  // std::uint16_t
+#include <vector>   // std::vector
+
+#include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
+#include "gpu_test_util.hpp"
+#include "model/heatmap_model.hpp"  // HeatmapModel
+
+using namespace trainer;
+using namespace trainer::compute;
+using namespace trainer::compute::gpu_test;
+
+namespace {
+
+double tolerance16(Precision p) { return p == Precision::bf16 ? 1e-2 : 1e-3; }
+
+// One tensor in 16-bit storage on both backends, made from the same fp32 values.
+struct Tensor16 {
+  Shape4 shape;
+  Storage storage;
+  std::vector<std::uint16_t> host;  // the CPU twin's copy
+  DeviceBuffer device;
+  TensorView cpu() { return {reinterpret_cast<float*>(host.data()), shape, storage}; }
+  TensorView gpu() { return {device.data(), shape, storage}; }
+};
+
+struct Pair16 {
+  Precision precision;
+  Storage storage = storage_16bit_of(precision);
+  std::unique_ptr<Backend> cpu = make_cpu_backend(2, precision);
+  std::unique_ptr<Backend> gpu = make_cuda_backend(0, precision);
+
+  Tensor16 make(Shape4 d, const std::vector<float>& values) {
+    Tensor16 t{d, storage, std::vector<std::uint16_t>(d.numel()), DeviceBuffer(*gpu, storage_floats(d.numel(), storage))};
+    cpu->convert_storage({values.data(), d}, t.cpu(), cpu->default_stream());
+    gpu->upload(t.device.data(), reinterpret_cast<const float*>(t.host.data()), storage_floats(d.numel(), storage),
+                gpu->default_stream());
+    return t;
+  }
+  Tensor16 zeros(Shape4 d) { return make(d, std::vector<float>(d.numel(), 0.f)); }
+  // Both copies as fp32 NCHW: {gpu's, cpu's}.
+  std::pair<std::vector<float>, std::vector<float>> values(Tensor16& t) {
+    std::vector<std::uint16_t> bits(t.shape.numel());
+    gpu->download(reinterpret_cast<float*>(bits.data()), t.device.data(), storage_floats(bits.size(), storage),
+                  gpu->default_stream());
+    gpu->default_stream().synchronize();
+    std::vector<float> g(bits.size()), c(bits.size());
+    cpu->convert_storage({reinterpret_cast<float*>(bits.data()), t.shape, storage}, {g.data(), t.shape},
+                         cpu->default_stream());
+    cpu->convert_storage(t.cpu(), {c.data(), t.shape}, cpu->default_stream());
+    return {g, c};
+  }
+  DeviceBuffer device(const std::vector<float>& v) {
+    DeviceBuffer b(*gpu, v.size());
+    gpu->upload(b.data(), v.data(), v.size(), gpu->default_stream());
+    return b;
+  }
+  std::vector<float> host(const DeviceBuffer& b) {
+    std::vector<float> v(b.size());
+    gpu->download(v.data(), b.data(), v.size(), gpu->default_stream());
+    gpu->default_stream().synchronize();
+    return v;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("cuda 16-bit NHWC conversion, batch norm, pooling and elementwise kernels match the CPU twins",
+          "[gpu][storage16]") {
+  // 64 channels take the 16-byte path, 6 the one-value path.
+  for (const Shape4 d : {Shape4{4, 64, 9, 7}, Shape4{3, 6, 5, 4}}) {
+    for (Precision p : {Precision::bf16, Precision::fp16}) {
+      INFO(precision_name(p) << " " << d.str());
+      Pair16 t{p};
+      Stream& gs = t.gpu->default_stream();
+      Stream& cs = t.cpu->default_stream();
+      const int c = d.c;
+      const auto xv = random_vector(d.numel(), 401, -2.f, 2.f);
+      // The conversion kernels: the same bits as the host rules.
+      DeviceBuffer gx32 = t.device(xv);
+      Tensor16 x = t.make(d, xv), r = t.make(d, random_vector(d.numel(), 402)),
+               dy = t.make(d, random_vector(d.numel(), 403)), y = t.zeros(d), dx = t.zeros(d);
+      Tensor16 converted = t.zeros(d);
+      t.gpu->convert_storage({gx32.data(), d}, converted.gpu(), gs);
+      CHECK(t.values(converted).first == t.values(x).second);
+      DeviceBuffer back(*t.gpu, d.numel());
+      t.gpu->convert_storage(x.gpu(), {back.data(), d}, gs);
+      CHECK(t.host(back) == t.values(x).second);
+
+      const auto mean = random_vector(c, 404, -0.5f, 0.5f), invstd = random_vector(c, 405, 0.5f, 2.f),
+                 gamma = random_vector(c, 406, -1.5f, 1.5f), beta = random_vector(c, 407, -0.5f, 0.5f);
+      auto gmean = t.device(mean), ginv = t.device(invstd), ggamma = t.device(gamma), gbeta = t.device(beta);
+
+      // Statistics: moments and plain sums.
+      DeviceBuffer gm(*t.gpu, batchnorm_moments_size(c)), gsum(*t.gpu, 2 * std::size_t(c));
+      std::vector<float> m(batchnorm_moments_size(c)), sums(2 * c);
+      t.gpu->batchnorm_moments(x.gpu(), gm.data(), gs);
+      t.cpu->batchnorm_moments(x.cpu(), m.data(), cs);
+      CHECK(rel_error(t.host(gm), m) < kTolerance);
+      t.gpu->batchnorm_stats(x.gpu(), gsum.data(), gs);
+      t.cpu->batchnorm_stats(x.cpu(), sums.data(), cs);
+      CHECK(rel_error(t.host(gsum), sums) < kTolerance);
+
+      // Apply: plain, with ReLU, with residual and ReLU.
+      for (int mode = 0; mode < 3; ++mode) {
+        INFO("apply mode " << mode);
+        if (mode == 0) {
+          t.gpu->batchnorm_apply(x.gpu(), gmean.data(), ginv.data(), ggamma.data(), gbeta.data(), y.gpu(), gs);
+          t.cpu->batchnorm_apply(x.cpu(), mean.data(), invstd.data(), gamma.data(), beta.data(), y.cpu(), cs);
+        } else {
+          t.gpu->batchnorm_apply_relu(x.gpu(), gmean.data(), ginv.data(), ggamma.data(), gbeta.data(),
+                                      mode == 2 ? r.device.data() : nullptr, y.gpu(), gs);
+          t.cpu->batchnorm_apply_relu(x.cpu(), mean.data(), invstd.data(), gamma.data(), beta.data(),
+                                      mode == 2 ? r.cpu().data : nullptr, y.cpu(), cs);
+        }
+        const auto [g, h] = t.values(y);
+        CHECK(rel_error(g, h) < tolerance16(p));
+      }
+
+      // Backward: reduce and apply, plain and through the ReLU.
+      const double count = double(d.n) * d.h * d.w;
+      for (bool relu : {false, true}) {
+        INFO("backward relu " << relu);
+        DeviceBuffer greduce(*t.gpu, 2 * std::size_t(c));
+        std::vector<float> reduce(2 * c);
+        if (relu) {
+          t.gpu->batchnorm_relu_backward_reduce(dy.gpu(), x.gpu(), gmean.data(), ginv.data(), ggamma.data(),
+                                                gbeta.data(), greduce.data(), gs);
+          t.cpu->batchnorm_relu_backward_reduce(dy.cpu(), x.cpu(), mean.data(), invstd.data(), gamma.data(),
+                                                beta.data(), reduce.data(), cs);
+        } else {
+          t.gpu->batchnorm_backward_reduce(dy.gpu(), x.gpu(), gmean.data(), greduce.data(), gs);
+          t.cpu->batchnorm_backward_reduce(dy.cpu(), x.cpu(), mean.data(), reduce.data(), cs);
+        }
+        CHECK(rel_error(t.host(greduce), reduce) < kTolerance);
+        auto same_reduce = t.device(reduce);  // so dx compares the apply alone
+        if (relu) {
+          t.gpu->batchnorm_relu_backward_apply(dy.gpu(), x.gpu(), gmean.data(), ginv.data(), ggamma.data(),
+                                               gbeta.data(), same_reduce.data(), count, dx.gpu(), gs);
+          t.cpu->batchnorm_relu_backward_apply(dy.cpu(), x.cpu(), mean.data(), invstd.data(), gamma.data(),
+                                               beta.data(), reduce.data(), count, dx.cpu(), cs);
+        } else {
+          t.gpu->batchnorm_backward_apply(dy.gpu(), x.gpu(), gmean.data(), ginv.data(), ggamma.data(),
+                                          same_reduce.data(), count, dx.gpu(), gs);
+          t.cpu->batchnorm_backward_apply(dy.cpu(), x.cpu(), mean.data(), invstd.data(), gamma.data(), reduce.data(),
+                                          count, dx.cpu(), cs);
+        }
+        const auto [g, h] = t.values(dx);
+        CHECK(rel_error(g, h) < tolerance16(p));
+      }
+
+      // Max pooling 3x3 / 2, pad 1 (the stem's), forward and backward.
+      PoolGeometry pool;
+      const Shape4 pd{d.n, d.c, (d.h + 2 - 3) / 2 + 1, (d.w + 2 - 3) / 2 + 1};
+      Tensor16 py = t.zeros(pd), pdy = t.make(pd, random_vector(pd.numel(), 408)), pdx = t.zeros(d);
+      t.gpu->maxpool2d_forward(x.gpu(), py.gpu(), pool, gs);
+      t.cpu->maxpool2d_forward(x.cpu(), py.cpu(), pool, cs);
+      {
+        const auto [g, h] = t.values(py);
+        CHECK(g == h);  // a copy of one input: exact
+      }
+      t.gpu->maxpool2d_backward(x.gpu(), pdy.gpu(), pdx.gpu(), pool, gs);
+      t.cpu->maxpool2d_backward(x.cpu(), pdy.cpu(), pdx.cpu(), pool, cs);
+      {
+        const auto [g, h] = t.values(pdx);
+        CHECK(g == h);  // the same sums in the same order
+      }
+
+      // The residual join's ReLU backward and gradient add.
+      t.gpu->relu_backward_tensor(x.gpu(), dy.gpu(), dx.gpu(), gs);
+      t.cpu->relu_backward_tensor(x.cpu(), dy.cpu(), dx.cpu(), cs);
+      {
+        const auto [g, h] = t.values(dx);
+        CHECK(g == h);
+      }
+      t.gpu->accumulate_tensor(r.gpu(), dx.gpu(), gs);
+      t.cpu->accumulate_tensor(r.cpu(), dx.cpu(), cs);
+      {
+        const auto [g, h] = t.values(dx);
+        CHECK(g == h);  // one fp32 add of exact values, one rounding
+      }
+    }
+  }
+}
+
+TEST_CASE("cuda convolutions read and write 16-bit storage in place, as the cast path computes",
+          "[gpu][storage16]") {
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    INFO(precision_name(p));
+    Pair16 t{p};
+    Stream& gs = t.gpu->default_stream();
+    ConvGeometry g;
+    g.in_channels = 16;
+    g.out_channels = 32;
+    g.kernel = 3;
+    g.stride = 2;
+    g.pad = 1;
+    const Shape4 xs{2, 16, 15, 14}, ys{2, 32, g.conv_out(15), g.conv_out(14)};
+    const auto xv = random_vector(xs.numel(), 501, -2.f, 2.f), dyv = random_vector(ys.numel(), 502);
+    const auto w = random_vector(std::size_t(32) * 16 * 9, 503);
+    auto gw = t.device(w);
+    Tensor16 x = t.make(xs, xv), dy = t.make(ys, dyv), y = t.zeros(ys), dx = t.zeros(xs);
+    // The fp32 path's operands: the same 16-bit values, as fp32 NCHW.
+    auto x32 = t.device(t.values(x).second), dy32 = t.device(t.values(dy).second);
+    DeviceBuffer y32(*t.gpu, ys.numel()), dx32(*t.gpu, xs.numel()), dw32(*t.gpu, w.size()), dw16(*t.gpu, w.size());
+    t.gpu->conv2d_forward(x.gpu(), gw.data(), y.gpu(), g, gs);
+    t.gpu->conv2d_forward({x32.data(), xs}, gw.data(), {y32.data(), ys}, g, gs);
+    CHECK(t.values(y).first == t.host(y32));  // the same cuDNN call on the same bits
+    t.gpu->conv2d_backward(x.gpu(), dy.gpu(), gw.data(), dw16.data(), dx.gpu(), g, gs);
+    t.gpu->conv2d_backward({x32.data(), xs}, {dy32.data(), ys}, gw.data(), dw32.data(), {dx32.data(), xs}, g, gs);
+    CHECK(t.host(dw16) == t.host(dw32));
+    CHECK(t.values(dx).first == t.host(dx32));
+    // And against the CPU emulation.
+    std::vector<float> yc(ys.numel());
+    t.cpu->conv2d_forward(x.cpu(), w.data(), {yc.data(), ys}, g, t.cpu->default_stream());
+    CHECK(rel_error(t.host(y32), yc) < tolerance16(p));
+  }
+}
+
+namespace {
+double l2_error(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    num += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    den += double(b[i]) * b[i];
+  }
+  return std::sqrt(num / (den > 0 ? den : 1e-300));
+}
+
+// Heatmaps and gradients of one bf16 ResNet-50 forward/backward on the GPU, with
+// 16-bit or fp32 activation storage.
+std::pair<std::vector<float>, std::vector<float>> bf16_step(bool storage16) {
+  auto b = make_cuda_backend(0, Precision::bf16);
+  b->set_activation_storage(storage16 ? Storage::bf16_nhwc : Storage::f32_nchw);
+  auto& s = b->default_stream();
+  model::HeatmapModel m(*b, model::ModelSpec{"resnet50", 17, 2});
+  m.initialize(5, s);
+  const Shape4 in{4, 3, 128, 128};
+  const auto images = random_vector(in.numel(), 301);
+  DeviceBuffer x(*b, in.numel());
+  b->upload(x.data(), images.data(), images.size(), s);
+  model::Context ctx{*b, s, true, nullptr, nullptr};
+  auto y = m.forward(ctx, {x.data(), in});
+  std::vector<float> kp(std::size_t(in.n) * 17 * 2);
+  for (std::size_t i = 0; i < kp.size(); ++i) kp[i] = float(3 + (i * 7) % 26);
+  DeviceBuffer gkp(*b, kp.size()), targets(*b, y.shape.numel()), mask(*b, std::size_t(in.n) * 17), loss(*b, 1),
+      dpred(*b, y.shape.numel());
+  b->upload(gkp.data(), kp.data(), kp.size(), s);
+  b->heatmap_targets(gkp.data(), {targets.data(), y.shape}, 1.25f, mask.data(), s);
+  b->heatmap_loss(y, {targets.data(), y.shape}, mask.data(), heatmap_mse_loss(), loss.data(), dpred.data(), 1.f, s);
+  std::vector<float> heatmaps(y.shape.numel()), grads(m.store().parameter_count());
+  b->download(heatmaps.data(), y.data, heatmaps.size(), s);
+  m.backward(ctx, {dpred.data(), y.shape}, true);
+  b->download(grads.data(), m.store().grads_data(), grads.size(), s);
+  s.synchronize();
+  return {heatmaps, grads};
+}
+}  // namespace
+
+TEST_CASE("cuda bf16 ResNet-50 step: 16-bit NHWC activations stay within bf16 of fp32 activations",
+          "[gpu][storage16]") {
+  const auto a = bf16_step(true), ref = bf16_step(false);
+  const double heat = l2_error(a.first, ref.first), grads = l2_error(a.second, ref.second);
+  INFO("L2 errors: heatmaps " << heat << ", gradients " << grads);
+  CHECK(heat < 0.05);
+  CHECK(grads < 0.05);
+  CHECK(grads > 0.0);
+}

@@ -1,0 +1,35 @@
+// The environment switches of the compute backends (app/make_backend.hpp):
+// TRAINER_FUSED_NORM and TRAINER_NHWC16, each keeping a measured GPU path
+// selectable, and refusing anything but their documented values.
+#include <catch2/catch.hpp>
+
+#include "app/make_backend.hpp"
+#include "util/error.hpp"  // UserError
+
+using namespace trainer;
+using trainer::app::Nhwc16Choice;
+
+TEST_CASE("TRAINER_NHWC16 picks the activation storage of 16-bit training", "[app][storage16]") {
+  CHECK(app::nhwc16_from_env({}) == Nhwc16Choice::device_default);
+  CHECK(app::nhwc16_from_env({{"TRAINER_NHWC16", ""}}) == Nhwc16Choice::device_default);
+  CHECK(app::nhwc16_from_env({{"TRAINER_NHWC16", "1"}}) == Nhwc16Choice::on);
+  CHECK(app::nhwc16_from_env({{"TRAINER_NHWC16", "0"}}) == Nhwc16Choice::off);
+  CHECK_THROWS_AS(app::nhwc16_from_env({{"TRAINER_NHWC16", "yes"}}), UserError);
+  CHECK(app::fused_norm_from_env({}));
+  CHECK_FALSE(app::fused_norm_from_env({{"TRAINER_FUSED_NORM", "0"}}));
+  CHECK_THROWS_AS(app::fused_norm_from_env({{"TRAINER_FUSED_NORM", "2"}}), UserError);
+}
+
+TEST_CASE("bf16-mixed on the CPU keeps fp32 activations unless TRAINER_NHWC16=1", "[app][storage16]") {
+  // make_backend reads the process environment; the CPU default is fp32 storage.
+  app::BackendRequest request;
+  request.precision = "bf16-mixed";
+  request.cpu_threads = 1;
+  Log log;
+  auto backend = app::make_backend(request, log);
+  if (app::nhwc16_from_env(capture_environment()) == Nhwc16Choice::on)
+    CHECK(backend->activation_storage() == compute::Storage::bf16_nhwc);
+  else
+    CHECK(backend->activation_storage() == compute::Storage::f32_nchw);
+  CHECK(backend->precision() == compute::Precision::bf16);
+}
