@@ -58,10 +58,6 @@ std::vector<LpKeyRule> build_rules() {
       note_unless("training.profiler", "Lightning's profiler: accepted, no effect", never,
                   "the trainer has no Lightning profiler; accepted, no effect (`trainer bench step` times a step)"),
       // model
-      only_if("model.checkpoint", "lightning-pose .ckpt to start from: null accepted, a path refused", never,
-              "training cannot continue from a lightning-pose .ckpt (its head and optimizer state are not read)",
-              "continue a trainer run with `trainer train --resume RUN/checkpoints/last.h5`, or start from the "
-              ".ckpt's backbone: model.backbone_weights=FILE.ckpt"),
       // Written by lightning-pose's train() into a model folder's config.yaml.
       ignored("model.lightning_pose_version", "model folder metadata: accepted, not used"),
       ignored("creation_datetime", "model folder metadata: accepted, not used"),

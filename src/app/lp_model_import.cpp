@@ -5,6 +5,7 @@
 
 #include <boost/program_options.hpp>  // options_description (no own options here)
 #include <filesystem>                 // std::filesystem::directory_iterator
+#include <algorithm>                  // std::sort
 #include <map>                        // std::map (checkpoints by version)
 #include <regex>                      // std::regex_search
 #include <vector>                     // std::vector
@@ -120,6 +121,42 @@ std::string weights_file_of(const std::string& path) {
   if (!is_lightning_pose_model_dir(path)) return path;
   const boost::program_options::options_description none("");
   return find_checkpoint(path, parse_command_line("predict", {"--config", path + "/config.yaml"}, none).config.model.model_name);
+}
+
+std::string lightning_pose_ckpt_of(const std::string& path) {
+  if (!exists_as(path, true)) {
+    if (!exists_as(path, false))
+      throw UserError("model.checkpoint: cannot open '" + path + "'", "give a lightning-pose .ckpt or model directory");
+    return path;
+  }
+  if (exists_as(path + "/config.yaml", false) && exists_as(path + "/tb_logs", true)) {
+    const boost::program_options::options_description none("");
+    return find_checkpoint(path, parse_command_line("predict", {"--config", path + "/config.yaml"}, none)
+                                     .config.model.model_name);
+  }
+  std::vector<std::string> found;  // lightning-pose: glob(os.path.join(ckpt, '**', '*.ckpt'), recursive=True)[0]
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".ckpt" && it->is_regular_file()) found.push_back(it->path().string());
+  if (found.empty())
+    throw UserError("model.checkpoint: no .ckpt file in '" + path + "'", "give a lightning-pose .ckpt or model directory");
+  std::sort(found.begin(), found.end());
+  return found.front();
+}
+
+LightningPoseWeights load_lightning_pose_weights(const std::string& ckpt, model::ParameterStore& store,
+                                                 compute::Stream& stream) {
+  train::StoredTensorLoad how;
+  how.path = ckpt;
+  how.our_name = model::state_name_from_lightning_pose;
+  how.lenient = true;
+  how.none_message = "holds no tensor that fits this model under lightning-pose's names (backbone.0.weight, ...)";
+  how.none_hint = "model.checkpoint takes a lightning-pose checkpoint of a model with this backbone";
+  LightningPoseWeights got;
+  got.loaded = train::load_stored_tensors(read_torch_state_dict(ckpt), how, store, stream, &got.skipped);
+  const std::size_t tensors = store.parameters().size() + store.buffers().size() + store.counters().size();
+  got.kept = int(tensors) - got.loaded;
+  return got;
 }
 
 LightningPoseModel open_lightning_pose_model(const std::string& dir) {

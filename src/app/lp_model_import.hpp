@@ -6,6 +6,9 @@
 // so a kill leaves no partial file and a second prediction converts nothing.
 #include <string>  // std::string
 
+#include "compute/stream.hpp"         // compute::Stream
+#include "model/parameter_store.hpp"  // model::ParameterStore
+
 namespace trainer::app {
 
 // Whether `dir` is a lightning-pose model directory: config.yaml and tb_logs/, and no
@@ -30,5 +33,24 @@ LightningPoseModel open_lightning_pose_model(const std::string& dir);
 // takes .ckpt files), a trainer run folder's checkpoints/best.h5 (else last.h5);
 // `path` itself when it is not such a folder.
 std::string weights_file_of(const std::string& path);
+
+// lightning-pose's model.checkpoint: the .ckpt a path names (itself; in a folder, the
+// one a lightning-pose model directory's ckpt_path_from_base_path picks, else the
+// first *.ckpt below it in name order, as lightning-pose globs it). UserError when
+// there is none.
+std::string lightning_pose_ckpt_of(const std::string& path);
+
+struct LightningPoseWeights {
+  int loaded = 0;   // tensors of the model loaded from the .ckpt
+  int skipped = 0;  // tensors of the .ckpt that fit none of the model's (another head, the losses')
+  int kept = 0;     // tensors of the model the .ckpt lacks (they keep their initial values)
+};
+
+// Loads a lightning-pose .ckpt's state_dict into `store` as lightning-pose's
+// model.checkpoint does (load_state_dict(strict=False)): each tensor that maps to one
+// of the model's by name and shape, the others skipped; not its optimizer state.
+// UserError when none fits.
+LightningPoseWeights load_lightning_pose_weights(const std::string& ckpt, model::ParameterStore& store,
+                                                 compute::Stream& stream);
 
 }  // namespace trainer::app

@@ -123,6 +123,7 @@ Config with_absolute_paths(Config config) {
   absolute(config.data.data_dir);  // csv_file stays relative to it, as lightning-pose reads it
   if (config.data.data_dir.empty()) absolute(config.data.csv_file);
   absolute(config.model.backbone_weights);
+  absolute(config.model.checkpoint);
   absolute(config.eval.test_videos_directory);
   return config;
 }

@@ -124,6 +124,10 @@ int load_stored_tensors(const std::vector<StoredTensor>& tensors, const StoredTe
       continue;
     }
     const auto it = targets.find(ours);
+    if (it == targets.end() && how.lenient) {
+      if (ignored) ++*ignored;
+      continue;
+    }
     if (it == targets.end())  // e.g. layer1.2.* of a ResNet-34 file for a ResNet-18
       throw UserError("'" + path + "' has " + how.what + " tensor '" + t.name + "', which " + ours +
                           " would be, but this " + how.what + " has no such tensor",
@@ -136,6 +140,10 @@ int load_stored_tensors(const std::vector<StoredTensor>& tensors, const StoredTe
     }
     const std::vector<int>& shape = target.kind == Kind::parameter ? store.parameters()[target.index].shape
                                                                    : store.buffers()[target.index].shape;
+    if (std::vector<std::int64_t>(shape.begin(), shape.end()) != t.shape && how.lenient) {
+      if (ignored) ++*ignored;  // another keypoint count's head, say
+      continue;
+    }
     if (std::vector<std::int64_t>(shape.begin(), shape.end()) != t.shape)
       throw UserError("'" + path + "': tensor '" + t.name + "' has shape " + shape_text(t.shape) + " but the " +
                           how.what + "'s " + ours + " is " +
@@ -153,7 +161,7 @@ int load_stored_tensors(const std::vector<StoredTensor>& tensors, const StoredTe
     if (++missing_count <= 3) missing += (missing.empty() ? "" : ", ") + name;
   }
   if (loaded.empty()) throw UserError("'" + path + "' " + how.none_message, how.none_hint);
-  if (missing_count > 0)
+  if (missing_count > 0 && !how.lenient)
     throw UserError("'" + path + "' lacks " + std::to_string(missing_count) + " of the " + how.what + "'s tensors (" +
                         missing + (missing_count > 3 ? ", ..." : "") + ")",
                     how.hint);

@@ -34,6 +34,10 @@ struct StoredTensorLoad {
   std::function<std::string(const std::string&)> our_name;
   std::string hint;                        // what the shape / missing-tensor errors suggest
   std::string none_message, none_hint;     // when no tensor of the file is this model's
+  // PyTorch's load_state_dict(strict=False), as lightning-pose loads model.checkpoint:
+  // a file tensor that maps to none of the selection or differs in shape is skipped
+  // (counted in `ignored`), and a selected tensor the file lacks keeps its value.
+  bool lenient = false;
 };
 
 // Loads the selected tensors of `store` from `tensors` (float32/64, float16, bfloat16;

@@ -131,6 +131,17 @@ grep -q "backbone: loaded 120 tensors from lpdir/tb_logs/lp_dir_test/version_0/c
   { cat run_init.log; fail "train --init-weights RUN_DIR"; }
 grep -q "backbone: loaded .* tensors from run/checkpoints/best.h5" run_init.log ||
   { cat run_init.log; fail "--init-weights RUN_DIR did not load best.h5"; }
+# lightning-pose's model.checkpoint: the run folder's .ckpt (found as in a model
+# directory) starts a run with every tensor, head included: its initial weights predict
+# what the run's best.h5 predicts.
+"$TRAINER" train --config s.cfg --out run_ckpt --model.checkpoint run --max-steps 0 --save-initial >ckpt.log 2>&1 ||
+  { cat ckpt.log; fail "train --model.checkpoint RUN_DIR"; }
+grep -q "model.checkpoint: loaded 124 tensors from .*run/tb_logs/lp_dir_test/version_0/checkpoints/.*-best.ckpt" \
+  ckpt.log || { cat ckpt.log; fail "model.checkpoint did not load the .ckpt's 124 tensors"; }
+"$TRAINER" predict --checkpoint run_ckpt/checkpoints/initial.h5 --video clip.mp4 --video-out ckpt_preds \
+  >ckpt_predict.log 2>&1 || { cat ckpt_predict.log; fail "predict with the model.checkpoint's initial weights"; }
+cmp <(tail -n +4 ckpt_preds/clip.csv) <(tail -n +4 run/video_preds/clip.csv) ||
+  fail "a run started from model.checkpoint does not start from the .ckpt's weights"
 sed -i 's/model_name: lp_dir_test/model_name: other/' lpdir/config.yaml
 expect_fail 2 "has no checkpoint" "$TRAINER" predict lpdir clip.mp4
 

@@ -191,8 +191,10 @@ TEST_CASE("unknown and misplaced YAML keys are errors naming the key", "[app][co
                     {"f.yaml:4", "training.optimizer_params.learning_rate sets training.learning_rate"});
   expect_user_error([&] { parse({dir.write("g.yaml", "training:\n  lr_scheduler: cosine\n")}); },
                     {"g.yaml:2", "only multisteplr"}, "multisteplr");
-  expect_user_error([&] { parse({dir.write("h.yaml", "model:\n  checkpoint: /x/epoch=3.ckpt\n")}); },
-                    {"h.yaml:2", "model.checkpoint"}, "--resume");
+  // lightning-pose's model.checkpoint: the weights the run starts from (not refused any more).
+  CHECK(parse({dir.write("h.yaml", "model:\n  checkpoint: /x/epoch=3.ckpt\n")}).config.model.checkpoint ==
+        "/x/epoch=3.ckpt");
+  CHECK(parse({dir.write("h2.yaml", "model:\n  checkpoint: null\n")}).config.model.checkpoint.empty());
   expect_user_error([&] { parse({dir.write("dlc.yaml", "Task: mouse\nscorer: alice\nbodyparts:\n- nose\n")}); },
                     {"dlc.yaml is a DeepLabCut project's config.yaml"}, "trainer import --dlc-project");
 }

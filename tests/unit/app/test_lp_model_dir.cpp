@@ -8,16 +8,20 @@
 #include <cstring>     // std::memcmp
 #include <filesystem>  // std::filesystem::temp_directory_path, remove_all
 #include <fstream>     // std::ifstream
+#include <algorithm>   // std::equal
 #include <map>         // std::map
 #include <sstream>     // std::stringstream
 #include <unistd.h>    // getpid
+#include <vector>      // std::vector
 
 #include "app/lp_model_dir.hpp"
+#include "app/lp_model_import.hpp"  // lightning_pose_ckpt_of, load_lightning_pose_weights
 #include "compute/backend.hpp"
 #include "config/config.hpp"
 #include "model/heatmap_model.hpp"
 #include "model/lightning_pose_names.hpp"
 #include "train/checkpoint.hpp"
+#include "util/error.hpp"  // UserError
 #include "util/torch_file.hpp"
 
 using namespace trainer;
@@ -84,4 +88,55 @@ TEST_CASE("train_status.json as lightning-pose's progress tracker writes it", "[
   std::stringstream text;
   text << in.rdbuf();
   CHECK(text.str().rfind("{\"status\": \"COMPLETED\", \"progress\": {\"completed\": 3, \"total\": 3, \"timestamp\": ", 0) == 0);
+}
+
+TEST_CASE("model.checkpoint: lightning-pose's strict=False load, head included when it fits", "[app][lp_model_dir]") {
+  TempDir dir;
+  auto backend = compute::make_cpu_backend(1);
+  auto& stream = backend->default_stream();
+  model::HeatmapModel source(*backend, model::ModelSpec{"resnet18", 3, 2});
+  source.initialize(7, stream);
+  train::TrainingState state;
+  state.model_type = "heatmap";
+  state.backbone = "resnet18";
+  state.num_keypoints = 3;
+  state.downsample_factor = 2;
+  const std::string h5 = dir.path + "/best.h5";
+  train::save_checkpoint(h5, source.store(), nullptr, state, stream);
+  Config config;
+  config.model.backbone = "resnet18";
+  const std::string ckpt = app::write_lightning_pose_checkpoint(config, h5, dir.path + "/tb_logs/test/version_0");
+  // A folder finds its .ckpt; a file is itself.
+  CHECK(app::lightning_pose_ckpt_of(dir.path + "/tb_logs") == ckpt);
+  CHECK(app::lightning_pose_ckpt_of(ckpt) == ckpt);
+  CHECK_THROWS_AS(app::lightning_pose_ckpt_of(dir.path + "/none.ckpt"), UserError);
+
+  const auto params = [&](model::HeatmapModel& m) {
+    std::vector<float> all;
+    for (std::size_t i = 0; i < m.store().parameters().size(); ++i) {
+      const auto v = m.store().download_param(i, stream);
+      all.insert(all.end(), v.begin(), v.end());
+    }
+    return all;
+  };
+  SECTION("the same model: every tensor") {
+    model::HeatmapModel same(*backend, model::ModelSpec{"resnet18", 3, 2});
+    same.initialize(99, stream);
+    const auto got = app::load_lightning_pose_weights(ckpt, same.store(), stream);
+    CHECK(got.kept == 0);
+    CHECK(got.skipped == 0);
+    CHECK(params(same) == params(source));
+  }
+  SECTION("another keypoint count: the backbone, the head keeps its initial weights") {
+    model::HeatmapModel other(*backend, model::ModelSpec{"resnet18", 5, 2});
+    other.initialize(99, stream);
+    const auto head = other.store().group_range(model::ParamGroup::head);
+    const auto before = params(other);
+    const auto got = app::load_lightning_pose_weights(ckpt, other.store(), stream);
+    CHECK(got.skipped == 4);  // the head's two transposed convolutions, weight and bias
+    CHECK(got.kept == 4);
+    const auto after = params(other), src = params(source);
+    CHECK(std::equal(after.begin() + long(head.offset), after.end(), before.begin() + long(head.offset)));
+    CHECK(std::equal(after.begin(), after.begin() + long(head.offset), src.begin()));
+  }
 }
