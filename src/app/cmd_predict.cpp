@@ -20,6 +20,7 @@
 
 #include "app/commands.hpp"         // run_predict, Args
 #include "app/config_parse.hpp"     // parse_command_line, FallbackConfig
+#include "app/make_backend.hpp"     // predict_precision
 #include "app/predict_inputs.hpp"   // is_run_dir_form, explicit_predict_calls, image_preds_csv
 #include "app/predict_labeled.hpp"  // predict_labeled_frames
 #include "app/run_data.hpp"         // import_dir_beside
@@ -111,7 +112,11 @@ int predict_with_checkpoint(const Args& args_in) {
        "mpirun -np N shares the frames over N ranks")
       ("video-out", po::value<std::string>()->value_name("DIR"), "folder for --video's CSVs (default: <run>/video_preds)")
       ("labeled-video", "with --video: also <video-out>/labeled_videos/<video>_labeled.mp4, keypoints drawn as "
-       "lightning-pose does (eval.colormap, eval.confidence_thresh_for_vid)");
+       "lightning-pose does (eval.colormap, eval.confidence_thresh_for_vid)")
+      ("precision", po::value<std::string>()->default_value("fp32")->value_name("P"),
+       "fp32 | bf16 | fp16 (as litpose predict; also 32 | bf16-mixed | 16-mixed): the forward pass's precision "
+       "(16-bit convolutions and, on GPUs, 16-bit activations; the weights stay fp32). On CPUs the 16-bit ones "
+       "are emulated: no speed-up");
   // Without --config: the run's config.ini next to the checkpoint, else the
   // configuration the checkpoint carries. Never the defaults (they would silently
   // predict the synthetic demo data with a real model).
@@ -159,6 +164,7 @@ int predict_with_checkpoint(const Args& args_in) {
   if (!cl.own.count("checkpoint"))
     throw UserError("predict needs --checkpoint FILE.h5", "e.g. --checkpoint outputs/<run>/checkpoints/best.h5");
   checkpoint = cl.own["checkpoint"].as<std::string>();
+  const std::string precision = predict_precision(cl.own["precision"].as<std::string>());  // before any work
   if (cl.own.count("video")) {
     if (cl.own.count("out"))
       throw UserError("predict: --out names the one CSV of labelled frames; --video writes a CSV per video",
@@ -187,6 +193,7 @@ int predict_with_checkpoint(const Args& args_in) {
   request.predictions_csv = out;
   request.with_sets = with_sets;
   request.import_dir = import_dir_beside(run_dir);  // not under the working directory
+  request.precision = precision;
   predict_labeled_frames(config, checkpoint, request, log);
   return 0;
 }

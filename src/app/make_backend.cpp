@@ -77,15 +77,25 @@ std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const r
   return make_backend(request, log);
 }
 
-std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, const Log& log) {
+std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, const Log& log,
+                                                       const std::string& precision) {
   const std::string& accelerator = config.distributed.accelerator;
   BackendRequest request;
   request.gpu = accelerator == "gpu" || (accelerator == "auto" && runtime::visible_gpu_count() > 0);
+  request.precision = precision;
   request.float32_matmul = config.model.float32_matmul_precision;
   request.conv_algorithms = config.model.conv_algorithms;
   auto backend = make_backend(request, log);
-  if (request.gpu) log.info("predicting on GPU 0 (fp32)");
+  if (request.gpu) log.info("predicting on GPU 0 (precision " + precision + ")");
   return backend;
+}
+
+std::string predict_precision(const std::string& name) {
+  if (name == "fp32" || name == "32") return "32";
+  if (name == "bf16" || name == "bf16-mixed") return "bf16-mixed";
+  if (name == "fp16" || name == "16-mixed") return "16-mixed";
+  throw UserError("predict: unknown --precision '" + name + "'",
+                  "fp32 (the default), bf16 or fp16, as litpose predict; or Lightning's 32, bf16-mixed, 16-mixed");
 }
 
 }  // namespace trainer::app

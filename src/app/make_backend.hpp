@@ -31,8 +31,15 @@ std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const r
 
 // Prediction's backend, one process on one device: the first visible GPU when
 // distributed.accelerator allows it (gpu, or auto with a GPU visible in a CUDA
-// build), else the CPU. Prediction runs in fp32 whatever the training precision was.
-std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, const Log& log);
+// build), else the CPU, in `precision` (a model.precision name; predict --precision),
+// whatever the training precision was.
+std::unique_ptr<compute::Backend> make_predict_backend(const Config& config, const Log& log,
+                                                       const std::string& precision = "32");
+
+// `predict --precision`: lightning-pose's names (litpose predict --precision fp32 |
+// fp16 | bf16, default fp32) and Lightning's (32, 16-mixed, bf16-mixed), as the
+// model.precision name; UserError for anything else.
+std::string predict_precision(const std::string& name);
 
 // TRAINER_FUSED_NORM: 1 or unset (the default) lets layers use the fused batch-norm
 // + residual + ReLU ops, 0 the separate ops of the path that ran on a GPU on

@@ -44,7 +44,7 @@ long predict_labeled_frames(const Config& config, const std::string& checkpoint,
     throw UserError("checkpoint '" + checkpoint + "' predicts " + std::to_string(state.num_keypoints) +
                         " keypoints but the data has " + std::to_string(dataset.num_keypoints()),
                     "use the configuration the model was trained with (--config <run>/config.ini)");
-  auto backend = make_predict_backend(config, log);
+  auto backend = make_predict_backend(config, log, request.precision);
   auto& stream = backend->default_stream();
   // The checkpoint knows its model type (older checkpoints: the configuration's).
   const std::string& model_type = state.model_type.empty() ? config.model.model_type : state.model_type;

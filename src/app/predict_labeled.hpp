@@ -23,6 +23,7 @@ struct LabeledPredictions {
   bool with_sets = true;        // the run's split, recomputed from the configuration
   // Where a data.csv_file is imported (cached): beside the run folder, as training does.
   std::string import_dir = "outputs/imported";
+  std::string precision = "32";  // of the forward pass (predict --precision)
 };
 
 // One process; returns the number of frames predicted.

@@ -237,6 +237,7 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
   const int gpus = runtime::visible_gpu_count();
   backend_request.gpu = accelerator == "gpu" || (accelerator == "auto" && gpus > 0);
   backend_request.device = gpus > 0 ? world.local_rank % gpus : 0;
+  backend_request.precision = request.precision;
   backend_request.float32_matmul = config.model.float32_matmul_precision;
   backend_request.conv_algorithms = config.model.conv_algorithms;
   auto backend = runtime::on_every_rank_or_none(session, [&] { return make_backend(backend_request, log); });
@@ -351,6 +352,7 @@ int run_predict_video(const CommandLine& cl, const Args& args, const std::string
   request.checkpoint = cl.own["checkpoint"].as<std::string>();
   request.inputs = cl.own["video"].as<std::vector<std::string>>();
   request.labeled_videos = cl.own.count("labeled-video") > 0 || config.eval.save_vids_after_training;
+  request.precision = predict_precision(cl.own["precision"].as<std::string>());
   request.out_dir = cl.own.count("video-out") ? cl.own["video-out"].as<std::string>()
                                               : run_dir_of_checkpoint(request.checkpoint) + "/video_preds";
   Args spawn_args{"predict"};

@@ -34,6 +34,7 @@ struct VideoPredictRequest {
   // frame size and fitted as the loss fits them. Empty: no PCA error files.
   std::vector<float> pca_labels;
   int label_width = 0, label_height = 0;
+  std::string precision = "32";  // of the forward pass (predict --precision)
 };
 
 // The request's pca_labels from the run's data: the training split's labels.

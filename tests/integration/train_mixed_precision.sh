@@ -51,4 +51,41 @@ for key in ("train_loss", "val_loss"):
     print(f"{key}: fp32 {x:.6g} bf16-mixed {y:.6g} (rel {rel:.1e})")
     assert x != y and rel < 0.05, (key, rel)
 PY
+
+# TRAINER_NHWC16=1: the backbone's 16-bit NHWC activations (the GPU default),
+# emulated here: close to fp32, and not the fp32-activation bf16 run's numbers.
+TRAINER_NHWC16=1 "$TRAINER" train --config "$SCRATCH/small.cfg" --model.precision bf16-mixed --training.max_epochs 1 \
+  --out "$SCRATCH/bf16_nhwc" >"$SCRATCH/bf16_nhwc.log" 2>&1 || { cat "$SCRATCH/bf16_nhwc.log"; fail "bf16 NHWC train"; }
+python3 - "$SCRATCH/fp32/metrics.csv" "$SCRATCH/bf16_nhwc/metrics.csv" "$SCRATCH/bf16/metrics.csv" <<'PY' || fail "16-bit activations"
+import csv, math, sys
+a, b, c = ([r for r in csv.DictReader(open(p)) if r["train_loss"]][0] for p in sys.argv[1:4])
+for key in ("train_loss", "val_loss"):
+    x, y, z = float(a[key]), float(b[key]), float(c[key])
+    rel = abs(x - y) / abs(x)
+    print(f"{key}: fp32 {x:.6g} bf16 + 16-bit activations {y:.6g} (rel {rel:.1e}); bf16 {z:.6g}")
+    assert math.isfinite(y) and rel < 0.05, (key, rel)
+PY
+grep -q "bf16-mixed with 16-bit NHWC activations emulated" "$SCRATCH/bf16_nhwc.log" || { cat "$SCRATCH/bf16_nhwc.log"; fail "TRAINER_NHWC16=1 not in effect"; }
+grep -q "16-bit NHWC activations" "$SCRATCH/bf16.log" && fail "16-bit activations without TRAINER_NHWC16 on the CPU"
+cmp -s "$SCRATCH/bf16_nhwc/predictions.csv" "$SCRATCH/bf16/predictions.csv" && fail "TRAINER_NHWC16=1 changed no prediction"
+expect_fail 2 "^error: TRAINER_NHWC16 must be 0 or 1" env TRAINER_NHWC16=2 "$TRAINER" train --config "$SCRATCH/small.cfg" \
+  --model.precision bf16-mixed --out "$SCRATCH/bad"
+
+# predict --precision (litpose predict's names): bf16 keypoints close to fp32's.
+"$TRAINER" predict --checkpoint "$SCRATCH/fp32/checkpoints/last.h5" --out "$SCRATCH/p32.csv" \
+  >"$SCRATCH/p32.log" 2>&1 || { cat "$SCRATCH/p32.log"; fail "predict fp32"; }
+"$TRAINER" predict --checkpoint "$SCRATCH/fp32/checkpoints/last.h5" --precision bf16 --out "$SCRATCH/p16.csv" \
+  >"$SCRATCH/p16.log" 2>&1 || { cat "$SCRATCH/p16.log"; fail "predict bf16"; }
+python3 - "$SCRATCH/p32.csv" "$SCRATCH/p16.csv" <<'PY' || fail "predict --precision bf16 is far from fp32"
+import csv, sys
+def rows(p):
+    r = list(csv.reader(open(p)))[3:]
+    return [[float(v) for v in row[1:] if v not in ("", "train", "validation", "test")] for row in r]
+a, b = rows(sys.argv[1]), rows(sys.argv[2])
+diffs = [abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra, rb)]
+print(f"predict bf16 vs fp32: mean |diff| {sum(diffs) / len(diffs):.3g}, max {max(diffs):.3g} over {len(diffs)} values")
+assert len(a) == len(b) and a != b and sum(diffs) / len(diffs) < 0.5, "bf16 predictions"
+PY
+expect_fail 2 "^error: predict: unknown --precision 'fp64'" "$TRAINER" predict --checkpoint "$SCRATCH/fp32/checkpoints/last.h5" \
+  --precision fp64 --out "$SCRATCH/bad.csv"
 echo "train_mixed_precision: ok"

@@ -96,6 +96,7 @@ std::string CpuBackend::description() const {
          (blocked_layouts_ ? "" : ", plain layouts") +
          (precision_ == Precision::fp32 ? std::string(")")
                                         : std::string(", precision ") + precision_name(precision_) +
+                                              (is_16bit(activation_storage()) ? " with 16-bit NHWC activations" : "") +
                                               " emulated in fp32: no speed-up)");
 }
 
