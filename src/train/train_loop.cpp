@@ -340,6 +340,8 @@ TrainingState TrainLoop::run(TrainingState state) {
             // epoch mean of the training loss then counts the batches after it only).
             TrainingState here = state;
             here.batches_into_epoch = batch_index;
+            here.epoch_loss_sum = 0, here.epoch_steps = 0;
+            here.epoch_unsupervised_sums.clear();
             save(which, here, !config_.save_weights_only);
           }
           if (should_stop_early(epoch)) {
