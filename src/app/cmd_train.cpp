@@ -232,6 +232,12 @@ int run_train(const Args& args) {
     check_input_file(config.model.backbone_weights,
                      "cannot open backbone weights '" + config.model.backbone_weights + "'",
                      "check model.backbone_weights / --init-weights");
+  // lightning-pose's model.checkpoint: a .ckpt, or the one a folder holds.
+  if (!config.model.checkpoint.empty()) {
+    config.model.checkpoint = lightning_pose_ckpt_of(config.model.checkpoint);
+    check_input_file(config.model.checkpoint, "cannot open model.checkpoint '" + config.model.checkpoint + "'",
+                     "give a lightning-pose .ckpt or model directory");
+  }
 
   Args spawn_args{"train"};
   spawn_args.insert(spawn_args.end(), args.begin(), args.end());
@@ -242,12 +248,6 @@ int run_train(const Args& args) {
   // Warnings of the set-up (a CPU precision emulated, ...) wait until every check has
   // passed: a refused run prints its error alone (released before the loop).
   log.hold_warnings();
-  // lightning-pose's model.checkpoint: a .ckpt, or the one a folder holds.
-  if (!config.model.checkpoint.empty()) {
-    config.model.checkpoint = lightning_pose_ckpt_of(config.model.checkpoint);
-    check_input_file(config.model.checkpoint, "cannot open model.checkpoint '" + config.model.checkpoint + "'",
-                     "give a lightning-pose .ckpt or model directory");
-  }
   // One node with too few GPUs fails its plan alone: every rank stops with the cause.
   const runtime::RunPlan plan = runtime::on_every_rank_or_none(
       session, [&] { return runtime::plan_run(config, world, runtime::visible_gpu_count(), env); });
@@ -341,6 +341,15 @@ int run_train(const Args& args) {
       log.info("backbone: loaded " + std::to_string(got.tensors) + " tensors from " + path + " (" + got.format +
                (got.ignored > 0 ? "; " + std::to_string(got.ignored) + " tensors of other layers ignored" : "") + ")");
     }
+    // After the backbone weights, as lightning-pose loads model.checkpoint into the
+    // model it built (pretrained backbone included); a --resume replaces both.
+    if (resume.empty() && !config.model.checkpoint.empty()) {
+      const LightningPoseWeights got = load_lightning_pose_weights(config.model.checkpoint, net.store(), stream);
+      log.info("model.checkpoint: loaded " + std::to_string(got.loaded) + " tensors from " + config.model.checkpoint +
+               (got.kept > 0 ? "; " + std::to_string(got.kept) + " of the model's keep their initial values" : "") +
+               (got.skipped > 0 ? "; " + std::to_string(got.skipped) + " of the file's not read" : "") +
+               " (weights only: lightning-pose's strict=False load)");
+    }
   });
   state.world_size = world.size;
   state.rng_seed_data = config.training.rng_seed_data_pt;
@@ -351,15 +360,6 @@ int run_train(const Args& args) {
   state.num_keypoints = spec.num_keypoints;
   state.downsample_factor = spec.downsample_factor;
   // Everything a checkpoint holds besides the tensors, written once into memory now:
-    // After the backbone weights, as lightning-pose loads model.checkpoint into the
-    // model it built (pretrained backbone included); a --resume replaces both.
-    if (resume.empty() && !config.model.checkpoint.empty()) {
-      const LightningPoseWeights got = load_lightning_pose_weights(config.model.checkpoint, net.store(), stream);
-      log.info("model.checkpoint: loaded " + std::to_string(got.loaded) + " tensors from " + config.model.checkpoint +
-               (got.kept > 0 ? "; " + std::to_string(got.kept) + " of the model's keep their initial values" : "") +
-               (got.skipped > 0 ? "; " + std::to_string(got.skipped) + " of the file's not read" : "") +
-               " (weights only: lightning-pose's strict=False load)");
-    }
   // what cannot be saved fails here, not at the first checkpoint after hours of training.
   train::check_state_writable(state);
 

@@ -629,12 +629,12 @@ std::vector<ConfigKey> build_table() {
            "resnet50_animal_ap10k, ...), a lightning-pose .ckpt or model directory, .safetensors, or a trainer "
            "checkpoint or run folder; empty: random initialisation (docs/MODEL.md lists the download URLs)")
           .lp("(lightning-pose downloads them itself)"),
-      choice("model", "heatmap_loss_type", field(M, &MC::heatmap_loss_type), compute::heatmap_loss_names(),
       text("model", "checkpoint", field(M, &MC::checkpoint), "PATH",
            "a lightning-pose .ckpt (or a folder holding one) whose weights start the run, as lightning-pose's "
            "model.checkpoint: every tensor of it that fits this model (head included), the rest keep their "
            "initial values; not its optimizer state or epoch (trainer runs continue with --resume)")
           .lp("model.checkpoint"),
+      choice("model", "heatmap_loss_type", field(M, &MC::heatmap_loss_type), compute::heatmap_loss_names(),
              "heatmap loss (lightning-pose semantics: docs/COMPUTE.md)")
           .lp("model.heatmap_loss_type"),
       choice_list("model", "losses_to_use", field(M, &MC::losses_to_use), train::unsupervised_loss_names(),
