@@ -28,6 +28,9 @@ constexpr BackboneEntry kBackbones[] = {
     {"resnet18", make_resnet, "https://download.pytorch.org/models/resnet18-f37072fd.pth"},
     {"resnet34", make_resnet, "https://download.pytorch.org/models/resnet34-b627a593.pth"},
     {"resnet50", make_resnet, "https://download.pytorch.org/models/resnet50-11ad3fa6.pth"},
+    // lightning-pose asks torchvision for IMAGENET1K_V2 for resnet50/101/152.
+    {"resnet101", make_resnet, "https://download.pytorch.org/models/resnet101-cd907fc2.pth"},
+    {"resnet152", make_resnet, "https://download.pytorch.org/models/resnet152-f82ba261.pth"},
     {"resnet50_animal_apose", make_resnet,
      "https://download.openmmlab.com/mmpose/animal/resnet/res50_animalpose_256x256-e1f30bff_20210426.pth"},
     {"resnet50_animal_ap10k", make_resnet,

@@ -19,8 +19,15 @@ ResNetSpec resnet_spec(const std::string& name) {
     // weights pretrained on pose data (backbone_registry.cpp names the files).
     s.bottleneck = true;
     s.blocks[0] = 3, s.blocks[1] = 4, s.blocks[2] = 6, s.blocks[3] = 3;
+  } else if (name == "resnet101") {  // torchvision's block counts
+    s.bottleneck = true;
+    s.blocks[0] = 3, s.blocks[1] = 4, s.blocks[2] = 23, s.blocks[3] = 3;
+  } else if (name == "resnet152") {
+    s.bottleneck = true;
+    s.blocks[0] = 3, s.blocks[1] = 8, s.blocks[2] = 36, s.blocks[3] = 3;
   } else {
-    throw UserError("unknown backbone '" + name + "'", "model.backbone is one of: resnet18, resnet34, resnet50");
+    throw UserError("unknown backbone '" + name + "'",
+                    "model.backbone is one of: resnet18, resnet34, resnet50, resnet101, resnet152");
   }
   return s;
 }

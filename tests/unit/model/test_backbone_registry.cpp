@@ -35,7 +35,8 @@ TEST_CASE("every registered backbone keeps the Backbone contract", "[model][back
     CHECK(backbone->name() == name);
     CHECK(backbone->stride() == 32);  // what the heads undo
     CHECK(backbone->out_channels() % 4 == 0);  // the heads' PixelShuffle(2) needs C/4 channels
-    if (name.rfind("resnet", 0) == 0) CHECK(backbone->out_channels() == (name.rfind("resnet50", 0) == 0 ? 2048 : 512));
+    if (name == "resnet18" || name == "resnet34") CHECK(backbone->out_channels() == 512);
+    else if (name.rfind("resnet", 0) == 0) CHECK(backbone->out_channels() == 2048);  // Bottleneck ResNets
     REQUIRE_FALSE(store.parameters().empty());
     for (const auto& e : store.parameters()) {
       CHECK(e.name.rfind("backbone.", 0) == 0);
