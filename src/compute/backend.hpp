@@ -40,6 +40,7 @@
 #include "compute/precision.hpp"  // Precision
 #include "compute/stream.hpp"     // Stream, Event
 #include "compute/tensor.hpp"  // Shape4, TensorView, ConstTensorView, DeviceKind
+#include "compute/transformer_ops.hpp"  // TransformerOps (transformer_ops)
 
 namespace trainer::compute {
 
@@ -81,6 +82,8 @@ class Backend {
   virtual std::string description() const = 0;  // e.g. "cpu (oneDNN 2.6, 2 threads)"
   // The precision of the convolutions (fixed for the life of the backend).
   virtual Precision precision() const = 0;
+  // The ops of the ViT backbones (compute/transformer_ops.hpp), owned by the backend.
+  virtual TransformerOps& transformer_ops() = 0;
 
   // ---- streams and memory -------------------------------------------------
   virtual Stream& default_stream() = 0;

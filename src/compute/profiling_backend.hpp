@@ -44,6 +44,7 @@ class ProfilingBackend final : public Backend {
   DeviceKind kind() const override { return inner_.kind(); }
   std::string description() const override { return inner_.description(); }
   Precision precision() const override { return inner_.precision(); }
+  TransformerOps& transformer_ops() override { return inner_.transformer_ops(); }  // not timed per op
   Stream& default_stream() override { return inner_.default_stream(); }
   std::unique_ptr<Stream> create_stream() override { return inner_.create_stream(); }
   float* allocate(std::size_t count) override { return inner_.allocate(count); }

@@ -13,6 +13,7 @@
 #include <oneapi/dnnl/dnnl.hpp>  // dnnl::engine, dnnl::stream, primitives
 
 #include "compute/backend.hpp"  // Backend, geometries, views
+#include "compute/cpu/cpu_transformer_ops.hpp"  // CpuTransformerOps
 #include "util/env.hpp"      // Env
 
 namespace trainer::compute::cpu {
@@ -52,6 +53,7 @@ class CpuBackend final : public Backend {
   std::string description() const override;
   Precision precision() const override { return precision_; }
   int threads() const { return threads_; }
+  TransformerOps& transformer_ops() override { return transformer_ops_; }
 
   Stream& default_stream() override;
   std::unique_ptr<Stream> create_stream() override;
@@ -168,6 +170,7 @@ class CpuBackend final : public Backend {
 
   int threads_;
   Precision precision_;
+  CpuTransformerOps transformer_ops_{threads_};  // after threads_: initialized from it
   // Convolution layouts: oneDNN's choice (blocked, with reorders at the op's
   // boundary) or plain NCHW/OIHW throughout (no reorders). TRAINER_CPU_CONV_LAYOUT.
   bool blocked_layouts_;

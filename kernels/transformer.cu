@@ -1,0 +1,265 @@
+// Transformer kernels; see transformer.cuh. One warp per row for the row-wise ops
+// (rows are 384..1024 wide in ViT-S/B; attention rows are the token count), and
+// 32 columns x 32 row lanes per block for the column sums.
+#include "transformer.cuh"
+
+#include <cmath>  // INFINITY
+
+#include "launch.cuh"  // blocks_for, kThreads
+
+namespace trainer::kernels {
+namespace {
+
+using detail::blocks_for;
+using detail::kThreads;
+
+constexpr int kWarpsPerBlock = kThreads / 32;
+
+#define GRID_STRIDE(i, n) \
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < (n); i += std::size_t(blockDim.x) * gridDim.x)
+
+// The sum over the warp, in every lane.
+__device__ inline float warp_all_sum(float v) {
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  return v;
+}
+__device__ inline float warp_all_max(float v) {
+  for (int offset = 16; offset > 0; offset /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// The row this warp works on, or -1.
+__device__ inline int warp_row(int rows) {
+  const int row = blockIdx.x * kWarpsPerBlock + threadIdx.x / 32;
+  return row < rows ? row : -1;
+}
+inline unsigned int row_blocks(int rows) { return static_cast<unsigned int>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock); }
+
+__global__ void layer_norm_forward_kernel(const float* x, const float* gamma, const float* beta, float* y,
+                                          float* mean, float* rstd, int rows, int width, float eps) {
+  const int row = warp_row(rows), lane = threadIdx.x % 32;
+  if (row < 0) return;
+  const float* xr = x + std::size_t(row) * width;
+  float sum = 0.f;
+  for (int j = lane; j < width; j += 32) sum += xr[j];
+  const float mu = warp_all_sum(sum) / width;
+  float sq = 0.f;
+  for (int j = lane; j < width; j += 32) sq += (xr[j] - mu) * (xr[j] - mu);
+  const float r = rsqrtf(warp_all_sum(sq) / width + eps);
+  float* yr = y + std::size_t(row) * width;
+  for (int j = lane; j < width; j += 32) yr[j] = (xr[j] - mu) * r * gamma[j] + beta[j];
+  if (lane == 0) {
+    mean[row] = mu;
+    rstd[row] = r;
+  }
+}
+
+__global__ void layer_norm_backward_input_kernel(const float* x, const float* gamma, const float* mean,
+                                                 const float* rstd, const float* dy, float* dx, int rows, int width) {
+  const int row = warp_row(rows), lane = threadIdx.x % 32;
+  if (row < 0) return;
+  const float* xr = x + std::size_t(row) * width;
+  const float* dyr = dy + std::size_t(row) * width;
+  const float mu = mean[row], r = rstd[row];
+  float sum_g = 0.f, sum_gx = 0.f;
+  for (int j = lane; j < width; j += 32) {
+    const float g = dyr[j] * gamma[j];
+    sum_g += g;
+    sum_gx += g * (xr[j] - mu) * r;
+  }
+  const float mg = warp_all_sum(sum_g) / width, mgx = warp_all_sum(sum_gx) / width;
+  float* dxr = dx + std::size_t(row) * width;
+  for (int j = lane; j < width; j += 32) dxr[j] = r * (dyr[j] * gamma[j] - mg - (xr[j] - mu) * r * mgx);
+}
+
+// Column reductions: block (32, 32) covers 32 columns; each of the 32 row lanes sums
+// every 32nd row in double, then lane sums are added in order through shared memory.
+template <class Term>
+__device__ void column_reduce(int rows, int width, float* out, Term term) {
+  __shared__ double partial[32][33];
+  const int col = blockIdx.x * 32 + threadIdx.x;
+  double acc = 0.0;
+  if (col < width)
+    for (int i = threadIdx.y; i < rows; i += 32) acc += term(i, col);
+  partial[threadIdx.y][threadIdx.x] = acc;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < width) {
+    double sum = 0.0;
+    for (int k = 0; k < 32; ++k) sum += partial[k][threadIdx.x];
+    out[col] = float(sum);
+  }
+}
+inline dim3 column_grid(int width) { return dim3(static_cast<unsigned int>((width + 31) / 32)); }
+const dim3 kColumnBlock(32, 32);
+
+__global__ void layer_norm_dgamma_kernel(const float* x, const float* mean, const float* rstd, const float* dy,
+                                         float* dgamma, int rows, int width) {
+  column_reduce(rows, width, dgamma, [&](int i, int j) {
+    const std::size_t at = std::size_t(i) * width + j;
+    return double(dy[at]) * double((x[at] - mean[i]) * rstd[i]);
+  });
+}
+
+__global__ void column_sums_kernel(const float* a, const float* b, float* out, int rows, int width) {
+  column_reduce(rows, width, out, [&](int i, int j) {
+    const std::size_t at = std::size_t(i) * width + j;
+    return b ? double(a[at]) * double(b[at]) : double(a[at]);
+  });
+}
+
+__global__ void gelu_forward_kernel(const float* x, float* y, std::size_t n) {
+  GRID_STRIDE(i, n) {
+    const float v = x[i];
+    y[i] = 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
+  }
+}
+__global__ void gelu_backward_kernel(const float* x, const float* dy, float* dx, std::size_t n) {
+  GRID_STRIDE(i, n) {
+    const float v = x[i];
+    const float cdf = 0.5f * (1.f + erff(v * 0.70710678118654752f));
+    const float pdf = 0.39894228040143268f * expf(-0.5f * v * v);
+    dx[i] = dy[i] * (cdf + v * pdf);
+  }
+}
+
+__global__ void softmax_forward_kernel(const float* x, float* y, int rows, int cols) {
+  const int row = warp_row(rows), lane = threadIdx.x % 32;
+  if (row < 0) return;
+  const float* xr = x + std::size_t(row) * cols;
+  float* yr = y + std::size_t(row) * cols;
+  float top = -INFINITY;
+  for (int j = lane; j < cols; j += 32) top = fmaxf(top, xr[j]);
+  top = warp_all_max(top);
+  float sum = 0.f;
+  for (int j = lane; j < cols; j += 32) {
+    const float e = expf(xr[j] - top);
+    yr[j] = e;
+    sum += e;
+  }
+  const float inv = 1.f / warp_all_sum(sum);
+  for (int j = lane; j < cols; j += 32) yr[j] *= inv;
+}
+
+__global__ void softmax_backward_kernel(const float* y, const float* dy, float* dx, int rows, int cols) {
+  const int row = warp_row(rows), lane = threadIdx.x % 32;
+  if (row < 0) return;
+  const float* yr = y + std::size_t(row) * cols;
+  const float* dyr = dy + std::size_t(row) * cols;
+  float dot = 0.f;
+  for (int j = lane; j < cols; j += 32) dot += dyr[j] * yr[j];
+  dot = warp_all_sum(dot);
+  float* dxr = dx + std::size_t(row) * cols;
+  for (int j = lane; j < cols; j += 32) dxr[j] = yr[j] * (dyr[j] - dot);
+}
+
+__global__ void add_row_bias_kernel(float* x, const float* bias, int width, std::size_t n) {
+  GRID_STRIDE(i, n) x[i] += bias[i % width];
+}
+__global__ void scale_columns_kernel(const float* x, const float* gamma, float* y, int width, std::size_t n) {
+  GRID_STRIDE(i, n) y[i] = x[i] * gamma[i % width];
+}
+__global__ void add_kernel(const float* a, const float* b, float* y, std::size_t n) {
+  GRID_STRIDE(i, n) y[i] = a[i] + b[i];
+}
+
+// One thread per output element; consecutive threads write consecutive rows of the
+// output (r fastest), which reads `in` with stride in_ld: the tensors are small
+// (the features of one step), so no shared-memory tiling.
+__global__ void transpose_kernel(const float* in, long long in_ld, long long in_stride, float* out,
+                                 long long out_stride, int rows, int cols, std::size_t n) {
+  GRID_STRIDE(o, n) {
+    const std::size_t r = o % rows, c = (o / rows) % cols, i = o / (std::size_t(rows) * cols);
+    out[i * out_stride + c * rows + r] = in[i * in_stride + r * in_ld + c];
+  }
+}
+
+__global__ void patchify_kernel(const float* images, float* patches, int channels, int height, int width, int patch,
+                                std::size_t n) {
+  GRID_STRIDE(o, n) {
+    const int row = channels * patch * patch, pw = width / patch, ph = height / patch;
+    const int within = int(o % row);
+    const std::size_t token = o / row;
+    const int px = int(token % pw), py = int((token / pw) % ph);
+    const std::size_t b = token / (std::size_t(pw) * ph);
+    const int kx = within % patch, ky = (within / patch) % patch, c = within / (patch * patch);
+    patches[o] = images[((b * channels + c) * height + std::size_t(py) * patch + ky) * width + std::size_t(px) * patch + kx];
+  }
+}
+
+}  // namespace
+
+void transpose(const float* in, long long in_ld, long long in_stride, float* out, long long out_stride, int batch,
+               int rows, int cols, cudaStream_t stream) {
+  const std::size_t n = std::size_t(batch) * rows * cols;
+  if (n == 0) return;
+  transpose_kernel<<<blocks_for(n), kThreads, 0, stream>>>(in, in_ld, in_stride, out, out_stride, rows, cols, n);
+}
+
+void patchify(const float* images, float* patches, int batch, int channels, int height, int width, int patch,
+              cudaStream_t stream) {
+  const std::size_t n = std::size_t(batch) * (height / patch) * (width / patch) * channels * patch * patch;
+  if (n == 0) return;
+  patchify_kernel<<<blocks_for(n), kThreads, 0, stream>>>(images, patches, channels, height, width, patch, n);
+}
+
+void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
+                        int rows, int width, float eps, cudaStream_t stream) {
+  if (rows <= 0) return;
+  layer_norm_forward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(x, gamma, beta, y, mean, rstd, rows, width, eps);
+}
+
+void layer_norm_backward_input(const float* x, const float* gamma, const float* mean, const float* rstd,
+                               const float* dy, float* dx, int rows, int width, cudaStream_t stream) {
+  if (rows <= 0) return;
+  layer_norm_backward_input_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(x, gamma, mean, rstd, dy, dx, rows,
+                                                                              width);
+}
+
+void layer_norm_backward_params(const float* x, const float* mean, const float* rstd, const float* dy, float* dgamma,
+                                float* dbeta, int rows, int width, cudaStream_t stream) {
+  layer_norm_dgamma_kernel<<<column_grid(width), kColumnBlock, 0, stream>>>(x, mean, rstd, dy, dgamma, rows, width);
+  column_sums_kernel<<<column_grid(width), kColumnBlock, 0, stream>>>(dy, nullptr, dbeta, rows, width);
+}
+
+void gelu_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  gelu_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
+}
+
+void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  gelu_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, dy, dx, n);
+}
+
+void softmax_forward(const float* x, float* y, int rows, int cols, cudaStream_t stream) {
+  if (rows <= 0) return;
+  softmax_forward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(x, y, rows, cols);
+}
+
+void softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols, cudaStream_t stream) {
+  if (rows <= 0) return;
+  softmax_backward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(y, dy, dx, rows, cols);
+}
+
+void add_row_bias(float* x, const float* bias, int rows, int width, cudaStream_t stream) {
+  const std::size_t n = std::size_t(rows) * width;
+  if (n == 0) return;
+  add_row_bias_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, bias, width, n);
+}
+
+void column_sums(const float* a, const float* b, float* out, int rows, int width, cudaStream_t stream) {
+  column_sums_kernel<<<column_grid(width), kColumnBlock, 0, stream>>>(a, b, out, rows, width);
+}
+
+void scale_columns(const float* x, const float* gamma, float* y, int rows, int width, cudaStream_t stream) {
+  const std::size_t n = std::size_t(rows) * width;
+  if (n == 0) return;
+  scale_columns_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, gamma, y, width, n);
+}
+
+void add(const float* a, const float* b, float* y, std::size_t n, cudaStream_t stream) {
+  if (n == 0) return;
+  add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(a, b, y, n);
+}
+
+}  // namespace trainer::kernels

@@ -1,0 +1,261 @@
+// TransformerOps on the CPU (see cpu_transformer_ops.hpp). Formulas: docs/COMPUTE.md,
+// "Transformer ops"; the same ones the CUDA kernels in kernels/transformer.cu use.
+#include "compute/cpu/cpu_transformer_ops.hpp"
+
+#include <omp.h>
+
+#include <algorithm>  // std::max
+#include <cmath>      // std::erf, std::exp, std::sqrt
+#include <string>     // std::to_string
+#include <vector>     // std::vector of per-thread partial sums
+
+#include <oneapi/dnnl/dnnl.h>  // dnnl_sgemm
+
+#include "util/error.hpp"  // SystemError, detail::throw_system_error
+
+namespace trainer::compute::cpu {
+namespace {
+
+#define SGEMM_CHECK(call)                                                                                  \
+  do {                                                                                                     \
+    const dnnl_status_t trainer_sgemm_rc_ = (call);                                                        \
+    if (trainer_sgemm_rc_ != dnnl_success)                                                                 \
+      ::trainer::detail::throw_system_error("oneDNN", #call, "status " + std::to_string(int(trainer_sgemm_rc_)), \
+                                            __FILE__, __LINE__);                                           \
+  } while (0)
+
+// Row-major C = alpha op(A) op(B) + beta C through oneDNN's GEMM.
+void sgemm(bool ta, bool tb, long long m, long long n, long long k, float alpha, const float* a, long long lda,
+           const float* b, long long ldb, float beta, float* c, long long ldc) {
+  SGEMM_CHECK(dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+}
+
+// out[j] = sum over rows i of term(i, j): each thread sums a fixed range of rows in
+// double, then the partials are added in thread order (no atomics, no races, the
+// same result for the same thread count).
+template <class Term>
+void column_reduce(int rows, int width, int threads, float* out, Term term) {
+  std::vector<double> partial(std::size_t(threads) * width, 0.0);
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+    const int begin = int(static_cast<long long>(rows) * t / nt), end = int(static_cast<long long>(rows) * (t + 1) / nt);
+    double* acc = partial.data() + std::size_t(t) * width;
+    for (int i = begin; i < end; ++i)
+      for (int j = 0; j < width; ++j) acc[j] += term(i, j);
+  }
+  for (int j = 0; j < width; ++j) {
+    double sum = 0;
+    for (int t = 0; t < threads; ++t) sum += partial[std::size_t(t) * width + j];
+    out[j] = float(sum);
+  }
+}
+
+constexpr double kInvSqrt2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+
+}  // namespace
+
+void CpuTransformerOps::enter() const { omp_set_num_threads(threads_); }
+
+void CpuTransformerOps::matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream&) {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0)
+    throw SystemError("internal error: matmul [" + std::to_string(g.m) + " x " + std::to_string(g.k) + "] * [" +
+                      std::to_string(g.k) + " x " + std::to_string(g.n) + "] x " + std::to_string(g.batch));
+  enter();
+  const auto one = [&](int i) {
+    sgemm(g.transpose_a, g.transpose_b, g.m, g.n, g.k, g.alpha, a + i * g.stride_a, g.lda, b + i * g.stride_b, g.ldb,
+          g.beta, c + i * g.stride_c, g.ldc);
+  };
+  if (g.batch >= threads_ && threads_ > 1) {
+    // Small products (one attention head each): one per thread beats splitting each.
+    // oneDNN runs single-threaded inside a parallel region.
+    std::string failure;
+#pragma omp parallel for schedule(dynamic) num_threads(threads_)
+    for (int i = 0; i < g.batch; ++i) {
+      try {
+        one(i);
+      } catch (const std::exception& e) {
+#pragma omp critical(trainer_cpu_matmul)
+        failure = e.what();
+      }
+    }
+    if (!failure.empty()) throw SystemError(failure);
+  } else {
+    for (int i = 0; i < g.batch; ++i) one(i);
+  }
+}
+
+void CpuTransformerOps::linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in,
+                                       int out, Stream& s) {
+  enter();
+  sgemm(false, true, rows, out, in, 1.f, x, in, w, in, 0.f, y, out);
+  if (bias) add_bias(y, bias, rows, out, s);
+}
+
+void CpuTransformerOps::linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
+                                        float* dbias, int rows, int in, int out, Stream& s) {
+  enter();
+  if (dx) sgemm(false, false, rows, in, out, 1.f, dy, out, w, in, 0.f, dx, in);
+  sgemm(true, false, out, in, rows, 1.f, dy, out, x, in, 0.f, dw, in);
+  if (dbias) column_sums(dy, dbias, rows, out, s);
+}
+
+void CpuTransformerOps::layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
+                                           float* mean, float* rstd, int rows, int width, float eps, Stream&) {
+  enter();
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < rows; ++i) {
+    const float* xi = x + std::size_t(i) * width;
+    double sum = 0;
+    for (int j = 0; j < width; ++j) sum += xi[j];
+    const double mu = sum / width;
+    double sq = 0;
+    for (int j = 0; j < width; ++j) sq += (xi[j] - mu) * (xi[j] - mu);
+    const float r = float(1.0 / std::sqrt(sq / width + double(eps)));
+    const float m = float(mu);
+    float* yi = y + std::size_t(i) * width;
+    for (int j = 0; j < width; ++j) yi[j] = (xi[j] - m) * r * gamma[j] + beta[j];
+    mean[i] = m;
+    rstd[i] = r;
+  }
+}
+
+void CpuTransformerOps::layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
+                                            const float* dy, float* dx, float* dgamma, float* dbeta, int rows,
+                                            int width, Stream&) {
+  enter();
+  const auto xhat = [&](int i, int j) { return (x[std::size_t(i) * width + j] - mean[i]) * rstd[i]; };
+  // Parameter gradients first: dx may not alias anything, but keep dy intact for them.
+  column_reduce(rows, width, threads_, dgamma, [&](int i, int j) { return double(dy[std::size_t(i) * width + j]) * xhat(i, j); });
+  column_reduce(rows, width, threads_, dbeta, [&](int i, int j) { return double(dy[std::size_t(i) * width + j]); });
+  // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)), g = dy * gamma.
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < rows; ++i) {
+    const float* dyi = dy + std::size_t(i) * width;
+    double sum_g = 0, sum_gx = 0;
+    for (int j = 0; j < width; ++j) {
+      const double g = double(dyi[j]) * gamma[j];
+      sum_g += g;
+      sum_gx += g * xhat(i, j);
+    }
+    const float mg = float(sum_g / width), mgx = float(sum_gx / width);
+    float* dxi = dx + std::size_t(i) * width;
+    for (int j = 0; j < width; ++j) dxi[j] = rstd[i] * (dyi[j] * gamma[j] - mg - xhat(i, j) * mgx);
+  }
+}
+
+void CpuTransformerOps::gelu_forward(const float* x, float* y, std::size_t count, Stream&) {
+  enter();
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < count; ++i) y[i] = float(0.5 * x[i] * (1.0 + std::erf(x[i] * kInvSqrt2)));
+}
+
+void CpuTransformerOps::gelu_backward(const float* x, const float* dy, float* dx, std::size_t count, Stream&) {
+  enter();
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < count; ++i) {
+    const double v = x[i];
+    const double cdf = 0.5 * (1.0 + std::erf(v * kInvSqrt2)), pdf = kInvSqrt2Pi * std::exp(-0.5 * v * v);
+    dx[i] = float(dy[i] * (cdf + v * pdf));
+  }
+}
+
+void CpuTransformerOps::softmax_forward(const float* x, float* y, int rows, int cols, Stream&) {
+  enter();
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < rows; ++i) {
+    const float* xi = x + std::size_t(i) * cols;
+    float* yi = y + std::size_t(i) * cols;
+    float top = xi[0];
+    for (int j = 1; j < cols; ++j) top = std::max(top, xi[j]);
+    double sum = 0;
+    for (int j = 0; j < cols; ++j) {
+      yi[j] = std::exp(xi[j] - top);
+      sum += yi[j];
+    }
+    const float inv = float(1.0 / sum);
+    for (int j = 0; j < cols; ++j) yi[j] *= inv;
+  }
+}
+
+void CpuTransformerOps::softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols, Stream&) {
+  enter();
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < rows; ++i) {
+    const float* yi = y + std::size_t(i) * cols;
+    const float* dyi = dy + std::size_t(i) * cols;
+    double dot = 0;
+    for (int j = 0; j < cols; ++j) dot += double(dyi[j]) * yi[j];
+    float* dxi = dx + std::size_t(i) * cols;
+    for (int j = 0; j < cols; ++j) dxi[j] = yi[j] * (dyi[j] - float(dot));
+  }
+}
+
+void CpuTransformerOps::add_bias(float* x, const float* bias, int rows, int width, Stream&) {
+  enter();
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < width; ++j) x[std::size_t(i) * width + j] += bias[j];
+}
+
+void CpuTransformerOps::column_sums(const float* dy, float* dbias, int rows, int width, Stream&) {
+  enter();
+  column_reduce(rows, width, threads_, dbias, [&](int i, int j) { return double(dy[std::size_t(i) * width + j]); });
+}
+
+void CpuTransformerOps::layer_scale_forward(const float* x, const float* gamma, float* y, int rows, int width,
+                                            Stream&) {
+  enter();
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < width; ++j) y[std::size_t(i) * width + j] = x[std::size_t(i) * width + j] * gamma[j];
+}
+
+void CpuTransformerOps::layer_scale_backward(const float* x, const float* gamma, const float* dy, float* dx,
+                                             float* dgamma, int rows, int width, Stream&) {
+  enter();
+  column_reduce(rows, width, threads_, dgamma,
+                [&](int i, int j) { return double(dy[std::size_t(i) * width + j]) * x[std::size_t(i) * width + j]; });
+#pragma omp parallel for schedule(static)
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < width; ++j) dx[std::size_t(i) * width + j] = dy[std::size_t(i) * width + j] * gamma[j];
+}
+
+void CpuTransformerOps::add(const float* a, const float* b, float* y, std::size_t count, Stream&) {
+  enter();
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < count; ++i) y[i] = a[i] + b[i];
+}
+
+void CpuTransformerOps::transpose(const float* in, long long in_ld, long long in_stride, float* out,
+                                  long long out_stride, int batch, int rows, int cols, Stream&) {
+  enter();
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int i = 0; i < batch; ++i)
+    for (int c = 0; c < cols; ++c) {
+      float* o = out + i * out_stride + std::size_t(c) * rows;
+      const float* src = in + i * in_stride + c;
+      for (int r = 0; r < rows; ++r) o[r] = src[r * in_ld];
+    }
+}
+
+void CpuTransformerOps::patchify(const float* images, float* patches, int batch, int channels, int height, int width,
+                                 int patch, Stream&) {
+  enter();
+  const int ph = height / patch, pw = width / patch, row = channels * patch * patch;
+#pragma omp parallel for collapse(2) schedule(static)
+  for (int b = 0; b < batch; ++b)
+    for (int py = 0; py < ph; ++py)
+      for (int px = 0; px < pw; ++px) {
+        float* dst = patches + (std::size_t(b) * ph * pw + std::size_t(py) * pw + px) * row;
+        for (int c = 0; c < channels; ++c)
+          for (int ky = 0; ky < patch; ++ky) {
+            const float* src =
+                images + ((std::size_t(b) * channels + c) * height + std::size_t(py) * patch + ky) * width + px * patch;
+            for (int kx = 0; kx < patch; ++kx) dst[(c * patch + ky) * patch + kx] = src[kx];
+          }
+      }
+}
+
+}  // namespace trainer::compute::cpu

@@ -1,0 +1,46 @@
+#pragma once
+// TransformerOps on the CPU: matrix products through oneDNN's sgemm (its JIT GEMM
+// kernels, row-major, any leading dimension, so head views and transposes need no
+// copies and no primitive cache), everything else as OpenMP loops over rows.
+// Reductions over rows (bias and LayerNorm parameter gradients) sum per-thread
+// partials in a fixed order, so results do not depend on scheduling.
+#include "compute/transformer_ops.hpp"  // TransformerOps
+
+namespace trainer::compute::cpu {
+
+class CpuTransformerOps final : public TransformerOps {
+ public:
+  // Every op runs on an OpenMP team of `threads` threads (as CpuBackend's ops).
+  explicit CpuTransformerOps(int threads) : threads_(threads) {}
+
+  void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) override;
+  void linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in, int out,
+                      Stream& s) override;
+  void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* dbias,
+                       int rows, int in, int out, Stream& s) override;
+  void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                          float* rstd, int rows, int width, float eps, Stream& s) override;
+  void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
+                           const float* dy, float* dx, float* dgamma, float* dbeta, int rows, int width,
+                           Stream& s) override;
+  void gelu_forward(const float* x, float* y, std::size_t count, Stream& s) override;
+  void gelu_backward(const float* x, const float* dy, float* dx, std::size_t count, Stream& s) override;
+  void softmax_forward(const float* x, float* y, int rows, int cols, Stream& s) override;
+  void softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols, Stream& s) override;
+  void add_bias(float* x, const float* bias, int rows, int width, Stream& s) override;
+  void column_sums(const float* dy, float* dbias, int rows, int width, Stream& s) override;
+  void layer_scale_forward(const float* x, const float* gamma, float* y, int rows, int width, Stream& s) override;
+  void layer_scale_backward(const float* x, const float* gamma, const float* dy, float* dx, float* dgamma,
+                            int rows, int width, Stream& s) override;
+  void add(const float* a, const float* b, float* y, std::size_t count, Stream& s) override;
+  void transpose(const float* in, long long in_ld, long long in_stride, float* out, long long out_stride, int batch,
+                 int rows, int cols, Stream& s) override;
+  void patchify(const float* images, float* patches, int batch, int channels, int height, int width, int patch,
+                Stream& s) override;
+
+ private:
+  void enter() const;  // sets the calling thread's OpenMP team size
+  int threads_;
+};
+
+}  // namespace trainer::compute::cpu

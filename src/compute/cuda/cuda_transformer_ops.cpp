@@ -1,0 +1,142 @@
+// TransformerOps on CUDA (see cuda_transformer_ops.hpp).
+#include "compute/cuda/cuda_transformer_ops.hpp"
+
+#include <string>  // std::to_string
+
+#include <cublas_v2.h>  // cublasGemmStridedBatchedEx
+
+#include "compute/cuda/cuda_check.hpp"   // CUBLAS_CHECK, CUDA_CHECK_LAUNCH
+#include "compute/cuda/cuda_stream.hpp"  // as_cuda
+#include "transformer.cuh"               // kernels::layer_norm_forward, ...
+#include "util/error.hpp"                // SystemError
+
+namespace trainer::compute::cuda {
+
+cublasHandle_t CudaTransformerOps::cublas_on(Stream& s) {
+  if (!cublas_) {
+    cublas_ = std::make_unique<CublasHandle>();
+    CUBLAS_CHECK(cublasSetPointerMode(*cublas_, CUBLAS_POINTER_MODE_HOST));
+  }
+  CUBLAS_CHECK(cublasSetStream(*cublas_, as_cuda(s).get()));
+  return *cublas_;
+}
+
+// cuBLAS is column-major: a row-major C = op(A) op(B) is the column-major
+// C^T = op(B)^T op(A)^T, i.e. the same call with the operands swapped and m, n
+// exchanged; each stored matrix is its own transpose in the other order.
+void CudaTransformerOps::matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0)
+    throw SystemError("internal error: matmul [" + std::to_string(g.m) + " x " + std::to_string(g.k) + "] * [" +
+                      std::to_string(g.k) + " x " + std::to_string(g.n) + "] x " + std::to_string(g.batch));
+  cublasHandle_t h = cublas_on(s);
+  const cublasOperation_t op_a = g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasComputeType_t compute = allow_tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, op_b, op_a, g.n, g.m, g.k, &g.alpha, b, CUDA_R_32F, int(g.ldb),
+                                          g.stride_b, a, CUDA_R_32F, int(g.lda), g.stride_a, &g.beta, c, CUDA_R_32F,
+                                          int(g.ldc), g.stride_c, g.batch, compute, CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaTransformerOps::linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in,
+                                        int out, Stream& s) {
+  MatmulShape g;  // y[rows, out] = x[rows, in] w[out, in]^T
+  g.m = rows, g.n = out, g.k = in;
+  g.transpose_b = true;
+  g.lda = in, g.ldb = in, g.ldc = out;
+  matmul(g, x, w, y, s);
+  if (bias) add_bias(y, bias, rows, out, s);
+}
+
+void CudaTransformerOps::linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
+                                         float* dbias, int rows, int in, int out, Stream& s) {
+  if (dx) {
+    MatmulShape g;  // dx[rows, in] = dy[rows, out] w[out, in]
+    g.m = rows, g.n = in, g.k = out;
+    g.lda = out, g.ldb = in, g.ldc = in;
+    matmul(g, dy, w, dx, s);
+  }
+  MatmulShape g;  // dw[out, in] = dy^T x
+  g.m = out, g.n = in, g.k = rows;
+  g.transpose_a = true;
+  g.lda = out, g.ldb = in, g.ldc = in;
+  matmul(g, dy, x, dw, s);
+  if (dbias) column_sums(dy, dbias, rows, out, s);
+}
+
+void CudaTransformerOps::layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
+                                            float* mean, float* rstd, int rows, int width, float eps, Stream& s) {
+  kernels::layer_norm_forward(x, gamma, beta, y, mean, rstd, rows, width, eps, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
+                                             const float* dy, float* dx, float* dgamma, float* dbeta, int rows,
+                                             int width, Stream& s) {
+  const cudaStream_t stream = as_cuda(s).get();
+  kernels::layer_norm_backward_params(x, mean, rstd, dy, dgamma, dbeta, rows, width, stream);
+  kernels::layer_norm_backward_input(x, gamma, mean, rstd, dy, dx, rows, width, stream);
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::gelu_forward(const float* x, float* y, std::size_t count, Stream& s) {
+  kernels::gelu_forward(x, y, count, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::gelu_backward(const float* x, const float* dy, float* dx, std::size_t count, Stream& s) {
+  kernels::gelu_backward(x, dy, dx, count, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::softmax_forward(const float* x, float* y, int rows, int cols, Stream& s) {
+  kernels::softmax_forward(x, y, rows, cols, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols, Stream& s) {
+  kernels::softmax_backward(y, dy, dx, rows, cols, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::add_bias(float* x, const float* bias, int rows, int width, Stream& s) {
+  kernels::add_row_bias(x, bias, rows, width, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::column_sums(const float* dy, float* dbias, int rows, int width, Stream& s) {
+  kernels::column_sums(dy, nullptr, dbias, rows, width, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::layer_scale_forward(const float* x, const float* gamma, float* y, int rows, int width,
+                                             Stream& s) {
+  kernels::scale_columns(x, gamma, y, rows, width, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::layer_scale_backward(const float* x, const float* gamma, const float* dy, float* dx,
+                                              float* dgamma, int rows, int width, Stream& s) {
+  const cudaStream_t stream = as_cuda(s).get();
+  kernels::column_sums(dy, x, dgamma, rows, width, stream);  // before dx, which may overwrite dy
+  kernels::scale_columns(dy, gamma, dx, rows, width, stream);
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::add(const float* a, const float* b, float* y, std::size_t count, Stream& s) {
+  kernels::add(a, b, y, count, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::transpose(const float* in, long long in_ld, long long in_stride, float* out,
+                                   long long out_stride, int batch, int rows, int cols, Stream& s) {
+  kernels::transpose(in, in_ld, in_stride, out, out_stride, batch, rows, cols, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::patchify(const float* images, float* patches, int batch, int channels, int height, int width,
+                                  int patch, Stream& s) {
+  kernels::patchify(images, patches, batch, channels, height, width, patch, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace trainer::compute::cuda

@@ -1,0 +1,116 @@
+#pragma once
+// The ops of a vision transformer (the ViTs of DINO / DINOv2 as Hugging Face builds
+// them), reached through Backend::transformer_ops(). One implementation per device:
+// the CPU (oneDNN's sgemm + OpenMP loops, src/compute/cpu/cpu_transformer_ops.*) and
+// CUDA (cuBLAS + kernels/transformer.cu, src/compute/cuda/cuda_transformer_ops.*).
+//
+// Conventions (as Backend's): float32, element counts, every op takes its Stream and
+// overwrites its outputs (no accumulation). Tensors are row-major [rows, width]:
+// tokens are rows ([batch * tokens, width], as the activations of a ViT are laid out
+// [B, T, C]), and weights keep PyTorch's layouts (nn.Linear: [out, in]).
+// Semantics follow PyTorch: nn.Linear, nn.LayerNorm, nn.GELU() (exact, erf), softmax
+// over the last dimension; docs/COMPUTE.md, "Transformer ops".
+#include <cstddef>  // std::size_t
+
+#include "compute/stream.hpp"  // Stream
+
+namespace trainer::compute {
+
+// One (batched) row-major matrix product: for i < batch,
+//   C_i = alpha * op(A_i) * op(B_i) + beta * C_i,   op(X) = X or its transpose,
+// with op(A_i) [m, k], op(B_i) [k, n], C_i [m, n]. lda / ldb / ldc are the row
+// strides of the matrices as stored (before op); stride_* the element distance from
+// one problem to the next (0: the same matrix for every problem). C is not read
+// when beta is 0.
+struct MatmulShape {
+  int m = 0, n = 0, k = 0;
+  bool transpose_a = false, transpose_b = false;
+  long long lda = 0, ldb = 0, ldc = 0;
+  long long stride_a = 0, stride_b = 0, stride_c = 0;
+  int batch = 1;
+  float alpha = 1.f, beta = 0.f;
+};
+
+// Multi-head scaled dot-product attention over [batch, tokens, heads * head_dim]
+// queries, keys and values (the Linear layers' outputs; head h is columns
+// h*head_dim .. (h+1)*head_dim - 1, as HF's ViTSelfAttention splits them). The
+// attention probabilities are [batch, heads, tokens, tokens].
+struct AttentionShape {
+  int batch = 0, tokens = 0, heads = 0, head_dim = 0;
+  int width() const { return heads * head_dim; }
+  std::size_t probs_count() const { return std::size_t(batch) * heads * tokens * tokens; }
+  // attention_backward's scratch: one batch row's probabilities gradient.
+  std::size_t scratch_count() const { return std::size_t(heads) * tokens * tokens; }
+};
+
+class TransformerOps {
+ public:
+  virtual ~TransformerOps() = default;
+
+  virtual void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) = 0;
+
+  // nn.Linear: y[rows, out] = x[rows, in] * w^T + bias; w is [out, in]; bias may be null.
+  virtual void linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in,
+                              int out, Stream& s) = 0;
+  // Its gradients: dx = dy * w (skipped when dx is null), dw = dy^T * x, and
+  // dbias = the column sums of dy (skipped when dbias is null).
+  virtual void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* dbias,
+                               int rows, int in, int out, Stream& s) = 0;
+
+  // nn.LayerNorm over the last dimension: y = (x - mean) * rstd * gamma + beta, with
+  // the biased variance and rstd = 1 / sqrt(var + eps); mean and rstd [rows] are
+  // kept for the backward.
+  virtual void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
+                                  float* rstd, int rows, int width, float eps, Stream& s) = 0;
+  virtual void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
+                                   const float* dy, float* dx, float* dgamma, float* dbeta, int rows, int width,
+                                   Stream& s) = 0;
+
+  // nn.GELU() (HF's "gelu"): y = x * Phi(x), Phi the normal CDF through erf.
+  virtual void gelu_forward(const float* x, float* y, std::size_t count, Stream& s) = 0;
+  virtual void gelu_backward(const float* x, const float* dy, float* dx, std::size_t count, Stream& s) = 0;
+
+  // Softmax of each row of [rows, cols] (y may be x). The backward:
+  // dx = y * (dy - sum_j dy_j y_j) (dx may be dy).
+  virtual void softmax_forward(const float* x, float* y, int rows, int cols, Stream& s) = 0;
+  virtual void softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols, Stream& s) = 0;
+
+  // x[rows, width] += bias[width] (a Linear's bias added after a separate product).
+  virtual void add_bias(float* x, const float* bias, int rows, int width, Stream& s) = 0;
+  // dbias[width] = the column sums of dy[rows, width].
+  virtual void column_sums(const float* dy, float* dbias, int rows, int width, Stream& s) = 0;
+  // Layer scale (DINOv2's Dinov2LayerScale): y = x * gamma per column. Backward:
+  // dx = dy * gamma (dx may be dy), dgamma = the column sums of dy * x.
+  virtual void layer_scale_forward(const float* x, const float* gamma, float* y, int rows, int width,
+                                   Stream& s) = 0;
+  virtual void layer_scale_backward(const float* x, const float* gamma, const float* dy, float* dx, float* dgamma,
+                                    int rows, int width, Stream& s) = 0;
+  // Residual connection: y = a + b (y may be a or b).
+  virtual void add(const float* a, const float* b, float* y, std::size_t count, Stream& s) = 0;
+
+  // Batched transpose: out_i[c, r] = in_i[r, c] for r < rows, c < cols, i < batch;
+  // `in` rows are in_ld apart and problems in_stride apart; `out` problems are
+  // out_stride apart, each a dense [cols, rows]. Patch tokens [N, C] become a
+  // [C, h, w] feature map, and back.
+  virtual void transpose(const float* in, long long in_ld, long long in_stride, float* out, long long out_stride,
+                         int batch, int rows, int cols, Stream& s) = 0;
+  // The non-overlapping patches of images [batch, channels, height, width] as rows:
+  // patches[b, py * (width / patch) + px, (c * patch + ky) * patch + kx] =
+  // images[b, c, py * patch + ky, px * patch + kx], so a Conv2d(kernel = stride = patch)
+  // is a Linear with the convolution's [out, c, ky, kx] weight read as [out, in].
+  virtual void patchify(const float* images, float* patches, int batch, int channels, int height, int width,
+                        int patch, Stream& s) = 0;
+
+  // Attention, written once over matmul and softmax (transformer_attention.cpp); a
+  // device may override it with a fused kernel. Forward: probs = softmax(q k^T /
+  // sqrt(head_dim)) per batch row and head, out = probs v ([batch, tokens, width]).
+  virtual void attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
+                                 const AttentionShape& a, Stream& s);
+  // Backward from the forward's probs: dq, dk, dv (each [batch, tokens, width]);
+  // `scratch` holds a.scratch_count() floats.
+  virtual void attention_backward(const float* q, const float* k, const float* v, const float* probs,
+                                  const float* dout, float* dq, float* dk, float* dv, float* scratch,
+                                  const AttentionShape& a, Stream& s);
+};
+
+}  // namespace trainer::compute

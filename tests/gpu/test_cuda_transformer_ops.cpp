@@ -1,0 +1,168 @@
+// The CUDA TransformerOps against their CPU twins (compute/transformer_ops.hpp) at
+// ViT-S sizes: 257 tokens (a 256x256 image in 16x16 patches plus CLS), 6 heads of
+// 64, width 384, MLP 1536. fp32 with TF32 off: relative error below 1e-5.
+#include <catch2/catch.hpp>
+
+#include <vector>  // std::vector
+
+#include "gpu_test_util.hpp"
+
+using namespace trainer::compute;
+using namespace trainer::compute::gpu_test;
+
+namespace {
+constexpr int kBatch = 2, kTokens = 257, kHeads = 6, kHeadDim = 64, kWidth = kHeads * kHeadDim;
+constexpr int kRows = kBatch * kTokens;
+}  // namespace
+
+TEST_CASE("cuda transformer matmul and linear match the CPU", "[gpu][transformer]") {
+  Twins t;
+  auto& g_ops = t.gpu->transformer_ops();
+  auto& c_ops = t.cpu->transformer_ops();
+  const int in = kWidth, out = 4 * kWidth;
+  auto x = random_vector(std::size_t(kRows) * in, 1), w = random_vector(std::size_t(out) * in, 2, -0.05f, 0.05f);
+  auto bias = random_vector(out, 3), dy = random_vector(std::size_t(kRows) * out, 4);
+  auto dx_ = t.device(x), dw_ = t.device(w), db_ = t.device(bias), ddy = t.device(dy);
+  auto gy = t.zeros(std::size_t(kRows) * out), gdx = t.zeros(x.size()), gdw = t.zeros(w.size()), gdb = t.zeros(out);
+  std::vector<float> y(gy.size()), dx(x.size()), dw(w.size()), db(out);
+  g_ops.linear_forward(dx_.data(), dw_.data(), db_.data(), gy.data(), kRows, in, out, t.gs());
+  c_ops.linear_forward(x.data(), w.data(), bias.data(), y.data(), kRows, in, out, t.cs());
+  CHECK(rel_error(t.host(gy), y) < kTolerance);
+  g_ops.linear_backward(dx_.data(), dw_.data(), ddy.data(), gdx.data(), gdw.data(), gdb.data(), kRows, in, out, t.gs());
+  c_ops.linear_backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), kRows, in, out, t.cs());
+  CHECK(rel_error(t.host(gdx), dx) < kTolerance);
+  CHECK(rel_error(t.host(gdw), dw) < kTolerance);
+  CHECK(rel_error(t.host(gdb), db) < kTolerance);
+
+  // A strided, transposed, batched product with alpha and beta.
+  MatmulShape g;
+  g.m = 33, g.n = 17, g.k = 20, g.batch = 4, g.transpose_a = true, g.transpose_b = true;
+  g.lda = 40, g.ldb = 25, g.ldc = 19, g.stride_a = 40 * 20, g.stride_b = 25 * 17, g.stride_c = 19 * 33;
+  g.alpha = 0.5f, g.beta = 2.f;
+  auto a = random_vector(std::size_t(g.stride_a) * g.batch, 5), b = random_vector(std::size_t(g.stride_b) * g.batch, 6);
+  auto c = random_vector(std::size_t(g.stride_c) * g.batch, 7);
+  auto ga = t.device(a), gb = t.device(b), gc = t.device(c);
+  g_ops.matmul(g, ga.data(), gb.data(), gc.data(), t.gs());
+  c_ops.matmul(g, a.data(), b.data(), c.data(), t.cs());
+  CHECK(rel_error(t.host(gc), c) < kTolerance);
+}
+
+TEST_CASE("cuda layer norm, GELU, softmax, bias, layer scale and add match the CPU", "[gpu][transformer]") {
+  Twins t;
+  auto& g_ops = t.gpu->transformer_ops();
+  auto& c_ops = t.cpu->transformer_ops();
+  const std::size_t n = std::size_t(kRows) * kWidth;
+  auto x = random_vector(n, 8, -3.f, 3.f), gamma = random_vector(kWidth, 9, 0.5f, 1.5f);
+  auto beta = random_vector(kWidth, 10), dy = random_vector(n, 11);
+  auto gx = t.device(x), gg = t.device(gamma), gb = t.device(beta), gdy = t.device(dy);
+
+  // LayerNorm (eps as HF ViT's layer_norm_eps: 1e-12 for DINO, 1e-6 for DINOv2).
+  for (float eps : {1e-12f, 1e-6f}) {
+    INFO("eps " << eps);
+    auto gy = t.zeros(n), gmean = t.zeros(kRows), grstd = t.zeros(kRows), gdx = t.zeros(n), gdg = t.zeros(kWidth),
+         gdb = t.zeros(kWidth);
+    std::vector<float> y(n), mean(kRows), rstd(kRows), dx(n), dg(kWidth), db(kWidth);
+    g_ops.layer_norm_forward(gx.data(), gg.data(), gb.data(), gy.data(), gmean.data(), grstd.data(), kRows, kWidth,
+                             eps, t.gs());
+    c_ops.layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), kRows, kWidth,
+                             eps, t.cs());
+    CHECK(rel_error(t.host(gy), y) < kTolerance);
+    CHECK(rel_error(t.host(grstd), rstd) < kTolerance);
+    g_ops.layer_norm_backward(gx.data(), gg.data(), gmean.data(), grstd.data(), gdy.data(), gdx.data(), gdg.data(),
+                              gdb.data(), kRows, kWidth, t.gs());
+    c_ops.layer_norm_backward(x.data(), gamma.data(), mean.data(), rstd.data(), dy.data(), dx.data(), dg.data(),
+                              db.data(), kRows, kWidth, t.cs());
+    CHECK(rel_error(t.host(gdx), dx) < kTolerance);
+    CHECK(rel_error(t.host(gdg), dg) < kTolerance);
+    CHECK(rel_error(t.host(gdb), db) < kTolerance);
+  }
+
+  {  // GELU
+    auto gy = t.zeros(n), gdx = t.zeros(n);
+    std::vector<float> y(n), dx(n);
+    g_ops.gelu_forward(gx.data(), gy.data(), n, t.gs());
+    c_ops.gelu_forward(x.data(), y.data(), n, t.cs());
+    CHECK(rel_error(t.host(gy), y) < kTolerance);
+    g_ops.gelu_backward(gx.data(), gdy.data(), gdx.data(), n, t.gs());
+    c_ops.gelu_backward(x.data(), dy.data(), dx.data(), n, t.cs());
+    CHECK(rel_error(t.host(gdx), dx) < kTolerance);
+  }
+  {  // softmax over attention rows (257 columns: not a multiple of the warp)
+    const int rows = kBatch * kHeads * kTokens / 4, cols = kTokens;
+    auto s = random_vector(std::size_t(rows) * cols, 12, -8.f, 8.f), ds = random_vector(s.size(), 13);
+    auto gs_ = t.device(s), gds = t.device(ds), gp = t.zeros(s.size());
+    std::vector<float> p(s.size());
+    g_ops.softmax_forward(gs_.data(), gp.data(), rows, cols, t.gs());
+    c_ops.softmax_forward(s.data(), p.data(), rows, cols, t.cs());
+    CHECK(rel_error(t.host(gp), p) < kTolerance);
+    g_ops.softmax_backward(gp.data(), gds.data(), gds.data(), rows, cols, t.gs());
+    c_ops.softmax_backward(p.data(), ds.data(), ds.data(), rows, cols, t.cs());
+    CHECK(rel_error(t.host(gds), ds) < kTolerance);
+  }
+  {  // bias add, column sums, layer scale, add
+    auto gy = t.device(x), gsum = t.zeros(kWidth), gs2 = t.zeros(n), gdx = t.zeros(n), gdg = t.zeros(kWidth);
+    std::vector<float> y = x, sum(kWidth), s2(n), dx(n), dg(kWidth);
+    g_ops.add_bias(gy.data(), gb.data(), kRows, kWidth, t.gs());
+    c_ops.add_bias(y.data(), beta.data(), kRows, kWidth, t.cs());
+    CHECK(rel_error(t.host(gy), y) < kTolerance);
+    g_ops.column_sums(gdy.data(), gsum.data(), kRows, kWidth, t.gs());
+    c_ops.column_sums(dy.data(), sum.data(), kRows, kWidth, t.cs());
+    CHECK(rel_error(t.host(gsum), sum) < kTolerance);
+    g_ops.layer_scale_forward(gx.data(), gg.data(), gs2.data(), kRows, kWidth, t.gs());
+    c_ops.layer_scale_forward(x.data(), gamma.data(), s2.data(), kRows, kWidth, t.cs());
+    CHECK(rel_error(t.host(gs2), s2) < kTolerance);
+    g_ops.layer_scale_backward(gx.data(), gg.data(), gdy.data(), gdx.data(), gdg.data(), kRows, kWidth, t.gs());
+    c_ops.layer_scale_backward(x.data(), gamma.data(), dy.data(), dx.data(), dg.data(), kRows, kWidth, t.cs());
+    CHECK(rel_error(t.host(gdx), dx) < kTolerance);
+    CHECK(rel_error(t.host(gdg), dg) < kTolerance);
+    g_ops.add(gx.data(), gdy.data(), gs2.data(), n, t.gs());
+    c_ops.add(x.data(), dy.data(), s2.data(), n, t.cs());
+    CHECK(rel_error(t.host(gs2), s2) < kTolerance);
+  }
+}
+
+TEST_CASE("cuda attention forward and backward match the CPU", "[gpu][transformer]") {
+  Twins t;
+  AttentionShape a;
+  a.batch = kBatch, a.tokens = kTokens, a.heads = kHeads, a.head_dim = kHeadDim;
+  const std::size_t n = std::size_t(kRows) * kWidth;
+  auto q = random_vector(n, 14), k = random_vector(n, 15), v = random_vector(n, 16), dout = random_vector(n, 17);
+  auto gq = t.device(q), gk = t.device(k), gv = t.device(v), gdout = t.device(dout);
+  auto gp = t.zeros(a.probs_count()), go = t.zeros(n), gdq = t.zeros(n), gdk = t.zeros(n), gdv = t.zeros(n),
+       gscratch = t.zeros(a.scratch_count());
+  std::vector<float> p(a.probs_count()), o(n), dq(n), dk(n), dv(n), scratch(a.scratch_count());
+  t.gpu->transformer_ops().attention_forward(gq.data(), gk.data(), gv.data(), gp.data(), go.data(), a, t.gs());
+  t.cpu->transformer_ops().attention_forward(q.data(), k.data(), v.data(), p.data(), o.data(), a, t.cs());
+  CHECK(rel_error(t.host(gp), p) < kTolerance);
+  CHECK(rel_error(t.host(go), o) < kTolerance);
+  t.gpu->transformer_ops().attention_backward(gq.data(), gk.data(), gv.data(), gp.data(), gdout.data(), gdq.data(),
+                                              gdk.data(), gdv.data(), gscratch.data(), a, t.gs());
+  t.cpu->transformer_ops().attention_backward(q.data(), k.data(), v.data(), p.data(), dout.data(), dq.data(), dk.data(),
+                                              dv.data(), scratch.data(), a, t.cs());
+  CHECK(rel_error(t.host(gdq), dq) < kTolerance);
+  CHECK(rel_error(t.host(gdk), dk) < kTolerance);
+  CHECK(rel_error(t.host(gdv), dv) < kTolerance);
+}
+
+TEST_CASE("cuda transpose and patchify match the CPU", "[gpu][transformer]") {
+  Twins t;
+  const std::size_t n = std::size_t(kRows) * kWidth;
+  auto tokens = random_vector(n, 18);
+  auto g_tokens = t.device(tokens), g_map = t.zeros(std::size_t(kBatch) * kWidth * (kTokens - 1));
+  std::vector<float> map(g_map.size());
+  const long long ld = kWidth, stride = static_cast<long long>(kTokens) * kWidth;
+  const long long map_stride = static_cast<long long>(kTokens - 1) * kWidth;
+  t.gpu->transformer_ops().transpose(g_tokens.data() + kWidth, ld, stride, g_map.data(), map_stride, kBatch,
+                                     kTokens - 1, kWidth, t.gs());
+  t.cpu->transformer_ops().transpose(tokens.data() + kWidth, ld, stride, map.data(), map_stride, kBatch, kTokens - 1,
+                                     kWidth, t.cs());
+  CHECK(t.host(g_map) == map);
+
+  const int channels = 3, height = 256, width = 192, patch = 16;
+  auto images = random_vector(std::size_t(kBatch) * channels * height * width, 19);
+  auto g_images = t.device(images), g_patches = t.zeros(images.size());
+  std::vector<float> patches(images.size());
+  t.gpu->transformer_ops().patchify(g_images.data(), g_patches.data(), kBatch, channels, height, width, patch, t.gs());
+  t.cpu->transformer_ops().patchify(images.data(), patches.data(), kBatch, channels, height, width, patch, t.cs());
+  CHECK(t.host(g_patches) == patches);
+}
