@@ -20,6 +20,7 @@
 #include "config/config.hpp"
 #include "model/heatmap_model.hpp"
 #include "model/lightning_pose_names.hpp"
+#include "model/make_model.hpp"  // make_pose_model
 #include "train/checkpoint.hpp"
 #include "util/error.hpp"  // UserError
 #include "util/torch_file.hpp"
@@ -139,4 +140,55 @@ TEST_CASE("model.checkpoint: lightning-pose's strict=False load, head included w
     CHECK(std::equal(after.begin() + long(head.offset), after.end(), before.begin() + long(head.offset)));
     CHECK(std::equal(after.begin(), after.begin() + long(head.offset), src.begin()));
   }
+}
+
+TEST_CASE("lightning-pose checkpoint of the context model: every tensor and alias, same values",
+          "[app][lp_model_dir]") {
+  TempDir dir;
+  auto backend = compute::make_cpu_backend(1);
+  auto& stream = backend->default_stream();
+  const auto net = model::make_pose_model(*backend, "heatmap_mhcrnn", model::ModelSpec{"resnet18", 3, 2});
+  net->initialize(11, stream);
+  train::TrainingState state;
+  state.epochs_completed = 2;
+  state.global_step = 8;
+  state.model_type = "heatmap_mhcrnn";
+  state.backbone = "resnet18";
+  state.num_keypoints = 3;
+  state.downsample_factor = 2;
+  const std::string h5 = dir.path + "/best.h5";
+  train::save_checkpoint(h5, net->store(), nullptr, state, stream);
+  Config config;
+  config.model.backbone = "resnet18";
+  config.model.model_type = "heatmap_mhcrnn";
+  const std::string ckpt = app::write_lightning_pose_checkpoint(config, h5, dir.path + "/tb_logs/ctx/version_0");
+
+  const auto tensors = read_torch_state_dict(ckpt);
+  std::map<std::string, const StoredTensor*> by_name;
+  for (const auto& t : tensors) by_name[t.name] = &t;
+  std::size_t aliases = 0;
+  for (std::size_t i = 0; i < net->store().parameters().size(); ++i) {
+    const auto& e = net->store().parameters()[i];
+    const auto values = net->store().download_param(i, stream);
+    std::vector<std::string> names = {model::lightning_pose_state_name(e.name)};
+    for (const auto& alias : model::lightning_pose_state_aliases(e.name)) names.push_back(alias);
+    aliases += names.size() - 1;
+    for (const auto& name : names) {
+      INFO(e.name << " as " << name);
+      const auto it = by_name.find(name);
+      REQUIRE(it != by_name.end());
+      REQUIRE(it->second->bytes.size() == values.size() * sizeof(float));
+      CHECK(std::memcmp(it->second->bytes.data(), values.data(), it->second->bytes.size()) == 0);
+    }
+  }
+  CHECK(aliases == 14);
+  CHECK(tensors.size() == net->store().state_dict_names().size() + aliases);
+  // And back: the .ckpt's tensors fill a fresh context model exactly (the aliases skipped).
+  const auto fresh = model::make_pose_model(*backend, "heatmap_mhcrnn", model::ModelSpec{"resnet18", 3, 2});
+  fresh->initialize(99, stream);
+  const auto got = app::load_lightning_pose_weights(ckpt, fresh->store(), stream);
+  CHECK(got.kept == 0);
+  CHECK(got.skipped == 14);
+  for (std::size_t i = 0; i < net->store().parameters().size(); ++i)
+    CHECK(fresh->store().download_param(i, stream) == net->store().download_param(i, stream));
 }
