@@ -31,6 +31,7 @@
 #include "train/checkpoint.hpp"     // save_checkpoint, save_named_tensors
 #include "train/gradient_sync.hpp"  // train::LocalGradientSync
 #include "train/optimizer.hpp"      // train::Optimizer
+#include "train/pretrained_weights.hpp"  // train::load_pretrained_backbone (--init-weights)
 #include "train/step.hpp"           // train::StepRunner
 #include "util/error.hpp"           // UserError
 #include "util/log.hpp"             // Log
@@ -50,7 +51,7 @@ double process_cpu_seconds() {
 }  // namespace
 
 int bench_step(const Args& args) {
-  std::string backbone = "resnet18", export_dir, precision_name = "32", accelerator = "cpu",
+  std::string backbone = "resnet18", export_dir, init_weights, precision_name = "32", accelerator = "cpu",
               fp32_precision = "highest", mode = "train", conv_algorithms = "heuristics";
   int size = 128, batch = 16, keypoints = 17, steps = 10, warmup = 2, threads = 0, downsample = 2, profile = 0;
   unsigned seed = 0;
@@ -86,6 +87,8 @@ int bench_step(const Args& args) {
       ("warmup", po::value(&warmup)->default_value(warmup), "untimed steps first")
       ("threads", po::value(&threads)->default_value(threads), "CPU threads (0: OMP_NUM_THREADS or all cores)")
       ("seed", po::value(&seed)->default_value(seed), "model and input seed")
+      ("init-weights", po::value(&init_weights),
+       "backbone weights to start from, as model.backbone_weights (the parity tests start from a given state)")
       ("export", po::value(&export_dir), "write initial.h5, batch.h5 and after.h5 for the PyTorch parity test "
                                          "(runs exactly one step, no warm-up)");
   po::variables_map vm;
@@ -134,6 +137,7 @@ int bench_step(const Args& args) {
   auto& stream = run_backend.default_stream();
   model::HeatmapModel net(run_backend, model::ModelSpec{backbone, keypoints, downsample});
   net.initialize(seed, stream);
+  if (!init_weights.empty()) train::load_pretrained_backbone(init_weights, net.store(), stream);
   train::Optimizer optimizer(net.store(), train::OptimizerConfig{});
   optimizer.set_group(model::ParamGroup::backbone, 1e-3, true);
   optimizer.set_group(model::ParamGroup::head, 1e-3, true);

@@ -18,6 +18,7 @@
 
 #include "app/commands.hpp"         // run_train, Args
 #include "app/config_parse.hpp"     // parse_command_line, config_to_ini
+#include "app/hf_weights.hpp"       // hugging_face_weights
 #include "app/loader_source.hpp"    // LoaderSource
 #include "app/semi_supervised.hpp"  // make_semi_supervised
 #include "app/make_backend.hpp"     // make_run_backend
@@ -29,7 +30,7 @@
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::write_split_csv
 #include "data/video_reader.hpp"    // data::list_videos: data.video_dir checked before the work
-#include "model/backbone_registry.hpp"  // model::backbone_weights_url
+#include "model/backbone_registry.hpp"  // model::backbone_weights_url, backbone_hugging_face_id
 #include "model/make_model.hpp"     // model::make_pose_model
 #include "app/predict_labeled.hpp"   // predict_labeled_frames: predictions.csv after training
 #include "app/predict_video.hpp"     // predict_videos (eval.predict_vids_after_training)
@@ -86,7 +87,13 @@ void check_resumable(const std::string& resume, const train::TrainingState& stat
 // would have downloaded weights for it or when it will stay frozen while random.
 void warn_random_backbone(const Config& config, const Log& log) {
   const std::string& name = config.model.backbone;
-  if (name.find('_') != std::string::npos)
+  const std::string hugging_face = model::backbone_hugging_face_id(name);
+  if (!hugging_face.empty())
+    log.warn("model.backbone = " + name + " starts from " + hugging_face + "'s weights in lightning-pose, which " +
+             "transformers downloads (" + model::backbone_weights_url(name) + "); none was found in the Hugging "
+             "Face cache: download model.safetensors and set model.backbone_weights to it (or to its cache "
+             "folder): without it the backbone starts from random weights");
+  else if (name.find('_') != std::string::npos)
     log.warn("model.backbone = " + name + " is a pretrained ResNet-50 in lightning-pose, which downloads " +
              model::backbone_weights_url(name) + "; download it and set model.backbone_weights to the file: "
              "without it the backbone starts from random weights");
@@ -226,6 +233,9 @@ int run_train(const Args& args) {
                                "folder of videos, or model.losses_to_use=[] to train supervised only");
     }
   }
+  // The ViTs' Hugging Face files: a given folder's, or the Hugging Face cache's.
+  config.model.backbone_weights =
+      hugging_face_weights(config.model.backbone_weights, config.model.backbone, capture_environment());
   // A folder: a lightning-pose model directory's .ckpt, or a run folder's best.h5.
   if (!config.model.backbone_weights.empty()) config.model.backbone_weights = weights_file_of(config.model.backbone_weights);
   if (!config.model.backbone_weights.empty())

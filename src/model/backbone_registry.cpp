@@ -6,6 +6,7 @@
 
 #include "model/lightning_pose_names.hpp"  // state_name_from_lightning_pose
 #include "model/resnet.hpp"                // make_resnet
+#include "model/vit.hpp"                   // make_vit
 #include "util/error.hpp"                  // UserError
 
 namespace trainer::model {
@@ -43,6 +44,9 @@ constexpr BackboneEntry kBackbones[] = {
      "https://download.openmmlab.com/mmpose/top_down/resnet/res50_mpii_256x256-418ffc88_20200812.pth"},
     {"resnet50_human_hand", make_resnet,
      "https://download.openmmlab.com/mmpose/hand/resnet/res50_onehand10k_256x256-739c8639_20210330.pth"},
+    // Hugging Face's ViTModel checkpoints (lightning-pose loads them through transformers).
+    {"vits_dino", make_vit, "https://huggingface.co/facebook/dino-vits16/resolve/main/model.safetensors"},
+    {"vitb_dino", make_vit, "https://huggingface.co/facebook/dino-vitb16/resolve/main/model.safetensors"},
 };
 
 const BackboneEntry& find_backbone(const std::string& name) {
@@ -67,6 +71,13 @@ const std::vector<std::string>& backbone_names() {
 
 std::string backbone_weights_url(const std::string& name) { return find_backbone(name).weights_url; }
 
+std::string backbone_hugging_face_id(const std::string& name) {
+  const std::string url = backbone_weights_url(name), site = "https://huggingface.co/";
+  if (url.rfind(site, 0) != 0) return "";
+  const std::size_t resolve = url.find("/resolve/", site.size());
+  return url.substr(site.size(), resolve == std::string::npos ? std::string::npos : resolve - site.size());
+}
+
 std::string backbone_tensor_name(std::string name) {
   if (name.rfind("module.", 0) == 0) name = name.substr(7);  // saved from a DDP-wrapped model
   // lightning-pose's Lightning checkpoints: the ResNet's children by Sequential index.
@@ -75,6 +86,11 @@ std::string backbone_tensor_name(std::string name) {
   if (name.rfind("backbone.", 0) == 0) return name;  // mmpose, ours
   for (const char* stem : {"conv1.", "bn1.", "layer1.", "layer2.", "layer3.", "layer4."})
     if (name.rfind(stem, 0) == 0) return "backbone." + name;  // torchvision's ResNet
+  // Hugging Face's ViTModel (model.safetensors of facebook/dino-vits16, ...); "vit."
+  // when saved from a model with a head. lightning-pose keeps it as vision_encoder.
+  if (name.rfind("vit.", 0) == 0) name = name.substr(4);
+  for (const char* stem : {"embeddings.", "encoder.", "layernorm."})
+    if (name.rfind(stem, 0) == 0) return "backbone.vision_encoder." + name;
   return "";  // a classifier (fc.*) or a head: not the backbone's
 }
 

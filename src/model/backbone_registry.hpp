@@ -19,12 +19,18 @@ const std::vector<std::string>& backbone_names();
 // (docs/MODEL.md lists them); the trainer reads such files from model.backbone_weights.
 std::string backbone_weights_url(const std::string& name);
 
+// The Hugging Face model a backbone's weights come from ("facebook/dino-vits16"),
+// read off its weights URL; empty for the others (torchvision, mmpose).
+std::string backbone_hugging_face_id(const std::string& name);
+
 // Our name for a tensor of a pretrained backbone file: torchvision's ResNet names
 // (conv1.weight, layer1.0.bn1.running_mean, ...) gain "backbone."; mmpose's
 // (backbone.conv1.weight, ...) stay; lightning-pose's checkpoints (backbone.0.weight,
 // backbone.4.0.conv1.weight: the ResNet's children by index) are renamed; a
-// "module." prefix (DDP) goes. Empty for the tensors of a classifier or a head,
-// which are not the backbone's.
+// "module." prefix (DDP) goes; Hugging Face's ViTModel names (embeddings.*,
+// encoder.layer.*, layernorm.*; "vit." before them goes) gain
+// "backbone.vision_encoder.", as lightning-pose's checkpoints hold them. Empty for
+// the tensors of a classifier, a pooler or a head, which are not the backbone's.
 std::string backbone_tensor_name(std::string name);
 
 // Builds backbone `name`, registering its tensors in `store` under `prefix`

@@ -8,12 +8,21 @@
 namespace trainer::model {
 
 HeatmapHead::HeatmapHead(ParameterStore& store, const std::string& prefix, int in_channels,
-                         int num_keypoints, int downsample_factor)
+                         int num_keypoints, int downsample_factor, int input_stride)
     : store_(&store) {
   if (downsample_factor < 1 || downsample_factor > 3)
     throw UserError("data.downsample_factor must be 1, 2 or 3 (got " + std::to_string(downsample_factor) + ")");
   if (num_keypoints < 1) throw UserError("the model needs at least one keypoint");
-  const int n = 5 - downsample_factor - 1;  // log2(kInputStride) - d - 1
+  int log2_stride = 0;
+  while ((2 << log2_stride) <= input_stride) ++log2_stride;
+  if (input_stride < 2 || (1 << log2_stride) != input_stride)
+    throw SystemError("internal error: backbone stride " + std::to_string(input_stride) + " is not a power of 2");
+  const int n = log2_stride - downsample_factor - 1;  // lightning-pose's n_layers
+  if (n < 1)
+    throw UserError("data.downsample_factor = " + std::to_string(downsample_factor) +
+                        " leaves no upsampling layer after a backbone of stride " + std::to_string(input_stride),
+                    "use data.downsample_factor " + std::to_string(log2_stride - 2) +
+                        " or lower with this backbone (lightning-pose's head would have none either)");
   layers_.resize(n);
   int in = in_channels / 4;
   for (int i = 0; i < n; ++i) {

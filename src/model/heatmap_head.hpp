@@ -1,6 +1,8 @@
 #pragma once
-// lightning-pose's heatmap head: PixelShuffle(2), then n = log2(32) - d - 1
-// ConvTranspose2d(kernel 3, stride 2, padding 1, output_padding 1) layers; the
+// lightning-pose's heatmap head: PixelShuffle(2), then n = log2(stride) - d - 1
+// ConvTranspose2d(kernel 3, stride 2, padding 1, output_padding 1) layers (stride:
+// the backbone's, 32 for the ResNets, 16 for the ViTs, as lightning-pose's
+// BACKBONE_STRIDES); the
 // first takes C/4 channels, all output K. No activation between them (as
 // lightning-pose). Weights IOHW, Xavier-uniform (gain 0.01), zero bias; named
 // head.deconv<i>.weight / .bias with i = 0..n-1 in order.
@@ -17,11 +19,10 @@ namespace trainer::model {
 
 class HeatmapHead {
  public:
-  // The backbone stride the upsampling undoes (every lightning-pose backbone's).
-  static constexpr int kInputStride = 32;
-
+  // input_stride: the backbone's (a power of 2); the upsampling undoes all of it but
+  // 2^downsample_factor. UserError when that leaves no transposed convolution.
   HeatmapHead(ParameterStore& store, const std::string& prefix, int in_channels, int num_keypoints,
-              int downsample_factor);
+              int downsample_factor, int input_stride);
 
   int num_deconvs() const { return int(layers_.size()); }
   // x: [N, C, h, w] backbone features; returns logits [N, K, h * 2^(n+1), w * 2^(n+1)].

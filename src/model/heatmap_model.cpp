@@ -10,9 +10,8 @@ HeatmapModel::HeatmapModel(compute::Backend& backend, const ModelSpec& spec)
     : spec_(spec),
       store_(backend),
       backbone_(make_backbone(spec.backbone, store_, "backbone.")),
-      head_(store_, "head.", backbone_->out_channels(), spec.num_keypoints, spec.downsample_factor) {
-  if (backbone_->stride() != HeatmapHead::kInputStride)
-    throw SystemError("internal error: backbone " + spec.backbone + " does not downsample by 32 as the head assumes");
+      head_(store_, "head.", backbone_->out_channels(), spec.num_keypoints, spec.downsample_factor,
+            backbone_->stride()) {
   store_.allocate();
 }
 

@@ -15,6 +15,8 @@ struct Child {
 };
 constexpr Child kStem[] = {{"conv1", 0}, {"bn1", 1}};
 constexpr int kLayer1Index = 4;  // conv1, bn1, relu, maxpool come first
+// The ViT backbones keep lightning-pose's VisionEncoder names (model/vit.hpp).
+constexpr const char* kVisionEncoder = "backbone.vision_encoder.";
 
 // The context model's heads (lightning_pose/models/heads/heatmap_mhcrnn.py).
 constexpr const char* kSfDeconv = "head.head_sf.deconv";
@@ -41,6 +43,7 @@ std::pair<int, std::string> leading_index(const std::string& s) {
 }  // namespace
 
 std::string lightning_pose_state_name(const std::string& name) {
+  if (starts_with(name, kVisionEncoder)) return name;  // the ViTs: lightning-pose's names already
   if (starts_with(name, "backbone.")) {
     const std::string rest = name.substr(9);
     for (const auto& c : kStem)
@@ -81,6 +84,7 @@ std::vector<std::string> lightning_pose_state_aliases(const std::string& name) {
 }
 
 std::string state_name_from_lightning_pose(const std::string& lp_name) {
+  if (starts_with(lp_name, kVisionEncoder)) return lp_name;
   if (starts_with(lp_name, "backbone.")) {
     const auto [i, rest] = leading_index(lp_name.substr(9));
     for (const auto& c : kStem)

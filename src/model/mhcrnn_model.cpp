@@ -15,6 +15,14 @@ int checked_downsample(int d) {
                     "lightning-pose implements the context model only for downsample_factor 2");
   return d;
 }
+// The context head (UpsamplingCRNN) is built for lightning-pose's stride-32 feature maps.
+int checked_context_stride(const Backbone& backbone) {
+  if (backbone.stride() != 32)
+    throw UserError("model_type heatmap_mhcrnn takes a backbone of stride 32 here (the ResNets); " + backbone.name() +
+                        " has stride " + std::to_string(backbone.stride()),
+                    "use model_type heatmap with " + backbone.name() + ", or a ResNet backbone");
+  return backbone.stride();
+}
 }  // namespace
 
 MhcrnnModel::MhcrnnModel(compute::Backend& backend, const ModelSpec& spec)
@@ -22,10 +30,8 @@ MhcrnnModel::MhcrnnModel(compute::Backend& backend, const ModelSpec& spec)
       store_(backend),
       backbone_(make_backbone(spec.backbone, store_, "backbone.")),
       head_sf_(store_, "head.head_sf.", backbone_->out_channels(), spec.num_keypoints,
-               checked_downsample(spec.downsample_factor)),
+               checked_downsample(spec.downsample_factor), checked_context_stride(*backbone_)),
       head_mf_(store_, "head.head_mf.", backbone_->out_channels(), spec.num_keypoints) {
-  if (backbone_->stride() != HeatmapHead::kInputStride)
-    throw SystemError("internal error: backbone " + spec.backbone + " does not downsample by 32 as the heads assume");
   store_.allocate();
 }
 

@@ -33,10 +33,13 @@ TEST_CASE("every registered backbone keeps the Backbone contract", "[model][back
     model::ParameterStore store(*b);
     const auto backbone = model::make_backbone(name, store, "backbone.");
     CHECK(backbone->name() == name);
-    CHECK(backbone->stride() == 32);  // what the heads undo
+    // What the heads undo: lightning-pose's BACKBONE_STRIDES.
+    CHECK(backbone->stride() == (name.rfind("vit", 0) == 0 ? 16 : 32));
     CHECK(backbone->out_channels() % 4 == 0);  // the heads' PixelShuffle(2) needs C/4 channels
     if (name == "resnet18" || name == "resnet34") CHECK(backbone->out_channels() == 512);
     else if (name.rfind("resnet", 0) == 0) CHECK(backbone->out_channels() == 2048);  // Bottleneck ResNets
+    else if (name == "vits_dino") CHECK(backbone->out_channels() == 384);
+    else if (name == "vitb_dino") CHECK(backbone->out_channels() == 768);
     REQUIRE_FALSE(store.parameters().empty());
     for (const auto& e : store.parameters()) {
       CHECK(e.name.rfind("backbone.", 0) == 0);

@@ -1,0 +1,308 @@
+// The ViT backbone (see vit.hpp). Shapes: B images, T = 1 + N tokens (N patches),
+// R = B * T token rows, C hidden width, M MLP width; every activation is [R, width].
+#include "model/vit.hpp"
+
+#include <algorithm>  // std::sort, std::max
+#include <utility>    // std::swap
+
+#include "model/bicubic_resize.hpp"  // bicubic_resize_matrix_2d
+#include "util/error.hpp"            // UserError
+
+namespace trainer::model {
+namespace {
+
+using compute::DeviceBuffer;
+using compute::ensure_capacity;
+using compute::MatmulShape;
+
+// Hugging Face's ViT initialises weights N(0, 0.02) (truncated at +-2 sigma; this
+// one is not), biases 0, LayerNorm 1 and 0. Pretrained weights replace all of it.
+InitRule normal_002() {
+  InitRule r;
+  r.kind = InitRule::kaiming_normal_fan_out;  // std = gain / sqrt(fan_out)
+  r.gain = 0.02;
+  r.fan_out = 1;
+  return r;
+}
+InitRule ones() {
+  InitRule r;
+  r.kind = InitRule::ones;
+  return r;
+}
+
+}  // namespace
+
+VitSpec vit_spec(const std::string& name) {
+  VitSpec s;
+  s.name = name;
+  if (name == "vits_dino") {
+    s.model_id = "facebook/dino-vits16";
+  } else if (name == "vitb_dino") {
+    s.model_id = "facebook/dino-vitb16";
+    s.hidden = 768, s.heads = 12, s.mlp = 3072;
+  } else {
+    throw UserError("unknown backbone '" + name + "'", "the ViT backbones are vits_dino and vitb_dino");
+  }
+  return s;
+}
+
+VisionTransformer::Linear VisionTransformer::add_linear(ParameterStore& store, const std::string& name, int in,
+                                                        int out) {
+  Linear l;
+  l.in = in, l.out = out;
+  l.weight = store.add_parameter(name + ".weight", {out, in}, ParamGroup::backbone, normal_002());
+  l.bias = store.add_parameter(name + ".bias", {out}, ParamGroup::backbone, InitRule{});
+  return l;
+}
+
+VisionTransformer::LayerNorm VisionTransformer::add_layer_norm(ParameterStore& store, const std::string& name) {
+  LayerNorm n;
+  n.weight = store.add_parameter(name + ".weight", {spec_.hidden}, ParamGroup::backbone, ones());
+  n.bias = store.add_parameter(name + ".bias", {spec_.hidden}, ParamGroup::backbone, InitRule{});
+  return n;
+}
+
+VisionTransformer::VisionTransformer(ParameterStore& store, const VitSpec& spec, const std::string& prefix)
+    : spec_(spec), store_(&store), blocks_(std::size_t(spec.layers)), hidden_(std::size_t(spec.layers) + 1) {
+  if (spec.hidden % spec.heads != 0)
+    throw SystemError("internal error: ViT width " + std::to_string(spec.hidden) + " is not a multiple of " +
+                      std::to_string(spec.heads) + " heads");
+  const int C = spec.hidden, G = spec.pretrained_grid, P = spec.patch;
+  const std::string root = prefix + "vision_encoder.";
+  // Hugging Face's state_dict order: the embeddings' own parameters, then its patch
+  // projection; each layer's attention, intermediate, output, layernorm_before/after.
+  cls_token_ = store.add_parameter(root + "embeddings.cls_token", {1, 1, C}, ParamGroup::backbone, normal_002());
+  position_embeddings_ =
+      store.add_parameter(root + "embeddings.position_embeddings", {1, G * G + 1, C}, ParamGroup::backbone, normal_002());
+  patch_embedding_.in = 3 * P * P, patch_embedding_.out = C;
+  patch_embedding_.weight = store.add_parameter(root + "embeddings.patch_embeddings.projection.weight", {C, 3, P, P},
+                                                ParamGroup::backbone, normal_002());
+  patch_embedding_.bias =
+      store.add_parameter(root + "embeddings.patch_embeddings.projection.bias", {C}, ParamGroup::backbone, InitRule{});
+  for (int i = 0; i < spec.layers; ++i) {
+    Block& b = blocks_[std::size_t(i)];
+    const std::string layer = root + "encoder.layer." + std::to_string(i) + ".";
+    b.query = add_linear(store, layer + "attention.attention.query", C, C);
+    b.key = add_linear(store, layer + "attention.attention.key", C, C);
+    b.value = add_linear(store, layer + "attention.attention.value", C, C);
+    b.proj = add_linear(store, layer + "attention.output.dense", C, C);
+    b.fc1 = add_linear(store, layer + "intermediate.dense", C, spec.mlp);
+    b.fc2 = add_linear(store, layer + "output.dense", spec.mlp, C);
+    b.before = add_layer_norm(store, layer + "layernorm_before");
+    b.after = add_layer_norm(store, layer + "layernorm_after");
+  }
+  final_norm_ = add_layer_norm(store, root + "layernorm");
+}
+
+void VisionTransformer::ensure_buffers(compute::Backend& backend) {
+  const std::size_t R = std::size_t(batch_) * tokens_, C = std::size_t(spec_.hidden), M = std::size_t(spec_.mlp);
+  const std::size_t N = std::size_t(tokens_) - 1, P = std::size_t(spec_.patch);
+  const std::size_t probs = std::size_t(batch_) * spec_.heads * tokens_ * tokens_;
+  ensure_capacity(backend, patches_, std::size_t(batch_) * N * 3 * P * P);
+  ensure_capacity(backend, positions_, std::size_t(tokens_) * C);
+  for (auto& h : hidden_) ensure_capacity(backend, h, R * C);
+  for (auto& b : blocks_) {
+    for (DeviceBuffer* t : {&b.ln1, &b.q, &b.k, &b.v, &b.context, &b.mid, &b.ln2}) ensure_capacity(backend, *t, R * C);
+    for (DeviceBuffer* t : {&b.mean1, &b.rstd1, &b.mean2, &b.rstd2}) ensure_capacity(backend, *t, R);
+    ensure_capacity(backend, b.probs, probs);
+    ensure_capacity(backend, b.fc1_out, R * M);
+    ensure_capacity(backend, b.gelu_out, R * M);
+  }
+  ensure_capacity(backend, final_out_, R * C);
+  ensure_capacity(backend, final_mean_, R);
+  ensure_capacity(backend, final_rstd_, R);
+  ensure_capacity(backend, features_, std::size_t(batch_) * C * N);
+}
+
+void VisionTransformer::linear_forward(const Context& ctx, const Linear& l, const float* x, float* y) {
+  ctx.backend.transformer_ops().linear_forward(x, store_->param(l.weight), store_->param(l.bias), y, batch_ * tokens_,
+                                               l.in, l.out, ctx.stream);
+}
+
+void VisionTransformer::linear_backward(const Context& ctx, const Linear& l, const float* x, const float* dy,
+                                        float* dx) {
+  ctx.backend.transformer_ops().linear_backward(x, store_->param(l.weight), dy, dx, store_->grad(l.weight),
+                                                store_->grad(l.bias), batch_ * tokens_, l.in, l.out, ctx.stream);
+}
+
+compute::TensorView VisionTransformer::forward(const Context& ctx, compute::ConstTensorView x) {
+  const int P = spec_.patch, C = spec_.hidden, G = spec_.pretrained_grid;
+  if (x.shape.c != 3 || x.shape.h < P || x.shape.w < P || x.shape.h % P != 0 || x.shape.w % P != 0)
+    throw UserError("network input " + x.shape.str() + " is not [N,3,H,W] with H and W multiples of " +
+                        std::to_string(P) + " (" + spec_.name + "'s patch size)",
+                    "set data.image_resize_height/width to multiples of " + std::to_string(P));
+  if (x.storage != compute::Storage::f32_nchw)
+    throw SystemError("internal error: " + spec_.name + " takes fp32 NCHW images");
+  auto& ops = ctx.backend.transformer_ops();
+  auto& s = ctx.stream;
+  batch_ = x.shape.n, grid_h_ = x.shape.h / P, grid_w_ = x.shape.w / P;
+  const int N = grid_h_ * grid_w_;
+  tokens_ = N + 1;
+  const int T = tokens_, K = 3 * P * P;
+  ensure_buffers(ctx.backend);
+
+  // Position embeddings for this grid: Hugging Face resizes the pretrained 14 x 14
+  // grid bicubically on every forward (the parameter keeps its 197 rows), so the
+  // resize is a fixed matrix applied to the parameter, and its transpose in backward.
+  if (resized_h_ != grid_h_ || resized_w_ != grid_w_) {
+    resize_host_ = bicubic_resize_matrix_2d(G, G, grid_h_, grid_w_);
+    ensure_capacity(ctx.backend, resize_, resize_host_.size());
+    ctx.backend.upload(resize_.data(), resize_host_.data(), resize_host_.size(), s);
+    resized_h_ = grid_h_, resized_w_ = grid_w_;
+  }
+  const float* pos = store_->param(position_embeddings_);
+  ops.add(store_->param(cls_token_), pos, positions_.data(), std::size_t(C), s);  // row 0: CLS + its position
+  MatmulShape resize;
+  resize.m = N, resize.n = C, resize.k = G * G;
+  resize.lda = G * G, resize.ldb = C, resize.ldc = C;
+  ops.matmul(resize, resize_.data(), pos + C, positions_.data() + C, s);
+  ops.add_bias(positions_.data() + C, store_->param(patch_embedding_.bias), N, C, s);
+
+  // Tokens: every image's rows start as the positions; the patch embedding (a Linear
+  // over the flattened 16 x 16 patches) adds into rows 1..N.
+  float* tokens = hidden_[0].data();
+  for (int b = 0; b < batch_; ++b) ctx.backend.copy(tokens + std::size_t(b) * T * C, positions_.data(), std::size_t(T) * C, s);
+  ops.patchify(x.data, patches_.data(), batch_, 3, x.shape.h, x.shape.w, P, s);
+  MatmulShape embed;
+  embed.m = N, embed.n = C, embed.k = K;
+  embed.transpose_b = true;
+  embed.lda = K, embed.ldb = K, embed.ldc = C;
+  embed.stride_a = static_cast<long long>(N) * K, embed.stride_b = 0, embed.stride_c = static_cast<long long>(T) * C;
+  embed.batch = batch_;
+  embed.beta = 1.f;
+  ops.matmul(embed, patches_.data(), store_->param(patch_embedding_.weight), tokens + C, s);
+
+  for (std::size_t l = 0; l < blocks_.size(); ++l) block_forward(ctx, blocks_[l], hidden_[l].data(), hidden_[l + 1].data());
+  ops.layer_norm_forward(hidden_.back().data(), store_->param(final_norm_.weight), store_->param(final_norm_.bias),
+                         final_out_.data(), final_mean_.data(), final_rstd_.data(), batch_ * T, C, spec_.layer_norm_eps,
+                         s);
+  // The CLS token is dropped; patch tokens [N, C] become the map [C, h, w].
+  ops.transpose(final_out_.data() + C, C, static_cast<long long>(T) * C, features_.data(),
+                static_cast<long long>(C) * N, batch_, N, C, s);
+  return {features_.data(), {batch_, C, grid_h_, grid_w_}};
+}
+
+void VisionTransformer::block_forward(const Context& ctx, Block& b, const float* x, float* out) {
+  auto& ops = ctx.backend.transformer_ops();
+  auto& s = ctx.stream;
+  const int R = batch_ * tokens_, C = spec_.hidden;
+  const std::size_t RC = std::size_t(R) * C;
+  ops.layer_norm_forward(x, store_->param(b.before.weight), store_->param(b.before.bias), b.ln1.data(),
+                         b.mean1.data(), b.rstd1.data(), R, C, spec_.layer_norm_eps, s);
+  linear_forward(ctx, b.query, b.ln1.data(), b.q.data());
+  linear_forward(ctx, b.key, b.ln1.data(), b.k.data());
+  linear_forward(ctx, b.value, b.ln1.data(), b.v.data());
+  const compute::AttentionShape a{batch_, tokens_, spec_.heads, C / spec_.heads};
+  ops.attention_forward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), b.context.data(), a, s);
+  linear_forward(ctx, b.proj, b.context.data(), b.mid.data());
+  ops.add(b.mid.data(), x, b.mid.data(), RC, s);  // residual
+  ops.layer_norm_forward(b.mid.data(), store_->param(b.after.weight), store_->param(b.after.bias), b.ln2.data(),
+                         b.mean2.data(), b.rstd2.data(), R, C, spec_.layer_norm_eps, s);
+  linear_forward(ctx, b.fc1, b.ln2.data(), b.fc1_out.data());
+  ops.gelu_forward(b.fc1_out.data(), b.gelu_out.data(), std::size_t(R) * spec_.mlp, s);
+  linear_forward(ctx, b.fc2, b.gelu_out.data(), out);
+  ops.add(out, b.mid.data(), out, RC, s);  // residual
+}
+
+void VisionTransformer::block_backward(const Context& ctx, Block& b, const float* x, const float* dout, float* dx) {
+  auto& ops = ctx.backend.transformer_ops();
+  auto& s = ctx.stream;
+  const int R = batch_ * tokens_, C = spec_.hidden;
+  const std::size_t RC = std::size_t(R) * C;
+  // MLP branch: out = mid + fc2(gelu(fc1(LN(mid)))).
+  linear_backward(ctx, b.fc2, b.gelu_out.data(), dout, d_wide_.data());
+  ops.gelu_backward(b.fc1_out.data(), d_wide_.data(), d_wide_.data(), std::size_t(R) * spec_.mlp, s);
+  linear_backward(ctx, b.fc1, b.ln2.data(), d_wide_.data(), d_tmp_.data());
+  ops.layer_norm_backward(b.mid.data(), store_->param(b.after.weight), b.mean2.data(), b.rstd2.data(), d_tmp_.data(),
+                          d_mid_.data(), store_->grad(b.after.weight), store_->grad(b.after.bias), R, C, s);
+  ops.add(d_mid_.data(), dout, d_mid_.data(), RC, s);
+  // Attention branch: mid = x + proj(attention(q, k, v of LN(x))).
+  linear_backward(ctx, b.proj, b.context.data(), d_mid_.data(), d_tmp_.data());
+  const compute::AttentionShape a{batch_, tokens_, spec_.heads, C / spec_.heads};
+  ops.attention_backward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), d_tmp_.data(), d_q_.data(), d_k_.data(),
+                         d_v_.data(), d_scratch_.data(), a, s);
+  // d LN(x) = dq Wq + dk Wk + dv Wv: the first product writes, the others add.
+  linear_backward(ctx, b.query, b.ln1.data(), d_q_.data(), d_tmp_.data());
+  MatmulShape accumulate;
+  accumulate.m = R, accumulate.n = C, accumulate.k = C;
+  accumulate.lda = C, accumulate.ldb = C, accumulate.ldc = C;
+  accumulate.beta = 1.f;
+  for (const auto& [linear, d] : {std::pair<const Linear*, const float*>{&b.key, d_k_.data()}, {&b.value, d_v_.data()}}) {
+    linear_backward(ctx, *linear, b.ln1.data(), d, nullptr);
+    ops.matmul(accumulate, d, store_->param(linear->weight), d_tmp_.data(), s);
+  }
+  ops.layer_norm_backward(x, store_->param(b.before.weight), b.mean1.data(), b.rstd1.data(), d_tmp_.data(), dx,
+                          store_->grad(b.before.weight), store_->grad(b.before.bias), R, C, s);
+  ops.add(dx, d_mid_.data(), dx, RC, s);
+  announce(ctx, {b.query.weight, b.query.bias, b.key.weight, b.key.bias, b.value.weight, b.value.bias, b.proj.weight,
+                 b.proj.bias, b.fc1.weight, b.fc1.bias, b.fc2.weight, b.fc2.bias, b.before.weight, b.before.bias,
+                 b.after.weight, b.after.bias});
+}
+
+void VisionTransformer::backward(const Context& ctx, compute::TensorView dy) {
+  auto& ops = ctx.backend.transformer_ops();
+  auto& s = ctx.stream;
+  const int T = tokens_, N = T - 1, C = spec_.hidden, G = spec_.pretrained_grid, K = 3 * spec_.patch * spec_.patch;
+  const int R = batch_ * T;
+  const std::size_t RC = std::size_t(R) * C;
+  if (dy.shape != compute::Shape4{batch_, C, grid_h_, grid_w_})
+    throw SystemError("internal error: " + spec_.name + " backward of " + dy.shape.str() + " after a forward of " +
+                      compute::Shape4{batch_, C, grid_h_, grid_w_}.str());
+  for (DeviceBuffer* t : {&d_hidden_a_, &d_hidden_b_, &d_mid_, &d_tmp_, &d_q_, &d_k_, &d_v_})
+    ensure_capacity(ctx.backend, *t, RC);
+  ensure_capacity(ctx.backend, d_wide_, std::size_t(R) * spec_.mlp);
+  ensure_capacity(ctx.backend, d_scratch_,
+                  std::max(std::size_t(spec_.heads) * T * T, std::size_t(T) * C));
+
+  // The map back into patch-token rows; the dropped CLS token's gradient is 0.
+  ctx.backend.fill(d_hidden_a_.data(), 0.f, RC, s);
+  ops.transpose(dy.data, N, static_cast<long long>(C) * N, d_hidden_a_.data() + C, static_cast<long long>(T) * C,
+                batch_, C, N, s);
+  ops.layer_norm_backward(hidden_.back().data(), store_->param(final_norm_.weight), final_mean_.data(),
+                          final_rstd_.data(), d_hidden_a_.data(), d_hidden_b_.data(), store_->grad(final_norm_.weight),
+                          store_->grad(final_norm_.bias), R, C, s);
+  announce(ctx, {final_norm_.weight, final_norm_.bias});
+  DeviceBuffer* d_out = &d_hidden_b_;
+  DeviceBuffer* d_in = &d_hidden_a_;
+  for (std::size_t l = blocks_.size(); l-- > 0;) {
+    block_backward(ctx, blocks_[l], hidden_[l].data(), d_out->data(), d_in->data());
+    std::swap(d_out, d_in);
+  }
+  const float* d_tokens = d_out->data();  // the gradient of the embeddings' output
+
+  // Every image's rows started as the positions: their gradient is the sum over images.
+  float* d_positions = d_scratch_.data();
+  ops.column_sums(d_tokens, d_positions, batch_, T * C, s);
+  ctx.backend.copy(store_->grad(cls_token_), d_positions, std::size_t(C), s);
+  float* d_pos = store_->grad(position_embeddings_);
+  ctx.backend.copy(d_pos, d_positions, std::size_t(C), s);
+  MatmulShape resize_t;  // the resize's transpose
+  resize_t.m = G * G, resize_t.n = C, resize_t.k = N;
+  resize_t.transpose_a = true;
+  resize_t.lda = G * G, resize_t.ldb = C, resize_t.ldc = C;
+  ops.matmul(resize_t, resize_.data(), d_positions + C, d_pos + C, s);
+  ops.column_sums(d_positions + C, store_->grad(patch_embedding_.bias), N, C, s);
+  MatmulShape d_weight;  // sum over images of d_patch_rows^T [C, N] * patches [N, K]
+  d_weight.m = C, d_weight.n = K, d_weight.k = N;
+  d_weight.transpose_a = true;
+  d_weight.lda = C, d_weight.ldb = K, d_weight.ldc = K;
+  for (int b = 0; b < batch_; ++b) {
+    d_weight.beta = b == 0 ? 0.f : 1.f;
+    ops.matmul(d_weight, d_tokens + std::size_t(b) * T * C + C, patches_.data() + std::size_t(b) * N * K,
+               store_->grad(patch_embedding_.weight), s);
+  }
+  announce(ctx, {cls_token_, position_embeddings_, patch_embedding_.weight, patch_embedding_.bias});
+}
+
+void VisionTransformer::announce(const Context& ctx, std::vector<std::size_t> params) const {
+  const auto& entries = store_->parameters();
+  std::sort(params.begin(), params.end(),
+            [&](std::size_t a, std::size_t b) { return entries[a].offset > entries[b].offset; });
+  for (std::size_t p : params) announce_gradient(ctx, *store_, p);
+}
+
+std::unique_ptr<Backbone> make_vit(ParameterStore& store, const std::string& name, const std::string& prefix) {
+  return std::make_unique<VisionTransformer>(store, vit_spec(name), prefix);
+}
+
+}  // namespace trainer::model

@@ -1,0 +1,143 @@
+// The ViT backbones (model/vit.hpp): Hugging Face's names, shapes and order, the
+// bicubic position-embedding resize, the stride-16 head, a CPU training step, and the
+// inputs it refuses. Gradients against PyTorch: tests/integration/parity_vit.sh.
+#include <catch2/catch.hpp>
+
+#include <cmath>   // std::isfinite
+#include <set>     // std::set
+#include <vector>  // std::vector
+
+#include "compute/backend.hpp"
+#include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
+#include "model/bicubic_resize.hpp"
+#include "model/heatmap_model.hpp"
+#include "model/lightning_pose_names.hpp"
+#include "model/make_model.hpp"
+#include "model_test_util.hpp"
+#include "util/error.hpp"
+
+using namespace trainer;
+
+TEST_CASE("vits_dino registers Hugging Face's ViTModel tensors under lightning-pose's names", "[model][vit]") {
+  auto b = model_test::cpu();
+  model::HeatmapModel net(*b, model::ModelSpec{"vits_dino", 3, 2});
+  const auto& p = net.store().parameters();
+  // transformers' ViTModel(add_pooling_layer=False) for facebook/dino-vits16: 21,665,664.
+  CHECK(net.store().group_range(model::ParamGroup::backbone).count == 21665664);
+  REQUIRE(p.size() >= 4 + 12 * 16 + 2);
+  const std::string root = "backbone.vision_encoder.";
+  CHECK(p[0].name == root + "embeddings.cls_token");
+  CHECK(p[0].shape == std::vector<int>{1, 1, 384});
+  CHECK(p[1].name == root + "embeddings.position_embeddings");
+  CHECK(p[1].shape == std::vector<int>{1, 197, 384});
+  CHECK(p[2].name == root + "embeddings.patch_embeddings.projection.weight");
+  CHECK(p[2].shape == std::vector<int>{384, 3, 16, 16});
+  CHECK(p[4].name == root + "encoder.layer.0.attention.attention.query.weight");
+  CHECK(p[12].name == root + "encoder.layer.0.intermediate.dense.weight");
+  CHECK(p[12].shape == std::vector<int>{1536, 384});
+  CHECK(p[19].name == root + "encoder.layer.0.layernorm_after.bias");
+  CHECK(p[4 + 12 * 16].name == root + "layernorm.weight");
+  // The head undoes stride 16: PixelShuffle(2) + one deconvolution at d = 2.
+  CHECK(p[4 + 12 * 16 + 2].name == "head.deconv0.weight");
+  CHECK(p[4 + 12 * 16 + 2].shape == std::vector<int>{96, 3, 3, 3});
+  CHECK(p.size() == 4 + 12 * 16 + 2 + 2);
+}
+
+TEST_CASE("the bicubic resize matrix is PyTorch's", "[model][vit]") {
+  // Same size: the identity (Hugging Face then skips the resize; same result).
+  const auto same = model::bicubic_resize_matrix(5, 5);
+  for (int o = 0; o < 5; ++o)
+    for (int i = 0; i < 5; ++i) CHECK(same[o * 5 + i] == Approx(o == i ? 1.0 : 0.0).margin(1e-15));
+  // 2 -> 4 (scale 0.5): output 0 sits at -0.25, the taps at -2..1 clamp to the edges.
+  // PyTorch 1.13: F.interpolate(torch.tensor([[[[1., 0.]]]]), size=(1, 4), mode="bicubic")
+  // = [1.10546875, 0.7734375, 0.2265625, -0.10546875] (exact binary fractions).
+  const auto up = model::bicubic_resize_matrix(2, 4);
+  CHECK(up[0] == Approx(1.10546875).epsilon(1e-12));
+  CHECK(up[2] == Approx(0.7734375).epsilon(1e-12));
+  CHECK(up[4] == Approx(0.2265625).epsilon(1e-12));
+  CHECK(up[6] == Approx(-0.10546875).epsilon(1e-12));
+  // Every row sums to 1 (a constant stays constant), down as up, and in 2-D.
+  for (auto [in, out] : {std::pair<int, int>{14, 16}, {14, 4}, {14, 37}}) {
+    const auto m = model::bicubic_resize_matrix(in, out);
+    for (int o = 0; o < out; ++o) {
+      double sum = 0;
+      for (int i = 0; i < in; ++i) sum += m[o * in + i];
+      CHECK(sum == Approx(1.0).epsilon(1e-12));
+    }
+  }
+  const auto m2 = model::bicubic_resize_matrix_2d(14, 14, 4, 6);
+  REQUIRE(m2.size() == std::size_t(24) * 196);
+  double sum = 0;
+  for (int i = 0; i < 196; ++i) sum += m2[7 * 196 + i];
+  CHECK(sum == Approx(1.0).epsilon(1e-6));
+}
+
+TEST_CASE("vits_dino trains a CPU step; features are the stride-16 patch grid", "[model][vit]") {
+  auto b = model_test::cpu();
+  auto& s = b->default_stream();
+  model::HeatmapModel net(*b, model::ModelSpec{"vits_dino", 2, 2});
+  net.initialize(5, s);
+  const compute::Shape4 in{2, 3, 48, 80};  // not square: a 3 x 5 patch grid
+  const auto images = model_test::random_vector(in.numel(), 6);
+  compute::DeviceBuffer x(*b, in.numel());
+  b->upload(x.data(), images.data(), images.size(), s);
+  model::Context ctx{*b, s, true, nullptr, nullptr};
+  const auto y = net.forward(ctx, {x.data(), in});
+  CHECK(y.shape == compute::Shape4{2, 2, 12, 20});  // heatmaps at input / 2^d
+  std::vector<float> heatmaps(y.shape.numel());
+  b->download(heatmaps.data(), y.data, heatmaps.size(), s);
+  double plane = 0;
+  for (int i = 0; i < 12 * 20; ++i) plane += heatmaps[i];
+  CHECK(plane == Approx(1.0).epsilon(1e-5));
+  // Backward reaches every backbone tensor (the position embeddings through the resize).
+  std::vector<float> dy = model_test::random_vector(y.shape.numel(), 7, 1e-2f);
+  compute::DeviceBuffer d(*b, dy.size());
+  b->upload(d.data(), dy.data(), dy.size(), s);
+  net.backward(ctx, {d.data(), y.shape}, true);
+  std::vector<float> grads(net.store().parameter_count());
+  b->download(grads.data(), net.store().grads_data(), grads.size(), s);
+  s.synchronize();
+  for (const auto& e : net.store().parameters()) {
+    INFO(e.name);
+    bool finite = true, nonzero = false;
+    for (std::size_t i = e.offset; i < e.offset + e.count; ++i) {
+      finite = finite && std::isfinite(grads[i]);
+      nonzero = nonzero || grads[i] != 0.f;
+    }
+    CHECK(finite);
+    // A key bias's gradient is exactly zero (softmax ignores a shift of a query's scores).
+    if (e.name.find("attention.key.bias") == std::string::npos) CHECK(nonzero);
+  }
+  // An input that is not a multiple of the patch size is the user's to fix.
+  CHECK_THROWS_AS(net.forward(ctx, {x.data(), compute::Shape4{1, 3, 40, 40}}), UserError);
+}
+
+TEST_CASE("ViT backbones: the stride-16 head limits d; the context model refuses them", "[model][vit]") {
+  auto b = model_test::cpu();
+  try {
+    model::HeatmapModel net(*b, model::ModelSpec{"vits_dino", 2, 3});
+    FAIL("no error");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()) == "data.downsample_factor = 3 leaves no upsampling layer after a backbone of stride 16");
+  }
+  try {
+    model::make_pose_model(*b, "heatmap_mhcrnn", model::ModelSpec{"vitb_dino", 2, 2});
+    FAIL("no error");
+  } catch (const UserError& e) {
+    CHECK(std::string(e.what()).find("heatmap_mhcrnn takes a backbone of stride 32") != std::string::npos);
+  }
+}
+
+TEST_CASE("vits_dino: lightning-pose's checkpoint names are ours, both ways", "[model][vit]") {
+  auto b = model_test::cpu();
+  model::HeatmapModel net(*b, model::ModelSpec{"vits_dino", 4, 1});
+  std::set<std::string> seen;
+  for (const auto& name : net.store().state_dict_names()) {
+    const std::string lp = model::lightning_pose_state_name(name);
+    INFO(name << " -> " << lp);
+    CHECK(!lp.empty());
+    CHECK(seen.insert(lp).second);
+    CHECK(model::state_name_from_lightning_pose(lp) == name);
+    if (name.rfind("backbone.", 0) == 0) CHECK(lp == name);  // VisionEncoder's vision_encoder.*
+  }
+}
