@@ -271,6 +271,7 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
   long done = 0;
+  long batches_seen = 0;
   runtime::on_every_rank_or_none(session, [&] {
     train::Predictions p;
     char cell[96];
@@ -279,6 +280,11 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
       data::VideoBatches batches(videos[seg.video], seg.begin, seg.end, options);
       std::string& out = rows[seg.video];
       while (const data::Batch* batch = batches.next()) {
+        // No collective until every rank has predicted its share: a stopped peer is
+        // found by its missing heartbeats instead (issue 26: the job used to end only
+        // after this rank's whole share plus a timeout).
+        session.watchdog().debug_stop_point("video batch #" + std::to_string(++batches_seen));
+        session.watchdog().check_peers("predicting video frames");
         runner.predict(*batch, p);
         for (int i = 0; i < batch->size; ++i) {
           out += std::to_string(batch->frame_index[static_cast<std::size_t>(i)]);

@@ -187,8 +187,32 @@ std::string Watchdog::report(const std::string& what) const {
   return os.str();
 }
 
-void Watchdog::fire(const std::string& what) {
-  std::cerr << report(what) << std::flush;
+void Watchdog::check_peers(const std::string& what) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!beating_ || timeout_s_ <= 0) return;
+  }
+  if (suspended_s_.load() > 0.0) return;  // this process was stopped itself: no verdict on the others
+  const auto silent = heartbeats_.silent_ranks(timeout_s_);
+  if (silent.empty()) return;
+  std::string who;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    who = who_;
+  }
+  std::ostringstream os;
+  os << "error: [" << who << "] " << what << ": " << (silent.size() == 1 ? "a rank has" : "ranks have")
+     << " sent no heartbeat for over " << timeout_s_ << " s (distributed.collective_timeout)\n";
+  for (int r : silent) os << "error: [" << who << "] " << heartbeats_.describe(r) << "\n";
+  os << "hint: a stopped, crashed or unreachable rank holds the job up; resubmit, or raise "
+        "--distributed.collective_timeout if ranks are legitimately paused that long\n";
+  abort_job(os.str());
+}
+
+void Watchdog::fire(const std::string& what) { abort_job(report(what)); }
+
+void Watchdog::abort_job(const std::string& text) {
+  std::cerr << text << std::flush;
   MPI_Comm abort_comm = MPI_COMM_NULL;
   {
     std::lock_guard<std::mutex> lock(mutex_);

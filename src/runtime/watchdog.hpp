@@ -71,6 +71,14 @@ class Watchdog {
   // How long a peer may be silent before reports call it stopped.
   double silent_after_s() const;
 
+  // For long rank-local work between collectives (video prediction): when a peer has
+  // sent no heartbeat for longer than timeout_s (stopped, or gone), the job ends
+  // now, as a stalled stage would, naming it, instead of after this rank's share and
+  // another timeout in the next collective. No-op without deadlines or heartbeats,
+  // and right after this process itself was not running (the peers' beats it missed
+  // are still on their way).
+  void check_peers(const std::string& what);
+
   // TRAINER_DEBUG_STOP: stops this process (SIGSTOP) when it reaches `where`.
   void debug_stop_point(const std::string& where) const;
 
@@ -80,6 +88,8 @@ class Watchdog {
  private:
   void loop();
   [[noreturn]] void fire(const std::string& what);
+  // Prints `text` and ends the whole job (MPI_Abort once MPI is up, else exit).
+  [[noreturn]] void abort_job(const std::string& text);
 
   const double timeout_s_;
   const double beat_period_s_;
