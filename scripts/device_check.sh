@@ -29,7 +29,8 @@
 # Steps (each logged to its own file; all logs are packed into OUT/logs.tar.gz):
 #   1-env          nvidia-smi, trainer --version, every bundled program's libraries
 #   2-gpu-tests    every gpu_tests case (ops vs their CPU twins, mixed precision, NCCL
-#                  with 1 rank, GPU vs CPU training and semi-supervised steps)
+#                  with 1 rank, GPU vs CPU training and semi-supervised steps); saves
+#                  cuDNN's serialized device properties (logs/cudnn-device-properties.json)
 #   3-integration  tests/integration/gpu_train.sh: CPU == GPU training (NCCL, 1 rank)
 #                  and `predict` on both devices
 #   4-sanitizer    compute-sanitizer memcheck and racecheck on the kernels added since
@@ -181,7 +182,9 @@ env_report() {
 
 gpu_tests_run() {
   [[ -x "$gpu_tests" ]] || { echo "SKIPPED: the kit has no gpu_tests (a CPU-only build)"; return 77; }
-  "$gpu_tests" --reporter compact --durations yes
+  # cuDNN's device properties come back in the logs (cudnn-device-properties.json):
+  # with them a machine without a GPU can build cuDNN plans for this one.
+  TRAINER_DEVICE_PROPS_OUT="$logs/cudnn-device-properties.json" "$gpu_tests" --reporter compact --durations yes
 }
 
 # The kernels added since the 2026-11-22 visit (273cbd3), by test name.
