@@ -12,7 +12,6 @@
 #include <cstdint>  // std::uint16_t
 #include <vector>   // std::vector
 
-#include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
 #include "gpu_test_util.hpp"
 #include "model/heatmap_model.hpp"  // HeatmapModel
 
@@ -218,8 +217,9 @@ TEST_CASE("cuda convolutions read and write 16-bit storage in place, as the cast
     CHECK(t.values(y).first == t.host(y32));  // the same cuDNN call on the same bits
     t.gpu->conv2d_backward(x.gpu(), dy.gpu(), gw.data(), dw16.data(), dx.gpu(), g, gs);
     t.gpu->conv2d_backward({x32.data(), xs}, {dy32.data(), ys}, gw.data(), dw32.data(), {dx32.data(), xs}, g, gs);
-    CHECK(t.host(dw16) == t.host(dw32));
-    CHECK(t.values(dx).first == t.host(dx32));
+    // Some backward algorithms add with atomics, so only the forward is compared bit for bit.
+    CHECK(rel_error(t.host(dw16), t.host(dw32)) < tolerance16(p));
+    CHECK(rel_error(t.values(dx).first, t.host(dx32)) < tolerance16(p));
     // And against the CPU emulation.
     std::vector<float> yc(ys.numel());
     t.cpu->conv2d_forward(x.cpu(), w.data(), {yc.data(), ys}, g, t.cpu->default_stream());
@@ -237,13 +237,13 @@ double l2_error(const std::vector<float>& a, const std::vector<float>& b) {
   return std::sqrt(num / (den > 0 ? den : 1e-300));
 }
 
-// Heatmaps and gradients of one bf16 ResNet-50 forward/backward on the GPU, with
-// 16-bit or fp32 activation storage.
-std::pair<std::vector<float>, std::vector<float>> bf16_step(bool storage16) {
-  auto b = make_cuda_backend(0, Precision::bf16);
-  b->set_activation_storage(storage16 ? Storage::bf16_nhwc : Storage::f32_nchw);
+// Heatmaps and gradients of one ResNet forward/backward on the GPU in `precision`,
+// with 16-bit or fp32 activation storage, for a random O(1) gradient at the heatmaps.
+std::pair<std::vector<float>, std::vector<float>> gpu_step(const char* backbone, Precision precision, bool storage16) {
+  auto b = make_cuda_backend(0, precision);
+  b->set_activation_storage(storage16 ? storage_16bit_of(precision) : Storage::f32_nchw);
   auto& s = b->default_stream();
-  model::HeatmapModel m(*b, model::ModelSpec{"resnet50", 17, 2});
+  model::HeatmapModel m(*b, model::ModelSpec{backbone, 17, 2});
   m.initialize(5, s);
   const Shape4 in{4, 3, 128, 128};
   const auto images = random_vector(in.numel(), 301);
@@ -251,13 +251,9 @@ std::pair<std::vector<float>, std::vector<float>> bf16_step(bool storage16) {
   b->upload(x.data(), images.data(), images.size(), s);
   model::Context ctx{*b, s, true, nullptr, nullptr};
   auto y = m.forward(ctx, {x.data(), in});
-  std::vector<float> kp(std::size_t(in.n) * 17 * 2);
-  for (std::size_t i = 0; i < kp.size(); ++i) kp[i] = float(3 + (i * 7) % 26);
-  DeviceBuffer gkp(*b, kp.size()), targets(*b, y.shape.numel()), mask(*b, std::size_t(in.n) * 17), loss(*b, 1),
-      dpred(*b, y.shape.numel());
-  b->upload(gkp.data(), kp.data(), kp.size(), s);
-  b->heatmap_targets(gkp.data(), {targets.data(), y.shape}, 1.25f, mask.data(), s);
-  b->heatmap_loss(y, {targets.data(), y.shape}, mask.data(), heatmap_mse_loss(), loss.data(), dpred.data(), 1.f, s);
+  const auto g = random_vector(y.shape.numel(), 302);
+  DeviceBuffer dpred(*b, y.shape.numel());
+  b->upload(dpred.data(), g.data(), g.size(), s);
   std::vector<float> heatmaps(y.shape.numel()), grads(m.store().parameter_count());
   b->download(heatmaps.data(), y.data, heatmaps.size(), s);
   m.backward(ctx, {dpred.data(), y.shape}, true);
@@ -267,12 +263,24 @@ std::pair<std::vector<float>, std::vector<float>> bf16_step(bool storage16) {
 }
 }  // namespace
 
-TEST_CASE("cuda bf16 ResNet-50 step: 16-bit NHWC activations stay within bf16 of fp32 activations",
+TEST_CASE("cuda ResNet steps: 16-bit NHWC activations cost no more accuracy than the 16-bit convolutions",
           "[gpu][storage16]") {
-  const auto a = bf16_step(true), ref = bf16_step(false);
-  const double heat = l2_error(a.first, ref.first), grads = l2_error(a.second, ref.second);
-  INFO("L2 errors: heatmaps " << heat << ", gradients " << grads);
-  CHECK(heat < 0.05);
-  CHECK(grads < 0.05);
-  CHECK(grads > 0.0);
+  // As tests/unit/model/test_nhwc16_storage.cpp on the CPU: at initialization a
+  // ResNet's gradients are ill-conditioned (bf16 rounding alone moves ResNet-50's by
+  // O(1)), so both 16-bit paths are measured against fp32 and the storage may cost
+  // at most a quarter more than the 16-bit convolutions do.
+  for (const char* backbone : {"resnet18", "resnet50"}) {
+    const auto exact = gpu_step(backbone, Precision::fp32, false);
+    for (Precision p : {Precision::bf16, Precision::fp16}) {
+      INFO(backbone << " " << precision_name(p));
+      const auto stored = gpu_step(backbone, p, true), convs = gpu_step(backbone, p, false);
+      const double heat = l2_error(stored.first, convs.first);
+      const double grads_stored = l2_error(stored.second, exact.second), grads_convs = l2_error(convs.second, exact.second);
+      INFO("heatmaps 16-bit vs fp32 activations " << heat << "; gradients vs fp32: 16-bit activations " << grads_stored
+                                                 << ", fp32 activations " << grads_convs);
+      CHECK(heat < (p == Precision::bf16 ? 1e-3 : 1e-4));
+      CHECK(grads_stored <= 1.25 * grads_convs + 0.02);
+      CHECK(grads_stored > 0.0);
+    }
+  }
 }
