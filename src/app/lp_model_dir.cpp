@@ -149,8 +149,11 @@ train::TrainingState heatmap_state(const std::string& h5_checkpoint) {
 std::string write_lightning_pose_checkpoint(const Config& config, const std::string& h5_checkpoint,
                                             const std::string& version_dir) {
   const train::TrainingState state = heatmap_state(h5_checkpoint);
-  // Lightning names a checkpoint by the epoch it was saved in (0-based) and the step.
-  const int epoch = state.epochs_completed > 0 ? state.epochs_completed - 1 : 0;
+  // Lightning names a checkpoint by the epoch it was saved in (0-based) and the step: the
+  // last one completed, or the one a validation inside it (val_check_interval) saved from.
+  const int epoch = state.batches_into_epoch > 0 ? state.epochs_completed
+                    : state.epochs_completed > 0 ? state.epochs_completed - 1
+                                                 : 0;
   const std::string folder = version_dir + "/checkpoints";
   const std::string path =
       folder + "/epoch=" + std::to_string(epoch) + "-step=" + std::to_string(state.global_step) + "-best.ckpt";

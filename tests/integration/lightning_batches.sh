@@ -44,7 +44,10 @@ for name in epoch=0-step=1 epoch=1-step=3; do
   [[ -f $SCRATCH/run/tb_logs/small/version_0/checkpoints/$name.ckpt ]] ||
     { ls -R "$SCRATCH/run/tb_logs"; fail "no lightning-pose $name.ckpt"; }
 done
-ls "$SCRATCH"/run/tb_logs/small/version_0/checkpoints/*-best.ckpt >/dev/null || fail "no -best.ckpt"
+# The best checkpoint comes from a validation inside an epoch: named by that epoch.
+best=$(cd "$SCRATCH/run/tb_logs/small/version_0/checkpoints" && ls ./*-best.ckpt) || fail "no -best.ckpt"
+[[ $best == ./epoch=0-step=1-best.ckpt || $best == ./epoch=1-step=3-best.ckpt ]] ||
+  fail "best checkpoint $best: not named by the epoch and step of its validation"
 # A count above the epoch's batches: one error line, exit 2, before any step.
 expect_fail 2 "^error: training.val_check_interval = 4 is more than the 3 training batches of an epoch" \
   "$TRAINER" train "$SCRATCH/small.yaml" --overrides training.val_check_interval=4 --out "$SCRATCH/bad"
