@@ -376,8 +376,20 @@ int run_train(const Args& args) {
   // ---- the loop ------------------------------------------------------------
   train::LoopConfig loop = loop_config(config, plan);
   loop.out_dir = out_dir;
+  bool periodic_ckpts = config.training.ckpt_every_n_epochs > 0 && has_lightning_pose_checkpoint(config);
   loop.on_epoch_end = [&](int epochs_completed) {
     write_train_status(out_dir, "TRAINING", epochs_completed, config.training.max_epochs);
+    // lightning-pose's periodic .ckpt files as their .h5 appear (written in the
+    // background: one not yet on disk is converted after a later epoch, or at the end).
+    if (!periodic_ckpts) return;
+    try {
+      const std::string version_dir = train::TensorBoardLog::version_folder(out_dir, config.model.model_name, true);
+      for (const auto& path : write_periodic_lightning_pose_checkpoints(config, out_dir + "/checkpoints", version_dir))
+        log.info("lightning-pose checkpoint (training.ckpt_every_n_epochs): " + path);
+    } catch (const std::exception& e) {
+      log.warn(std::string("lightning-pose's periodic checkpoints stop until the end of training: ") + e.what());
+      periodic_ckpts = false;
+    }
   };
   loop.save_initial = cl.own.count("save-initial") > 0;
   loop.world_size = world.size;
