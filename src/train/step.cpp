@@ -122,6 +122,9 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   const bool unsupervised_backward = semi && unsupervised_importance > 0;
   // Lightning divides each micro-batch's loss by accumulate_grad_batches.
   const float micro_scale = 1.f / float(micro.accumulate);
+  // Each batch is a new batch for synchronized batch norm: an accumulation group has
+  // no finish() between its batches, and its last may be smaller (an epoch's end).
+  if (bn_sync) bn_sync->new_batch();
   const StagedBatch& b = stage(batch, true, false);  // padded rows train too, as with Lightning's DistributedSampler
   const compute::Shape4 hm = b.heatmap_shape;
   const auto& store = model_.store();
