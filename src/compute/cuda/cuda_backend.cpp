@@ -19,12 +19,14 @@
 #include "compute/cuda/conv_plans.hpp"    // ConvPlanCache, ConvProblem
 #include "compute/cuda/cuda_check.hpp"    // CUDA_CHECK, CUDNN_CHECK, CUBLAS_CHECK
 #include "compute/cuda/cuda_stream.hpp"   // CudaStream, as_cuda
+#include "compute/cuda/cuda_transformer_ops.hpp"  // CudaTransformerOps
 #include "compute/cuda/cudnn_raii.hpp"    // CudnnHandle, CublasHandle
 #include "elementwise.cuh"                // kernels::fill, relu, ...
 #include "heatmap.cuh"                    // kernels::heatmap_targets, spatial_softmax_*, soft_argmax
 #include "heatmap_loss.cuh"               // kernels::count_loss_planes, heatmap_loss_total
 #include "image.cuh"                      // kernels::normalize_images, pixel_shuffle_*
 #include "keypoint_losses.cuh"            // kernels::temporal_loss, pca_loss
+#include "nhwc16.cuh"                     // kernels::nhwc16_* (16-bit NHWC activations)
 #include "pool.cuh"                       // kernels::maxpool2d_*
 #include "util/error.hpp"                 // UserError, TRAINER_ASSERT
 
@@ -83,6 +85,7 @@ class CudaBackend final : public Backend {
 
   DeviceKind kind() const override { return DeviceKind::cuda; }
   Precision precision() const override { return options_.precision; }
+  TransformerOps& transformer_ops() override { return transformer_ops_; }
 
   std::string description() const override {
     std::ostringstream os;
@@ -823,6 +826,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::CudnnHandle> cudnn_;
   std::unique_ptr<cuda::CublasHandle> cublas_;
   cuda::ConvPlanCache plans_;
+  cuda::CudaTransformerOps transformer_ops_{options_.allow_tf32};  // after options_: reads it
 };
 
 }  // namespace
