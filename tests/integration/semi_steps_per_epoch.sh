@@ -40,10 +40,21 @@ grep -q "epoch: 10 steps, the 5 labelled batches of a pass cycling" "$SCRATCH/tw
   { cat "$SCRATCH/two/metrics.csv"; fail "2 ranks: the epoch row is not at step 10"; }
 grep -q "done: 1 epochs, 10 steps" "$SCRATCH/two.log" || fail "2 ranks: not 10 steps"
 
+# Gradient accumulation over semi-supervised steps (the unsupervised terms on from the
+# start): 10 batches per epoch, an optimizer step every 2, so 5 steps.
+"$TRAINER" train "$CONFIG" --overrides "${COMMON[@]}" training.max_epochs=1 training.accumulate_grad_batches=2 \
+  callbacks.anneal_weight.init_val=1.0 --out "$SCRATCH/acc" >"$SCRATCH/acc.log" 2>&1 ||
+  { cat "$SCRATCH/acc.log"; fail "semi-supervised run with accumulate_grad_batches=2"; }
+grep -q "done: 1 epochs, 5 steps" "$SCRATCH/acc.log" || { cat "$SCRATCH/acc.log"; fail "accumulation: not 5 steps"; }
+[[ $(epoch_steps "$SCRATCH/acc/metrics.csv") == "5 " ]] ||
+  { cat "$SCRATCH/acc/metrics.csv"; fail "accumulation: the epoch row is not at step 5"; }
+epoch_rows "$SCRATCH/acc/metrics.csv" | awk -F, '$15 != 1 || $17 == "" {exit 1}' ||
+  { cat "$SCRATCH/acc/metrics.csv"; fail "accumulation: no pca_singleview loss at importance 1"; }
+
 # Supervised (no unsupervised loss): one pass of the labelled rows, 5 steps.
 "$TRAINER" train "$CONFIG" --overrides "${COMMON[@]}" model.losses_to_use=[] training.max_epochs=1 \
   --out "$SCRATCH/sup" >"$SCRATCH/sup.log" 2>&1 || { cat "$SCRATCH/sup.log"; fail "supervised run"; }
 grep -q "labelled batches of a pass cycling" "$SCRATCH/sup.log" && fail "a supervised epoch cycles"
 [[ $(epoch_steps "$SCRATCH/sup/metrics.csv") == "5 " ]] ||
   { cat "$SCRATCH/sup/metrics.csv"; fail "supervised: the epoch row is not at step 5"; }
-echo "PASS: semi-supervised epochs of 10 steps on 1 and 2 ranks, supervised 5"
+echo "PASS: semi-supervised epochs of 10 steps on 1 and 2 ranks (5 with accumulate_grad_batches=2), supervised 5"
