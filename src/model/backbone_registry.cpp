@@ -47,6 +47,8 @@ constexpr BackboneEntry kBackbones[] = {
     // Hugging Face's ViTModel checkpoints (lightning-pose loads them through transformers).
     {"vits_dino", make_vit, "https://huggingface.co/facebook/dino-vits16/resolve/main/model.safetensors"},
     {"vitb_dino", make_vit, "https://huggingface.co/facebook/dino-vitb16/resolve/main/model.safetensors"},
+    {"vits_dinov2", make_vit, "https://huggingface.co/facebook/dinov2-small/resolve/main/model.safetensors"},
+    {"vitb_dinov2", make_vit, "https://huggingface.co/facebook/dinov2-base/resolve/main/model.safetensors"},
 };
 
 const BackboneEntry& find_backbone(const std::string& name) {
@@ -92,6 +94,20 @@ std::string backbone_tensor_name(std::string name) {
   for (const char* stem : {"embeddings.", "encoder.", "layernorm."})
     if (name.rfind(stem, 0) == 0) return "backbone.vision_encoder." + name;
   return "";  // a classifier (fc.*) or a head: not the backbone's
+}
+
+void adapt_backbone_tensors(std::vector<StoredTensor>& tensors, const ParameterStore& store) {
+  const std::string kernel = "embeddings.patch_embeddings.projection.weight";
+  for (StoredTensor& t : tensors) {
+    const std::string ours = backbone_tensor_name(t.name);
+    if (ours.size() < kernel.size() || ours.compare(ours.size() - kernel.size(), kernel.size(), kernel) != 0) continue;
+    const long i = store.find_parameter(ours);
+    if (i < 0) continue;
+    const std::vector<int>& want = store.parameters()[std::size_t(i)].shape;
+    if (want.size() == 4 && t.shape.size() == 4 && t.shape[0] == want[0] && t.shape[1] == want[1] &&
+        t.shape[2] == t.shape[3] && want[2] == want[3] && t.shape[2] != want[2])
+      t = resize_patch_embedding(t, want[2]);
+  }
 }
 
 std::unique_ptr<Backbone> make_backbone(const std::string& name, ParameterStore& store, const std::string& prefix) {

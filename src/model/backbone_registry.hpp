@@ -9,6 +9,7 @@
 
 #include "model/backbone.hpp"         // Backbone
 #include "model/parameter_store.hpp"  // ParameterStore
+#include "util/stored_tensor.hpp"     // StoredTensor
 
 namespace trainer::model {
 
@@ -32,6 +33,11 @@ std::string backbone_hugging_face_id(const std::string& name);
 // "backbone.vision_encoder.", as lightning-pose's checkpoints hold them. Empty for
 // the tensors of a classifier, a pooler or a head, which are not the backbone's.
 std::string backbone_tensor_name(std::string name);
+
+// Brings a pretrained file's tensors to the shapes the store wants where lightning-pose
+// transforms them at load: DINOv2's 14x14 patch-embedding kernels become 16x16
+// (model/vit.hpp, resize_patch_embedding). Others are left as they are.
+void adapt_backbone_tensors(std::vector<StoredTensor>& tensors, const ParameterStore& store);
 
 // Builds backbone `name`, registering its tensors in `store` under `prefix`
 // (see backbone.hpp). Throws UserError for an unknown name.

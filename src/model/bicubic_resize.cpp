@@ -1,8 +1,8 @@
 // Bicubic resize matrices (see bicubic_resize.hpp).
 #include "model/bicubic_resize.hpp"
 
-#include <algorithm>  // std::clamp
-#include <cmath>      // std::floor
+#include <algorithm>  // std::clamp, std::max, std::min
+#include <cmath>      // std::floor, std::fabs
 
 namespace trainer::model {
 namespace {
@@ -33,6 +33,30 @@ std::vector<double> bicubic_resize_matrix(int in, int out) {
       const int i = std::clamp(int(first) - 1 + k, 0, in - 1);
       m[std::size_t(o) * in + i] += w[k];
     }
+  }
+  return m;
+}
+
+std::vector<double> antialiased_bicubic_resize_matrix(int in, int out, bool align_corners) {
+  constexpr double a = -0.5;  // ATen's antialiasing filter (PIL's), not the -0.75 above
+  const auto filter = [](double x) {
+    x = std::fabs(x);
+    if (x < 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
+    if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+    return 0.0;
+  };
+  const double scale = align_corners ? (out > 1 ? double(in - 1) / (out - 1) : 0.0) : double(in) / out;
+  const double support = scale >= 1 ? 2 * scale : 2.0, invscale = scale >= 1 ? 1 / scale : 1.0;
+  std::vector<double> m(std::size_t(out) * in, 0.0);
+  for (int o = 0; o < out; ++o) {
+    const double center = scale * (o + 0.5);
+    // ATen truncates toward zero here (a cast, not floor).
+    const int first = std::max(static_cast<int>(center - support + 0.5), 0);
+    const int last = std::min(static_cast<int>(center + support + 0.5), in);
+    double total = 0;
+    for (int i = first; i < last; ++i) total += filter((i - center + 0.5) * invscale);
+    for (int i = first; i < last; ++i)
+      m[std::size_t(o) * in + i] = total != 0 ? filter((i - center + 0.5) * invscale) / total : 0.0;
   }
   return m;
 }

@@ -3,6 +3,7 @@
 #include "model/vit.hpp"
 
 #include <algorithm>  // std::sort, std::max
+#include <cstring>    // std::memcpy
 #include <utility>    // std::swap
 
 #include "model/bicubic_resize.hpp"  // bicubic_resize_matrix_2d
@@ -40,8 +41,16 @@ VitSpec vit_spec(const std::string& name) {
   } else if (name == "vitb_dino") {
     s.model_id = "facebook/dino-vitb16";
     s.hidden = 768, s.heads = 12, s.mlp = 3072;
+  } else if (name == "vits_dinov2" || name == "vitb_dinov2") {
+    // Dinov2Config: image 518 in 14 x 14 patches (a 37 x 37 grid), LayerNorm eps 1e-6,
+    // layer scale; lightning-pose resizes the patch kernels to 16 x 16.
+    s.dinov2 = true;
+    s.model_id = name == "vits_dinov2" ? "facebook/dinov2-small" : "facebook/dinov2-base";
+    if (name == "vitb_dinov2") s.hidden = 768, s.heads = 12, s.mlp = 3072;
+    s.pretrained_patch = 14, s.pretrained_grid = 37, s.layer_norm_eps = 1e-6f;
   } else {
-    throw UserError("unknown backbone '" + name + "'", "the ViT backbones are vits_dino and vitb_dino");
+    throw UserError("unknown backbone '" + name + "'",
+                    "the ViT backbones are vits_dino, vitb_dino, vits_dinov2 and vitb_dinov2");
   }
   return s;
 }
@@ -53,6 +62,14 @@ VisionTransformer::Linear VisionTransformer::add_linear(ParameterStore& store, c
   l.weight = store.add_parameter(name + ".weight", {out, in}, ParamGroup::backbone, normal_002());
   l.bias = store.add_parameter(name + ".bias", {out}, ParamGroup::backbone, InitRule{});
   return l;
+}
+
+void VisionTransformer::add_attention(ParameterStore& store, Block& b, const std::string& layer) {
+  const int C = spec_.hidden;
+  b.query = add_linear(store, layer + "attention.attention.query", C, C);
+  b.key = add_linear(store, layer + "attention.attention.key", C, C);
+  b.value = add_linear(store, layer + "attention.attention.value", C, C);
+  b.proj = add_linear(store, layer + "attention.output.dense", C, C);
 }
 
 VisionTransformer::LayerNorm VisionTransformer::add_layer_norm(ParameterStore& store, const std::string& name) {
@@ -72,6 +89,8 @@ VisionTransformer::VisionTransformer(ParameterStore& store, const VitSpec& spec,
   // Hugging Face's state_dict order: the embeddings' own parameters, then its patch
   // projection; each layer's attention, intermediate, output, layernorm_before/after.
   cls_token_ = store.add_parameter(root + "embeddings.cls_token", {1, 1, C}, ParamGroup::backbone, normal_002());
+  if (spec.dinov2)
+    mask_token_ = long(store.add_parameter(root + "embeddings.mask_token", {1, C}, ParamGroup::backbone, InitRule{}));
   position_embeddings_ =
       store.add_parameter(root + "embeddings.position_embeddings", {1, G * G + 1, C}, ParamGroup::backbone, normal_002());
   patch_embedding_.in = 3 * P * P, patch_embedding_.out = C;
@@ -82,14 +101,21 @@ VisionTransformer::VisionTransformer(ParameterStore& store, const VitSpec& spec,
   for (int i = 0; i < spec.layers; ++i) {
     Block& b = blocks_[std::size_t(i)];
     const std::string layer = root + "encoder.layer." + std::to_string(i) + ".";
-    b.query = add_linear(store, layer + "attention.attention.query", C, C);
-    b.key = add_linear(store, layer + "attention.attention.key", C, C);
-    b.value = add_linear(store, layer + "attention.attention.value", C, C);
-    b.proj = add_linear(store, layer + "attention.output.dense", C, C);
-    b.fc1 = add_linear(store, layer + "intermediate.dense", C, spec.mlp);
-    b.fc2 = add_linear(store, layer + "output.dense", spec.mlp, C);
-    b.before = add_layer_norm(store, layer + "layernorm_before");
-    b.after = add_layer_norm(store, layer + "layernorm_after");
+    if (spec.dinov2) {  // Dinov2Layer: norm1, attention, layer_scale1, norm2, mlp, layer_scale2
+      b.before = add_layer_norm(store, layer + "norm1");
+      add_attention(store, b, layer);
+      b.layer_scale1 = store.add_parameter(layer + "layer_scale1.lambda1", {C}, ParamGroup::backbone, ones());
+      b.after = add_layer_norm(store, layer + "norm2");
+      b.fc1 = add_linear(store, layer + "mlp.fc1", C, spec.mlp);
+      b.fc2 = add_linear(store, layer + "mlp.fc2", spec.mlp, C);
+      b.layer_scale2 = store.add_parameter(layer + "layer_scale2.lambda1", {C}, ParamGroup::backbone, ones());
+    } else {  // ViTLayer: attention, intermediate, output, layernorm_before, layernorm_after
+      add_attention(store, b, layer);
+      b.fc1 = add_linear(store, layer + "intermediate.dense", C, spec.mlp);
+      b.fc2 = add_linear(store, layer + "output.dense", spec.mlp, C);
+      b.before = add_layer_norm(store, layer + "layernorm_before");
+      b.after = add_layer_norm(store, layer + "layernorm_after");
+    }
   }
   final_norm_ = add_layer_norm(store, root + "layernorm");
 }
@@ -105,6 +131,10 @@ void VisionTransformer::ensure_buffers(compute::Backend& backend) {
     for (DeviceBuffer* t : {&b.ln1, &b.q, &b.k, &b.v, &b.context, &b.mid, &b.ln2}) ensure_capacity(backend, *t, R * C);
     for (DeviceBuffer* t : {&b.mean1, &b.rstd1, &b.mean2, &b.rstd2}) ensure_capacity(backend, *t, R);
     ensure_capacity(backend, b.probs, probs);
+    if (spec_.dinov2) {
+      ensure_capacity(backend, b.attention_out, R * C);
+      ensure_capacity(backend, b.mlp_out, R * C);
+    }
     ensure_capacity(backend, b.fc1_out, R * M);
     ensure_capacity(backend, b.gelu_out, R * M);
   }
@@ -194,13 +224,23 @@ void VisionTransformer::block_forward(const Context& ctx, Block& b, const float*
   linear_forward(ctx, b.value, b.ln1.data(), b.v.data());
   const compute::AttentionShape a{batch_, tokens_, spec_.heads, C / spec_.heads};
   ops.attention_forward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), b.context.data(), a, s);
-  linear_forward(ctx, b.proj, b.context.data(), b.mid.data());
+  if (spec_.dinov2) {
+    linear_forward(ctx, b.proj, b.context.data(), b.attention_out.data());
+    ops.layer_scale_forward(b.attention_out.data(), store_->param(b.layer_scale1), b.mid.data(), R, C, s);
+  } else {
+    linear_forward(ctx, b.proj, b.context.data(), b.mid.data());
+  }
   ops.add(b.mid.data(), x, b.mid.data(), RC, s);  // residual
   ops.layer_norm_forward(b.mid.data(), store_->param(b.after.weight), store_->param(b.after.bias), b.ln2.data(),
                          b.mean2.data(), b.rstd2.data(), R, C, spec_.layer_norm_eps, s);
   linear_forward(ctx, b.fc1, b.ln2.data(), b.fc1_out.data());
   ops.gelu_forward(b.fc1_out.data(), b.gelu_out.data(), std::size_t(R) * spec_.mlp, s);
-  linear_forward(ctx, b.fc2, b.gelu_out.data(), out);
+  if (spec_.dinov2) {
+    linear_forward(ctx, b.fc2, b.gelu_out.data(), b.mlp_out.data());
+    ops.layer_scale_forward(b.mlp_out.data(), store_->param(b.layer_scale2), out, R, C, s);
+  } else {
+    linear_forward(ctx, b.fc2, b.gelu_out.data(), out);
+  }
   ops.add(out, b.mid.data(), out, RC, s);  // residual
 }
 
@@ -209,15 +249,27 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
   auto& s = ctx.stream;
   const int R = batch_ * tokens_, C = spec_.hidden;
   const std::size_t RC = std::size_t(R) * C;
-  // MLP branch: out = mid + fc2(gelu(fc1(LN(mid)))).
-  linear_backward(ctx, b.fc2, b.gelu_out.data(), dout, d_wide_.data());
+  // MLP branch: out = mid + [layer scale *] fc2(gelu(fc1(LN(mid)))).
+  const float* d_mlp = dout;
+  if (spec_.dinov2) {
+    ops.layer_scale_backward(b.mlp_out.data(), store_->param(b.layer_scale2), dout, d_branch_.data(),
+                             store_->grad(b.layer_scale2), R, C, s);
+    d_mlp = d_branch_.data();
+  }
+  linear_backward(ctx, b.fc2, b.gelu_out.data(), d_mlp, d_wide_.data());
   ops.gelu_backward(b.fc1_out.data(), d_wide_.data(), d_wide_.data(), std::size_t(R) * spec_.mlp, s);
   linear_backward(ctx, b.fc1, b.ln2.data(), d_wide_.data(), d_tmp_.data());
   ops.layer_norm_backward(b.mid.data(), store_->param(b.after.weight), b.mean2.data(), b.rstd2.data(), d_tmp_.data(),
                           d_mid_.data(), store_->grad(b.after.weight), store_->grad(b.after.bias), R, C, s);
   ops.add(d_mid_.data(), dout, d_mid_.data(), RC, s);
-  // Attention branch: mid = x + proj(attention(q, k, v of LN(x))).
-  linear_backward(ctx, b.proj, b.context.data(), d_mid_.data(), d_tmp_.data());
+  // Attention branch: mid = x + [layer scale *] proj(attention(q, k, v of LN(x))).
+  const float* d_attention = d_mid_.data();
+  if (spec_.dinov2) {
+    ops.layer_scale_backward(b.attention_out.data(), store_->param(b.layer_scale1), d_mid_.data(), d_branch_.data(),
+                             store_->grad(b.layer_scale1), R, C, s);
+    d_attention = d_branch_.data();
+  }
+  linear_backward(ctx, b.proj, b.context.data(), d_attention, d_tmp_.data());
   const compute::AttentionShape a{batch_, tokens_, spec_.heads, C / spec_.heads};
   ops.attention_backward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), d_tmp_.data(), d_q_.data(), d_k_.data(),
                          d_v_.data(), d_scratch_.data(), a, s);
@@ -234,9 +286,12 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
   ops.layer_norm_backward(x, store_->param(b.before.weight), b.mean1.data(), b.rstd1.data(), d_tmp_.data(), dx,
                           store_->grad(b.before.weight), store_->grad(b.before.bias), R, C, s);
   ops.add(dx, d_mid_.data(), dx, RC, s);
-  announce(ctx, {b.query.weight, b.query.bias, b.key.weight, b.key.bias, b.value.weight, b.value.bias, b.proj.weight,
-                 b.proj.bias, b.fc1.weight, b.fc1.bias, b.fc2.weight, b.fc2.bias, b.before.weight, b.before.bias,
-                 b.after.weight, b.after.bias});
+  std::vector<std::size_t> done = {b.query.weight, b.query.bias, b.key.weight, b.key.bias, b.value.weight,
+                                   b.value.bias,   b.proj.weight, b.proj.bias, b.fc1.weight, b.fc1.bias,
+                                   b.fc2.weight,   b.fc2.bias,    b.before.weight, b.before.bias, b.after.weight,
+                                   b.after.bias};
+  if (spec_.dinov2) done.insert(done.end(), {b.layer_scale1, b.layer_scale2});
+  announce(ctx, std::move(done));
 }
 
 void VisionTransformer::backward(const Context& ctx, compute::TensorView dy) {
@@ -248,7 +303,7 @@ void VisionTransformer::backward(const Context& ctx, compute::TensorView dy) {
   if (dy.shape != compute::Shape4{batch_, C, grid_h_, grid_w_})
     throw SystemError("internal error: " + spec_.name + " backward of " + dy.shape.str() + " after a forward of " +
                       compute::Shape4{batch_, C, grid_h_, grid_w_}.str());
-  for (DeviceBuffer* t : {&d_hidden_a_, &d_hidden_b_, &d_mid_, &d_tmp_, &d_q_, &d_k_, &d_v_})
+  for (DeviceBuffer* t : {&d_hidden_a_, &d_hidden_b_, &d_mid_, &d_tmp_, &d_branch_, &d_q_, &d_k_, &d_v_})
     ensure_capacity(ctx.backend, *t, RC);
   ensure_capacity(ctx.backend, d_wide_, std::size_t(R) * spec_.mlp);
   ensure_capacity(ctx.backend, d_scratch_,
@@ -291,7 +346,10 @@ void VisionTransformer::backward(const Context& ctx, compute::TensorView dy) {
     ops.matmul(d_weight, d_tokens + std::size_t(b) * T * C + C, patches_.data() + std::size_t(b) * N * K,
                store_->grad(patch_embedding_.weight), s);
   }
-  announce(ctx, {cls_token_, position_embeddings_, patch_embedding_.weight, patch_embedding_.bias});
+  std::vector<std::size_t> embeddings = {cls_token_, position_embeddings_, patch_embedding_.weight,
+                                         patch_embedding_.bias};
+  if (mask_token_ >= 0) embeddings.push_back(std::size_t(mask_token_));  // its gradient: 0 since allocation
+  announce(ctx, std::move(embeddings));
 }
 
 void VisionTransformer::announce(const Context& ctx, std::vector<std::size_t> params) const {
@@ -299,6 +357,50 @@ void VisionTransformer::announce(const Context& ctx, std::vector<std::size_t> pa
   std::sort(params.begin(), params.end(),
             [&](std::size_t a, std::size_t b) { return entries[a].offset > entries[b].offset; });
   for (std::size_t p : params) announce_gradient(ctx, *store_, p);
+}
+
+StoredTensor resize_patch_embedding(const StoredTensor& tensor, int to) {
+  const auto& sh = tensor.shape;
+  if (sh.size() != 4 || sh[2] != sh[3] || (tensor.type != StoredType::f32 && tensor.type != StoredType::f64))
+    throw UserError("patch embedding '" + tensor.name + "' is not a float32/float64 [C, 3, p, p] kernel",
+                    "give the model's model.safetensors as Hugging Face publishes it");
+  const int from = int(sh[2]);
+  const std::size_t kernels = std::size_t(sh[0]) * std::size_t(sh[1]);
+  const auto m = antialiased_bicubic_resize_matrix(from, to, /*align_corners=*/true);
+  std::vector<double> in(kernels * from * from);
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (tensor.type == StoredType::f32) {
+      float v;
+      std::memcpy(&v, tensor.bytes.data() + i * sizeof v, sizeof v);
+      in[i] = v;
+    } else {
+      std::memcpy(&in[i], tensor.bytes.data() + i * sizeof(double), sizeof(double));
+    }
+  }
+  // Separable, rows then columns, as ATen's antialiased kernel runs it.
+  std::vector<float> out(kernels * to * to);
+  std::vector<double> rows(std::size_t(from) * to);
+  for (std::size_t k = 0; k < kernels; ++k) {
+    const double* src = in.data() + k * from * from;
+    for (int y = 0; y < from; ++y)
+      for (int x = 0; x < to; ++x) {
+        double v = 0;
+        for (int i = 0; i < from; ++i) v += m[std::size_t(x) * from + i] * src[y * from + i];
+        rows[std::size_t(y) * to + x] = v;
+      }
+    for (int y = 0; y < to; ++y)
+      for (int x = 0; x < to; ++x) {
+        double v = 0;
+        for (int i = 0; i < from; ++i) v += m[std::size_t(y) * from + i] * rows[std::size_t(i) * to + x];
+        out[k * to * to + std::size_t(y) * to + x] = float(v);
+      }
+  }
+  StoredTensor resized;
+  resized.name = tensor.name;
+  resized.type = StoredType::f32;
+  resized.shape = {sh[0], sh[1], to, to};
+  resized.bytes.assign(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
+  return resized;
 }
 
 std::unique_ptr<Backbone> make_vit(ParameterStore& store, const std::string& name, const std::string& prefix) {

@@ -6,7 +6,7 @@
 #include <map>      // std::map
 
 #include "compute/float16.hpp"         // compute::f16: float16/bfloat16 -> float
-#include "model/backbone_registry.hpp" // model::backbone_tensor_name
+#include "model/backbone_registry.hpp" // model::backbone_tensor_name, adapt_backbone_tensors
 #include "train/checkpoint.hpp"        // load_backbone_weights (trainer .h5 files)
 #include "util/error.hpp"              // UserError
 #include "util/input_file.hpp"         // check_input_file
@@ -87,6 +87,7 @@ PretrainedLoad load_pretrained_backbone(const std::string& path, model::Paramete
                     "checkpoint (.h5)");
   }
 
+  model::adapt_backbone_tensors(tensors, store);  // DINOv2's patch kernels, resized as lightning-pose does
   StoredTensorLoad how;  // the backbone, by the names of torchvision, mmpose and lightning-pose
   how.path = path;
   how.what = "backbone";

@@ -1,8 +1,9 @@
-// The ViT backbone (vits_dino) on the GPU against the CPU backend: the same weights
-// and images give the same heatmaps and the same gradient for every tensor (fp32,
-// TF32 off), at 128x128 (8x8 patches, the 14x14 position grid resized down).
+// The ViT backbones (vits_dino, vits_dinov2) on the GPU against the CPU backend: the
+// same weights and images give the same heatmaps and the same gradient for every
+// tensor (fp32, TF32 off), at 128x128 (8x8 patches, the position grid resized down).
 #include <catch2/catch.hpp>
 
+#include <string>  // std::string
 #include <vector>  // std::vector
 
 #include "gpu_test_util.hpp"
@@ -17,7 +18,8 @@ struct VitRun {
   std::unique_ptr<compute::Backend> backend;
   model::HeatmapModel net;
   std::vector<float> heatmaps, grads;
-  explicit VitRun(std::unique_ptr<compute::Backend> b) : backend(std::move(b)), net(*backend, {"vits_dino", 3, 2}) {
+  VitRun(std::unique_ptr<compute::Backend> b, const std::string& name)
+      : backend(std::move(b)), net(*backend, {name, 3, 2}) {
     net.initialize(11, backend->default_stream());
   }
   void step(const std::vector<float>& images, compute::Shape4 in, const std::vector<float>& dy_host) {
@@ -37,8 +39,10 @@ struct VitRun {
 };
 }  // namespace
 
-TEST_CASE("cuda vits_dino forward and backward match the CPU backend", "[gpu][vit]") {
-  VitRun cpu(compute::make_cpu_backend(2)), gpu(compute::make_cuda_backend(0));
+TEST_CASE("cuda ViT forward and backward match the CPU backend", "[gpu][vit]") {
+  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2");
+  INFO(name);
+  VitRun cpu(compute::make_cpu_backend(2), name), gpu(compute::make_cuda_backend(0), name);
   const compute::Shape4 in{2, 3, 128, 128};
   const auto images = random_vector(in.numel(), 1);
   const auto dy = random_vector(std::size_t(2) * 3 * 32 * 32, 2, -1e-2f, 1e-2f);

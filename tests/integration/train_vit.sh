@@ -1,5 +1,6 @@
 # lightning-pose's mirror-mouse example config trains with model.backbone=vits_dino on
-# 2 ranks (a few steps at 256x256), its pretrained weights found the way transformers
+# 2 ranks (a few semi-supervised steps at 256x256: pca_singleview and temporal on the
+# example video), its pretrained weights found the way transformers
 # caches them (HF_HOME/hub/models--facebook--dino-vits16/snapshots/<rev>/model.safetensors,
 # written here by tests/parity/vit_parity.py with Hugging Face's key names), and the run
 # writes lightning-pose's model directory (.ckpt names: backbone.vision_encoder.*, read back
@@ -15,9 +16,10 @@ SNAPSHOT="$SCRATCH/hf/hub/models--facebook--dino-vits16/snapshots/0123456789abcd
 mkdir -p "$SNAPSHOT"
 $PY "$REPO/tests/parity/vit_parity.py" write "$SNAPSHOT/model.safetensors" >/dev/null || fail "writing the weights"
 CONFIG="$REPO/tests/data/lightning-pose-configs/config_mirror-mouse-example.yaml"
-OVERRIDES=(data.data_dir="$DATA" model.losses_to_use=[] model.backbone=vits_dino training.max_epochs=1
-           training.max_steps=2 training.train_batch_size=4 training.val_batch_size=4 training.test_batch_size=4
-           eval.predict_vids_after_training=false)
+# With its unsupervised losses on the example video, the backbone trained from the start.
+OVERRIDES=(data.data_dir="$DATA" "model.losses_to_use=[pca_singleview,temporal]" model.backbone=vits_dino
+           training.max_epochs=1 training.max_steps=2 training.train_batch_size=4 training.val_batch_size=4
+           training.test_batch_size=4 training.unfreezing_epoch=0 eval.predict_vids_after_training=false)
 
 HF_HOME="$SCRATCH/hf" timeout 900 $MPIRUN -np 2 -x HF_HOME "$TRAINER" train "$CONFIG" --overrides "${OVERRIDES[@]}" \
   --out "$SCRATCH/runs/a" >"$SCRATCH/a.txt" 2>&1 || { cat "$SCRATCH/a.txt"; fail "training vits_dino failed"; }
@@ -25,6 +27,7 @@ cat "$SCRATCH/a.txt"
 grep -q "backbone: loaded 198 tensors from .*models--facebook--dino-vits16/snapshots/0123456789abcdef/model.safetensors" \
   "$SCRATCH/a.txt" || fail "the weights were not found in the Hugging Face cache"
 grep -q "done:" "$SCRATCH/a.txt" || fail "the run did not finish"
+grep -q "^unsupervised losses: pca_singleview, temporal" "$SCRATCH/a.txt" || fail "no unsupervised losses"
 grep -q "could not write the lightning-pose checkpoint" "$SCRATCH/a.txt" && fail "no lightning-pose checkpoint"
 CKPT=$(ls "$SCRATCH"/runs/a/tb_logs/*/version_0/checkpoints/*-best.ckpt) || fail "no lightning-pose .ckpt"
 $PY - "$CKPT" <<'PYEOF' || fail "the .ckpt does not hold the ViT under lightning-pose's names"

@@ -32,6 +32,8 @@ struct Scratch {
 TEST_CASE("Hugging Face ids come from the backbone table", "[app][weights][vit]") {
   CHECK(model::backbone_hugging_face_id("vits_dino") == "facebook/dino-vits16");
   CHECK(model::backbone_hugging_face_id("vitb_dino") == "facebook/dino-vitb16");
+  CHECK(model::backbone_hugging_face_id("vits_dinov2") == "facebook/dinov2-small");
+  CHECK(model::backbone_hugging_face_id("vitb_dinov2") == "facebook/dinov2-base");
   CHECK(model::backbone_hugging_face_id("resnet50").empty());
   // ViTModel's names (and a classifier's "vit." ones) are lightning-pose's vision_encoder.
   CHECK(model::backbone_tensor_name("embeddings.cls_token") == "backbone.vision_encoder.embeddings.cls_token");

@@ -3,9 +3,11 @@
 // inputs it refuses. Gradients against PyTorch: tests/integration/parity_vit.sh.
 #include <catch2/catch.hpp>
 
-#include <cmath>   // std::isfinite
-#include <set>     // std::set
-#include <vector>  // std::vector
+#include <cmath>    // std::isfinite
+#include <cstring>  // std::memcpy
+#include <iterator>  // std::size
+#include <set>      // std::set
+#include <vector>   // std::vector
 
 #include "compute/backend.hpp"
 #include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
@@ -13,6 +15,7 @@
 #include "model/heatmap_model.hpp"
 #include "model/lightning_pose_names.hpp"
 #include "model/make_model.hpp"
+#include "model/vit.hpp"  // resize_patch_embedding
 #include "model_test_util.hpp"
 #include "util/error.hpp"
 
@@ -41,6 +44,53 @@ TEST_CASE("vits_dino registers Hugging Face's ViTModel tensors under lightning-p
   CHECK(p[4 + 12 * 16 + 2].name == "head.deconv0.weight");
   CHECK(p[4 + 12 * 16 + 2].shape == std::vector<int>{96, 3, 3, 3});
   CHECK(p.size() == 4 + 12 * 16 + 2 + 2);
+}
+
+TEST_CASE("vits_dinov2 registers Dinov2Model's tensors, its patch kernel at 16x16", "[model][vit]") {
+  auto b = model_test::cpu();
+  model::HeatmapModel net(*b, model::ModelSpec{"vits_dinov2", 3, 2});
+  const auto& p = net.store().parameters();
+  // transformers' Dinov2Model for facebook/dinov2-small, with the kernel lightning-pose
+  // resizes from 14x14 to 16x16: 22,125,696 (22,056,576 at 14x14, transformers' count).
+  CHECK(net.store().group_range(model::ParamGroup::backbone).count == 22125696);
+  const std::string root = "backbone.vision_encoder.";
+  CHECK(p[1].name == root + "embeddings.mask_token");
+  CHECK(p[2].name == root + "embeddings.position_embeddings");
+  CHECK(p[2].shape == std::vector<int>{1, 1370, 384});  // 37 x 37 + CLS
+  CHECK(p[3].shape == std::vector<int>{384, 3, 16, 16});
+  const std::string layer = root + "encoder.layer.0.";
+  const char* order[] = {"norm1.weight", "norm1.bias", "attention.attention.query.weight",
+                         "attention.attention.query.bias", "attention.attention.key.weight",
+                         "attention.attention.key.bias", "attention.attention.value.weight",
+                         "attention.attention.value.bias", "attention.output.dense.weight",
+                         "attention.output.dense.bias", "layer_scale1.lambda1", "norm2.weight", "norm2.bias",
+                         "mlp.fc1.weight", "mlp.fc1.bias", "mlp.fc2.weight", "mlp.fc2.bias", "layer_scale2.lambda1"};
+  for (std::size_t i = 0; i < std::size(order); ++i) CHECK(p[5 + i].name == layer + order[i]);
+  CHECK(p[5 + 12 * 18].name == root + "layernorm.weight");
+}
+
+TEST_CASE("DINOv2's 14x14 patch kernels become 16x16 as lightning-pose resizes them", "[model][vit]") {
+  // PyTorch 1.13: F.interpolate(eye(14) rows, size=16, mode="bicubic", align_corners=True,
+  // antialias=True): output 0 = 1.0302 x0 - 0.0302 x1; output 1 = 0.1654, 0.8976, -0.0630.
+  const auto m = model::antialiased_bicubic_resize_matrix(14, 16, true);
+  CHECK(m[0] == Approx(1.0302).margin(1e-4));
+  CHECK(m[1] == Approx(-0.0302).margin(1e-4));
+  CHECK(m[2] == 0.0);
+  CHECK(m[14] == Approx(0.16535).margin(1e-4));
+  CHECK(m[15] == Approx(0.89764).margin(1e-4));
+  CHECK(m[16] == Approx(-0.06299).margin(1e-4));
+  // A constant kernel stays constant; the shape becomes the model's.
+  StoredTensor t;
+  t.name = "embeddings.patch_embeddings.projection.weight";
+  t.shape = {2, 3, 14, 14};
+  const std::vector<float> ones(2 * 3 * 14 * 14, 0.5f);
+  t.bytes.assign(reinterpret_cast<const char*>(ones.data()), ones.size() * sizeof(float));
+  const StoredTensor r = model::resize_patch_embedding(t, 16);
+  CHECK(r.shape == std::vector<std::int64_t>{2, 3, 16, 16});
+  REQUIRE(r.bytes.size() == 2 * 3 * 16 * 16 * sizeof(float));
+  std::vector<float> v(2 * 3 * 16 * 16);
+  std::memcpy(v.data(), r.bytes.data(), r.bytes.size());
+  for (float x : v) CHECK(x == Approx(0.5f).epsilon(1e-6));
 }
 
 TEST_CASE("the bicubic resize matrix is PyTorch's", "[model][vit]") {
