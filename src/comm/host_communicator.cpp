@@ -2,6 +2,7 @@
 
 #include <algorithm>  // std::min, std::max
 #include <chrono>     // std::chrono::duration
+#include <optional>   // std::optional of the watchdog backstop
 #include <string>     // std::string
 #include <thread>     // std::this_thread::sleep_for
 #include <utility>    // std::move
@@ -64,6 +65,16 @@ std::shared_ptr<Completion> HostCommunicator::submit(std::string what, Body body
     if (watchdog_) watchdog_->debug_stop_point("collective #" + std::to_string(seq));
     const Deadline deadline =
         std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(timeout);
+    // The body checks `deadline` between MPI calls; should one of them never return
+    // (Open MPI spinning on a connection a killed peer reset), the watchdog ends the
+    // job a little after it, with its own report (the inspector's normally comes first).
+    const double grace_s = std::min(2.0, std::max(0.2, timeout_s_));
+    std::optional<runtime::Watchdog::Backstop> backstop;
+    if (watchdog_ && timeout_s_ > 0)
+      backstop.emplace(watchdog_->backstop(
+          "collective '" + what + "' (#" + std::to_string(seq) + " on the " + backend_->name() + " communicator)",
+          deadline + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::duration<double>(grace_s + 1.0))));
     bool completed = false;
     try {
       completed = body(deadline);
@@ -72,8 +83,7 @@ std::shared_ptr<Completion> HostCommunicator::submit(std::string what, Body body
       throw SystemError(inspector_.failure_report(seq, what, step, e.what()));
     }
     if (!completed) {
-      // Give late arrival messages a moment, but never longer than the timeout itself.
-      const double grace_s = std::min(2.0, std::max(0.2, timeout_s_));
+      // Give late arrival messages a moment (grace_s: never longer than the timeout itself).
       inspector_.report_and_abort(seq, what, step, timeout_s_, grace_s);
     }
   });

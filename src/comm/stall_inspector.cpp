@@ -177,6 +177,7 @@ void StallInspector::report_and_abort(long seq, const std::string& what, long st
     if (missing(seq).empty()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
+  if (watchdog_) watchdog_->abort_job(report(seq, what, step, timeout_s));  // ends --nprocs copies too
   std::cerr << report(seq, what, step, timeout_s) << std::flush;
   MPI_Abort(world_, 1);
   // MPI_Abort does not return; if an MPI implementation ever did, fail loudly.

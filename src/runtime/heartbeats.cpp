@@ -168,6 +168,16 @@ std::vector<int> Heartbeats::gone_ranks(double silent_s) const {
   return gone;
 }
 
+std::vector<long> Heartbeats::local_peer_pids() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<long> pids;
+  for (int peer = 0; peer < static_cast<int>(peers_.size()); ++peer) {
+    const PeerBeat& p = peers_[peer];
+    if (peer != rank_ && p.count > 0 && p.host == mine_.host && p.pid > 0) pids.push_back(p.pid);
+  }
+  return pids;
+}
+
 std::string Heartbeats::describe(int rank) const {
   std::lock_guard<std::mutex> lock(mutex_);
   std::ostringstream os;

@@ -54,6 +54,8 @@ class Heartbeats {
   // "rank 1 (host h, pid 123): no heartbeat for 12.3 s; the process is stopped
   // (SIGSTOP or a debugger)" for rank `rank`.
   std::string describe(int rank) const;
+  // Process ids of the other ranks on this host that have sent a heartbeat.
+  std::vector<long> local_peer_pids() const;
   int rank() const { return rank_; }
 
  private:

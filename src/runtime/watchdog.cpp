@@ -99,6 +99,19 @@ Watchdog::Stage::~Stage() {
   dog_->deadline_ = Clock::now() + seconds(dog_->timeout_s_);
 }
 
+Watchdog::Backstop Watchdog::backstop(std::string what, Clock::time_point deadline) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  backstop_ = std::move(what);
+  backstop_deadline_ = deadline;
+  return Backstop(this);
+}
+
+Watchdog::Backstop::~Backstop() {
+  if (!dog_) return;
+  std::lock_guard<std::mutex> lock(dog_->mutex_);
+  dog_->backstop_.clear();
+}
+
 std::optional<Watchdog::Stage> watch(Watchdog* dog, std::string what) {
   if (!dog) return std::nullopt;
   return dog->stage(std::move(what));
@@ -123,6 +136,7 @@ void Watchdog::mpi_ready(MPI_Comm comm, MPI_Comm abort_comm, bool thread_multipl
 void Watchdog::spawning_ranks(int count) {
   std::lock_guard<std::mutex> lock(mutex_);
   spawning_ = count;
+  if (count > 0) spawned_copies_ = true;
 }
 
 void Watchdog::set_abort_comm(MPI_Comm abort_comm) {
@@ -209,18 +223,34 @@ void Watchdog::check_peers(const std::string& what) {
   abort_job(os.str());
 }
 
-void Watchdog::fire(const std::string& what) { abort_job(report(what)); }
+void Watchdog::fire(const std::string& what) const { abort_job(report(what)); }
 
-void Watchdog::abort_job(const std::string& text) {
+void Watchdog::abort_job(const std::string& text) const {
   std::cerr << text << std::flush;
   MPI_Comm abort_comm = MPI_COMM_NULL;
+  bool parent = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (mpi_up_) abort_comm = abort_comm_;
+    parent = spawned_copies_;
   }
+  // A --nprocs parent ends the copies it started itself: MPI_Abort leaves their
+  // killing to Open MPI's daemon, which did not always reach a stopped copy before
+  // the parent was gone, and a stopped copy then stayed behind (issue 26).
+  if (parent)
+    for (long pid : heartbeats_.local_peer_pids()) kill(static_cast<pid_t>(pid), SIGKILL);
   // Other ranks are blocked where no exception can reach them: end the whole job.
   // Before MPI is up, exiting is all there is; the launcher then ends the others.
-  if (abort_comm != MPI_COMM_NULL) MPI_Abort(abort_comm, kExitFailure);
+  // MPI_Abort itself can hang in a broken transport (a peer killed mid-collective):
+  // exiting anyway after a moment still ends the job, since the launcher then ends
+  // the other ranks.
+  if (abort_comm != MPI_COMM_NULL) {
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      std::_Exit(kExitFailure);
+    }).detach();
+    MPI_Abort(abort_comm, kExitFailure);
+  }
   std::_Exit(kExitFailure);
 }
 
@@ -246,6 +276,11 @@ void Watchdog::loop() {
     }
     if (timeout_s_ > 0 && !stage_.empty() && now > deadline_) {
       const std::string what = stage_;
+      lock.unlock();
+      fire(what);
+    }
+    if (timeout_s_ > 0 && !backstop_.empty() && now > backstop_deadline_) {
+      const std::string what = backstop_;
       lock.unlock();
       fire(what);
     }

@@ -54,6 +54,27 @@ class Watchdog {
   // Arms the deadline for `what` until the returned Stage ends.
   [[nodiscard]] Stage stage(std::string what);
 
+  // A backstop for a wait that enforces its own deadline but may be stuck inside MPI
+  // where it cannot look at the clock: with Open MPI's TCP transport, a peer killed
+  // mid-collective can leave MPI_Test spinning in the progress engine on the reset
+  // connection. Unless the returned guard ends first, the watchdog reports `what` at
+  // `deadline` and ends the job. One at a time (the communicator thread's collective);
+  // const because the watchdog is a monitor every layer may hold read-only.
+  class Backstop {
+   public:
+    Backstop(Backstop&& other) noexcept : dog_(other.dog_) { other.dog_ = nullptr; }
+    Backstop(const Backstop&) = delete;
+    Backstop& operator=(const Backstop&) = delete;
+    Backstop& operator=(Backstop&&) = delete;
+    ~Backstop();
+
+   private:
+    friend class Watchdog;
+    explicit Backstop(const Watchdog* dog) : dog_(dog) {}
+    const Watchdog* dog_;
+  };
+  [[nodiscard]] Backstop backstop(std::string what, std::chrono::steady_clock::time_point deadline) const;
+
   // MPI is up: heartbeats go over `comm` (point-to-point only), reports name ranks of
   // `comm`, and a stall aborts through `abort_comm`. Needs MPI_THREAD_MULTIPLE;
   // without it there are no heartbeats and reports cannot name silent ranks.
@@ -85,11 +106,14 @@ class Watchdog {
   // The report for a stage that missed its deadline (also used by tests).
   std::string report(const std::string& what) const;
 
+  // Prints `text` and ends the whole job: a --nprocs parent kills the copies it
+  // started, then MPI_Abort once MPI is up (with an exit of its own should MPI_Abort
+  // hang), else exit. What every layer calls to abort on a stall.
+  [[noreturn]] void abort_job(const std::string& text) const;
+
  private:
   void loop();
-  [[noreturn]] void fire(const std::string& what);
-  // Prints `text` and ends the whole job (MPI_Abort once MPI is up, else exit).
-  [[noreturn]] void abort_job(const std::string& text);
+  [[noreturn]] void fire(const std::string& what) const;
 
   const double timeout_s_;
   const double beat_period_s_;
@@ -104,10 +128,13 @@ class Watchdog {
   int rank_ = -1;      // from the launcher until MPI says; -1 when unknown
   std::string stage_;  // empty: disarmed
   std::chrono::steady_clock::time_point deadline_;
+  mutable std::string backstop_;  // empty: disarmed (Backstop)
+  mutable std::chrono::steady_clock::time_point backstop_deadline_;
   MPI_Comm abort_comm_ = MPI_COMM_NULL;
   bool mpi_up_ = false;
   bool beating_ = false;
   int spawning_ = 0;  // copies of this process being spawned (--nprocs), until MPI is up
+  bool spawned_copies_ = false;  // this process started the others (--nprocs): it ends them too
   bool stopping_ = false;
   std::thread thread_;  // last member: started after the rest is ready
 };

@@ -1,0 +1,69 @@
+# --nprocs 2 (the trainer spawns its second rank itself) with that rank stopped or
+# killed in the middle of an epoch: rank 0 ends the job within collective_timeout
+# + 5 s, names rank 1, and no process is left (issue 26: once, a kill -9 left rank 0
+# running and a stop left the stopped copy behind).
+source "$(dirname "$0")/lib/common.sh"
+TIMEOUT=5
+cfg="$SCRATCH/np.cfg"
+cat >"$cfg" <<CFG
+[data]
+data_files =
+synthetic_file = $SCRATCH/synthetic.h5
+image_resize_height = 32
+image_resize_width = 32
+[training]
+train_batch_size = 4
+log_every_n_steps = 2
+max_epochs = 50
+check_val_every_n_epoch = 1000
+num_workers = 1
+[model]
+backbone = resnet18
+[distributed]
+collective_timeout = $TIMEOUT
+CFG
+"$TRAINER" train --config "$cfg" --out "$SCRATCH/warmup" --max-steps 1 >"$SCRATCH/warmup.log" 2>&1 ||
+  { cat "$SCRATCH/warmup.log"; fail "the single-rank warm-up run failed"; }
+
+no_leftovers() {
+  sleep 1
+  if pgrep -f "$SCRATCH/run" >/dev/null; then
+    pgrep -af "$SCRATCH/run" >&2
+    pkill -9 -f "$SCRATCH/run" || true
+    fail "$1: trainer processes were left behind"
+  fi
+}
+
+# The spawned copy: the trainer process whose parent is Open MPI's daemon.
+spawned_copy() {
+  local pid
+  for pid in $(pgrep -f "$SCRATCH/$1" || true); do
+    local parent
+    parent=$(awk '{print $4}' "/proc/$pid/stat" 2>/dev/null) || continue
+    if grep -q "orted" "/proc/$parent/cmdline" 2>/dev/null; then echo "$pid"; return; fi
+  done
+}
+
+for how in STOP KILL; do
+  name=run-$how
+  "$TRAINER" train --config "$cfg" --out "$SCRATCH/$name" --nprocs 2 --distributed.backend mpi \
+    >"$SCRATCH/$how.out" 2>"$SCRATCH/$how.err" &
+  launcher=$!
+  for _ in $(seq 1 600); do grep -qE "^epoch 0/[0-9]+ +step [0-9]+" "$SCRATCH/$how.out" 2>/dev/null && break; sleep 0.1; done
+  grep -qE "^epoch 0/[0-9]+ +step [0-9]+" "$SCRATCH/$how.out" || { kill -9 $launcher || true; cat "$SCRATCH/$how.err"; fail "$how: training did not start"; }
+  victim=$(spawned_copy "$name")
+  [[ -n $victim ]] || { kill -9 $launcher || true; fail "$how: no spawned copy found"; }
+  start=$SECONDS
+  kill -$how "$victim"
+  rc=0
+  timeout 60 tail --pid=$launcher -f /dev/null || { kill -9 $launcher || true; fail "$how: rank 0 still running after 60 s"; }
+  wait $launcher || rc=$?
+  elapsed=$((SECONDS - start))
+  grep -E "^(error|hint):" "$SCRATCH/$how.err" || true
+  [[ $rc != 0 ]] || fail "$how: the job did not fail"
+  grep -qE "rank 1 \(host [^,]+, pid $victim\): no heartbeat" "$SCRATCH/$how.err" || { cat "$SCRATCH/$how.err"; fail "$how: rank 1 not named"; }
+  (( elapsed <= TIMEOUT + 5 + 3 )) || fail "$how: the job ended ${elapsed}s after the $how, with a ${TIMEOUT} s timeout"
+  echo "$how of the spawned rank mid-epoch: the job ended after ${elapsed}s, exit $rc"
+  no_leftovers "$how"
+done
+echo "stall_nprocs: ok"
