@@ -5,6 +5,7 @@
 
 #include "compute/batchnorm_apply_rule.hpp"  // batchnorm_affine_of, batchnorm_affine, relu_masked
 #include "compute/batchnorm_moments.hpp"      // Moments, merge_moments, store_moments
+#include "channel_partials.cuh"                // channel_partials_sum_kernel
 #include "launch.cuh"                          // kThreads, block_sum
 
 namespace trainer::kernels {
@@ -93,19 +94,6 @@ __global__ void channel_partials_kernel(Terms terms, int n, int c, int plane, do
     partial[(std::size_t(split) * c + ch) * 2 + 0] = a;
     partial[(std::size_t(split) * c + ch) * 2 + 1] = b;
   }
-}
-
-// Sums the partials of each channel in a fixed order (deterministic).
-__global__ void channel_partials_sum_kernel(const double* partial, int c, int splits, float* out) {
-  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
-  if (ch >= c) return;
-  double a = 0.0, b = 0.0;
-  for (int s = 0; s < splits; ++s) {
-    a += partial[(std::size_t(s) * c + ch) * 2 + 0];
-    b += partial[(std::size_t(s) * c + ch) * 2 + 1];
-  }
-  out[ch] = static_cast<float>(a);
-  out[c + ch] = static_cast<float>(b);
 }
 
 template <typename Terms>

@@ -6,7 +6,9 @@
 #include "compute/batchnorm_apply_rule.hpp"  // batchnorm_affine_of, batchnorm_affine, relu_masked, ...
 #include "compute/batchnorm_moments.hpp"      // store_moments
 #include "compute/float16.hpp"                // f16::bf16_to_float, float_to_bf16, half_to_float, float_to_half
+#include "channel_partials.cuh"                // channel_partials_sum_kernel
 #include "launch.cuh"                          // blocks_for, kThreads
+#include "pool_window.cuh"                     // window_argmax, covering_outputs
 
 namespace trainer::kernels {
 namespace {
@@ -161,18 +163,6 @@ __global__ void channel_partials_kernel(SumArgs args, int tx, int ty, double* pa
   }
 }
 
-__global__ void partial_sums_kernel(const double* partial, int c, int splits, float* out) {
-  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
-  if (ch >= c) return;
-  double a = 0.0, b = 0.0;
-  for (int s = 0; s < splits; ++s) {
-    a += partial[(std::size_t(s) * c + ch) * 2 + 0];
-    b += partial[(std::size_t(s) * c + ch) * 2 + 1];
-  }
-  out[ch] = static_cast<float>(a);
-  out[c + ch] = static_cast<float>(b);
-}
-
 // mean = shift + a / count, M2 = b - a^2 / count (kernels/batchnorm.cu's rule).
 template <Format16 F>
 __global__ void moments_kernel(const std::uint16_t* x, const double* partial, int c, int splits, double count,
@@ -211,7 +201,7 @@ void channel_sums(const SumArgs& args, Format16 f, float* out, double* scratch, 
     return;
   }
   channel_partials<K>(args, f, scratch, s);
-  partial_sums_kernel<<<(args.c + kThreads - 1) / kThreads, kThreads, 0, s>>>(
+  channel_partials_sum_kernel<<<(args.c + kThreads - 1) / kThreads, kThreads, 0, s>>>(
       scratch, args.c, sum_layout(args.rows, args.c).splits, out);
 }
 
@@ -291,28 +281,11 @@ __global__ void backward_apply_kernel(const std::uint16_t* dy, const std::uint16
 
 // ---- max pooling (pool.cuh's semantics, NHWC) -------------------------------------
 
-// The window's argmax as y * w + x (-1 for an all-padding window); `image` is the
-// image's first element, `ch` the channel.
+// The window's argmax as y * w + x within image `image` (its first element), channel `ch`.
 template <Format16 F>
-__device__ inline int window_argmax(const std::uint16_t* image, const PoolShape& p, int oy, int ox, int ch) {
-  const int y0 = oy * p.stride - p.pad, x0 = ox * p.stride - p.pad;
-  int best = -1;
-  float best_v = -INFINITY;
-  for (int ky = 0; ky < p.kernel; ++ky) {
-    const int y = y0 + ky;
-    if (y < 0 || y >= p.h) continue;
-    for (int kx = 0; kx < p.kernel; ++kx) {
-      const int xx = x0 + kx;
-      if (xx < 0 || xx >= p.w) continue;
-      const float v = Codec<F>::load(image[(std::size_t(y) * p.w + xx) * p.c + ch]);
-      if (best < 0 || v > best_v || isnan(v)) {
-        best = y * p.w + xx;
-        best_v = v;
-        if (isnan(v)) return best;
-      }
-    }
-  }
-  return best;
+__device__ inline int image_argmax(const std::uint16_t* image, const PoolShape& p, int oy, int ox, int ch) {
+  return detail::window_argmax(
+      p, oy, ox, [&](int y, int x) { return Codec<F>::load(image[(std::size_t(y) * p.w + x) * p.c + ch]); });
 }
 
 // One thread per output element (n, oy, ox, ch); with `argmax` set, the window's
@@ -328,7 +301,7 @@ __global__ void pool_forward_kernel(const std::uint16_t* x, std::uint16_t* y, in
     const int oy = int((pixel / p.ow) % p.oh);
     const std::size_t n = pixel / (std::size_t(p.ow) * p.oh);
     const std::uint16_t* image = x + n * p.h * p.w * p.c;
-    const int a = window_argmax<F>(image, p, oy, ox, ch);
+    const int a = image_argmax<F>(image, p, oy, ox, ch);
     if (argmax) argmax[i] = a;
     else y[i] = a >= 0 ? image[std::size_t(a) * p.c + ch] : Codec<F>::store(-INFINITY);
   }
@@ -347,17 +320,10 @@ __global__ void pool_gather_kernel(const int* argmax, const std::uint16_t* dy, s
     const int iy = int((pixel / p.w) % p.h);
     const std::size_t n = pixel / (std::size_t(p.w) * p.h);
     const int self = iy * p.w + ix;
-    int oy_lo = (iy + p.pad - p.kernel + p.stride) / p.stride;
-    if (iy + p.pad - p.kernel + 1 < 0) oy_lo = 0;
-    int oy_hi = (iy + p.pad) / p.stride;
-    if (oy_hi > p.oh - 1) oy_hi = p.oh - 1;
-    int ox_lo = (ix + p.pad - p.kernel + p.stride) / p.stride;
-    if (ix + p.pad - p.kernel + 1 < 0) ox_lo = 0;
-    int ox_hi = (ix + p.pad) / p.stride;
-    if (ox_hi > p.ow - 1) ox_hi = p.ow - 1;
+    const detail::CoveringOutputs c = detail::covering_outputs(p, iy, ix);
     float g = 0.f;
-    for (int oy = oy_lo; oy <= oy_hi; ++oy)
-      for (int ox = ox_lo; ox <= ox_hi; ++ox) {
+    for (int oy = c.oy_lo; oy <= c.oy_hi; ++oy)
+      for (int ox = c.ox_lo; ox <= c.ox_hi; ++ox) {
         const std::size_t o = ((n * p.oh + oy) * p.ow + ox) * p.c + ch;
         if (argmax[o] == self) g += Codec<F>::load(dy[o]);
       }

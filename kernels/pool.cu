@@ -3,36 +3,21 @@
 
 #include <cstddef>  // std::size_t
 
-#include "launch.cuh"  // blocks_for, kThreads
+#include "launch.cuh"       // blocks_for, kThreads
+#include "pool_window.cuh"  // window_argmax, covering_outputs
 
 namespace trainer::kernels {
 namespace {
 
 using detail::blocks_for;
+using detail::CoveringOutputs;
+using detail::covering_outputs;
 using detail::kThreads;
+using detail::window_argmax;
 
-// Index (within the plane) of the window's maximum, as the CPU twin: the first
-// maximum in row-major window order wins, the first NaN wins outright, padding
-// never wins. Returns -1 for a window that lies entirely in the padding.
-__device__ inline int window_argmax(const float* plane, const PoolShape& p, int oy, int ox) {
-  const int y0 = oy * p.stride - p.pad, x0 = ox * p.stride - p.pad;
-  int best = -1;
-  float best_v = -INFINITY;
-  for (int ky = 0; ky < p.kernel; ++ky) {
-    const int y = y0 + ky;
-    if (y < 0 || y >= p.h) continue;
-    for (int kx = 0; kx < p.kernel; ++kx) {
-      const int x = x0 + kx;
-      if (x < 0 || x >= p.w) continue;
-      const float v = plane[y * p.w + x];
-      if (best < 0 || v > best_v || isnan(v)) {
-        best = y * p.w + x;
-        best_v = v;
-        if (isnan(v)) return best;
-      }
-    }
-  }
-  return best;
+// The window's argmax within an NCHW plane.
+__device__ inline int plane_argmax(const float* plane, const PoolShape& p, int oy, int ox) {
+  return window_argmax(p, oy, ox, [&](int y, int x) { return plane[y * p.w + x]; });
 }
 
 __global__ void forward_kernel(const float* x, float* y, PoolShape p, std::size_t total) {
@@ -42,7 +27,7 @@ __global__ void forward_kernel(const float* x, float* y, PoolShape p, std::size_
     const int oy = static_cast<int>((i / p.ow) % p.oh);
     const std::size_t nc = i / (std::size_t(p.ow) * p.oh);
     const float* plane = x + nc * p.h * p.w;
-    const int a = window_argmax(plane, p, oy, ox);
+    const int a = plane_argmax(plane, p, oy, ox);
     y[i] = a >= 0 ? plane[a] : -INFINITY;
   }
 }
@@ -59,7 +44,7 @@ __global__ void argmax_kernel(const float* x, int* argmax, PoolShape p, int plan
   for (int plane = blockIdx.y; plane < planes; plane += gridDim.y) {
     const float* xp = x + std::size_t(plane) * p.h * p.w;
     for (int o = blockIdx.x * blockDim.x + threadIdx.x; o < outputs; o += blockDim.x * gridDim.x)
-      argmax[std::size_t(plane) * outputs + o] = window_argmax(xp, p, o / p.ow, o % p.ow);
+      argmax[std::size_t(plane) * outputs + o] = plane_argmax(xp, p, o / p.ow, o % p.ow);
   }
 }
 
@@ -71,19 +56,10 @@ __global__ void gather_kernel(const int* argmax, const float* dy, float* dx, Poo
     const int* ap = argmax + std::size_t(plane) * outputs;
     const float* dp = dy + std::size_t(plane) * outputs;
     for (int self = blockIdx.x * blockDim.x + threadIdx.x; self < pixels; self += blockDim.x * gridDim.x) {
-      const int iy = self / p.w, ix = self % p.w;
-      // Outputs oy with oy*stride - pad <= iy < oy*stride - pad + kernel.
-      int oy_lo = (iy + p.pad - p.kernel + p.stride) / p.stride;  // ceil((iy+pad-k+1)/stride)
-      if (iy + p.pad - p.kernel + 1 < 0) oy_lo = 0;
-      int oy_hi = (iy + p.pad) / p.stride;
-      if (oy_hi > p.oh - 1) oy_hi = p.oh - 1;
-      int ox_lo = (ix + p.pad - p.kernel + p.stride) / p.stride;
-      if (ix + p.pad - p.kernel + 1 < 0) ox_lo = 0;
-      int ox_hi = (ix + p.pad) / p.stride;
-      if (ox_hi > p.ow - 1) ox_hi = p.ow - 1;
+      const CoveringOutputs c = covering_outputs(p, self / p.w, self % p.w);
       float g = 0.f;
-      for (int oy = oy_lo; oy <= oy_hi; ++oy)
-        for (int ox = ox_lo; ox <= ox_hi; ++ox)
+      for (int oy = c.oy_lo; oy <= c.oy_hi; ++oy)
+        for (int ox = c.ox_lo; ox <= c.ox_hi; ++ox)
           if (ap[oy * p.ow + ox] == self) g += dp[oy * p.ow + ox];
       dx[std::size_t(plane) * pixels + self] = g;
     }
