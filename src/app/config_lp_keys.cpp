@@ -382,7 +382,14 @@ YAML::Node yaml_value(const ConfigKey& key, const std::string& value) {
   if (type == "INT" || type == "REAL" || nullable || type == "COUNT/FRACTION") return scalar(value, true);
   if (type == "LIST" || type == "LISTS") {
     // Lists of numbers (milestones, epsilon per keypoint) stay numbers, and names names.
-    const YAML::Node parsed = YAML::Load(value.empty() ? "[]" : value);
+    // Our list syntax is looser than YAML's ("a, b", or a name such as "n}ll" that
+    // YAML refuses): what YAML cannot read is written like a one-item list, as itself.
+    YAML::Node parsed;
+    try {
+      parsed = YAML::Load(value.empty() ? "[]" : value);
+    } catch (const YAML::Exception&) {
+      parsed = YAML::Node();
+    }
     YAML::Node list(YAML::NodeType::Sequence);
     if (!parsed.IsSequence()) {  // real_list writes one number as itself
       return scalar(value, true);

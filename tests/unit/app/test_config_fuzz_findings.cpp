@@ -35,3 +35,16 @@ TEST_CASE("list elements with one kind of quote inside survive --print-config", 
   const std::string printed = dir.write("printed.cfg", trainer::app::config_to_ini(config));
   CHECK(parse({"--config", printed}).config.data.keypoint_names == config.data.keypoint_names);
 }
+
+TEST_CASE("fuzz finding: a list element YAML cannot read survives the lightning-pose config.yaml", "[app][config][fuzz]") {
+  // fuzz_config_yaml (2026-11-26): `keypoint_names: n}ll` is a one-element list
+  // here, but config_to_yaml handed "[n}ll]" to yaml-cpp to type its items, which
+  // threw "illegal flow end": --print-config, and the config.yaml of every run
+  // folder, failed with a raw yaml-cpp error. Such a list is now written as itself.
+  ScratchDir dir;
+  const std::string path = dir.write("finding.yaml", "data:\n  keypoint_names: n}ll\n");
+  const trainer::Config config = parse({"--config", path}).config;
+  REQUIRE(config.data.keypoint_names == std::vector<std::string>{"n}ll"});
+  const std::string printed = dir.write("printed.yaml", trainer::app::config_to_yaml(config));
+  CHECK(parse({"--config", printed}).config.data.keypoint_names == config.data.keypoint_names);
+}
