@@ -4,10 +4,14 @@
 #include <exception>  // std::exception
 #include <new>        // std::bad_alloc
 #include <iostream>   // std::cout, std::cerr
+#include <cstdlib>    // std::strtod
 #include <string>     // std::string
+#include <vector>     // std::vector
 
 #include "app/commands.hpp"  // run_* subcommands, version_text
+#include "util/env.hpp"      // capture_environment, env_get
 #include "util/error.hpp"    // UserError, SystemError
+#include "util/h5_screen.hpp"  // h5::enable_screen, h5::run_screen_child: HDF5 files without a checksum
 #include "util/printable.hpp"  // printable: control characters of the input as \xNN
 
 namespace {
@@ -71,14 +75,32 @@ void report(const std::string& message, const std::string& hint) {
   std::cerr.flush();
 }
 
+// HDF5 files without the trainer's checksum are walked by a copy of this program
+// before it parses them (util/h5_screen.hpp); TRAINER_H5_SCREEN_SECONDS sets its limit.
+void enable_hdf5_screen() {
+  trainer::h5::ScreenSettings settings;
+  if (const auto text = trainer::env_get(trainer::capture_environment(), "TRAINER_H5_SCREEN_SECONDS")) {
+    char* end = nullptr;
+    const double seconds = std::strtod(text->c_str(), &end);
+    if (end == text->c_str() || *end != '\0' || !(seconds > 0 && seconds <= 86400))
+      throw trainer::UserError("TRAINER_H5_SCREEN_SECONDS=" + *text + " is not a number of seconds in (0, 86400]");
+    settings.seconds = seconds;
+  }
+  trainer::h5::enable_screen(settings);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  // That copy: before anything else (no MPI, no signal handlers of ours).
+  if (argc >= 2 && std::string(argv[1]) == trainer::h5::kScreenSubcommand)
+    return trainer::h5::run_screen_child(std::vector<std::string>(argv + 2, argv + argc));
   // Peers that exit close their sockets (Gloo, MPI's TCP transport, heartbeats): a
   // write to one must come back as an error the communicator reports and names,
   // not end this rank silently with SIGPIPE.
   std::signal(SIGPIPE, SIG_IGN);
   try {
+    enable_hdf5_screen();
     return dispatch(argc, argv);
   } catch (const trainer::UserError& e) {
     report(e.what(), e.hint());

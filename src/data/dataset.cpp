@@ -15,7 +15,7 @@
 #include "data/visibility.hpp"  // is_visibility_value, kNoVisibilityFlag, kOccluded
 #include "util/error.hpp"  // UserError, SystemError
 #include "util/h5_io.hpp"  // h5::read_strings, h5::read_int64, h5::read_int_attribute, h5::stored_element_count
-#include "util/h5_checksum.hpp"  // h5::verify_checksum
+#include "util/h5_screen.hpp"  // h5::check_before_parsing
 #include "util/input_file.hpp"  // check_input_file
 
 namespace trainer::data {
@@ -71,9 +71,10 @@ h5::Handle open_file(const std::string& path) {
   // A FIFO or a device named as data would block HDF5's open (or read forever).
   check_input_file(path, "cannot open data file " + path,
                    "check data_files; create a dataset with `trainer import` or `trainer synth`");
-  // The files the trainer writes carry a checksum, verified before HDF5 parses them:
-  // HDF5 itself misbehaves on a damaged file (util/h5_checksum.hpp).
-  h5::verify_checksum(path, "data file " + path,
+  // HDF5 itself misbehaves on a damaged file: the files the trainer writes carry a
+  // checksum, verified before HDF5 parses them, and others are walked in a separate
+  // process first (util/h5_checksum.hpp, util/h5_screen.hpp).
+  h5::check_before_parsing(path, "data file " + path,
                       "re-create it with `trainer import` or `trainer synth`, or copy it again; a file changed on "
                       "purpose with another tool (h5py) can drop its checksum with `h5unjam`");
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());

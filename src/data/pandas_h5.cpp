@@ -12,6 +12,7 @@
 #include "util/error.hpp"  // UserError
 #include "util/h5.hpp"     // Handle, H5_CHECK, H5_OWN, link_exists, dims_of
 #include "util/input_file.hpp"  // check_input_file
+#include "util/h5_screen.hpp"   // h5::check_before_parsing
 #include "util/h5_io.hpp"  // read_strings, read_int64, read_string_attribute, read_int_attribute
 
 namespace trainer::data {
@@ -237,6 +238,11 @@ void read_table(hid_t group, const std::string& path, LabelTable& t, const std::
 LabelTable read_pandas_label_h5(const std::string& path, const std::vector<std::string>& bodyparts) {
   h5::silence_errors_on_this_thread();
   check_input_file(path, "cannot open label file " + path, "pass the project's CollectedData.csv (or .h5) with --csv");
+  // pandas (PyTables) wrote it: no checksum, so HDF5's walk of it runs in a separate
+  // process first, where a crash or a loop on damage costs nothing (util/h5_screen.hpp).
+  h5::check_before_parsing(path, "label file " + path,
+                           "save the labels again from the project (DeepLabCut writes CollectedData_<name>.h5 and "
+                           ".csv side by side; pass the CSV with --csv)");
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     fail(path, "is not an HDF5 file");

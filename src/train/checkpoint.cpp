@@ -10,7 +10,7 @@
 #include "util/error.hpp"           // UserError
 #include "util/h5.hpp"              // h5::Handle, H5_CHECK, H5_OWN
 #include "util/h5_atomic_file.hpp"  // h5::AtomicFile
-#include "util/h5_checksum.hpp"     // h5::verify_checksum
+#include "util/h5_screen.hpp"       // h5::check_before_parsing
 #include "util/h5_io.hpp"           // h5::write_dataset, h5::*_attribute, h5::*_string_dataset
 #include "util/input_file.hpp"      // check_input_file
 
@@ -54,8 +54,9 @@ auto reading(const std::string& path, Read&& read) -> decltype(read()) {
 h5::Handle open_checkpoint(const std::string& path) {
   h5::silence_errors_on_this_thread();
   check_input_file(path, "cannot open checkpoint '" + path + "'", "check the path of --resume / --checkpoint");
-  // Before HDF5 parses a byte of it (util/h5_checksum.hpp): HDF5 misbehaves on damage.
-  h5::verify_checksum(path, "checkpoint '" + path + "'", kDamagedHint);
+  // Before HDF5 parses a byte of it: HDF5 misbehaves on damage. The checksum, or for a
+  // checkpoint written before it, a walk in a separate process (util/h5_screen.hpp).
+  h5::check_before_parsing(path, "checkpoint '" + path + "'", kDamagedHint);
   if (H5Fis_hdf5(path.c_str()) <= 0) {
     H5Eclear2(H5E_DEFAULT);
     throw UserError("cannot open checkpoint '" + path + "': not an HDF5 file",

@@ -14,7 +14,7 @@
 //   crc32 <8 hex digits>\n      zlib's CRC-32 of every byte after the user block
 //   bytes <decimal>\n           how many bytes that is
 // then NUL padding. A file without a user block (written before, or by other tools)
-// is read unchecked, as before.
+// has nothing to verify: util/h5_screen.hpp walks it in a separate process instead.
 #include <string>  // std::string
 
 #include "util/h5.hpp"  // Handle, hsize_t
