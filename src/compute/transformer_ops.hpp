@@ -1,5 +1,5 @@
 #pragma once
-// The ops of a vision transformer (the ViTs of DINO / DINOv2 as Hugging Face builds
+// The ops of a vision transformer (the ViTs of DINO / DINOv2 / DINOv3 as Hugging Face builds
 // them), reached through Backend::transformer_ops(). One implementation per device:
 // the CPU (oneDNN's sgemm + OpenMP loops, src/compute/cpu/cpu_transformer_ops.*) and
 // CUDA (cuBLAS + kernels/transformer.cu, src/compute/cuda/cuda_transformer_ops.*).
@@ -41,6 +41,17 @@ struct AttentionShape {
   std::size_t probs_count() const { return std::size_t(batch) * heads * tokens * tokens; }
   // attention_backward's scratch: one batch row's probabilities gradient.
   std::size_t scratch_count() const { return std::size_t(heads) * tokens * tokens; }
+};
+
+// The rows a rotary position embedding turns: queries or keys [batch, tokens,
+// heads * head_dim] whose first `prefix` tokens of each image (DINOv3's CLS and
+// register tokens) are left alone; the other tokens - prefix are the patches, each
+// with its own angles. head_dim is even.
+struct RotaryShape {
+  int batch = 0, tokens = 0, prefix = 0, heads = 0, head_dim = 0;
+  int patches() const { return tokens - prefix; }
+  // The cos / sin tables' size: [patches, head_dim / 2].
+  std::size_t table_count() const { return std::size_t(patches()) * (head_dim / 2); }
 };
 
 class TransformerOps {
@@ -85,6 +96,14 @@ class TransformerOps {
                                    Stream& s) = 0;
   virtual void layer_scale_backward(const float* x, const float* gamma, const float* dy, float* dx, float* dgamma,
                                     int rows, int width, Stream& s) = 0;
+  // 2-D rotary position embedding (DINOv3's RoPE), in place on x (rotary_rule.hpp):
+  // for patch token p (token prefix + p of its image), every head and i < head_dim/2,
+  // the pair (x[i], x[i + head_dim/2]) turns by the angle whose cosine and sine are
+  // cos[p * head_dim/2 + i] and sin[...] (a head's two halves share the angles, as
+  // Hugging Face's tiled tables do). The backward turns the gradient back: the
+  // inverse rotation of dy, in place.
+  virtual void rotary_forward(float* x, const float* cos, const float* sin, const RotaryShape& r, Stream& s) = 0;
+  virtual void rotary_backward(float* dy, const float* cos, const float* sin, const RotaryShape& r, Stream& s) = 0;
   // Residual connection: y = a + b (y may be a or b).
   virtual void add(const float* a, const float* b, float* y, std::size_t count, Stream& s) = 0;
 

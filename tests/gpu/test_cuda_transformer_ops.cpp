@@ -3,6 +3,7 @@
 // 64, width 384, MLP 1536. fp32 with TF32 off: relative error below 1e-5.
 #include <catch2/catch.hpp>
 
+#include <cmath>   // std::cos, std::sin
 #include <vector>  // std::vector
 
 #include "gpu_test_util.hpp"
@@ -142,6 +143,27 @@ TEST_CASE("cuda attention forward and backward match the CPU", "[gpu][transforme
   CHECK(rel_error(t.host(gdq), dq) < kTolerance);
   CHECK(rel_error(t.host(gdk), dk) < kTolerance);
   CHECK(rel_error(t.host(gdv), dv) < kTolerance);
+}
+
+TEST_CASE("cuda rotary embedding forward and backward match the CPU", "[gpu][transformer]") {
+  Twins t;
+  auto& g_ops = t.gpu->transformer_ops();
+  auto& c_ops = t.cpu->transformer_ops();
+  RotaryShape r;  // DINOv3 ViT-S at 256x256: CLS + 4 registers + 16 x 16 patches
+  r.batch = kBatch, r.tokens = 5 + 256, r.prefix = 5, r.heads = kHeads, r.head_dim = kHeadDim;
+  const auto angles = random_vector(r.table_count(), 40, -6.3f, 6.3f);
+  std::vector<float> cos(angles.size()), sin(angles.size());
+  for (std::size_t i = 0; i < angles.size(); ++i) cos[i] = std::cos(angles[i]), sin[i] = std::sin(angles[i]);
+  auto x = random_vector(std::size_t(r.batch) * r.tokens * kWidth, 41);
+  auto gx = t.device(x), gcos = t.device(cos), gsin = t.device(sin);
+  g_ops.rotary_forward(gx.data(), gcos.data(), gsin.data(), r, t.gs());
+  c_ops.rotary_forward(x.data(), cos.data(), sin.data(), r, t.cs());
+  CHECK(rel_error(t.host(gx), x) < kTolerance);
+  auto dy = random_vector(x.size(), 42);
+  auto gdy = t.device(dy);
+  g_ops.rotary_backward(gdy.data(), gcos.data(), gsin.data(), r, t.gs());
+  c_ops.rotary_backward(dy.data(), cos.data(), sin.data(), r, t.cs());
+  CHECK(rel_error(t.host(gdy), dy) < kTolerance);
 }
 
 TEST_CASE("cuda transpose and patchify match the CPU", "[gpu][transformer]") {

@@ -7,6 +7,8 @@
 
 #include "compute/cuda/cuda_check.hpp"   // CUBLAS_CHECK, CUDA_CHECK_LAUNCH
 #include "compute/cuda/cuda_stream.hpp"  // as_cuda
+#include "compute/rotary_shape_check.hpp"  // check_rotary_shape
+#include "rotary.cuh"                    // kernels::rotary
 #include "transformer.cuh"               // kernels::layer_norm_forward, ...
 #include "util/error.hpp"                // SystemError
 
@@ -119,6 +121,20 @@ void CudaTransformerOps::layer_scale_backward(const float* x, const float* gamma
   const cudaStream_t stream = as_cuda(s).get();
   kernels::column_sums(dy, x, dgamma, rows, width, stream);  // before dx, which may overwrite dy
   kernels::scale_columns(dy, gamma, dx, rows, width, stream);
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::rotary_forward(float* x, const float* cos, const float* sin, const RotaryShape& r,
+                                        Stream& s) {
+  check_rotary_shape(r);
+  kernels::rotary(x, cos, sin, r.batch, r.tokens, r.prefix, r.heads, r.head_dim, /*inverse=*/false, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::rotary_backward(float* dy, const float* cos, const float* sin, const RotaryShape& r,
+                                         Stream& s) {
+  check_rotary_shape(r);
+  kernels::rotary(dy, cos, sin, r.batch, r.tokens, r.prefix, r.heads, r.head_dim, /*inverse=*/true, as_cuda(s).get());
   CUDA_CHECK_LAUNCH();
 }
 

@@ -315,6 +315,55 @@ TEST_CASE("cpu attention: per-head softmax(q k^T / sqrt(d)) v, finite difference
   check_gradient("dv", v, dv, forward, r);
 }
 
+TEST_CASE("cpu rotary embedding: HF's x cos + rotate_half(x) sin on patch tokens; backward by finite differences",
+          "[compute][transformer]") {
+  Ops t;
+  RotaryShape r;
+  r.batch = 2, r.tokens = 7, r.prefix = 3, r.heads = 2, r.head_dim = 8;  // 4 patches after CLS + 2 registers
+  const int W = r.heads * r.head_dim, half = r.head_dim / 2, P = r.patches();
+  const std::size_t n = std::size_t(r.batch) * r.tokens * W;
+  const auto angles = random_values(r.table_count(), 30, 3.f);
+  std::vector<float> cos(angles.size()), sin(angles.size());
+  for (std::size_t i = 0; i < angles.size(); ++i) cos[i] = std::cos(angles[i]), sin[i] = std::sin(angles[i]);
+  auto x = random_values(n, 31);
+  const auto forward = [&] {
+    std::vector<float> y = x;
+    t.ops.rotary_forward(y.data(), cos.data(), sin.data(), r, t.s);
+    return y;
+  };
+  const auto y = forward();
+  // Direct: the tiled [P, head_dim] tables of transformers, rotate_half = [-x2, x1].
+  std::vector<double> expected(n);
+  for (int b = 0; b < r.batch; ++b)
+    for (int tok = 0; tok < r.tokens; ++tok)
+      for (int h = 0; h < r.heads; ++h)
+        for (int d = 0; d < r.head_dim; ++d) {
+          const std::size_t at = (std::size_t(b) * r.tokens + tok) * W + h * r.head_dim;
+          if (tok < r.prefix) {
+            expected[at + d] = x[at + d];  // CLS and registers are not turned
+            continue;
+          }
+          const std::size_t angle = std::size_t(tok - r.prefix) * half + d % half;
+          const double rotated = d < half ? -double(x[at + d + half]) : double(x[at + d - half]);
+          expected[at + d] = double(x[at + d]) * cos[angle] + rotated * sin[angle];
+        }
+  CHECK(max_abs_diff(y, expected) < 1e-6);
+  CHECK(P == 4);
+
+  // The backward of sum(g * y) is the inverse rotation of g; it undoes the forward.
+  const auto g = random_values(n, 32);
+  std::vector<float> dx = g;
+  t.ops.rotary_backward(dx.data(), cos.data(), sin.data(), r, t.s);
+  check_gradient("dx", x, dx, forward, g);
+  std::vector<float> back = y;
+  t.ops.rotary_backward(back.data(), cos.data(), sin.data(), r, t.s);
+  std::vector<double> original(x.begin(), x.end());
+  CHECK(max_abs_diff(back, original) < 1e-6);
+  // An odd head width has no pairs.
+  r.head_dim = 7;
+  CHECK_THROWS(t.ops.rotary_forward(x.data(), cos.data(), sin.data(), r, t.s));
+}
+
 TEST_CASE("cpu transpose and patchify: index by index", "[compute][transformer]") {
   Ops t;
   // Tokens 1..N of [batch, T, C] (token 0 skipped, as the CLS token is) -> [batch, C, N].

@@ -1,0 +1,17 @@
+#pragma once
+// The one check of a RotaryShape both backends make before they turn any row.
+#include <string>  // std::to_string
+
+#include "compute/transformer_ops.hpp"  // RotaryShape
+#include "util/error.hpp"               // SystemError
+
+namespace trainer::compute {
+
+inline void check_rotary_shape(const RotaryShape& r) {
+  if (r.batch < 0 || r.prefix < 0 || r.tokens < r.prefix || r.heads <= 0 || r.head_dim <= 0 || r.head_dim % 2 != 0)
+    throw SystemError("internal error: rotary embedding over " + std::to_string(r.batch) + " x " +
+                      std::to_string(r.tokens) + " tokens (" + std::to_string(r.prefix) + " prefix), " +
+                      std::to_string(r.heads) + " heads of " + std::to_string(r.head_dim));
+}
+
+}  // namespace trainer::compute
