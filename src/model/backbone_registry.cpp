@@ -49,6 +49,13 @@ constexpr BackboneEntry kBackbones[] = {
     {"vitb_dino", make_vit, "https://huggingface.co/facebook/dino-vitb16/resolve/main/model.safetensors"},
     {"vits_dinov2", make_vit, "https://huggingface.co/facebook/dinov2-small/resolve/main/model.safetensors"},
     {"vitb_dinov2", make_vit, "https://huggingface.co/facebook/dinov2-base/resolve/main/model.safetensors"},
+    // DINOv3 (gated on Hugging Face: its files come after accepting Meta's licence there).
+    {"vits_dinov3", make_vit,
+     "https://huggingface.co/facebook/dinov3-vits16-pretrain-lvd1689m/resolve/main/model.safetensors"},
+    {"vitb_dinov3", make_vit,
+     "https://huggingface.co/facebook/dinov3-vitb16-pretrain-lvd1689m/resolve/main/model.safetensors"},
+    // MAE's ViT-B, which lightning-pose reads into a plain ViTModel.
+    {"vitb_imagenet", make_vit, "https://huggingface.co/facebook/vit-mae-base/resolve/main/model.safetensors"},
 };
 
 const BackboneEntry& find_backbone(const std::string& name) {
@@ -89,9 +96,12 @@ std::string backbone_tensor_name(std::string name) {
   for (const char* stem : {"conv1.", "bn1.", "layer1.", "layer2.", "layer3.", "layer4."})
     if (name.rfind(stem, 0) == 0) return "backbone." + name;  // torchvision's ResNet
   // Hugging Face's ViTModel (model.safetensors of facebook/dino-vits16, ...); "vit."
-  // when saved from a model with a head. lightning-pose keeps it as vision_encoder.
+  // when saved from a model with a head (MAE's ViTMAEForPreTraining: its decoder.*
+  // is not the encoder's). lightning-pose keeps it as vision_encoder. DINOv3ViTModel's
+  // keys are layer.<i>.* and norm.*.
+  if (name.rfind("vit_mae.", 0) == 0) name = name.substr(8);  // lightning-pose's MAE checkpoints (vit.py)
   if (name.rfind("vit.", 0) == 0) name = name.substr(4);
-  for (const char* stem : {"embeddings.", "encoder.", "layernorm."})
+  for (const char* stem : {"embeddings.", "encoder.", "layernorm.", "layer.", "norm."})
     if (name.rfind(stem, 0) == 0) return "backbone.vision_encoder." + name;
   return "";  // a classifier (fc.*) or a head: not the backbone's
 }

@@ -1,4 +1,5 @@
-// The ViT backbone (see vit.hpp). Shapes: B images, T = 1 + N tokens (N patches),
+// The ViT backbone (see vit.hpp). Shapes: B images, T = prefix + N tokens (N patches;
+// the prefix is CLS, and DINOv3's 4 registers after it),
 // R = B * T token rows, C hidden width, M MLP width; every activation is [R, width].
 #include "model/vit.hpp"
 
@@ -7,6 +8,7 @@
 #include <utility>    // std::swap
 
 #include "model/bicubic_resize.hpp"  // bicubic_resize_matrix_2d
+#include "model/rope_tables.hpp"     // rope_tables
 #include "util/error.hpp"            // UserError
 
 namespace trainer::model {
@@ -48,20 +50,75 @@ VitSpec vit_spec(const std::string& name) {
     s.model_id = name == "vits_dinov2" ? "facebook/dinov2-small" : "facebook/dinov2-base";
     if (name == "vitb_dinov2") s.hidden = 768, s.heads = 12, s.mlp = 3072;
     s.pretrained_patch = 14, s.pretrained_grid = 37, s.layer_norm_eps = 1e-6f;
+  } else if (name == "vits_dinov3" || name == "vitb_dinov3") {
+    // DINOv3ViTConfig as the lvd1689m checkpoints set it: 4 register tokens, RoPE with
+    // theta 100, LayerNorm eps 1e-5, layer scale, a plain GELU MLP, no key bias.
+    s.dinov3 = true;
+    s.model_id = name == "vits_dinov3" ? "facebook/dinov3-vits16-pretrain-lvd1689m"
+                                       : "facebook/dinov3-vitb16-pretrain-lvd1689m";
+    if (name == "vitb_dinov3") s.hidden = 768, s.heads = 12, s.mlp = 3072;
+    s.registers = 4, s.rope_theta = 100.f, s.layer_norm_eps = 1e-5f;
+  } else if (name == "vitb_imagenet") {
+    // lightning-pose loads MAE's checkpoint into a plain ViTModel (vit.py's
+    // VisionEncoder): no masking, its fixed sin-cos position embeddings become
+    // trainable parameters like DINO's; ViTMAEConfig's eps is ViTConfig's 1e-12.
+    s.model_id = "facebook/vit-mae-base";
+    s.hidden = 768, s.heads = 12, s.mlp = 3072;
   } else {
     throw UserError("unknown backbone '" + name + "'",
-                    "the ViT backbones are vits_dino, vitb_dino, vits_dinov2 and vitb_dinov2");
+                    "the ViT backbones are vits_dino, vitb_dino, vits_dinov2, vitb_dinov2, vits_dinov3, vitb_dinov3 "
+                    "and vitb_imagenet");
   }
   return s;
 }
 
 VisionTransformer::Linear VisionTransformer::add_linear(ParameterStore& store, const std::string& name, int in,
-                                                        int out) {
+                                                        int out, bool bias) {
   Linear l;
-  l.in = in, l.out = out;
+  l.in = in, l.out = out, l.has_bias = bias;
   l.weight = store.add_parameter(name + ".weight", {out, in}, ParamGroup::backbone, normal_002());
-  l.bias = store.add_parameter(name + ".bias", {out}, ParamGroup::backbone, InitRule{});
+  if (bias) l.bias = store.add_parameter(name + ".bias", {out}, ParamGroup::backbone, InitRule{});
   return l;
+}
+
+void VisionTransformer::add_dinov3_layer(ParameterStore& store, Block& b, const std::string& layer) {
+  // DINOv3ViTLayer: norm1, attention (k_proj without bias, v_proj, q_proj, o_proj, in
+  // that order), layer_scale1, norm2, mlp (up_proj, down_proj), layer_scale2.
+  const int C = spec_.hidden;
+  b.before = add_layer_norm(store, layer + "norm1");
+  b.key = add_linear(store, layer + "attention.k_proj", C, C, /*bias=*/false);
+  b.value = add_linear(store, layer + "attention.v_proj", C, C);
+  b.query = add_linear(store, layer + "attention.q_proj", C, C);
+  b.proj = add_linear(store, layer + "attention.o_proj", C, C);
+  b.layer_scale1 = store.add_parameter(layer + "layer_scale1.lambda1", {C}, ParamGroup::backbone, ones());
+  b.after = add_layer_norm(store, layer + "norm2");
+  b.fc1 = add_linear(store, layer + "mlp.up_proj", C, spec_.mlp);
+  b.fc2 = add_linear(store, layer + "mlp.down_proj", spec_.mlp, C);
+  b.layer_scale2 = store.add_parameter(layer + "layer_scale2.lambda1", {C}, ParamGroup::backbone, ones());
+}
+
+void VisionTransformer::add_embeddings(ParameterStore& store, const std::string& root) {
+  // Hugging Face's state_dict order: the embeddings' own parameters, then the patch
+  // projection (DINOv3's is the Conv2d itself: patch_embeddings.weight).
+  const int C = spec_.hidden, G = spec_.pretrained_grid, P = spec_.patch;
+  cls_token_ = store.add_parameter(root + "embeddings.cls_token", {1, 1, C}, ParamGroup::backbone, normal_002());
+  if (spec_.dinov2)
+    mask_token_ = long(store.add_parameter(root + "embeddings.mask_token", {1, C}, ParamGroup::backbone, InitRule{}));
+  if (spec_.dinov3) {
+    mask_token_ =
+        long(store.add_parameter(root + "embeddings.mask_token", {1, 1, C}, ParamGroup::backbone, InitRule{}));
+    register_tokens_ = store.add_parameter(root + "embeddings.register_tokens", {1, spec_.registers, C},
+                                           ParamGroup::backbone, normal_002());
+  } else {
+    position_embeddings_ = store.add_parameter(root + "embeddings.position_embeddings", {1, G * G + 1, C},
+                                               ParamGroup::backbone, normal_002());
+  }
+  const std::string projection =
+      root + (spec_.dinov3 ? "embeddings.patch_embeddings" : "embeddings.patch_embeddings.projection");
+  patch_embedding_.in = 3 * P * P, patch_embedding_.out = C;
+  patch_embedding_.weight =
+      store.add_parameter(projection + ".weight", {C, 3, P, P}, ParamGroup::backbone, normal_002());
+  patch_embedding_.bias = store.add_parameter(projection + ".bias", {C}, ParamGroup::backbone, InitRule{});
 }
 
 void VisionTransformer::add_attention(ParameterStore& store, Block& b, const std::string& layer) {
@@ -84,24 +141,19 @@ VisionTransformer::VisionTransformer(ParameterStore& store, const VitSpec& spec,
   if (spec.hidden % spec.heads != 0)
     throw SystemError("internal error: ViT width " + std::to_string(spec.hidden) + " is not a multiple of " +
                       std::to_string(spec.heads) + " heads");
-  const int C = spec.hidden, G = spec.pretrained_grid, P = spec.patch;
+  if (spec.dinov3 && (spec.hidden / spec.heads) % 4 != 0)
+    throw SystemError("internal error: DINOv3's RoPE needs a head width divisible by 4");
+  const int C = spec.hidden;
   const std::string root = prefix + "vision_encoder.";
-  // Hugging Face's state_dict order: the embeddings' own parameters, then its patch
-  // projection; each layer's attention, intermediate, output, layernorm_before/after.
-  cls_token_ = store.add_parameter(root + "embeddings.cls_token", {1, 1, C}, ParamGroup::backbone, normal_002());
-  if (spec.dinov2)
-    mask_token_ = long(store.add_parameter(root + "embeddings.mask_token", {1, C}, ParamGroup::backbone, InitRule{}));
-  position_embeddings_ =
-      store.add_parameter(root + "embeddings.position_embeddings", {1, G * G + 1, C}, ParamGroup::backbone, normal_002());
-  patch_embedding_.in = 3 * P * P, patch_embedding_.out = C;
-  patch_embedding_.weight = store.add_parameter(root + "embeddings.patch_embeddings.projection.weight", {C, 3, P, P},
-                                                ParamGroup::backbone, normal_002());
-  patch_embedding_.bias =
-      store.add_parameter(root + "embeddings.patch_embeddings.projection.bias", {C}, ParamGroup::backbone, InitRule{});
+  add_embeddings(store, root);
+  // Each layer's tensors in Hugging Face's order (ViTLayer: attention, intermediate,
+  // output, layernorm_before/after).
   for (int i = 0; i < spec.layers; ++i) {
     Block& b = blocks_[std::size_t(i)];
-    const std::string layer = root + "encoder.layer." + std::to_string(i) + ".";
-    if (spec.dinov2) {  // Dinov2Layer: norm1, attention, layer_scale1, norm2, mlp, layer_scale2
+    const std::string layer = root + (spec.dinov3 ? "layer." : "encoder.layer.") + std::to_string(i) + ".";
+    if (spec.dinov3) {
+      add_dinov3_layer(store, b, layer);
+    } else if (spec.dinov2) {  // Dinov2Layer: norm1, attention, layer_scale1, norm2, mlp, layer_scale2
       b.before = add_layer_norm(store, layer + "norm1");
       add_attention(store, b, layer);
       b.layer_scale1 = store.add_parameter(layer + "layer_scale1.lambda1", {C}, ParamGroup::backbone, ones());
@@ -117,12 +169,12 @@ VisionTransformer::VisionTransformer(ParameterStore& store, const VitSpec& spec,
       b.after = add_layer_norm(store, layer + "layernorm_after");
     }
   }
-  final_norm_ = add_layer_norm(store, root + "layernorm");
+  final_norm_ = add_layer_norm(store, root + (spec.dinov3 ? "norm" : "layernorm"));
 }
 
 void VisionTransformer::ensure_buffers(compute::Backend& backend) {
   const std::size_t R = std::size_t(batch_) * tokens_, C = std::size_t(spec_.hidden), M = std::size_t(spec_.mlp);
-  const std::size_t N = std::size_t(tokens_) - 1, P = std::size_t(spec_.patch);
+  const std::size_t N = std::size_t(tokens_) - spec_.prefix_tokens(), P = std::size_t(spec_.patch);
   const std::size_t probs = std::size_t(batch_) * spec_.heads * tokens_ * tokens_;
   ensure_capacity(backend, patches_, std::size_t(batch_) * N * 3 * P * P);
   ensure_capacity(backend, positions_, std::size_t(tokens_) * C);
@@ -131,7 +183,7 @@ void VisionTransformer::ensure_buffers(compute::Backend& backend) {
     for (DeviceBuffer* t : {&b.ln1, &b.q, &b.k, &b.v, &b.context, &b.mid, &b.ln2}) ensure_capacity(backend, *t, R * C);
     for (DeviceBuffer* t : {&b.mean1, &b.rstd1, &b.mean2, &b.rstd2}) ensure_capacity(backend, *t, R);
     ensure_capacity(backend, b.probs, probs);
-    if (spec_.dinov2) {
+    if (spec_.layer_scale()) {
       ensure_capacity(backend, b.attention_out, R * C);
       ensure_capacity(backend, b.mlp_out, R * C);
     }
@@ -145,18 +197,19 @@ void VisionTransformer::ensure_buffers(compute::Backend& backend) {
 }
 
 void VisionTransformer::linear_forward(const Context& ctx, const Linear& l, const float* x, float* y) {
-  ctx.backend.transformer_ops().linear_forward(x, store_->param(l.weight), store_->param(l.bias), y, batch_ * tokens_,
-                                               l.in, l.out, ctx.stream);
+  ctx.backend.transformer_ops().linear_forward(x, store_->param(l.weight), l.has_bias ? store_->param(l.bias) : nullptr,
+                                               y, batch_ * tokens_, l.in, l.out, ctx.stream);
 }
 
 void VisionTransformer::linear_backward(const Context& ctx, const Linear& l, const float* x, const float* dy,
                                         float* dx) {
   ctx.backend.transformer_ops().linear_backward(x, store_->param(l.weight), dy, dx, store_->grad(l.weight),
-                                                store_->grad(l.bias), batch_ * tokens_, l.in, l.out, ctx.stream);
+                                                l.has_bias ? store_->grad(l.bias) : nullptr, batch_ * tokens_, l.in,
+                                                l.out, ctx.stream);
 }
 
 compute::TensorView VisionTransformer::forward(const Context& ctx, compute::ConstTensorView x) {
-  const int P = spec_.patch, C = spec_.hidden, G = spec_.pretrained_grid;
+  const int P = spec_.patch, C = spec_.hidden;
   if (x.shape.c != 3 || x.shape.h < P || x.shape.w < P || x.shape.h % P != 0 || x.shape.w % P != 0)
     throw UserError("network input " + x.shape.str() + " is not [N,3,H,W] with H and W multiples of " +
                         std::to_string(P) + " (" + spec_.name + "'s patch size)",
@@ -166,30 +219,14 @@ compute::TensorView VisionTransformer::forward(const Context& ctx, compute::Cons
   auto& ops = ctx.backend.transformer_ops();
   auto& s = ctx.stream;
   batch_ = x.shape.n, grid_h_ = x.shape.h / P, grid_w_ = x.shape.w / P;
-  const int N = grid_h_ * grid_w_;
-  tokens_ = N + 1;
+  const int N = grid_h_ * grid_w_, prefix = spec_.prefix_tokens();
+  tokens_ = prefix + N;
   const int T = tokens_, K = 3 * P * P;
   ensure_buffers(ctx.backend);
-
-  // Position embeddings for this grid: Hugging Face resizes the pretrained 14 x 14
-  // grid bicubically on every forward (the parameter keeps its 197 rows), so the
-  // resize is a fixed matrix applied to the parameter, and its transpose in backward.
-  if (resized_h_ != grid_h_ || resized_w_ != grid_w_) {
-    resize_host_ = bicubic_resize_matrix_2d(G, G, grid_h_, grid_w_);
-    ensure_capacity(ctx.backend, resize_, resize_host_.size());
-    ctx.backend.upload(resize_.data(), resize_host_.data(), resize_host_.size(), s);
-    resized_h_ = grid_h_, resized_w_ = grid_w_;
-  }
-  const float* pos = store_->param(position_embeddings_);
-  ops.add(store_->param(cls_token_), pos, positions_.data(), std::size_t(C), s);  // row 0: CLS + its position
-  MatmulShape resize;
-  resize.m = N, resize.n = C, resize.k = G * G;
-  resize.lda = G * G, resize.ldb = C, resize.ldc = C;
-  ops.matmul(resize, resize_.data(), pos + C, positions_.data() + C, s);
-  ops.add_bias(positions_.data() + C, store_->param(patch_embedding_.bias), N, C, s);
+  embedding_rows(ctx);
 
   // Tokens: every image's rows start as the positions; the patch embedding (a Linear
-  // over the flattened 16 x 16 patches) adds into rows 1..N.
+  // over the flattened 16 x 16 patches) adds into the patch rows.
   float* tokens = hidden_[0].data();
   for (int b = 0; b < batch_; ++b) ctx.backend.copy(tokens + std::size_t(b) * T * C, positions_.data(), std::size_t(T) * C, s);
   ops.patchify(x.data, patches_.data(), batch_, 3, x.shape.h, x.shape.w, P, s);
@@ -200,16 +237,62 @@ compute::TensorView VisionTransformer::forward(const Context& ctx, compute::Cons
   embed.stride_a = static_cast<long long>(N) * K, embed.stride_b = 0, embed.stride_c = static_cast<long long>(T) * C;
   embed.batch = batch_;
   embed.beta = 1.f;
-  ops.matmul(embed, patches_.data(), store_->param(patch_embedding_.weight), tokens + C, s);
+  ops.matmul(embed, patches_.data(), store_->param(patch_embedding_.weight), tokens + std::size_t(prefix) * C, s);
 
   for (std::size_t l = 0; l < blocks_.size(); ++l) block_forward(ctx, blocks_[l], hidden_[l].data(), hidden_[l + 1].data());
   ops.layer_norm_forward(hidden_.back().data(), store_->param(final_norm_.weight), store_->param(final_norm_.bias),
                          final_out_.data(), final_mean_.data(), final_rstd_.data(), batch_ * T, C, spec_.layer_norm_eps,
                          s);
-  // The CLS token is dropped; patch tokens [N, C] become the map [C, h, w].
-  ops.transpose(final_out_.data() + C, C, static_cast<long long>(T) * C, features_.data(),
+  // The CLS (and register) tokens are dropped; patch tokens [N, C] become the map [C, h, w].
+  ops.transpose(final_out_.data() + std::size_t(prefix) * C, C, static_cast<long long>(T) * C, features_.data(),
                 static_cast<long long>(C) * N, batch_, N, C, s);
   return {features_.data(), {batch_, C, grid_h_, grid_w_}};
+}
+
+void VisionTransformer::embedding_rows(const Context& ctx) {
+  auto& ops = ctx.backend.transformer_ops();
+  auto& s = ctx.stream;
+  const int C = spec_.hidden, G = spec_.pretrained_grid, N = grid_h_ * grid_w_, prefix = spec_.prefix_tokens();
+  float* rows = positions_.data();
+  if (spec_.dinov3) {
+    // [CLS; registers; patch-embedding bias]: DINOv3 has no additive position
+    // embedding; positions enter as the rotation of each patch's queries and keys.
+    if (rope_h_ != grid_h_ || rope_w_ != grid_w_) {
+      RopeTables t = rope_tables(grid_h_, grid_w_, C / spec_.heads, spec_.rope_theta);
+      rope_cos_host_ = std::move(t.cos);
+      rope_sin_host_ = std::move(t.sin);
+      ensure_capacity(ctx.backend, rope_cos_, rope_cos_host_.size());
+      ensure_capacity(ctx.backend, rope_sin_, rope_sin_host_.size());
+      ctx.backend.upload(rope_cos_.data(), rope_cos_host_.data(), rope_cos_host_.size(), s);
+      ctx.backend.upload(rope_sin_.data(), rope_sin_host_.data(), rope_sin_host_.size(), s);
+      rope_h_ = grid_h_, rope_w_ = grid_w_;
+    }
+    ctx.backend.copy(rows, store_->param(cls_token_), std::size_t(C), s);
+    ctx.backend.copy(rows + C, store_->param(register_tokens_), std::size_t(spec_.registers) * C, s);
+    ctx.backend.fill(rows + std::size_t(prefix) * C, 0.f, std::size_t(N) * C, s);
+    ops.add_bias(rows + std::size_t(prefix) * C, store_->param(patch_embedding_.bias), N, C, s);
+    return;
+  }
+  // Position embeddings for this grid: Hugging Face resizes the pretrained 14 x 14
+  // grid bicubically on every forward (the parameter keeps its 197 rows), so the
+  // resize is a fixed matrix applied to the parameter, and its transpose in backward.
+  if (resized_h_ != grid_h_ || resized_w_ != grid_w_) {
+    resize_host_ = bicubic_resize_matrix_2d(G, G, grid_h_, grid_w_);
+    ensure_capacity(ctx.backend, resize_, resize_host_.size());
+    ctx.backend.upload(resize_.data(), resize_host_.data(), resize_host_.size(), s);
+    resized_h_ = grid_h_, resized_w_ = grid_w_;
+  }
+  const float* pos = store_->param(position_embeddings_);
+  ops.add(store_->param(cls_token_), pos, rows, std::size_t(C), s);  // row 0: CLS + its position
+  MatmulShape resize;
+  resize.m = N, resize.n = C, resize.k = G * G;
+  resize.lda = G * G, resize.ldb = C, resize.ldc = C;
+  ops.matmul(resize, resize_.data(), pos + C, rows + C, s);
+  ops.add_bias(rows + C, store_->param(patch_embedding_.bias), N, C, s);
+}
+
+compute::RotaryShape VisionTransformer::rotary_shape() const {
+  return {batch_, tokens_, spec_.prefix_tokens(), spec_.heads, spec_.hidden / spec_.heads};
 }
 
 void VisionTransformer::block_forward(const Context& ctx, Block& b, const float* x, float* out) {
@@ -222,9 +305,13 @@ void VisionTransformer::block_forward(const Context& ctx, Block& b, const float*
   linear_forward(ctx, b.query, b.ln1.data(), b.q.data());
   linear_forward(ctx, b.key, b.ln1.data(), b.k.data());
   linear_forward(ctx, b.value, b.ln1.data(), b.v.data());
+  if (spec_.dinov3) {  // q and k are kept turned: the attention's backward reads them
+    ops.rotary_forward(b.q.data(), rope_cos_.data(), rope_sin_.data(), rotary_shape(), s);
+    ops.rotary_forward(b.k.data(), rope_cos_.data(), rope_sin_.data(), rotary_shape(), s);
+  }
   const compute::AttentionShape a{batch_, tokens_, spec_.heads, C / spec_.heads};
   ops.attention_forward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), b.context.data(), a, s);
-  if (spec_.dinov2) {
+  if (spec_.layer_scale()) {
     linear_forward(ctx, b.proj, b.context.data(), b.attention_out.data());
     ops.layer_scale_forward(b.attention_out.data(), store_->param(b.layer_scale1), b.mid.data(), R, C, s);
   } else {
@@ -235,7 +322,7 @@ void VisionTransformer::block_forward(const Context& ctx, Block& b, const float*
                          b.mean2.data(), b.rstd2.data(), R, C, spec_.layer_norm_eps, s);
   linear_forward(ctx, b.fc1, b.ln2.data(), b.fc1_out.data());
   ops.gelu_forward(b.fc1_out.data(), b.gelu_out.data(), std::size_t(R) * spec_.mlp, s);
-  if (spec_.dinov2) {
+  if (spec_.layer_scale()) {
     linear_forward(ctx, b.fc2, b.gelu_out.data(), b.mlp_out.data());
     ops.layer_scale_forward(b.mlp_out.data(), store_->param(b.layer_scale2), out, R, C, s);
   } else {
@@ -251,7 +338,7 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
   const std::size_t RC = std::size_t(R) * C;
   // MLP branch: out = mid + [layer scale *] fc2(gelu(fc1(LN(mid)))).
   const float* d_mlp = dout;
-  if (spec_.dinov2) {
+  if (spec_.layer_scale()) {
     ops.layer_scale_backward(b.mlp_out.data(), store_->param(b.layer_scale2), dout, d_branch_.data(),
                              store_->grad(b.layer_scale2), R, C, s);
     d_mlp = d_branch_.data();
@@ -264,7 +351,7 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
   ops.add(d_mid_.data(), dout, d_mid_.data(), RC, s);
   // Attention branch: mid = x + [layer scale *] proj(attention(q, k, v of LN(x))).
   const float* d_attention = d_mid_.data();
-  if (spec_.dinov2) {
+  if (spec_.layer_scale()) {
     ops.layer_scale_backward(b.attention_out.data(), store_->param(b.layer_scale1), d_mid_.data(), d_branch_.data(),
                              store_->grad(b.layer_scale1), R, C, s);
     d_attention = d_branch_.data();
@@ -273,6 +360,10 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
   const compute::AttentionShape a{batch_, tokens_, spec_.heads, C / spec_.heads};
   ops.attention_backward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), d_tmp_.data(), d_q_.data(), d_k_.data(),
                          d_v_.data(), d_scratch_.data(), a, s);
+  if (spec_.dinov3) {  // back through the rotations to the projections' outputs
+    ops.rotary_backward(d_q_.data(), rope_cos_.data(), rope_sin_.data(), rotary_shape(), s);
+    ops.rotary_backward(d_k_.data(), rope_cos_.data(), rope_sin_.data(), rotary_shape(), s);
+  }
   // d LN(x) = dq Wq + dk Wk + dv Wv: the first product writes, the others add.
   linear_backward(ctx, b.query, b.ln1.data(), d_q_.data(), d_tmp_.data());
   MatmulShape accumulate;
@@ -286,18 +377,19 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
   ops.layer_norm_backward(x, store_->param(b.before.weight), b.mean1.data(), b.rstd1.data(), d_tmp_.data(), dx,
                           store_->grad(b.before.weight), store_->grad(b.before.bias), R, C, s);
   ops.add(dx, d_mid_.data(), dx, RC, s);
-  std::vector<std::size_t> done = {b.query.weight, b.query.bias, b.key.weight, b.key.bias, b.value.weight,
-                                   b.value.bias,   b.proj.weight, b.proj.bias, b.fc1.weight, b.fc1.bias,
-                                   b.fc2.weight,   b.fc2.bias,    b.before.weight, b.before.bias, b.after.weight,
-                                   b.after.bias};
-  if (spec_.dinov2) done.insert(done.end(), {b.layer_scale1, b.layer_scale2});
+  std::vector<std::size_t> done = {b.before.weight, b.before.bias, b.after.weight, b.after.bias};
+  for (const Linear* l : {&b.query, &b.key, &b.value, &b.proj, &b.fc1, &b.fc2}) {
+    done.push_back(l->weight);
+    if (l->has_bias) done.push_back(l->bias);
+  }
+  if (spec_.layer_scale()) done.insert(done.end(), {b.layer_scale1, b.layer_scale2});
   announce(ctx, std::move(done));
 }
 
 void VisionTransformer::backward(const Context& ctx, compute::TensorView dy) {
   auto& ops = ctx.backend.transformer_ops();
   auto& s = ctx.stream;
-  const int T = tokens_, N = T - 1, C = spec_.hidden, G = spec_.pretrained_grid, K = 3 * spec_.patch * spec_.patch;
+  const int T = tokens_, prefix = spec_.prefix_tokens(), N = T - prefix, C = spec_.hidden;
   const int R = batch_ * T;
   const std::size_t RC = std::size_t(R) * C;
   if (dy.shape != compute::Shape4{batch_, C, grid_h_, grid_w_})
@@ -309,10 +401,10 @@ void VisionTransformer::backward(const Context& ctx, compute::TensorView dy) {
   ensure_capacity(ctx.backend, d_scratch_,
                   std::max(std::size_t(spec_.heads) * T * T, std::size_t(T) * C));
 
-  // The map back into patch-token rows; the dropped CLS token's gradient is 0.
+  // The map back into patch-token rows; the dropped CLS (and register) tokens' gradient is 0.
   ctx.backend.fill(d_hidden_a_.data(), 0.f, RC, s);
-  ops.transpose(dy.data, N, static_cast<long long>(C) * N, d_hidden_a_.data() + C, static_cast<long long>(T) * C,
-                batch_, C, N, s);
+  ops.transpose(dy.data, N, static_cast<long long>(C) * N, d_hidden_a_.data() + std::size_t(prefix) * C,
+                static_cast<long long>(T) * C, batch_, C, N, s);
   ops.layer_norm_backward(hidden_.back().data(), store_->param(final_norm_.weight), final_mean_.data(),
                           final_rstd_.data(), d_hidden_a_.data(), d_hidden_b_.data(), store_->grad(final_norm_.weight),
                           store_->grad(final_norm_.bias), R, C, s);
@@ -323,31 +415,43 @@ void VisionTransformer::backward(const Context& ctx, compute::TensorView dy) {
     block_backward(ctx, blocks_[l], hidden_[l].data(), d_out->data(), d_in->data());
     std::swap(d_out, d_in);
   }
-  const float* d_tokens = d_out->data();  // the gradient of the embeddings' output
+  embedding_backward(ctx, d_out->data());  // the gradient of the embeddings' output
+}
 
+void VisionTransformer::embedding_backward(const Context& ctx, const float* d_tokens) {
+  auto& ops = ctx.backend.transformer_ops();
+  auto& s = ctx.stream;
+  const int T = tokens_, prefix = spec_.prefix_tokens(), N = T - prefix, C = spec_.hidden;
+  const int G = spec_.pretrained_grid, K = 3 * spec_.patch * spec_.patch;
   // Every image's rows started as the positions: their gradient is the sum over images.
   float* d_positions = d_scratch_.data();
   ops.column_sums(d_tokens, d_positions, batch_, T * C, s);
   ctx.backend.copy(store_->grad(cls_token_), d_positions, std::size_t(C), s);
-  float* d_pos = store_->grad(position_embeddings_);
-  ctx.backend.copy(d_pos, d_positions, std::size_t(C), s);
-  MatmulShape resize_t;  // the resize's transpose
-  resize_t.m = G * G, resize_t.n = C, resize_t.k = N;
-  resize_t.transpose_a = true;
-  resize_t.lda = G * G, resize_t.ldb = C, resize_t.ldc = C;
-  ops.matmul(resize_t, resize_.data(), d_positions + C, d_pos + C, s);
-  ops.column_sums(d_positions + C, store_->grad(patch_embedding_.bias), N, C, s);
+  std::vector<std::size_t> embeddings = {cls_token_, patch_embedding_.weight, patch_embedding_.bias};
+  if (spec_.dinov3) {
+    ctx.backend.copy(store_->grad(register_tokens_), d_positions + C, std::size_t(spec_.registers) * C, s);
+    embeddings.push_back(register_tokens_);
+  } else {
+    float* d_pos = store_->grad(position_embeddings_);
+    ctx.backend.copy(d_pos, d_positions, std::size_t(C), s);
+    MatmulShape resize_t;  // the resize's transpose
+    resize_t.m = G * G, resize_t.n = C, resize_t.k = N;
+    resize_t.transpose_a = true;
+    resize_t.lda = G * G, resize_t.ldb = C, resize_t.ldc = C;
+    ops.matmul(resize_t, resize_.data(), d_positions + C, d_pos + C, s);
+    embeddings.push_back(position_embeddings_);
+  }
+  const float* d_patch_rows = d_positions + std::size_t(prefix) * C;
+  ops.column_sums(d_patch_rows, store_->grad(patch_embedding_.bias), N, C, s);
   MatmulShape d_weight;  // sum over images of d_patch_rows^T [C, N] * patches [N, K]
   d_weight.m = C, d_weight.n = K, d_weight.k = N;
   d_weight.transpose_a = true;
   d_weight.lda = C, d_weight.ldb = K, d_weight.ldc = K;
   for (int b = 0; b < batch_; ++b) {
     d_weight.beta = b == 0 ? 0.f : 1.f;
-    ops.matmul(d_weight, d_tokens + std::size_t(b) * T * C + C, patches_.data() + std::size_t(b) * N * K,
+    ops.matmul(d_weight, d_tokens + (std::size_t(b) * T + prefix) * C, patches_.data() + std::size_t(b) * N * K,
                store_->grad(patch_embedding_.weight), s);
   }
-  std::vector<std::size_t> embeddings = {cls_token_, position_embeddings_, patch_embedding_.weight,
-                                         patch_embedding_.bias};
   if (mask_token_ >= 0) embeddings.push_back(std::size_t(mask_token_));  // its gradient: 0 since allocation
   announce(ctx, std::move(embeddings));
 }

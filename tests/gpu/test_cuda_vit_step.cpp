@@ -1,4 +1,4 @@
-// The ViT backbones (vits_dino, vits_dinov2) on the GPU against the CPU backend: the
+// The ViT backbones (vits_dino, vits_dinov2, vits_dinov3) on the GPU against the CPU backend: the
 // same weights and images give the same heatmaps and the same gradient for every
 // tensor (fp32, TF32 off), at 128x128 (8x8 patches, the position grid resized down).
 #include <catch2/catch.hpp>
@@ -40,7 +40,7 @@ struct VitRun {
 }  // namespace
 
 TEST_CASE("cuda ViT forward and backward match the CPU backend", "[gpu][vit]") {
-  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2");
+  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2", "vits_dinov3");
   INFO(name);
   VitRun cpu(compute::make_cpu_backend(2), name), gpu(compute::make_cuda_backend(0), name);
   const compute::Shape4 in{2, 3, 128, 128};

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """ViT backbone parity with PyTorch (vits_dino: Hugging Face's ViTModel as
 lightning-pose's VisionEncoder runs it; vits_dinov2: Dinov2Model as its
-VisionEncoderDino runs it, patch kernels resized 14 -> 16 at load), from a given
-state rather than an initialisation:
+VisionEncoderDino runs it, patch kernels resized 14 -> 16 at load; vits_dinov3:
+DINOv3ViTModel as VisionEncoderDino runs it, CLS + 4 register tokens dropped,
+2-D RoPE on the patch tokens' queries and keys), from a given state rather than
+an initialisation:
 
-  vit_parity.py write WEIGHTS.safetensors [dinov2]
+  vit_parity.py write WEIGHTS.safetensors [dinov2|dinov3|mae]
       writes a ViT state under Hugging Face's key names (plus a pooler the trainer
-      must ignore) with trained-looking values (LayerNorm gains around 1, non-zero
+      must ignore; mae: ViT-B as facebook/vit-mae-base's ViTMAEForPreTraining file
+      holds it, the encoder under vit. beside a decoder the trainer must ignore) with trained-looking values (LayerNorm gains around 1, non-zero
       biases, position embeddings with structure);
   vit_parity.py check EXPORT_DIR WEIGHTS.safetensors
       after `trainer bench step --backbone vits_dino --init-weights WEIGHTS --export
@@ -42,6 +45,7 @@ from model_parity import gaussian_targets, norm, rel  # noqa: E402
 
 LIMIT = 1e-4
 EPS = {False: 1e-12, True: 1e-6}  # layer_norm_eps: ViTConfig's (dino-vits16), Dinov2Config's
+DINOV3_EPS, DINOV3_REGISTERS, DINOV3_THETA = 1e-5, 4, 100.0  # dinov3-vits16-pretrain-lvd1689m's config
 
 
 # ---- safetensors without the safetensors package -------------------------------------
@@ -247,12 +251,13 @@ class ViTModel(nn.Module):
 class VisionEncoder(nn.Module):
     """lightning-pose's wrapper: CLS dropped, patch tokens as a [N, C, h, w] map."""
 
-    def __init__(self, **spec):
+    def __init__(self, dinov3=False, **spec):
         super().__init__()
-        self.vision_encoder = ViTModel(**spec)
+        self.vision_encoder = Dinov3Model(**spec) if dinov3 else ViTModel(**spec)
+        self.prefix = 1 + (DINOV3_REGISTERS if dinov3 else 0)
 
     def forward(self, images):
-        tokens = self.vision_encoder(images)[:, 1:]
+        tokens = self.vision_encoder(images)[:, self.prefix:]
         n, _, h, w = images.shape
         patch = self.vision_encoder.embeddings.patch
         return tokens.reshape(n, h // patch, w // patch, -1).permute(0, 3, 1, 2)
@@ -278,19 +283,134 @@ class HeatmapNet(nn.Module):
         return torch.softmax(x.reshape(n, k, h * w), dim=-1).reshape(n, k, h, w)
 
 
+# ---- Hugging Face's DINOv3ViTModel, mirrored module by module (same state_dict keys) ------
+def rope_tables(grid_h, grid_w, head_dim):
+    """DINOv3ViTRopePositionEmbedding in eval mode (no coordinate augmentation), in
+    float32 whatever the model's dtype, as transformers computes it; [h*w, head_dim]."""
+    inv_freq = 1 / DINOV3_THETA ** torch.arange(0, 1, 4 / head_dim, dtype=torch.float32)
+    ys = torch.arange(0.5, grid_h, dtype=torch.float32) / grid_h
+    xs = torch.arange(0.5, grid_w, dtype=torch.float32) / grid_w
+    coords = 2.0 * torch.stack(torch.meshgrid(ys, xs, indexing="ij"), dim=-1).flatten(0, 1) - 1.0
+    angles = (2 * math.pi * coords[:, :, None] * inv_freq[None, None, :]).flatten(1, 2).tile(2)
+    return torch.cos(angles), torch.sin(angles)
+
+
+def rotate_half(x):
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+class Dinov3Attention(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.k_proj = nn.Linear(width, width, bias=False)  # DINOv3ViTConfig.key_bias = False
+        self.v_proj, self.q_proj, self.o_proj = nn.Linear(width, width), nn.Linear(width, width), nn.Linear(width, width)
+
+    def forward(self, x, cos, sin):
+        n, t, c = x.shape
+        split = lambda y: y.view(n, t, self.heads, c // self.heads).transpose(1, 2)  # noqa: E731
+        q, k, v = split(self.q_proj(x)), split(self.k_proj(x)), split(self.v_proj(x))
+        prefix = t - cos.shape[0]  # CLS and registers are not turned
+        turn = lambda y: torch.cat((y[:, :, :prefix], y[:, :, prefix:] * cos + rotate_half(y[:, :, prefix:]) * sin),  # noqa: E731
+                                   dim=2)
+        q, k = turn(q), turn(k)
+        probs = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(c // self.heads), dim=-1)
+        return self.o_proj((probs @ v).transpose(1, 2).reshape(n, t, c))
+
+
+class Dinov3Mlp(nn.Module):
+    def __init__(self, width, mlp):
+        super().__init__()
+        self.up_proj, self.down_proj = nn.Linear(width, mlp), nn.Linear(mlp, width)
+
+    def forward(self, x):
+        return self.down_proj(F.gelu(self.up_proj(x)))
+
+
+class Dinov3Layer(nn.Module):
+    """transformers' DINOv3ViTLayer (drop path rate 0, plain GELU MLP for ViT-S/B)."""
+
+    def __init__(self, width, heads, mlp):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(width, eps=DINOV3_EPS)
+        self.attention = Dinov3Attention(width, heads)
+        self.layer_scale1 = LayerScale(width)
+        self.norm2 = nn.LayerNorm(width, eps=DINOV3_EPS)
+        self.mlp = Dinov3Mlp(width, mlp)
+        self.layer_scale2 = LayerScale(width)
+
+    def forward(self, x, cos, sin):
+        x = self.layer_scale1(self.attention(self.norm1(x), cos, sin)) + x
+        return self.layer_scale2(self.mlp(self.norm2(x))) + x
+
+
+class Dinov3Embeddings(nn.Module):
+    def __init__(self, width, patch):
+        super().__init__()
+        self.patch = patch
+        self.cls_token = nn.Parameter(torch.zeros(1, 1, width))
+        self.mask_token = nn.Parameter(torch.zeros(1, 1, width))  # unused without a mask
+        self.register_tokens = nn.Parameter(torch.zeros(1, DINOV3_REGISTERS, width))
+        self.patch_embeddings = nn.Conv2d(3, width, kernel_size=patch, stride=patch)
+
+    def forward(self, images):
+        n = images.shape[0]
+        tokens = self.patch_embeddings(images).flatten(2).transpose(1, 2)
+        return torch.cat((self.cls_token.expand(n, -1, -1), self.register_tokens.expand(n, -1, -1), tokens), dim=1)
+
+
+class Dinov3Model(nn.Module):
+    """transformers' DINOv3ViTModel (its rope_embeddings hold no state_dict entry)."""
+
+    def __init__(self, width=384, heads=6, mlp=1536, layers=12, patch=16, **_):
+        super().__init__()
+        self.heads = heads
+        self.embeddings = Dinov3Embeddings(width, patch)
+        self.layer = nn.ModuleList(Dinov3Layer(width, heads, mlp) for _ in range(layers))
+        self.norm = nn.LayerNorm(width, eps=DINOV3_EPS)
+
+    def forward(self, images):
+        _, _, h, w = images.shape
+        x = self.embeddings(images)
+        patch = self.embeddings.patch
+        cos, sin = rope_tables(h // patch, w // patch, x.shape[-1] // self.heads)
+        cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+        for layer in self.layer:
+            x = layer(x, cos, sin)
+        return self.norm(x)
+
+
 # ---- write -------------------------------------------------------------------------------
 DINOV2 = dict(patch=14, grid=37, dinov2=True)  # facebook/dinov2-small: 518 / 14 = 37
+VIT_B = dict(width=768, heads=12, mlp=3072)
+# vitb_imagenet: MAE's encoder read into a plain ViTModel (ViT-B, ViTConfig's eps).
+SPECS = {"dino": {}, "dinov2": DINOV2, "dinov3": dict(dinov3=True), "mae": VIT_B, "vitb": VIT_B}
+NAMES = {"dino": "vits_dino", "dinov2": "vits_dinov2", "dinov3": "vits_dinov3", "vitb": "vitb_dino / vitb_imagenet"}
 
 
-def write(path, dinov2=False, width=384, heads=6, mlp=1536, layers=12):
+def encoder_tensors(weights):
+    """The file's encoder tensors under ViTModel's keys: MAE's ViTMAEForPreTraining
+    file holds them as vit.*, beside a decoder.* that is not the backbone's."""
+    out = {}
+    for k, v in weights.items():
+        k = k[len("vit."):] if k.startswith("vit.") else k
+        if not k.startswith(("pooler.", "decoder.")):
+            out[k] = v
+    return out
+
+
+def write(path, kind="dino", layers=12):
     rng = np.random.default_rng(7)
-    model = ViTModel(width=width, heads=heads, mlp=mlp, layers=layers, **(DINOV2 if dinov2 else {}))
+    spec = dict(dict(width=384, heads=6, mlp=1536), **SPECS[kind], layers=layers)
+    width = spec["width"]
+    model = Dinov3Model(**spec) if kind == "dinov3" else ViTModel(**spec)
     tensors = {}
     for name, p in model.state_dict().items():
         shape = tuple(p.shape)
         if name.endswith("lambda1"):  # trained layer scales are small
             value = 0.1 * np.exp(0.5 * rng.standard_normal(shape))
-        elif ("layernorm" in name or ".norm" in name) and name.endswith("weight"):
+        elif ("layernorm" in name or "norm" in name) and name.endswith("weight"):
             value = 1.0 + 0.2 * rng.standard_normal(shape)
         elif name.endswith("bias"):
             value = 0.05 * rng.standard_normal(shape)
@@ -302,22 +422,29 @@ def write(path, dinov2=False, width=384, heads=6, mlp=1536, layers=12):
             waves = np.sin(freq[:, 0, None, None] * yy + freq[:, 1, None, None] * xx + phase[:, None, None])
             value = np.concatenate([0.3 * rng.standard_normal((1, shape[2])),
                                     0.3 * waves.reshape(shape[2], -1).T], axis=0)[None]
+        elif "register_tokens" in name:
+            value = 0.5 * rng.standard_normal(shape)
         else:
             fan_in = int(np.prod(shape[1:])) if len(shape) > 1 else shape[0]
             value = rng.standard_normal(shape) / np.sqrt(fan_in)
         tensors[name] = value.astype(np.float32)
-    tensors["pooler.dense.weight"] = rng.standard_normal((width, width)).astype(np.float32)  # not the backbone's
-    tensors["pooler.dense.bias"] = np.zeros(width, dtype=np.float32)
+    if kind == "mae":  # ViTMAEForPreTraining's layout: the encoder under vit., and a decoder
+        tensors = {"vit." + k: v for k, v in tensors.items()}
+        tensors["decoder.decoder_embed.weight"] = rng.standard_normal((512, width)).astype(np.float32)
+        tensors["decoder.decoder_norm.weight"] = np.ones(512, dtype=np.float32)
+    else:
+        tensors["pooler.dense.weight"] = rng.standard_normal((width, width)).astype(np.float32)  # not the backbone's
+        tensors["pooler.dense.bias"] = np.zeros(width, dtype=np.float32)
     write_safetensors(path, tensors)
     print(f"wrote {path}: {len(tensors)} tensors")
     return 0
 
 
 # ---- check -------------------------------------------------------------------------------
-def run_torch(weights, head, images, kp, keypoints, downsample, dtype, dinov2):
-    net = HeatmapNet(keypoints, downsample, **(DINOV2 if dinov2 else {}))
-    state = {"backbone.vision_encoder." + k: torch.from_numpy(v) for k, v in weights.items()
-             if not k.startswith("pooler.")}
+def run_torch(weights, head, images, kp, keypoints, downsample, dtype, kind):
+    dinov2 = kind == "dinov2"
+    net = HeatmapNet(keypoints, downsample, **SPECS[kind])
+    state = {"backbone.vision_encoder." + k: torch.from_numpy(v) for k, v in encoder_tensors(weights).items()}
     state.update({k: torch.from_numpy(v) for k, v in head.items()})
     net.load_state_dict(state, strict=True)
     if dinov2:  # in float64 before any cast, as the file's float32 values are
@@ -334,7 +461,7 @@ def run_torch(weights, head, images, kp, keypoints, downsample, dtype, dinov2):
     loss.backward()
     out = {"loss": loss.item(), "grad": {}, "param": {}, "exp_avg": {}, "exp_avg_sq": {}}
     for name, p in net.named_parameters():
-        if p.grad is not None:  # DINOv2's mask_token takes no part
+        if p.grad is not None:  # DINOv2's and DINOv3's mask_token take no part
             out["grad"][name] = p.grad.double().numpy().copy()
     optimizer.step()
     for name, p in net.named_parameters():
@@ -348,7 +475,7 @@ def run_torch(weights, head, images, kp, keypoints, downsample, dtype, dinov2):
 
 def check(export_dir, weights_path):
     failures = []
-    weights = read_safetensors(weights_path)
+    weights = encoder_tensors(read_safetensors(weights_path))
     with h5py.File(os.path.join(export_dir, "initial.h5"), "r") as f:
         model = {name: np.array(f["model"][name]) for name in f["model"]}
     head = {k: v for k, v in model.items() if k.startswith("head.")}
@@ -358,8 +485,11 @@ def check(export_dir, weights_path):
     # The trainer loaded every backbone tensor of the file, bit for bit (DINOv2's
     # patch kernels: resized as lightning-pose resizes them), and nothing else.
     backbone = {k: v for k, v in model.items() if k.startswith("backbone.")}
-    dinov2 = "backbone.vision_encoder.embeddings.mask_token" in backbone
-    expected = {"backbone.vision_encoder." + k for k in weights if not k.startswith("pooler.")}
+    family = ("dinov3" if "backbone.vision_encoder.embeddings.register_tokens" in backbone else
+              "dinov2" if "backbone.vision_encoder.embeddings.mask_token" in backbone else
+              "vitb" if backbone["backbone.vision_encoder.embeddings.cls_token"].shape[-1] == 768 else "dino")
+    dinov2 = family == "dinov2"
+    expected = {"backbone.vision_encoder." + k for k in weights}
     if set(backbone) != expected:
         failures.append(f"names differ: missing {sorted(expected - set(backbone))[:5]}, "
                         f"extra {sorted(set(backbone) - expected)[:5]}")
@@ -387,8 +517,8 @@ def check(export_dir, weights_path):
         for kind, group in (("param", "model"), ("exp_avg", "optimizer/exp_avg"), ("exp_avg_sq", "optimizer/exp_avg_sq")):
             ours[kind] = {n: np.array(f[group][n]) for n in ours["grad"]}
 
-    exact = run_torch(weights, head, images, kp, keypoints, downsample, torch.float64, dinov2)
-    t32 = run_torch(weights, head, images, kp, keypoints, downsample, torch.float32, dinov2)
+    exact = run_torch(weights, head, images, kp, keypoints, downsample, torch.float64, family)
+    t32 = run_torch(weights, head, images, kp, keypoints, downsample, torch.float32, family)
     loss_rel = abs(ours["loss"] - exact["loss"]) / abs(exact["loss"])
     print(f"loss: ours {ours['loss']:.9g} torch64 {exact['loss']:.9g} rel {loss_rel:.2e}")
     if loss_rel > LIMIT:
@@ -423,14 +553,14 @@ def check(export_dir, weights_path):
         for line in failures[:30]:
             print("  " + line)
         return 1
-    print(f"PASSED: {'vits_dinov2' if dinov2 else 'vits_dino'}, {keypoints} keypoints, d = {downsample}, "
+    print(f"PASSED: {NAMES[family]}, {keypoints} keypoints, d = {downsample}, "
           f"images {images.shape}")
     return 0
 
 
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "write":
-        sys.exit(write(sys.argv[2], dinov2="dinov2" in sys.argv[3:]))
+        sys.exit(write(sys.argv[2], kind=sys.argv[3] if len(sys.argv) > 3 else "dino"))
     if len(sys.argv) >= 4 and sys.argv[1] == "check":
         sys.exit(check(sys.argv[2], sys.argv[3]))
     print(__doc__)

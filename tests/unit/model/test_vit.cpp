@@ -3,7 +3,7 @@
 // inputs it refuses. Gradients against PyTorch: tests/integration/parity_vit.sh.
 #include <catch2/catch.hpp>
 
-#include <cmath>    // std::isfinite
+#include <cmath>    // std::isfinite, std::cos, std::sin, std::pow, M_PI
 #include <cstring>  // std::memcpy
 #include <iterator>  // std::size
 #include <set>      // std::set
@@ -15,6 +15,8 @@
 #include "model/heatmap_model.hpp"
 #include "model/lightning_pose_names.hpp"
 #include "model/make_model.hpp"
+#include "model/backbone_registry.hpp"  // backbone_tensor_name
+#include "model/rope_tables.hpp"
 #include "model/vit.hpp"  // resize_patch_embedding
 #include "model_test_util.hpp"
 #include "util/error.hpp"
@@ -67,6 +69,85 @@ TEST_CASE("vits_dinov2 registers Dinov2Model's tensors, its patch kernel at 16x1
                          "mlp.fc1.weight", "mlp.fc1.bias", "mlp.fc2.weight", "mlp.fc2.bias", "layer_scale2.lambda1"};
   for (std::size_t i = 0; i < std::size(order); ++i) CHECK(p[5 + i].name == layer + order[i]);
   CHECK(p[5 + 12 * 18].name == root + "layernorm.weight");
+}
+
+TEST_CASE("vits_dinov3 registers DINOv3ViTModel's tensors: registers, no position embeddings, no key bias",
+          "[model][vit]") {
+  auto b = model_test::cpu();
+  model::HeatmapModel net(*b, model::ModelSpec{"vits_dinov3", 3, 2});
+  const auto& p = net.store().parameters();
+  // transformers' DINOv3ViTModel for facebook/dinov3-vits16-pretrain-lvd1689m:
+  // 297,600 embedding + 12 x 1,774,848 layer + 768 final norm parameters.
+  CHECK(net.store().group_range(model::ParamGroup::backbone).count == 21596544);
+  const std::string root = "backbone.vision_encoder.";
+  REQUIRE(p.size() >= 5 + 12 * 17 + 2);
+  CHECK(p[0].name == root + "embeddings.cls_token");
+  CHECK(p[1].name == root + "embeddings.mask_token");
+  CHECK(p[1].shape == std::vector<int>{1, 1, 384});
+  CHECK(p[2].name == root + "embeddings.register_tokens");
+  CHECK(p[2].shape == std::vector<int>{1, 4, 384});
+  CHECK(p[3].name == root + "embeddings.patch_embeddings.weight");
+  CHECK(p[3].shape == std::vector<int>{384, 3, 16, 16});
+  CHECK(p[4].name == root + "embeddings.patch_embeddings.bias");
+  const std::string layer = root + "layer.0.";
+  const char* order[] = {"norm1.weight",          "norm1.bias",           "attention.k_proj.weight",
+                         "attention.v_proj.weight", "attention.v_proj.bias", "attention.q_proj.weight",
+                         "attention.q_proj.bias", "attention.o_proj.weight", "attention.o_proj.bias",
+                         "layer_scale1.lambda1",  "norm2.weight",         "norm2.bias",
+                         "mlp.up_proj.weight",    "mlp.up_proj.bias",     "mlp.down_proj.weight",
+                         "mlp.down_proj.bias",    "layer_scale2.lambda1"};
+  for (std::size_t i = 0; i < std::size(order); ++i) CHECK(p[5 + i].name == layer + order[i]);
+  CHECK(p[5 + 12 * 17].name == root + "norm.weight");
+  CHECK(p[5 + 12 * 17 + 2].name == "head.deconv0.weight");
+  // Hugging Face's safetensors keys map onto these names, as lightning-pose's do.
+  CHECK(model::backbone_tensor_name("layer.3.attention.k_proj.weight") == root + "layer.3.attention.k_proj.weight");
+  CHECK(model::backbone_tensor_name("norm.bias") == root + "norm.bias");
+  CHECK(model::backbone_tensor_name("embeddings.register_tokens") == root + "embeddings.register_tokens");
+}
+
+TEST_CASE("vitb_dinov3 is ViT-B; vitb_imagenet is MAE's encoder as a ViTModel, vitb_dino's tensors",
+          "[model][vit]") {
+  auto b = model_test::cpu();
+  model::HeatmapModel v3(*b, model::ModelSpec{"vitb_dinov3", 3, 2});
+  CHECK(v3.store().parameters()[0].shape == std::vector<int>{1, 1, 768});
+  CHECK(model::vit_spec("vitb_dinov3").hidden == 768);
+  model::HeatmapModel mae(*b, model::ModelSpec{"vitb_imagenet", 3, 2});
+  model::HeatmapModel dino(*b, model::ModelSpec{"vitb_dino", 3, 2});
+  CHECK(mae.store().group_range(model::ParamGroup::backbone).count == 85798656);  // transformers' ViTModel, ViT-B
+  REQUIRE(mae.store().parameters().size() == dino.store().parameters().size());
+  for (std::size_t i = 0; i < mae.store().parameters().size(); ++i) {
+    CHECK(mae.store().parameters()[i].name == dino.store().parameters()[i].name);
+    CHECK(mae.store().parameters()[i].shape == dino.store().parameters()[i].shape);
+  }
+  // ViTMAEForPreTraining's file: vit.* is the encoder, decoder.* is not the backbone's.
+  CHECK(model::backbone_tensor_name("vit.encoder.layer.0.output.dense.bias") ==
+        "backbone.vision_encoder.encoder.layer.0.output.dense.bias");
+  CHECK(model::backbone_tensor_name("decoder.decoder_layers.0.output.dense.bias").empty());
+  // lightning-pose's own MAE checkpoints (backbone_checkpoint) hold vit_mae.vit.*.
+  CHECK(model::backbone_tensor_name("vit_mae.vit.embeddings.cls_token") == "backbone.vision_encoder.embeddings.cls_token");
+  CHECK(model::backbone_tensor_name("vit_mae.decoder.decoder_norm.weight").empty());
+  CHECK(model::vit_spec("vitb_imagenet").model_id == "facebook/vit-mae-base");
+  CHECK(model::vit_spec("vits_dinov3").model_id == "facebook/dinov3-vits16-pretrain-lvd1689m");
+  CHECK(model::vit_spec("vitb_dinov3").model_id == "facebook/dinov3-vitb16-pretrain-lvd1689m");
+}
+
+TEST_CASE("DINOv3's RoPE tables: patch centres in [-1, 1] per axis, theta 100", "[model][vit]") {
+  const int h = 3, w = 5, D = 8;
+  const auto t = model::rope_tables(h, w, D, 100.f);
+  REQUIRE(t.cos.size() == std::size_t(h * w * D / 2));
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x)
+      for (int i = 0; i < D / 2; ++i) {
+        const double c = i < D / 4 ? 2.0 * (y + 0.5) / h - 1.0 : 2.0 * (x + 0.5) / w - 1.0;
+        const double angle = 2.0 * M_PI * c / std::pow(100.0, 4.0 * (i % (D / 4)) / D);
+        const std::size_t at = std::size_t((y * w + x) * (D / 2) + i);
+        INFO(y << "," << x << " " << i);
+        CHECK(t.cos[at] == Approx(std::cos(angle)).margin(2e-6));
+        CHECK(t.sin[at] == Approx(std::sin(angle)).margin(2e-6));
+      }
+  // The centre patch of an odd grid sits at 0 on that axis: angle 0.
+  CHECK(t.sin[std::size_t((1 * w + 2) * (D / 2))] == 0.f);
+  CHECK_THROWS(model::rope_tables(2, 2, 6, 100.f));
 }
 
 TEST_CASE("DINOv2's 14x14 patch kernels become 16x16 as lightning-pose resizes them", "[model][vit]") {
@@ -160,6 +241,37 @@ TEST_CASE("vits_dino trains a CPU step; features are the stride-16 patch grid", 
   }
   // An input that is not a multiple of the patch size is the user's to fix.
   CHECK_THROWS_AS(net.forward(ctx, {x.data(), compute::Shape4{1, 3, 40, 40}}), UserError);
+}
+
+TEST_CASE("vits_dinov3 trains a CPU step: every tensor but mask_token gets a gradient", "[model][vit]") {
+  auto b = model_test::cpu();
+  auto& s = b->default_stream();
+  model::HeatmapModel net(*b, model::ModelSpec{"vits_dinov3", 2, 2});
+  net.initialize(5, s);
+  const compute::Shape4 in{2, 3, 48, 80};  // a 3 x 5 patch grid after CLS + 4 registers
+  const auto images = model_test::random_vector(in.numel(), 6);
+  compute::DeviceBuffer x(*b, in.numel());
+  b->upload(x.data(), images.data(), images.size(), s);
+  model::Context ctx{*b, s, true, nullptr, nullptr};
+  const auto y = net.forward(ctx, {x.data(), in});
+  CHECK(y.shape == compute::Shape4{2, 2, 12, 20});
+  std::vector<float> dy = model_test::random_vector(y.shape.numel(), 7, 1e-2f);
+  compute::DeviceBuffer d(*b, dy.size());
+  b->upload(d.data(), dy.data(), dy.size(), s);
+  net.backward(ctx, {d.data(), y.shape}, true);
+  std::vector<float> grads(net.store().parameter_count());
+  b->download(grads.data(), net.store().grads_data(), grads.size(), s);
+  s.synchronize();
+  for (const auto& e : net.store().parameters()) {
+    INFO(e.name);
+    bool finite = true, nonzero = false;
+    for (std::size_t i = e.offset; i < e.offset + e.count; ++i) {
+      finite = finite && std::isfinite(grads[i]);
+      nonzero = nonzero || grads[i] != 0.f;
+    }
+    CHECK(finite);
+    CHECK(nonzero == (e.name.find("mask_token") == std::string::npos));  // unused, as in PyTorch
+  }
 }
 
 TEST_CASE("ViT backbones: the stride-16 head limits d; the context model refuses them", "[model][vit]") {
