@@ -41,7 +41,8 @@
 #                  trainer vs PyTorch on this GPU (fp32, TF32, bf16; batch 16 and 64),
 #                  then the 2026-11-26 path (fp32 activations, TRAINER_NHWC16=0) vs
 #                  16-bit NHWC activations (training and prediction, bf16 batch 64),
-#                  and cuDNN's algorithms by cudnnFind vs heuristics
+#                  and cuDNN's algorithms by cudnnFind vs heuristics vs the graph API
+#                  (model.conv_algorithms graph, graph-autotune)
 #   6-predict      the prediction rate (`bench step --mode predict`) vs PyTorch inference
 #   7-profile      one bf16 batch-64 step split by op category with in-process timers
 #                  (`bench step --profile`), and Nsight Compute's per-kernel times of the
@@ -225,7 +226,8 @@ vs_torch_run() {
       --json "$logs/torch-train.jsonl" --trainer-cmd "$cmd" || return
     # The path the last visit measured (fp32 activations, a cast at every
     # convolution: TRAINER_NHWC16=0) against today's default (16-bit NHWC
-    # activations), training and prediction, and cudnnFind vs heuristics.
+    # activations), training and prediction; then cudnnFind vs heuristics vs cuDNN's
+    # graph API (never run on a GPU before; its plans built deviceless in CI).
     local algorithms nhwc16
     for nhwc16 in 0 1; do
       echo "--- TRAINER_NHWC16=$nhwc16 (bf16-mixed, batch 64, training)"
@@ -235,7 +237,7 @@ vs_torch_run() {
       TRAINER_NHWC16=$nhwc16 "$trainer" bench step --mode predict --accelerator gpu --backbone resnet50 --size 256 \
         --batch 64 --precision bf16-mixed --steps 20 --warmup 5 || return
     done
-    for algorithms in benchmark heuristics; do
+    for algorithms in benchmark heuristics graph graph-autotune; do
       echo "--- conv algorithms: $algorithms (bf16-mixed, batch 64)"
       "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 --precision bf16-mixed \
         --steps 20 --warmup 5 --conv-algorithms "$algorithms" || return
@@ -308,7 +310,7 @@ else
   step 3-integration 120 cpu_training_run
 fi
 gpu_step 4-sanitizer 90 sanitizer_run
-step 5-vs-torch 150 vs_torch_run
+step 5-vs-torch 170 vs_torch_run
 step 6-predict 90 predict_run
 step 7-profile 90 profile_run
 [[ $has_gpu == 0 ]] && step 8-unit-tests 120 unit_tests_run

@@ -28,9 +28,9 @@ JOBS=${TRAINER_JOBS:-$(nproc)}
 # OpenMP) for the fuzzers.
 PACKAGES=(cmake g++ make git pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
           libboost-program-options-dev catch2 libgloo-dev libdnnl-dev libopencv-dev libopencv-videoio-dev zlib1g-dev
-          libyaml-cpp-dev libzip-dev)
+          libyaml-cpp-dev libzip-dev python3-venv)
 TEST_PACKAGES=(lmod slurm-wlm munge python3-torch python3-torchvision python3-h5py clang libomp-dev
-               python3-pandas python3-tables python3-venv)
+               python3-pandas python3-tables)
 
 # Test tools that Debian does not package, from PyPI, into a virtual environment beside
 # the build (it sees Debian's python3-torch, -h5py and -pandas too); integration tests
@@ -73,6 +73,9 @@ find_nvcc() {
     export PATH="$(dirname "$nvcc"):$PATH"
     CUDA_ARGS=(-DCMAKE_CUDA_COMPILER="$nvcc")
     echo "nvcc: $nvcc (the GPU path will be built)"
+    # cudnn-frontend's headers (PyPI, header-only) for the graph-API convolutions; the
+    # build goes on without them if PyPI cannot be reached.
+    bash scripts/fetch_cudnn_frontend.sh || true
   else
     echo "no nvcc: CPU-only build"
   fi

@@ -18,6 +18,7 @@ int run_bench(const Args& args);    // cmd_bench.cpp: dispatches to the bench_* 
 int bench_loader(const Args& args);     // bench_loader.cpp
 int bench_step(const Args& args);       // bench_step.cpp
 int bench_allreduce(const Args& args);  // bench_allreduce.cpp
+int bench_plans(const Args& args);      // bench_plans.cpp
 
 // Version line and the compiled-in backends, for `trainer --version`.
 std::string version_text();

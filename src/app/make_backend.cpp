@@ -52,7 +52,12 @@ std::unique_ptr<compute::Backend> make_backend(const BackendRequest& request, co
     compute::CudaBackendOptions options;
     options.precision = precision;
     options.allow_tf32 = request.float32_matmul == "high";
-    options.benchmark_algorithms = algorithms == compute::ConvAlgorithms::benchmark;
+    options.conv_algorithms = algorithms;
+    if ((algorithms == compute::ConvAlgorithms::graph || algorithms == compute::ConvAlgorithms::graph_autotune) &&
+        !compute::cudnn_graph_api_built())
+      throw UserError("model.conv_algorithms " + request.conv_algorithms +
+                          " needs cuDNN's graph API, and this trainer was built without cudnn-frontend's headers",
+                      "run scripts/fetch_cudnn_frontend.sh and rebuild, or use model.conv_algorithms heuristics");
     options.nhwc16_activations = nhwc16 != Nhwc16Choice::off;
     return with_fusion(compute::make_cuda_backend(request.device, options));
   }

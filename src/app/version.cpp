@@ -11,6 +11,9 @@
 #include <cuda_runtime_api.h>  // CUDART_VERSION
 #include <cudnn_version.h>     // CUDNN_MAJOR/MINOR/PATCHLEVEL
 #include <nccl.h>              // NCCL_MAJOR/MINOR/PATCH
+#if TRAINER_HAVE_CUDNN_FRONTEND
+#include <cudnn_frontend_version.h>  // CUDNN_FRONTEND_*_VERSION (header-only)
+#endif
 #endif
 
 #include "app/commands.hpp"     // version_text
@@ -56,7 +59,14 @@ std::string version_text() {
      << ")";
 #ifdef TRAINER_WITH_CUDA
   os << ", cuda (CUDA " << CUDART_VERSION / 1000 << "." << (CUDART_VERSION % 1000) / 10 << ", cuDNN " << CUDNN_MAJOR
-     << "." << CUDNN_MINOR << "." << CUDNN_PATCHLEVEL << ", cuBLAS; architectures " << TRAINER_CUDA_ARCHS << ")";
+     << "." << CUDNN_MINOR << "." << CUDNN_PATCHLEVEL;
+#if TRAINER_HAVE_CUDNN_FRONTEND
+  os << " with its graph API (cudnn-frontend " << CUDNN_FRONTEND_MAJOR_VERSION << "." << CUDNN_FRONTEND_MINOR_VERSION
+     << "." << CUDNN_FRONTEND_PATCH_VERSION << ")";
+#else
+  os << " without its graph API (no cudnn-frontend headers at build time)";
+#endif
+  os << ", cuBLAS; architectures " << TRAINER_CUDA_ARCHS << ")";
 #else
   os << "; no cuda (CPU-only build)";
 #endif

@@ -41,13 +41,15 @@ Float32MatmulPrecision parse_float32_matmul_precision(const std::string& name) {
 }
 
 const std::vector<std::string>& conv_algorithms_names() {
-  static const std::vector<std::string> names = {"heuristics", "benchmark"};
+  static const std::vector<std::string> names = {"heuristics", "benchmark", "graph", "graph-autotune"};
   return names;
 }
 
 ConvAlgorithms parse_conv_algorithms(const std::string& name) {
   if (name == "heuristics") return ConvAlgorithms::heuristics;
   if (name == "benchmark") return ConvAlgorithms::benchmark;
+  if (name == "graph") return ConvAlgorithms::graph;
+  if (name == "graph-autotune") return ConvAlgorithms::graph_autotune;
   throw UserError("unknown conv_algorithms '" + name + "'", "use one of " + join_names(conv_algorithms_names()));
 }
 

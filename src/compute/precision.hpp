@@ -39,8 +39,10 @@ Float32MatmulPrecision parse_float32_matmul_precision(const std::string& name);
 enum class ConvAlgorithms {
   heuristics,  // "heuristics": cuDNN's ranked heuristics, no device sync (the default)
   benchmark,   // "benchmark": run every algorithm once per shape (cudnnFind*), as on 2026-11-22
+  graph,       // "graph": cuDNN's graph API (cudnn-frontend), heuristics mode A then the fallback list
+  graph_autotune,  // "graph-autotune": the graph API, timing its top candidates once per shape
 };
-// The names of model.conv_algorithms: "heuristics", "benchmark".
+// The names of model.conv_algorithms: "heuristics", "benchmark", "graph", "graph-autotune".
 const std::vector<std::string>& conv_algorithms_names();
 // One of conv_algorithms_names(); throws UserError listing them for anything else.
 ConvAlgorithms parse_conv_algorithms(const std::string& name);

@@ -67,6 +67,7 @@ void ProfilingBackend::scale(float* x, float alpha, std::size_t count, Stream& s
 }
 void ProfilingBackend::conv2d_forward(ConstTensorView x, const float* w, TensorView y, const ConvGeometry& g,
                                       Stream& s) {
+  if (enabled_) conv_calls_.push_back(ConvCall{false, x.shape, y.shape, g});
   TRAINER_TIMED(convolution, conv2d_forward(x, w, y, g, s));
 }
 void ProfilingBackend::conv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,
@@ -83,6 +84,7 @@ void ProfilingBackend::conv2d_backward(ConstTensorView x, ConstTensorView dy, co
 }
 void ProfilingBackend::deconv2d_forward(ConstTensorView x, const float* w, const float* bias, TensorView y,
                                         const ConvGeometry& g, Stream& s) {
+  if (enabled_) conv_calls_.push_back(ConvCall{true, x.shape, y.shape, g});
   TRAINER_TIMED(convolution, deconv2d_forward(x, w, bias, y, g, s));
 }
 void ProfilingBackend::deconv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx,

@@ -29,6 +29,15 @@ enum class OpCategory {
 inline constexpr std::size_t kOpCategories = std::size_t(OpCategory::count_);
 const char* op_category_name(OpCategory c);
 
+// A convolution the wrapped backend ran while enabled: a forward conv2d or deconv2d
+// with its shapes (each backward op repeats its forward's problem). What the
+// deviceless cuDNN plan test enumerates, from the real model rather than a list.
+struct ConvCall {
+  bool transposed = false;  // deconv2d_forward
+  Shape4 x, y;
+  ConvGeometry geometry;
+};
+
 struct OpProfile {
   std::array<double, kOpCategories> ms{};  // device (GPU) or host (CPU) milliseconds per category
   std::array<long, kOpCategories> calls{};  // backend calls per category
@@ -40,6 +49,8 @@ class ProfilingBackend final : public Backend {
   void set_enabled(bool on) { enabled_ = on; }
   // Waits for the recorded ops, sums them per category, and forgets them.
   OpProfile take_profile();
+  // The forward convolutions run while enabled, in call order.
+  const std::vector<ConvCall>& conv_calls() const { return conv_calls_; }
 
   DeviceKind kind() const override { return inner_.kind(); }
   std::string description() const override { return inner_.description(); }
@@ -138,6 +149,7 @@ class ProfilingBackend final : public Backend {
   Backend& inner_;
   bool enabled_ = false;
   std::vector<Record> records_;
+  std::vector<ConvCall> conv_calls_;
 };
 
 }  // namespace trainer::compute

@@ -45,7 +45,7 @@ TEST_CASE("cuda stream from another backend kind is rejected", "[gpu]") {
 TEST_CASE("cuda backend with TF32 and heuristic algorithm choice still runs convolutions", "[gpu]") {
   CudaBackendOptions o;
   o.allow_tf32 = true;
-  o.benchmark_algorithms = false;
+  o.conv_algorithms = trainer::compute::ConvAlgorithms::heuristics;
   auto gpu = make_cuda_backend(0, o);
   auto cpu = make_cpu_backend(2);
   ConvGeometry g;

@@ -50,6 +50,20 @@ cudnnDataType_t data_type(Precision p) {
 
 }  // namespace
 
+ConvProblem conv2d_problem(const Shape4& x, const Shape4& y, const ConvGeometry& g, Precision precision) {
+  TRAINER_ASSERT(x.c == g.in_channels && y.c == g.out_channels && x.n == y.n && y.h == g.conv_out(x.h) &&
+                     y.w == g.conv_out(x.w),
+                 "conv2d shapes " << x.str() << " -> " << y.str() << " disagree with the geometry");
+  return ConvProblem{x.n, x.c, x.h, x.w, y.c, g.kernel, g.stride, g.pad, y.h, y.w, precision};
+}
+
+ConvProblem deconv2d_problem(const Shape4& x, const Shape4& y, const ConvGeometry& g, Precision precision) {
+  TRAINER_ASSERT(x.c == g.in_channels && y.c == g.out_channels && x.n == y.n && y.h == g.deconv_out(x.h) &&
+                     y.w == g.deconv_out(x.w) && g.output_padding < g.stride,
+                 "deconv2d shapes " << x.str() << " -> " << y.str() << " disagree with the geometry");
+  return ConvProblem{y.n, y.c, y.h, y.w, x.c, g.kernel, g.stride, g.pad, x.h, x.w, precision};
+}
+
 ConvPlan& ConvPlanCache::plan(const ConvProblem& p) {
   auto it = plans_.find(p);
   if (it != plans_.end()) return *it->second;

@@ -16,7 +16,9 @@
 #include <optional>  // std::optional
 #include <tuple>     // std::tie for ordering
 
+#include "compute/backend.hpp"          // ConvGeometry
 #include "compute/cuda/cudnn_raii.hpp"  // TensorDesc, FilterDesc, ConvDesc
+#include "compute/tensor.hpp"           // Shape4
 #include "compute/precision.hpp"        // Precision
 
 namespace trainer::compute::cuda {
@@ -33,6 +35,12 @@ struct ConvProblem {
            std::tie(o.n, o.c, o.h, o.w, o.k, o.r, o.stride, o.pad, o.oh, o.ow, o.precision);
   }
 };
+
+// The problem of conv2d x -> y, and the convolution whose backward-data is the
+// transposed convolution (deconv2d) x -> y; SystemError if the shapes disagree with
+// the geometry.
+ConvProblem conv2d_problem(const Shape4& x, const Shape4& y, const ConvGeometry& g, Precision precision);
+ConvProblem deconv2d_problem(const Shape4& x, const Shape4& y, const ConvGeometry& g, Precision precision);
 
 struct ConvSettings {
   bool allow_tf32 = false;     // fp32 problems: false means FMA-only kernels (parity with the CPU)

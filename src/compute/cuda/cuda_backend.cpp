@@ -16,7 +16,7 @@
 #include "adam.cuh"                       // kernels::adam_update
 #include "batchnorm.cuh"                  // kernels::batchnorm_*
 #include "cast.cuh"                       // kernels::cast_to_16, cast_from_16, unscale_and_check
-#include "compute/cuda/conv_plans.hpp"    // ConvPlanCache, ConvProblem
+#include "compute/cuda/conv_runner.hpp"   // ConvRunner, ConvProblem, ConvPass
 #include "compute/cuda/cuda_check.hpp"    // CUDA_CHECK, CUDNN_CHECK, CUBLAS_CHECK
 #include "compute/cuda/cuda_stream.hpp"   // CudaStream, as_cuda
 #include "compute/cuda/cuda_transformer_ops.hpp"  // CudaTransformerOps
@@ -34,7 +34,7 @@ namespace trainer::compute {
 namespace {
 
 using cuda::as_cuda;
-using cuda::ConvPlan;
+using cuda::ConvPass;
 using cuda::ConvProblem;
 
 #define SHAPE_CHECK(cond, msg) TRAINER_ASSERT(cond, msg)
@@ -54,8 +54,7 @@ class CudaBackend final : public Backend {
   CudaBackend(int device, const CudaBackendOptions& options)
       : device_(device),
         options_(options),
-        plans_(cuda::ConvSettings{options.allow_tf32, options.benchmark_algorithms,
-                                  options.conv_workspace_limit}) {
+        convs_(options.conv_algorithms, options.allow_tf32, options.conv_workspace_limit) {
     int count = 0;
     const cudaError_t rc = cudaGetDeviceCount(&count);
     if (rc == cudaErrorInsufficientDriver || rc == cudaErrorNoDevice || (rc == cudaSuccess && count == 0))
@@ -587,17 +586,11 @@ class CudaBackend final : public Backend {
 
  private:
   ConvProblem conv_problem(const Shape4& x, const Shape4& y, const ConvGeometry& g) const {
-    SHAPE_CHECK(x.c == g.in_channels && y.c == g.out_channels && x.n == y.n &&
-                    y.h == g.conv_out(x.h) && y.w == g.conv_out(x.w),
-                "conv2d shapes " << x.str() << " -> " << y.str() << " disagree with the geometry");
-    return ConvProblem{x.n, x.c, x.h, x.w, y.c, g.kernel, g.stride, g.pad, y.h, y.w, options_.precision};
+    return cuda::conv2d_problem(x, y, g, options_.precision);
   }
   // The convolution whose backward-data is the transposed convolution x -> y.
   ConvProblem deconv_problem(const Shape4& x, const Shape4& y, const ConvGeometry& g) const {
-    SHAPE_CHECK(x.c == g.in_channels && y.c == g.out_channels && x.n == y.n &&
-                    y.h == g.deconv_out(x.h) && y.w == g.deconv_out(x.w) && g.output_padding < g.stride,
-                "deconv2d shapes " << x.str() << " -> " << y.str() << " disagree with the geometry");
-    return ConvProblem{y.n, y.c, y.h, y.w, x.c, g.kernel, g.stride, g.pad, x.h, x.w, options_.precision};
+    return cuda::deconv2d_problem(x, y, g, options_.precision);
   }
   static kernels::PoolShape pool_shape(const Shape4& x, const Shape4& y, const PoolGeometry& g) {
     SHAPE_CHECK(x.n == y.n && x.c == y.c && y.h == g.out(x.h) && y.w == g.out(x.w),
@@ -694,72 +687,51 @@ class CudaBackend final : public Backend {
 
   // y = forward(x, w) of problem p.
   void run_forward(const ConvProblem& p, ConvTensor x, const float* w, ConvTensor y, Stream& s) {
-    ConvPlan& plan = plans_.plan(p);
     cudnnHandle_t h = cudnn_on(s);
-    plans_.select_forward(h, plan, p);
-    const float one = 1.f, zero = 0.f;
+    const std::size_t ws_bytes = convs_.prepare(h, p, ConvPass::forward);
     if (p.precision == Precision::fp32) {
       require_fp32({x, y});
-      void* ws = workspace(s, plan.fwd_bytes);
-      CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x, x.data, plan.w, w, plan.conv, *plan.fwd, ws,
-                                          plan.fwd_bytes, &zero, plan.y, as_out(y)));
+      convs_.run(h, p, ConvPass::forward, x.data, w, as_out(y), workspace(s, ws_bytes));
       return;
     }
-    const Carve16 c = carve16(s, copy_size(x, x_dims(p)), w_dims(p).numel(), copy_size(y, y_dims(p)), plan.fwd_bytes);
+    const Carve16 c = carve16(s, copy_size(x, x_dims(p)), w_dims(p).numel(), copy_size(y, y_dims(p)), ws_bytes);
     const std::uint16_t* x16 = operand16(x, c.a, x_dims(p), s);
     to16(w, c.b, w_dims(p), s);
     std::uint16_t* y16 = y.is16 ? as16_out(y) : c.out;
-    CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x, x16, plan.w, c.b, plan.conv, *plan.fwd, c.ws,
-                                        plan.fwd_bytes, &zero, plan.y, y16));
+    convs_.run(h, p, ConvPass::forward, x16, c.b, y16, c.ws);
     if (!y.is16) from16(c.out, as_out(y), y_dims(p), s);
   }
 
   // dx = backward-data(w, dy) of problem p (x-shaped output, y-shaped input).
   void run_backward_data(const ConvProblem& p, const float* w, ConvTensor dy, ConvTensor dx, Stream& s) {
-    ConvPlan& plan = plans_.plan(p);
     cudnnHandle_t h = cudnn_on(s);
-    plans_.select_backward_data(h, plan, p);
-    const float one = 1.f, zero = 0.f;
+    const std::size_t ws_bytes = convs_.prepare(h, p, ConvPass::backward_data);
     if (p.precision == Precision::fp32) {
       require_fp32({dy, dx});
-      void* ws = workspace(s, plan.bwd_data_bytes);
-      CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w, w, plan.y, dy.data, plan.conv,
-                                               *plan.bwd_data, ws, plan.bwd_data_bytes, &zero, plan.x,
-                                               as_out(dx)));
+      convs_.run(h, p, ConvPass::backward_data, dy.data, w, as_out(dx), workspace(s, ws_bytes));
       return;
     }
-    const Carve16 c = carve16(s, copy_size(dy, y_dims(p)), w_dims(p).numel(), copy_size(dx, x_dims(p)),
-                              plan.bwd_data_bytes);
+    const Carve16 c = carve16(s, copy_size(dy, y_dims(p)), w_dims(p).numel(), copy_size(dx, x_dims(p)), ws_bytes);
     const std::uint16_t* dy16 = operand16(dy, c.a, y_dims(p), s);
     to16(w, c.b, w_dims(p), s);
     std::uint16_t* dx16 = dx.is16 ? as16_out(dx) : c.out;
-    CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w, c.b, plan.y, dy16, plan.conv,
-                                             *plan.bwd_data, c.ws, plan.bwd_data_bytes, &zero, plan.x,
-                                             dx16));
+    convs_.run(h, p, ConvPass::backward_data, dy16, c.b, dx16, c.ws);
     if (!dx.is16) from16(c.out, as_out(dx), x_dims(p), s);
   }
 
   // dw = backward-filter(x, dy) of problem p.
   void run_backward_filter(const ConvProblem& p, ConvTensor x, ConvTensor dy, float* dw, Stream& s) {
-    ConvPlan& plan = plans_.plan(p);
     cudnnHandle_t h = cudnn_on(s);
-    plans_.select_backward_filter(h, plan, p);
-    const float one = 1.f, zero = 0.f;
+    const std::size_t ws_bytes = convs_.prepare(h, p, ConvPass::backward_filter);
     if (p.precision == Precision::fp32) {
       require_fp32({x, dy});
-      void* ws = workspace(s, plan.bwd_filter_bytes);
-      CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x, x.data, plan.y, dy.data, plan.conv,
-                                                 *plan.bwd_filter, ws, plan.bwd_filter_bytes, &zero,
-                                                 plan.w, dw));
+      convs_.run(h, p, ConvPass::backward_filter, x.data, dy.data, dw, workspace(s, ws_bytes));
       return;
     }
-    const Carve16 c = carve16(s, copy_size(x, x_dims(p)), copy_size(dy, y_dims(p)), w_dims(p).numel(),
-                              plan.bwd_filter_bytes);
+    const Carve16 c = carve16(s, copy_size(x, x_dims(p)), copy_size(dy, y_dims(p)), w_dims(p).numel(), ws_bytes);
     const std::uint16_t* x16 = operand16(x, c.a, x_dims(p), s);
     const std::uint16_t* dy16 = operand16(dy, c.b, y_dims(p), s);
-    CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x, x16, plan.y, dy16, plan.conv,
-                                               *plan.bwd_filter, c.ws, plan.bwd_filter_bytes, &zero,
-                                               plan.w, c.out));
+    convs_.run(h, p, ConvPass::backward_filter, x16, dy16, c.out, c.ws);
     from16(c.out, dw, w_dims(p), s);
   }
 
@@ -770,15 +742,13 @@ class CudaBackend final : public Backend {
   // where tensors in 16-bit storage need no copy.
   void run_backward_both(const ConvProblem& p, ConvTensor x, const float* w, ConvTensor dy, float* dw, ConvTensor dx,
                          Stream& s) {
-    ConvPlan& plan = plans_.plan(p);
     cudnnHandle_t h = cudnn_on(s);
-    plans_.select_backward_filter(h, plan, p);
-    plans_.select_backward_data(h, plan, p);
-    const float one = 1.f, zero = 0.f;
+    const std::size_t filter_bytes = convs_.prepare(h, p, ConvPass::backward_filter);
+    const std::size_t data_bytes = convs_.prepare(h, p, ConvPass::backward_data);
     const std::size_t nx = x_dims(p).numel(), nw = w_dims(p).numel();
     const std::size_t sy = aligned(copy_size(dy, y_dims(p)) * 2), sx = aligned(copy_size(x, x_dims(p)) * 2),
                       sw = aligned(nw * 2), so = aligned((dx.is16 ? nw : std::max(nx, nw)) * 2);
-    const std::size_t ws_bytes = std::max(plan.bwd_filter_bytes, plan.bwd_data_bytes);
+    const std::size_t ws_bytes = std::max(filter_bytes, data_bytes);
     auto* base = static_cast<char*>(as_cuda(s).scratch(sy + sx + sw + so + ws_bytes));
     auto* dy_copy = reinterpret_cast<std::uint16_t*>(base);
     auto* x_copy = reinterpret_cast<std::uint16_t*>(base + sy);
@@ -787,13 +757,11 @@ class CudaBackend final : public Backend {
     void* ws = ws_bytes ? base + sy + sx + sw + so : nullptr;
     const std::uint16_t* x16 = operand16(x, x_copy, x_dims(p), s);
     const std::uint16_t* dy16 = operand16(dy, dy_copy, y_dims(p), s);
-    CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x, x16, plan.y, dy16, plan.conv, *plan.bwd_filter, ws,
-                                               plan.bwd_filter_bytes, &zero, plan.w, out));
+    convs_.run(h, p, ConvPass::backward_filter, x16, dy16, out, ws);
     from16(out, dw, w_dims(p), s);
     to16(w, w16, w_dims(p), s);
     std::uint16_t* dx16 = dx.is16 ? as16_out(dx) : out;
-    CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w, w16, plan.y, dy16, plan.conv, *plan.bwd_data, ws,
-                                             plan.bwd_data_bytes, &zero, plan.x, dx16));
+    convs_.run(h, p, ConvPass::backward_data, dy16, w16, dx16, ws);
     if (!dx.is16) from16(out, as_out(dx), x_dims(p), s);
   }
 
@@ -825,7 +793,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::CudaStream> default_stream_;
   std::unique_ptr<cuda::CudnnHandle> cudnn_;
   std::unique_ptr<cuda::CublasHandle> cublas_;
-  cuda::ConvPlanCache plans_;
+  cuda::ConvRunner convs_;
   cuda::CudaTransformerOps transformer_ops_{options_.allow_tf32};  // after options_: reads it
 };
 
@@ -834,6 +802,8 @@ class CudaBackend final : public Backend {
 std::unique_ptr<Backend> make_cuda_backend(int device_ordinal, const CudaBackendOptions& options) {
   return std::make_unique<CudaBackend>(device_ordinal, options);
 }
+
+bool cudnn_graph_api_built() { return cuda::cudnn_graph_api_built(); }
 
 std::unique_ptr<Backend> make_cuda_backend(int device_ordinal, Precision precision) {
   CudaBackendOptions options;

@@ -1,0 +1,321 @@
+#include "compute/cuda/conv_graphs.hpp"
+
+#include "util/error.hpp"  // SystemError, UserError
+
+#if TRAINER_HAVE_CUDNN_FRONTEND
+#include <dlfcn.h>  // dladdr, dlopen: the loaded libcudnn for the frontend
+
+#include <cudnn_frontend.h>
+
+#include <map>      // std::map
+#include <mutex>    // std::once_flag
+#include <regex>    // the device properties' deviceVer
+#include <sstream>  // std::ostringstream
+#include <tuple>    // std::tie
+#include <unordered_map>
+#include <utility>  // std::pair
+#include <vector>   // std::vector
+#endif
+
+namespace trainer::compute::cuda {
+
+const char* conv_pass_name(ConvPass pass) {
+  switch (pass) {
+    case ConvPass::forward: return "forward";
+    case ConvPass::backward_data: return "backward-data";
+    case ConvPass::backward_filter: return "backward-filter";
+  }
+  return "?";
+}
+
+#if !TRAINER_HAVE_CUDNN_FRONTEND
+
+bool cudnn_graph_api_built() { return false; }
+
+struct ConvGraphCache::Impl {};
+
+ConvGraphCache::ConvGraphCache(ConvGraphSettings) {
+  throw SystemError("this trainer was built without cudnn-frontend's headers, so without cuDNN's graph API "
+                    "(model.conv_algorithms graph | graph-autotune); run scripts/fetch_cudnn_frontend.sh and rebuild");
+}
+ConvGraphCache::~ConvGraphCache() = default;
+std::size_t ConvGraphCache::prepare(cudnnHandle_t, const ConvProblem&, ConvPass) { return 0; }
+void ConvGraphCache::run(cudnnHandle_t, const ConvProblem&, ConvPass, const void*, const void*, void*, void*) {}
+std::size_t ConvGraphCache::size() const { return 0; }
+
+DevicelessBuild build_conv_graph_deviceless(const std::string&, const ConvProblem&, ConvPass,
+                                            const ConvGraphSettings&) {
+  throw SystemError("this trainer was built without cudnn-frontend's headers");
+}
+
+#else  // TRAINER_HAVE_CUDNN_FRONTEND
+
+}  // namespace trainer::compute::cuda
+
+// The frontend, built with NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING, reaches cuDNN through
+// this handle, which it declares and leaves to the program to define: the libcudnn
+// this process already links (set once, in load_cudnn_for_frontend).
+namespace cudnn_frontend {
+void* cudnn_dlhandle = nullptr;
+}
+
+namespace trainer::compute::cuda {
+namespace {
+
+namespace fe = cudnn_frontend;
+
+void load_cudnn_for_frontend() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&cudnnGetVersion), &info) == 0 || info.dli_fname == nullptr)
+      throw SystemError("cuDNN's graph API: cannot locate the loaded libcudnn");
+    fe::cudnn_dlhandle = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (fe::cudnn_dlhandle == nullptr)
+      throw SystemError(std::string("cuDNN's graph API: dlopen(") + info.dli_fname + ") failed: " + dlerror());
+  });
+}
+
+std::string describe(const ConvProblem& p, ConvPass pass) {
+  std::ostringstream os;
+  os << conv_pass_name(pass) << " of x [" << p.n << "," << p.c << "," << p.h << "," << p.w << "] * w [" << p.k << ","
+     << p.c << "," << p.r << "," << p.r << "] stride " << p.stride << " pad " << p.pad << " -> y [" << p.n << ","
+     << p.k << "," << p.oh << "," << p.ow << "] " << precision_name(p.precision);
+  return os.str();
+}
+
+// A frontend call that must succeed (its error_t is [[nodiscard]]).
+#define FE_CHECK(expr, what)                                                                                     \
+  do {                                                                                                           \
+    fe::error_t fe_status_ = (expr);                                                                             \
+    if (fe_status_.is_bad())                                                                                     \
+      throw SystemError(std::string("cuDNN graph API: ") + #expr + " failed for " + (what) + ": " +              \
+                        fe_status_.get_message() + " (" + __FILE__ + ":" + std::to_string(__LINE__) + ")");     \
+  } while (0)
+
+fe::DataType_t io_type(Precision p) {
+  switch (p) {
+    case Precision::bf16: return fe::DataType_t::BFLOAT16;
+    case Precision::fp16: return fe::DataType_t::HALF;
+    case Precision::fp32: break;
+  }
+  return fe::DataType_t::FLOAT;
+}
+
+// Dims and strides of a [n, c, h, w] tensor (or [k, c, r, r] filter) in the layout the
+// legacy plans use: fp32 NCHW / OIHW, 16-bit NHWC / KRSC.
+std::vector<std::int64_t> strides_of(Precision p, std::int64_t c, std::int64_t h, std::int64_t w) {
+  if (p == Precision::fp32) return {c * h * w, h * w, w, 1};
+  return {c * h * w, 1, c * w, c};
+}
+
+enum : std::int64_t { kUidA = 1, kUidB = 2, kUidOut = 3 };
+
+std::shared_ptr<fe::graph::Tensor_attributes> operand(fe::graph::Graph& g, const char* name, std::int64_t uid,
+                                                      Precision p, std::int64_t n, std::int64_t c, std::int64_t h,
+                                                      std::int64_t w) {
+  return g.tensor(fe::graph::Tensor_attributes()
+                      .set_name(name)
+                      .set_uid(uid)
+                      .set_dim({n, c, h, w})
+                      .set_stride(strides_of(p, c, h, w)));
+}
+
+// The one-node graph of (p, pass): operands a, b, out with the uids above.
+std::shared_ptr<fe::graph::Graph> describe_graph(const ConvProblem& p, ConvPass pass) {
+  auto g = std::make_shared<fe::graph::Graph>();
+  g->set_io_data_type(io_type(p.precision))
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  const std::vector<std::int64_t> pad{p.pad, p.pad}, stride{p.stride, p.stride}, dilation{1, 1};
+  std::shared_ptr<fe::graph::Tensor_attributes> out;
+  switch (pass) {
+    case ConvPass::forward: {
+      auto x = operand(*g, "x", kUidA, p.precision, p.n, p.c, p.h, p.w);
+      auto w = operand(*g, "w", kUidB, p.precision, p.k, p.c, p.r, p.r);
+      out = g->conv_fprop(x, w, fe::graph::Conv_fprop_attributes().set_padding(pad).set_stride(stride).set_dilation(dilation));
+      out->set_dim({p.n, p.k, p.oh, p.ow}).set_stride(strides_of(p.precision, p.k, p.oh, p.ow));
+      break;
+    }
+    case ConvPass::backward_data: {
+      auto dy = operand(*g, "dy", kUidA, p.precision, p.n, p.k, p.oh, p.ow);
+      auto w = operand(*g, "w", kUidB, p.precision, p.k, p.c, p.r, p.r);
+      out = g->conv_dgrad(dy, w, fe::graph::Conv_dgrad_attributes().set_padding(pad).set_stride(stride).set_dilation(dilation));
+      out->set_dim({p.n, p.c, p.h, p.w}).set_stride(strides_of(p.precision, p.c, p.h, p.w));
+      break;
+    }
+    case ConvPass::backward_filter: {
+      auto x = operand(*g, "x", kUidA, p.precision, p.n, p.c, p.h, p.w);
+      auto dy = operand(*g, "dy", kUidB, p.precision, p.n, p.k, p.oh, p.ow);
+      out = g->conv_wgrad(dy, x, fe::graph::Conv_wgrad_attributes().set_padding(pad).set_stride(stride).set_dilation(dilation));
+      out->set_dim({p.k, p.c, p.r, p.r}).set_stride(strides_of(p.precision, p.c, p.r, p.r));
+      break;
+    }
+  }
+  out->set_uid(kUidOut).set_output(true).set_data_type(io_type(p.precision));
+  return g;
+}
+
+// A graph with its heuristic candidates queried and filtered, ready for plans.
+struct Candidates {
+  std::shared_ptr<fe::graph::Graph> graph;
+  int count = 0;
+};
+
+// validate -> operation graph -> heuristics (mode A, then the fallback list) ->
+// filter: what prepare() and the deviceless build share. handle == nullptr: deviceless
+// (the graph carries device properties).
+Candidates query_candidates(std::shared_ptr<fe::graph::Graph> g, cudnnHandle_t handle, const ConvProblem& p,
+                            ConvPass pass, const ConvGraphSettings& s) {
+  const std::string what = describe(p, pass);
+  FE_CHECK(g->validate(), what);
+  if (handle)
+    FE_CHECK(g->build_operation_graph(handle), what);
+  else
+    FE_CHECK(g->build_operation_graph(), what);
+  FE_CHECK(g->create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}), what);
+  // fp32 without TF32: no tensor-core engine (they round the inputs to TF32).
+  if (p.precision == Precision::fp32 && !s.allow_tf32)
+    g->deselect_numeric_notes({fe::NumericalNote_t::TENSOR_CORE, fe::NumericalNote_t::DOWN_CONVERT_INPUTS});
+  // check_support fails only when no candidate is left; each one's own status is
+  // known when its plan is built.
+  const fe::error_t support = g->check_support();
+  Candidates c{g, static_cast<int>(g->get_execution_plan_count())};
+  if (support.is_bad()) c.count = 0;
+  return c;
+}
+
+// Builds candidates in heuristic order until `wanted` plans fit the workspace limit;
+// returns their indices (empty: none).
+std::vector<std::int64_t> build_plans(fe::graph::Graph& g, int count, int wanted, const ConvGraphSettings& s) {
+  std::vector<std::int64_t> built;
+  for (std::int64_t i = 0; i < count && static_cast<int>(built.size()) < wanted; ++i) {
+    if (g.build_plan_at_index(i).is_bad()) continue;
+    std::int64_t bytes = 0;
+    if (g.get_workspace_size_plan_at_index(i, bytes).is_bad()) continue;
+    if (bytes < 0 || static_cast<std::size_t>(bytes) > s.workspace_limit) continue;
+    built.push_back(i);
+  }
+  return built;
+}
+
+[[noreturn]] void no_engine(const ConvProblem& p, ConvPass pass, int candidates) {
+  throw SystemError("cuDNN's graph API offers no usable engine for the " + describe(p, pass) + " (" +
+                    std::to_string(candidates) +
+                    " candidates; check the workspace limit and the math mode, or use model.conv_algorithms "
+                    "heuristics)");
+}
+
+int sm_version_of(const std::string& json) {
+  static const std::regex device_ver("\"deviceVer\"\\s*:\\s*([0-9]+)");
+  std::smatch m;
+  if (!std::regex_search(json, m, device_ver))
+    throw UserError("cuDNN device properties without \"deviceVer\"");
+  return std::stoi(m[1]) / 10;  // 900 -> 90
+}
+
+}  // namespace
+
+bool cudnn_graph_api_built() { return true; }
+
+struct ConvGraphCache::Impl {
+  struct Key {
+    ConvProblem p;
+    ConvPass pass;
+    bool operator<(const Key& o) const {
+      if (p < o.p) return true;
+      if (o.p < p) return false;
+      return pass < o.pass;
+    }
+  };
+  struct Entry {
+    std::shared_ptr<fe::graph::Graph> graph;
+    std::int64_t plan = 0;        // index of the plan run() executes
+    std::size_t workspace = 0;    // its bytes (with autotune pending: the largest candidate's)
+    bool tune_pending = false;    // autotune: time the candidates at the first run()
+  };
+  ConvGraphSettings settings;
+  std::map<Key, Entry> entries;
+
+  Entry& entry(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass) {
+    const Key key{p, pass};
+    auto it = entries.find(key);
+    if (it != entries.end()) return it->second;
+    Candidates c = query_candidates(describe_graph(p, pass), handle, p, pass, settings);
+    const int wanted = settings.autotune ? kAutotuneCandidates : 1;
+    const std::vector<std::int64_t> built = build_plans(*c.graph, c.count, wanted, settings);
+    if (built.empty()) no_engine(p, pass, c.count);
+    Entry e;
+    e.graph = c.graph;
+    e.plan = built.front();
+    for (std::int64_t i : built) {
+      std::int64_t bytes = 0;
+      FE_CHECK(e.graph->get_workspace_size_plan_at_index(i, bytes), describe(p, pass));
+      if (i == e.plan || settings.autotune) e.workspace = std::max(e.workspace, static_cast<std::size_t>(bytes));
+    }
+    e.tune_pending = settings.autotune && built.size() > 1;
+    return entries.emplace(key, std::move(e)).first->second;
+  }
+};
+
+ConvGraphCache::ConvGraphCache(ConvGraphSettings settings) : impl_(std::make_unique<Impl>()) {
+  load_cudnn_for_frontend();
+  impl_->settings = settings;
+}
+
+ConvGraphCache::~ConvGraphCache() = default;
+
+std::size_t ConvGraphCache::prepare(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass) {
+  return impl_->entry(handle, p, pass).workspace;
+}
+
+void ConvGraphCache::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b,
+                         void* out, void* workspace) {
+  Impl::Entry& e = impl_->entry(handle, p, pass);
+  std::unordered_map<std::int64_t, void*> pack{
+      {kUidA, const_cast<void*>(a)}, {kUidB, const_cast<void*>(b)}, {kUidOut, out}};
+  if (e.tune_pending) {
+    // Times every built candidate on these operands (their results are overwritten
+    // below) and puts the fastest first. Synchronizes the device, once per shape.
+    FE_CHECK(e.graph->autotune(handle, pack, workspace), describe(p, pass));
+    e.tune_pending = false;
+    e.plan = 0;
+    std::int64_t bytes = 0;
+    FE_CHECK(e.graph->get_workspace_size_plan_at_index(e.plan, bytes), describe(p, pass));
+    e.workspace = static_cast<std::size_t>(bytes);  // never more than the largest candidate's
+  }
+  FE_CHECK(e.graph->execute_plan_at_index(handle, pack, workspace, e.plan), describe(p, pass));
+}
+
+std::size_t ConvGraphCache::size() const { return impl_->entries.size(); }
+
+DevicelessBuild build_conv_graph_deviceless(const std::string& device_properties_json, const ConvProblem& p,
+                                            ConvPass pass, const ConvGraphSettings& settings) {
+  load_cudnn_for_frontend();
+  std::vector<std::uint8_t> bytes(device_properties_json.begin(), device_properties_json.end());
+  bytes.push_back(0);
+  auto props = std::make_shared<fe::DeviceProperties>();
+  fe::error_t accepted = props->deserialize(bytes);
+  if (accepted.is_bad())
+    throw UserError("cuDNN does not accept these device properties: " + accepted.get_message(),
+                    "use the file the device check saves (logs/cudnn-device-properties.json); "
+                    "CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=stderr names the missing field");
+  auto g = describe_graph(p, pass);
+  g->set_device_properties(props).set_sm_version(sm_version_of(device_properties_json));
+  DevicelessBuild result;
+  Candidates c = query_candidates(g, nullptr, p, pass, settings);
+  result.candidates = c.count;
+  const std::vector<std::int64_t> built = build_plans(*c.graph, c.count, 1, settings);
+  if (built.empty()) {
+    result.engine = "no candidate built within the workspace limit";
+    return result;
+  }
+  result.built = true;
+  FE_CHECK(c.graph->get_workspace_size_plan_at_index(built.front(), result.workspace), describe(p, pass));
+  FE_CHECK(c.graph->get_plan_name_at_index(built.front(), result.engine), describe(p, pass));
+  return result;
+}
+
+#endif  // TRAINER_HAVE_CUDNN_FRONTEND
+
+}  // namespace trainer::compute::cuda

@@ -1,0 +1,55 @@
+#include "compute/cuda/conv_runner.hpp"
+
+#include "compute/cuda/cuda_check.hpp"  // CUDNN_CHECK
+
+namespace trainer::compute::cuda {
+namespace {
+
+bool uses_graph_api(ConvAlgorithms a) { return a == ConvAlgorithms::graph || a == ConvAlgorithms::graph_autotune; }
+
+}  // namespace
+
+ConvRunner::ConvRunner(ConvAlgorithms algorithms, bool allow_tf32, std::size_t workspace_limit)
+    : plans_(ConvSettings{allow_tf32, algorithms == ConvAlgorithms::benchmark, workspace_limit}) {
+  if (uses_graph_api(algorithms))
+    graphs_ = std::make_unique<ConvGraphCache>(
+        ConvGraphSettings{allow_tf32, algorithms == ConvAlgorithms::graph_autotune, workspace_limit});
+}
+
+std::size_t ConvRunner::prepare(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass) {
+  if (graphs_) return graphs_->prepare(handle, p, pass);
+  ConvPlan& plan = plans_.plan(p);
+  switch (pass) {
+    case ConvPass::forward: plans_.select_forward(handle, plan, p); return plan.fwd_bytes;
+    case ConvPass::backward_data: plans_.select_backward_data(handle, plan, p); return plan.bwd_data_bytes;
+    case ConvPass::backward_filter: plans_.select_backward_filter(handle, plan, p); return plan.bwd_filter_bytes;
+  }
+  return 0;
+}
+
+void ConvRunner::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b,
+                     void* out, void* workspace) {
+  if (graphs_) {
+    graphs_->run(handle, p, pass, a, b, out, workspace);
+    return;
+  }
+  ConvPlan& plan = plans_.plan(p);
+  const std::size_t bytes = prepare(handle, p, pass);
+  const float one = 1.f, zero = 0.f;
+  switch (pass) {
+    case ConvPass::forward:
+      CUDNN_CHECK(cudnnConvolutionForward(handle, &one, plan.x, a, plan.w, b, plan.conv, *plan.fwd, workspace, bytes,
+                                          &zero, plan.y, out));
+      return;
+    case ConvPass::backward_data:
+      CUDNN_CHECK(cudnnConvolutionBackwardData(handle, &one, plan.w, b, plan.y, a, plan.conv, *plan.bwd_data,
+                                               workspace, bytes, &zero, plan.x, out));
+      return;
+    case ConvPass::backward_filter:
+      CUDNN_CHECK(cudnnConvolutionBackwardFilter(handle, &one, plan.x, a, plan.y, b, plan.conv, *plan.bwd_filter,
+                                                 workspace, bytes, &zero, plan.w, out));
+      return;
+  }
+}
+
+}  // namespace trainer::compute::cuda

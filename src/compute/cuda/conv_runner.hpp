@@ -1,0 +1,32 @@
+#pragma once
+// One convolution pass through the cuDNN path model.conv_algorithms chose: the legacy
+// cudnnConvolution* calls with algorithms from heuristics or cudnnFind (conv_plans),
+// or the graph API (conv_graphs). Both read and write the same buffers, described
+// the same way, so the CUDA backend's casts and scratch carving do not depend on it.
+#include <cudnn.h>  // cudnnHandle_t
+
+#include <cstddef>  // std::size_t
+#include <memory>   // std::unique_ptr
+
+#include "compute/cuda/conv_graphs.hpp"  // ConvGraphCache, ConvPass
+#include "compute/cuda/conv_plans.hpp"   // ConvPlanCache, ConvProblem
+#include "compute/precision.hpp"         // ConvAlgorithms
+
+namespace trainer::compute::cuda {
+
+class ConvRunner {
+ public:
+  ConvRunner(ConvAlgorithms algorithms, bool allow_tf32, std::size_t workspace_limit);
+  // The workspace bytes of (p, pass), choosing its algorithm or building its plan on
+  // first use (cudnnFind and graph-autotune may synchronize the device then).
+  std::size_t prepare(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass);
+  // out = pass(a, b), operands as ConvPass documents; `workspace` holds prepare()'s bytes.
+  void run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b, void* out,
+           void* workspace);
+
+ private:
+  ConvPlanCache plans_;
+  std::unique_ptr<ConvGraphCache> graphs_;  // null: the legacy path
+};
+
+}  // namespace trainer::compute::cuda

@@ -1,0 +1,157 @@
+// The graph-API convolutions (model.conv_algorithms graph | graph-autotune,
+// compute/cuda/conv_graphs) against the CPU twin in fp32 (TF32 off: a tensor-core
+// engine would miss 1e-5) and against the legacy path in bf16 / fp16 (both round their
+// 16-bit outputs; different engines sum in different orders, so about one 16-bit ulp).
+// Every pass: forward, backward-data, backward-weights, and the transposed convolution
+// that the heatmap head uses, at shapes of the ResNet stem, a bottleneck and a
+// stride-2 projection.
+#include <catch2/catch.hpp>
+
+#include <string>  // std::string
+#include <vector>  // std::vector
+
+#include "compute/cuda/conv_graphs.hpp"  // cuda::cudnn_graph_api_built
+#include "compute/cuda/cuda_backend.hpp"  // CudaBackendOptions, make_cuda_backend
+#include "gpu_test_util.hpp"
+
+using namespace trainer::compute;
+using namespace trainer::compute::gpu_test;
+
+namespace {
+
+struct ConvCase {
+  const char* name;
+  Shape4 x;
+  ConvGeometry g;
+};
+
+std::vector<ConvCase> conv_cases() {
+  auto geometry = [](int in, int out, int kernel, int stride, int pad) {
+    ConvGeometry g;
+    g.in_channels = in;
+    g.out_channels = out;
+    g.kernel = kernel;
+    g.stride = stride;
+    g.pad = pad;
+    return g;
+  };
+  return {{"stem 7x7/2, 3 channels", {2, 3, 32, 32}, geometry(3, 64, 7, 2, 3)},
+          {"3x3 bottleneck", {4, 64, 16, 16}, geometry(64, 64, 3, 1, 1)},
+          {"1x1/2 projection", {4, 64, 16, 16}, geometry(64, 128, 1, 2, 0)}};
+}
+
+std::unique_ptr<Backend> cuda_backend(Precision precision, ConvAlgorithms algorithms) {
+  CudaBackendOptions o;
+  o.precision = precision;
+  o.conv_algorithms = algorithms;
+  o.nhwc16_activations = false;  // fp32 views: the backend casts around each convolution
+  return make_cuda_backend(0, o);
+}
+
+// y, dx and dw of one conv2d step on `b` (host in, host out).
+struct ConvResults {
+  std::vector<float> y, dx, dw;
+};
+ConvResults conv_step(Backend& b, const ConvCase& c, const std::vector<float>& x, const std::vector<float>& w,
+                      const std::vector<float>& dy) {
+  const Shape4 ys{c.x.n, c.g.out_channels, c.g.conv_out(c.x.h), c.g.conv_out(c.x.w)};
+  Stream& s = b.default_stream();
+  DeviceBuffer dx_buf(b, x.size()), x_buf(b, x.size()), w_buf(b, w.size()), dw_buf(b, w.size()),
+      y_buf(b, ys.numel()), dy_buf(b, dy.size());
+  b.upload(x_buf.data(), x.data(), x.size(), s);
+  b.upload(w_buf.data(), w.data(), w.size(), s);
+  b.upload(dy_buf.data(), dy.data(), dy.size(), s);
+  b.conv2d_forward({x_buf.data(), c.x}, w_buf.data(), {y_buf.data(), ys}, c.g, s);
+  b.conv2d_backward_data({dy_buf.data(), ys}, w_buf.data(), {dx_buf.data(), c.x}, c.g, s);
+  b.conv2d_backward_weights({x_buf.data(), c.x}, {dy_buf.data(), ys}, dw_buf.data(), c.g, s);
+  ConvResults r{std::vector<float>(ys.numel()), std::vector<float>(x.size()), std::vector<float>(w.size())};
+  b.download(r.y.data(), y_buf.data(), r.y.size(), s);
+  b.download(r.dx.data(), dx_buf.data(), r.dx.size(), s);
+  b.download(r.dw.data(), dw_buf.data(), r.dw.size(), s);
+  s.synchronize();
+  return r;
+}
+
+ConvResults run_case(Backend& b, const ConvCase& c) {
+  const Shape4 ys{c.x.n, c.g.out_channels, c.g.conv_out(c.x.h), c.g.conv_out(c.x.w)};
+  const std::size_t nw = std::size_t(c.g.out_channels) * c.g.in_channels * c.g.kernel * c.g.kernel;
+  return conv_step(b, c, random_vector(c.x.numel(), 11), random_vector(nw, 12), random_vector(ys.numel(), 13));
+}
+
+// The head's transposed convolution (forward and both gradients) on `b`.
+ConvResults deconv_step(Backend& b) {
+  ConvGeometry g;
+  g.in_channels = 32;
+  g.out_channels = 17;
+  g.kernel = 3;
+  g.stride = 2;
+  g.pad = 1;
+  g.output_padding = 1;
+  const Shape4 xs{2, 32, 8, 8}, ys{2, 17, g.deconv_out(8), g.deconv_out(8)};
+  const std::size_t nw = std::size_t(32) * 17 * 9;
+  auto x = random_vector(xs.numel(), 21), w = random_vector(nw, 22), dy = random_vector(ys.numel(), 23);
+  std::vector<float> bias(17, 0.25f);
+  Stream& s = b.default_stream();
+  DeviceBuffer x_buf(b, x.size()), w_buf(b, nw), bias_buf(b, 17), y_buf(b, ys.numel()), dy_buf(b, dy.size()),
+      dx_buf(b, x.size()), dw_buf(b, nw), db_buf(b, 17);
+  b.upload(x_buf.data(), x.data(), x.size(), s);
+  b.upload(w_buf.data(), w.data(), nw, s);
+  b.upload(bias_buf.data(), bias.data(), 17, s);
+  b.upload(dy_buf.data(), dy.data(), dy.size(), s);
+  b.deconv2d_forward({x_buf.data(), xs}, w_buf.data(), bias_buf.data(), {y_buf.data(), ys}, g, s);
+  b.deconv2d_backward_data({dy_buf.data(), ys}, w_buf.data(), {dx_buf.data(), xs}, g, s);
+  b.deconv2d_backward_weights({x_buf.data(), xs}, {dy_buf.data(), ys}, dw_buf.data(), db_buf.data(), g, s);
+  ConvResults r{std::vector<float>(ys.numel()), std::vector<float>(x.size()), std::vector<float>(nw)};
+  b.download(r.y.data(), y_buf.data(), r.y.size(), s);
+  b.download(r.dx.data(), dx_buf.data(), r.dx.size(), s);
+  b.download(r.dw.data(), dw_buf.data(), r.dw.size(), s);
+  s.synchronize();
+  return r;
+}
+
+void check_close(const ConvResults& a, const ConvResults& ref, double tolerance) {
+  INFO("y " << rel_error(a.y, ref.y) << ", dx " << rel_error(a.dx, ref.dx) << ", dw " << rel_error(a.dw, ref.dw));
+  CHECK(rel_error(a.y, ref.y) < tolerance);
+  CHECK(rel_error(a.dx, ref.dx) < tolerance);
+  CHECK(rel_error(a.dw, ref.dw) < tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("cuda graph-API convolutions match the CPU twin in fp32", "[gpu][conv_graphs]") {
+  if (!cuda::cudnn_graph_api_built()) {
+    WARN("SKIPPED: built without cudnn-frontend's headers (scripts/fetch_cudnn_frontend.sh)");
+    return;
+  }
+  for (ConvAlgorithms a : {ConvAlgorithms::graph, ConvAlgorithms::graph_autotune}) {
+    auto gpu = cuda_backend(Precision::fp32, a);
+    auto cpu = make_cpu_backend(2);
+    for (const ConvCase& c : conv_cases()) {
+      INFO(c.name << (a == ConvAlgorithms::graph ? ", graph" : ", graph-autotune"));
+      check_close(run_case(*gpu, c), run_case(*cpu, c), kTolerance);
+    }
+    INFO("transposed convolution");
+    check_close(deconv_step(*gpu), deconv_step(*cpu), kTolerance);
+  }
+}
+
+TEST_CASE("cuda graph-API convolutions match the legacy path in bf16 and fp16", "[gpu][conv_graphs]") {
+  if (!cuda::cudnn_graph_api_built()) {
+    WARN("SKIPPED: built without cudnn-frontend's headers (scripts/fetch_cudnn_frontend.sh)");
+    return;
+  }
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    auto legacy = cuda_backend(p, ConvAlgorithms::heuristics);
+    for (ConvAlgorithms a : {ConvAlgorithms::graph, ConvAlgorithms::graph_autotune}) {
+      auto graph = cuda_backend(p, a);
+      // One ulp of the output's 16-bit format, relative to the largest value.
+      const double tolerance = p == Precision::bf16 ? 1.6e-2 : 2e-3;
+      for (const ConvCase& c : conv_cases()) {
+        INFO(c.name << ", " << precision_name(p) << (a == ConvAlgorithms::graph ? ", graph" : ", graph-autotune"));
+        check_close(run_case(*graph, c), run_case(*legacy, c), tolerance);
+      }
+      INFO("transposed convolution, " << precision_name(p));
+      check_close(deconv_step(*graph), deconv_step(*legacy), tolerance);
+    }
+  }
+}
