@@ -10,6 +10,7 @@
 #include <iostream>   // std::cerr
 #include <thread>     // std::this_thread::sleep_for
 
+#include "runtime/daemon_loss.hpp"     // watch_launcher_daemon: an error, not Open MPI's silent exit 195
 #include "runtime/launcher_check.hpp"  // check_launcher, detect_launcher
 #include "util/error.hpp"              // UserError, MPI_CHECK
 
@@ -65,6 +66,8 @@ MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int npro
   // Errors come back as codes (turned into exceptions by MPI_CHECK) instead of aborting.
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN);
+  // The launcher's daemon dying is an `error:` line and exit code 3 (daemon_loss.hpp).
+  watch_launcher_daemon(*watchdog_, "this process");
 
   try {
     MPI_Comm parent = MPI_COMM_NULL;
@@ -112,6 +115,7 @@ MpiSession::MpiSession(const std::vector<std::string>& subcommand_args, int npro
     }
     world_.watchdog = watchdog_.get();
     world_.launched_by = launch_kind_name(kind_);
+    name_for_launcher_daemon_loss("rank " + std::to_string(world_.rank));
   } catch (...) {
     // The destructor will not run: give MPI back before the error reaches main (the
     // other ranks need not be here: no barrier).
@@ -204,6 +208,7 @@ void MpiSession::finalize(bool every_rank_here) {
   //    transport then spins inside MPI_Test forever ("writev failed: Broken pipe",
   //    100% CPU): the run's output was complete but the process never ended.
   const auto stage = watchdog_->stage("shutdown: MPI_Finalize");
+  stop_watching_launcher_daemon();  // the daemon's connection closes on purpose from here
   watchdog_->mpi_closing();
   if (together) barrier_without_spinning(owned_world_.get(), [] { return false; });
   owned_world_.reset();
@@ -215,6 +220,7 @@ void MpiSession::finalize(bool every_rank_here) {
 }
 
 MpiSession::~MpiSession() {
+  stop_watching_launcher_daemon();  // the handler must not outlive the watchdog it uses
   const bool unwinding = std::uncaught_exceptions() > uncaught_at_start_;
   if (unwinding && world_.size > 1 && !failure_collective_) {
     // Other ranks may be waiting in a collective this rank will never join; MPI_Finalize

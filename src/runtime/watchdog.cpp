@@ -10,6 +10,7 @@
 
 #include "runtime/sibling_ranks.hpp"  // describe_sibling_ranks: naming ranks before MPI is up
 #include "util/error.hpp"             // kExitFailure
+#include "util/signal_cleanup.hpp"    // remove_temp_paths_now
 
 namespace trainer::runtime {
 
@@ -225,13 +226,10 @@ void Watchdog::check_peers(const std::string& what) {
 
 void Watchdog::fire(const std::string& what) const { abort_job(report(what)); }
 
-void Watchdog::abort_job(const std::string& text) const {
-  std::cerr << text << std::flush;
-  MPI_Comm abort_comm = MPI_COMM_NULL;
+void Watchdog::kill_spawned_copies() const {
   bool parent = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (mpi_up_) abort_comm = abort_comm_;
     parent = spawned_copies_;
   }
   // A --nprocs parent ends the copies it started itself: MPI_Abort leaves their
@@ -239,6 +237,23 @@ void Watchdog::abort_job(const std::string& text) const {
   // the parent was gone, and a stopped copy then stayed behind (issue 26).
   if (parent)
     for (long pid : heartbeats_.local_peer_pids()) kill(static_cast<pid_t>(pid), SIGKILL);
+}
+
+void Watchdog::exit_without_mpi(const std::string& text, int code) const {
+  std::cerr << text << std::flush;
+  kill_spawned_copies();
+  remove_temp_paths_now();
+  std::_Exit(code);
+}
+
+void Watchdog::abort_job(const std::string& text) const {
+  std::cerr << text << std::flush;
+  MPI_Comm abort_comm = MPI_COMM_NULL;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (mpi_up_) abort_comm = abort_comm_;
+  }
+  kill_spawned_copies();
   // Other ranks are blocked where no exception can reach them: end the whole job.
   // Before MPI is up, exiting is all there is; the launcher then ends the others.
   // MPI_Abort itself can hang in a broken transport (a peer killed mid-collective):

@@ -111,9 +111,15 @@ class Watchdog {
   // hang), else exit. What every layer calls to abort on a stall.
   [[noreturn]] void abort_job(const std::string& text) const;
 
+  // Prints `text` and ends this process with `code` without MPI, whose daemon is gone
+  // (MPI_Abort would have nowhere to go): a --nprocs parent kills the copies it
+  // started, registered temporary files are removed, then std::_Exit.
+  [[noreturn]] void exit_without_mpi(const std::string& text, int code) const;
+
  private:
   void loop();
   [[noreturn]] void fire(const std::string& what) const;
+  void kill_spawned_copies() const;
 
   const double timeout_s_;
   const double beat_period_s_;

@@ -15,6 +15,10 @@ namespace trainer {
 // 1 for internal or system failures.
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitFailure = 1;
+// 3: the launcher's daemon on this host (Open MPI's orted/prted, mpirun itself) died
+// mid-run; without it this rank can reach no other, and it ends (runtime/daemon_loss.hpp).
+// Nothing in the run itself was wrong: a resume continues it.
+inline constexpr int kExitLauncherLost = 3;
 
 class UserError : public std::runtime_error {
  public:

@@ -92,6 +92,12 @@ GracefulStop::GracefulStop() {
 
 GracefulStop::~GracefulStop() { registry().graceful.store(false); }
 
+void remove_temp_paths_now() {
+  for (Slot& slot : registry().slots) {
+    if (slot.armed.load(std::memory_order_acquire)) ::unlink(slot.path);
+  }
+}
+
 int GracefulStop::signal_received() const { return registry().stop_signal.load(); }
 
 void unregister_temp_path(int slot) {

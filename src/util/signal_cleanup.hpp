@@ -15,6 +15,11 @@ namespace trainer {
 int register_temp_path(const std::string& path);
 void unregister_temp_path(int slot);
 
+// Unlinks every registered temporary file now, for a process that is about to end
+// with std::_Exit from a thread other than the writer's (the launcher's daemon is
+// gone, runtime/daemon_loss.hpp): no destructor will run to remove them.
+void remove_temp_paths_now();
+
 // Graceful stops (training): while a GracefulStop lives, the first SIGINT, SIGTERM or
 // SIGUSR1 only records the signal, for the training loop to stop at the next step
 // boundary with a checkpoint; temporary files are left alone, since the writes they
