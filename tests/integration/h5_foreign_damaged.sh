@@ -3,7 +3,7 @@
 # walked in a separate process before HDF5 parses it here (util/h5_screen.hpp). Files
 # with a few damaged bytes that crashed `trainer train` inside libhdf5 (SIGSEGV, exit
 # 139) must be refused with exit 2 and one `error:` line naming the file as damaged;
-# a walk that hangs past TRAINER_H5_SCREEN_SECONDS likewise; undamaged foreign files
+# on 2 ranks too; a walk that hangs past TRAINER_H5_SCREEN_SECONDS likewise; undamaged foreign files
 # (a data set, a checkpoint) must still train and predict, and no check process is
 # left behind.
 source "$(dirname "$0")/lib/common.sh"
@@ -42,6 +42,13 @@ for f in "$FIXTURES"/damaged-*.h5; do
   grep -q '^hint: ' "$S/err.txt" || fail "no hint for $name"
   [[ ! -e $S/run_bad ]] || fail "a refused run wrote its output folder ($name)"
 done
+# Two ranks (--nprocs 2: a spawned copy, and the walk's process started after MPI_Init):
+# both screen the file, the start-up agreement ends both with the one message.
+expect_fail 2 "^error: .*data file .*damaged-select-read-1.h5 is truncated or damaged" \
+  timeout 300 "$TRAINER" train --config "$S/c.cfg" --out "$S/run_bad" --nprocs 2 --data.data_files "$S/damaged-select-read-1.h5"
+! grep -v -e '^error: .*damaged-select-read-1.h5 is truncated or damaged' -e '^hint: ' "$S/err.txt" | grep -q . ||
+  { cat "$S/err.txt" >&2; fail "--nprocs 2: stray stderr lines"; }
+[[ ! -e $S/run_bad ]] || fail "a refused 2-rank run wrote its output folder"
 # The same through the loader benchmark, the other reader of data_files.
 expect_one_error "data file .*damaged-select-read-1.h5 is truncated or damaged" \
   timeout 60 "$TRAINER" bench loader --data "$S/damaged-select-read-1.h5" --workers 0 --seconds 0.1
