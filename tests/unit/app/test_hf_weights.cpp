@@ -34,6 +34,9 @@ TEST_CASE("Hugging Face ids come from the backbone table", "[app][weights][vit]"
   CHECK(model::backbone_hugging_face_id("vitb_dino") == "facebook/dino-vitb16");
   CHECK(model::backbone_hugging_face_id("vits_dinov2") == "facebook/dinov2-small");
   CHECK(model::backbone_hugging_face_id("vitb_dinov2") == "facebook/dinov2-base");
+  CHECK(model::backbone_hugging_face_id("vits_dinov3") == "facebook/dinov3-vits16-pretrain-lvd1689m");
+  CHECK(model::backbone_hugging_face_id("vitb_dinov3") == "facebook/dinov3-vitb16-pretrain-lvd1689m");
+  CHECK(model::backbone_hugging_face_id("vitb_imagenet") == "facebook/vit-mae-base");
   CHECK(model::backbone_hugging_face_id("resnet50").empty());
   // ViTModel's names (and a classifier's "vit." ones) are lightning-pose's vision_encoder.
   CHECK(model::backbone_tensor_name("embeddings.cls_token") == "backbone.vision_encoder.embeddings.cls_token");
@@ -71,4 +74,7 @@ TEST_CASE("hugging_face_weights finds model.safetensors in the Hugging Face layo
     CHECK(e.hint().find("https://huggingface.co/facebook/dino-vitb16/resolve/main/model.safetensors") !=
           std::string::npos);
   }
+  // DINOv3's gated checkpoint, once downloaded, sits in the same layout under its id.
+  const std::string v3 = s.file("hub/models--facebook--dinov3-vits16-pretrain-lvd1689m/snapshots/ccc/model.safetensors");
+  CHECK(app::hugging_face_weights("", "vits_dinov3", {{"HF_HOME", s.root}}) == v3);
 }

@@ -290,9 +290,11 @@ TEST_CASE("ViT backbones: the stride-16 head limits d; the context model refuses
   }
 }
 
-TEST_CASE("vits_dino: lightning-pose's checkpoint names are ours, both ways", "[model][vit]") {
+TEST_CASE("vits_dino, vits_dinov3: lightning-pose's checkpoint names are ours, both ways", "[model][vit]") {
+  const std::string name_of_backbone = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov3");
+  INFO(name_of_backbone);
   auto b = model_test::cpu();
-  model::HeatmapModel net(*b, model::ModelSpec{"vits_dino", 4, 1});
+  model::HeatmapModel net(*b, model::ModelSpec{name_of_backbone, 4, 1});
   std::set<std::string> seen;
   for (const auto& name : net.store().state_dict_names()) {
     const std::string lp = model::lightning_pose_state_name(name);
