@@ -86,6 +86,7 @@ class Child {
   explicit Child(pid_t pid) : pid_(pid) {}
   ~Child() {
     if (pid_ > 0) {
+      ::kill(-pid_, SIGKILL);  // its process group: anything it started goes too
       ::kill(pid_, SIGKILL);
       int status = 0;
       while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
@@ -236,6 +237,13 @@ void enable_screen(const ScreenSettings& settings) {
   Screen& s = screen();
   const std::lock_guard<std::mutex> lock(s.mutex);
   s.settings = settings;
+}
+
+void disable_screen() {
+  Screen& s = screen();
+  const std::lock_guard<std::mutex> lock(s.mutex);
+  s.settings.reset();
+  s.passed.clear();
 }
 
 void check_before_parsing(const std::string& path, const std::string& subject, const std::string& hint) {

@@ -36,6 +36,8 @@ struct ScreenSettings {
 
 // Turns the screen on for this process; called once by main(), before any thread.
 void enable_screen(const ScreenSettings& settings);
+// Turns it off again (unit tests, which enable it with a stand-in program).
+void disable_screen();
 
 // Before HDF5 opens `path`: the checksum when the file has one (h5::verify_checksum),
 // else the screen, when enabled. Either refuses a damaged file with the UserError
