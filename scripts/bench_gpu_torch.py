@@ -72,6 +72,95 @@ class HeatmapModel(nn.Module):
         return F.softmax(h.reshape(n, k, hh * ww), dim=-1).reshape(n, k, hh, ww)
 
 
+class ViTBlock(nn.Module):
+    """One pre-norm ViT layer as Hugging Face's ViTLayer computes it, attention through
+    F.scaled_dot_product_attention (flash / memory-efficient kernels under autocast, as
+    transformers' "sdpa" attention does) where this PyTorch has it."""
+
+    def __init__(self, width, heads, mlp):
+        super().__init__()
+        self.heads = heads
+        self.norm1 = nn.LayerNorm(width, eps=1e-12)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.norm2 = nn.LayerNorm(width, eps=1e-12)
+        self.fc1 = nn.Linear(width, mlp)
+        self.fc2 = nn.Linear(mlp, width)
+
+    def forward(self, x):
+        n, t, d = x.shape
+        q, k, v = self.qkv(self.norm1(x)).reshape(n, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        if hasattr(F, "scaled_dot_product_attention"):
+            a = F.scaled_dot_product_attention(q, k, v)
+        else:  # PyTorch < 2.0 (the CPU smoke test on Debian's 1.13)
+            a = torch.softmax(q @ k.transpose(-2, -1) / (d // self.heads) ** 0.5, dim=-1) @ v
+        x = x + self.proj(a.transpose(1, 2).reshape(n, t, d))
+        return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+
+
+class ViTSmall(nn.Module):
+    """The ViT-S/16 encoder of lightning-pose's vits_dino (Hugging Face's ViTModel of
+    facebook/dino-vits16: pre-norm layers, exact GELU, LayerNorm eps 1e-12, a CLS token,
+    14x14 position embeddings resized bicubically to the image's patch grid on every
+    forward) in plain PyTorch."""
+
+    def __init__(self, width=384, heads=6, mlp=1536, layers=12, patch=16, grid=14):
+        super().__init__()
+        self.width, self.patch, self.grid = width, patch, grid
+        self.patch_embed = nn.Conv2d(3, width, patch, stride=patch)
+        self.cls = nn.Parameter(torch.zeros(1, 1, width))
+        self.pos = nn.Parameter(torch.randn(1, 1 + grid * grid, width) * 0.02)
+        self.layers = nn.ModuleList(ViTBlock(width, heads, mlp) for _ in range(layers))
+        self.norm = nn.LayerNorm(width, eps=1e-12)
+
+    def forward(self, x):
+        n, _, h, w = x.shape
+        gh, gw = h // self.patch, w // self.patch
+        tokens = self.patch_embed(x).flatten(2).transpose(1, 2)
+        grid = self.pos[:, 1:].reshape(1, self.grid, self.grid, self.width).permute(0, 3, 1, 2)
+        grid = F.interpolate(grid, size=(gh, gw), mode="bicubic", align_corners=False)
+        pos = torch.cat([self.pos[:, :1], grid.permute(0, 2, 3, 1).reshape(1, gh * gw, self.width)], dim=1)
+        h_ = torch.cat([self.cls.expand(n, -1, -1), tokens], dim=1) + pos
+        for layer in self.layers:
+            h_ = layer(h_)
+        h_ = self.norm(h_)
+        return h_[:, 1:].transpose(1, 2).reshape(n, self.width, gh, gw)
+
+
+class ViTHeatmapModel(nn.Module):
+    """lightning-pose HeatmapTracker with vits_dino, downsample_factor 2: stride-16
+    features, PixelShuffle(2) and one ConvTranspose2d (log2(16) - 2 - 1 = 1 layer)."""
+
+    def __init__(self, num_keypoints=17):
+        super().__init__()
+        self.backbone = ViTSmall()
+        self.head = nn.Sequential(
+            nn.PixelShuffle(2),
+            nn.ConvTranspose2d(384 // 4, num_keypoints, 3, stride=2, padding=1, output_padding=1),
+        )
+
+    def forward(self, x):
+        h = self.head(self.backbone(x))
+        n, k, hh, ww = h.shape
+        return F.softmax(h.reshape(n, k, hh * ww), dim=-1).reshape(n, k, hh, ww)
+
+
+def make_model(backbone, num_keypoints):
+    return ViTHeatmapModel(num_keypoints) if backbone == "vits_dino" else HeatmapModel(num_keypoints)
+
+
+def vit_linear_flops(model, x):
+    """Forward FLOPs of the ViT's matrix products: per layer the QKV, output, and two MLP
+    projections of every token, plus the attention scores and weighted sums."""
+    vit = model.backbone
+    n = x.shape[0]
+    tokens = 1 + (x.shape[2] // vit.patch) * (x.shape[3] // vit.patch)
+    d = vit.width
+    mlp = vit.layers[0].fc1.out_features
+    per_layer = 2 * tokens * (4 * d * d + 2 * d * mlp) + 2 * 2 * tokens * tokens * d
+    return n * per_layer * len(vit.layers)
+
+
 def heatmap_mse(pred, target):
     # lightning-pose: MSE * H*W, mean over keypoints, weight 0.5
     h, w = target.shape[-2:]
@@ -97,6 +186,8 @@ def count_flops(model, x):
         model(x)
     for h in hooks:
         h.remove()
+    if isinstance(model, ViTHeatmapModel):
+        flops[0] += vit_linear_flops(model, x)
     return flops[0]
 
 
@@ -107,7 +198,7 @@ def sync(device):
 
 def time_training(mode, batch, args, device):
     torch.manual_seed(0)
-    model = HeatmapModel(args.keypoints).to(device)
+    model = make_model(args.backbone, args.keypoints).to(device)
     size = args.image_size
     x = torch.randn(batch, 3, size, size, device=device)
     target = torch.rand(batch, args.keypoints, size // 4, size // 4, device=device)
@@ -169,7 +260,7 @@ def subpixel_keypoints(heatmaps, upsamplings=2, temperature=1000.0):
 
 def time_inference(mode, batch, args, device):
     torch.manual_seed(0)
-    model = HeatmapModel(args.keypoints).to(device).eval()
+    model = make_model(args.backbone, args.keypoints).to(device).eval()
     size = args.image_size
     x = torch.randn(batch, 3, size, size, device=device)
     channels_last = mode == "amp-bf16-cl"
@@ -228,6 +319,8 @@ def run_trainer(template, batch, precision):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
+    p.add_argument("--backbone", default="resnet50", choices=["resnet50", "vits_dino"],
+                   help="resnet50, or vits_dino (ViT-S/16 through PyTorch's TransformerEncoderLayer)")
     p.add_argument("--batches", default="16,64")
     p.add_argument("--image-size", type=int, default=256)
     p.add_argument("--keypoints", type=int, default=17)
@@ -255,7 +348,7 @@ def main():
     else:
         gpu = "cpu (smoke test)"
     print(f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}  device: {gpu}  "
-          f"torch {torch.__version__}  image {args.image_size}x{args.image_size}")
+          f"torch {torch.__version__}  {args.backbone}  image {args.image_size}x{args.image_size}")
 
     modes = ["eager-fp32", "eager-fp32-notf32", "amp-bf16-cl"]
     if args.compile:
@@ -307,10 +400,12 @@ def main():
 
     if args.trainer_cmd and not args.skip_training:
         print("# trainer vs PyTorch")
-        for batch in sorted({r["batch"] for r in results}):
-            by_mode = {r["mode"]: r["images_per_s"] for r in results if r["batch"] == batch}
+        # PyTorch's training runs only (with --inference, results also hold prediction rows).
+        training = [r for r in results if "train_flops_per_step" in r]
+        for batch in sorted({r["batch"] for r in training}):
+            by_mode = {r["mode"]: r["images_per_s"] for r in training if r["batch"] == batch}
             # The same network and batch: the trainer does the same FLOPs per image.
-            flops_per_image = next(r["train_flops_per_step"] / batch for r in results if r["batch"] == batch)
+            flops_per_image = next(r["train_flops_per_step"] / batch for r in training if r["batch"] == batch)
             best_bf16 = max(v for k, v in by_mode.items() if "bf16" in k)
             for precision, ref_name, ref in (("32", "eager-fp32-notf32", by_mode["eager-fp32-notf32"]),
                                              ("32-tf32", "eager-fp32", by_mode["eager-fp32"]),
@@ -325,6 +420,8 @@ def main():
                                 "device": gpu, "mfu": mfu, f"ratio_vs_{ref_name.replace(' ', '_')}": ours / ref})
                 print(f"trainer {precision:10s} batch {batch:3d}: {ours:9.1f} images/s = "
                       f"{ours / ref:.2f}x torch {ref_name} (MFU {100 * mfu:.1f}%)")
+    for r in results:
+        r["backbone"] = args.backbone
     if args.json:
         with open(args.json, "w") as f:
             for r in results:

@@ -47,6 +47,10 @@
 #   7-profile      one bf16 batch-64 step split by op category with in-process timers
 #                  (`bench step --profile`), and Nsight Compute's per-kernel times of the
 #                  same step grouped by scripts/ncu_summary.py where ncu runs
+#   8-unit-tests   (dry run only) the kit's unit_tests start without the media module
+#   9-vit          vits_dino 256x256 batch 64: trainer training and prediction vs
+#                  PyTorch's ViT-S/16 (scaled_dot_product_attention; fp32, TF32, bf16);
+#                  last, so the ResNet steps keep their time
 # OUT/summary.md: the machine, each step's verdict and time, and the numbers.
 # Exit status: 0 when every step passed or was skipped, 1 when one failed, 2 on
 # bad usage or a kit that cannot be unpacked.
@@ -262,6 +266,19 @@ predict_run() {
   fi
 }
 
+# The ViT (issue 23): trainer vs PyTorch's ViT-S/16 heatmap model, training and prediction.
+vit_run() {
+  has_torch || { echo "SKIPPED: python3 lacks torch or torchvision"; return 77; }
+  local size=256 batches=64 iters=20 warmup=5 accel=gpu device=cuda
+  [[ $has_gpu == 1 ]] || size=64 batches=2 iters=1 warmup=0 accel=cpu device=cpu
+  local bench="$trainer bench step --accelerator $accel --backbone vits_dino --size $size --batch {batch} --precision {precision} --steps $iters --warmup $warmup"
+  local prediction=()  # the dry run checks the wiring with training alone
+  [[ $has_gpu == 1 ]] && prediction=(--inference --trainer-predict-cmd "${bench/bench step/bench step --mode predict}")
+  "$py" "$repo/scripts/bench_gpu_torch.py" --device "$device" --backbone vits_dino --batches "$batches" \
+    --image-size "$size" --iters "$iters" --warmup "$warmup" --matmul-size $([[ $has_gpu == 1 ]] && echo 8192 || echo 64) \
+    --json "$logs/torch-vit.jsonl" --trainer-cmd "$bench" "${prediction[@]}"
+}
+
 # In-process timers (`bench step --profile`): where ncu is missing or refused, and as
 # a cross-check of its numbers.
 op_profile() {  # op_profile ACCELERATOR BACKBONE SIZE BATCH STEPS PROFILED_STEPS
@@ -300,7 +317,7 @@ unit_tests_run() {
 
 export repo kit logs bundle trainer gpu_tests has_gpu sanitized_cases py
 export -f env_report gpu_tests_run sanitizer_run integration_run cpu_training_run has_torch vs_torch_run \
-  predict_run op_profile profile_run unit_tests_run
+  predict_run op_profile profile_run unit_tests_run vit_run
 step 1-env 60 env_report
 if [[ $has_gpu == 1 ]]; then
   step 2-gpu-tests 150 gpu_tests_run
@@ -314,6 +331,7 @@ step 5-vs-torch 170 vs_torch_run
 step 6-predict 90 predict_run
 step 7-profile 90 profile_run
 [[ $has_gpu == 0 ]] && step 8-unit-tests 120 unit_tests_run
+step 9-vit 90 vit_run
 
 # ---- summary and the files that come back ------------------------------------------------
 {

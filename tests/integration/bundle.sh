@@ -98,6 +98,7 @@ files=$(find "$SCRATCH/device-check" -type f | wc -l)
 (( files <= 8 )) || fail "the device check left $files files, more than the 8 a visit returns"
 grep -q "| 3-integration | PASS" "$SCRATCH/device-check/summary.md" || fail "no CPU training through the kit"
 grep -q "| 8-unit-tests | PASS" "$SCRATCH/device-check/summary.md" || fail "the kit's unit tests did not pass"
+grep -q "| 9-vit | PASS" "$SCRATCH/device-check/summary.md" || fail "the ViT comparison's wiring failed on the CPU"
 grep -q "| 4-sanitizer | SKIPPED (dry run" "$SCRATCH/device-check/summary.md" || fail "the dry run ran a GPU step"
 tar -tzf "$SCRATCH/device-check/logs.tar.gz" > "$SCRATCH/logs-list.txt"  # not piped: grep -q would cut tar off
 grep -q "1-env.log" "$SCRATCH/logs-list.txt" || fail "logs.tar.gz lacks the logs"
