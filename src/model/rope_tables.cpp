@@ -16,7 +16,8 @@ RopeTables rope_tables(int grid_h, int grid_w, int head_dim, float theta) {
   // float32 throughout, as transformers computes them under autocast(enabled=False).
   std::vector<float> inv_freq(static_cast<std::size_t>(quarter));
   const float step = 4.f / float(head_dim);
-  for (int j = 0; j < quarter; ++j) inv_freq[std::size_t(j)] = 1.f / std::pow(theta, float(j) * step);
+  for (int j = 0; j < quarter; ++j)
+    inv_freq[std::size_t(j)] = 1.f / static_cast<float>(std::pow(double(theta), double(float(j) * step)));
   const auto centre = [](int i, int n) { return 2.f * ((float(i) + 0.5f) / float(n)) - 1.f; };
   const float two_pi = float(2.0 * 3.14159265358979323846);
   RopeTables t;

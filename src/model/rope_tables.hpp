@@ -10,7 +10,8 @@
 // element i < D / 2 of a head's first half is 2 pi c * inv_freq[i % (D/4)], with
 // c = cy for i < D / 4 and cx after. Element i + D / 2 uses the same angle (the tables
 // are tiled twice in transformers; TransformerOps::rotary_forward pairs i with i + D/2).
-// Computed in float32 in the order PyTorch evaluates them, so the angles are its own.
+// The coordinates and angles are float32 products in the order PyTorch evaluates them
+// (pow, cos and sin are evaluated in double and rounded: within an ulp of PyTorch's).
 #include <vector>  // std::vector
 
 namespace trainer::model {

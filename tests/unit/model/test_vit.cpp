@@ -148,6 +148,23 @@ TEST_CASE("DINOv3's RoPE tables: patch centres in [-1, 1] per axis, theta 100", 
   // The centre patch of an odd grid sits at 0 on that axis: angle 0.
   CHECK(t.sin[std::size_t((1 * w + 2) * (D / 2))] == 0.f);
   CHECK_THROWS(model::rope_tables(2, 2, 6, 100.f));
+  // PyTorch 1.13's float32 tables (tests/parity/vit_parity.py's rope_tables, transformers'
+  // formula) for a 3 x 5 grid and head width 64, at (patch, element) samples.
+  const auto v = model::rope_tables(3, 5, 64, 100.f);
+  struct Sample {
+    int patch, i;
+    float cos, sin;
+  };
+  const Sample torch[] = {{0, 0, -0.5000002980232239f, 0.8660252094268799f},
+                          {0, 5, 0.5459124445915222f, -0.8378422260284424f},
+                          {7, 15, 1.f, 0.f},
+                          {14, 31, 0.9977543354034424f, 0.06697990745306015f},
+                          {4, 20, -0.018736621364951134f, 0.9998244643211365f}};
+  for (const auto& t : torch) {
+    INFO(t.patch << ", " << t.i);
+    CHECK(v.cos[std::size_t(t.patch * 32 + t.i)] == Approx(t.cos).margin(2e-7));
+    CHECK(v.sin[std::size_t(t.patch * 32 + t.i)] == Approx(t.sin).margin(2e-7));
+  }
 }
 
 TEST_CASE("DINOv2's 14x14 patch kernels become 16x16 as lightning-pose resizes them", "[model][vit]") {
