@@ -11,7 +11,9 @@
 # a checksum, and within a minute it finds bugs inside libhdf5 itself (hangs, leaks,
 # overflows; docs/BUILD.md), which are not ours to fix. fuzz_dataset_schema covers our
 # side of opening a dataset; fuzz_damaged_dataset and fuzz_damaged_checkpoint damage a
-# few bytes of files the trainer wrote, which must always end in a UserError.
+# few bytes of files the trainer wrote, which must always end in a UserError;
+# fuzz_damaged_foreign does the same to an h5py-written file without the checksum,
+# which the foreign-file screen (util/h5_screen.hpp) must turn into a UserError.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO=$(pwd)
@@ -21,7 +23,7 @@ shift || true
 HARNESSES=("$@")
 [[ ${#HARNESSES[@]} -gt 0 ]] ||
   HARNESSES=(fuzz_config_ini fuzz_config_yaml fuzz_label_csv fuzz_dataset_schema fuzz_weight_files
-             fuzz_damaged_dataset fuzz_damaged_checkpoint)
+             fuzz_damaged_dataset fuzz_damaged_checkpoint fuzz_damaged_foreign)
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
