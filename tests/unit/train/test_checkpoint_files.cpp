@@ -12,6 +12,7 @@
 #include <functional>  // std::function
 #include <string>      // std::string
 
+#include "../scratch_dir.hpp"  // unit_test::scratch_dir
 #include "compute/backend.hpp"
 #include "model/heatmap_model.hpp"
 #include "train/checkpoint.hpp"
@@ -25,13 +26,7 @@ using namespace trainer;
 
 namespace {
 
-std::string scratch(const std::string& name) {
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("trainer_unit_" + std::to_string(getpid()) + "_ckfiles_" + name)).string();
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::string scratch(const std::string& name) { return unit_test::scratch_dir("ckfiles", name); }
 
 struct Net {
   explicit Net(const std::string& backbone = "resnet18") : net(*backend, model::ModelSpec{backbone, 2, 2}) {

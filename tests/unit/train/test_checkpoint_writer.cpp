@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <string>
 
+#include "../scratch_dir.hpp"  // unit_test::scratch_dir
 #include "compute/backend.hpp"
 #include "model/heatmap_model.hpp"
 #include "train/checkpoint.hpp"
@@ -18,13 +19,7 @@
 using namespace trainer;
 
 namespace {
-std::string scratch(const std::string& name) {
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("trainer_unit_" + std::to_string(getpid()) + "_writer_" + name)).string();
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::string scratch(const std::string& name) { return unit_test::scratch_dir("writer", name); }
 
 struct Net {
   std::unique_ptr<compute::Backend> backend = compute::make_cpu_backend(1);

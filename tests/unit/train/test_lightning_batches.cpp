@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../scratch_dir.hpp"  // unit_test::scratch_dir
 #include "compute/backend.hpp"
 #include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
 #include "model/heatmap_model.hpp"
@@ -27,13 +28,7 @@ using namespace trainer;
 
 namespace {
 
-std::string scratch(const std::string& name) {
-  const std::string dir = (std::filesystem::temp_directory_path() /
-                           ("trainer_unit_" + std::to_string(getpid()) + "_lb_" + name)).string();
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
+std::string scratch(const std::string& name) { return unit_test::scratch_dir("lb", name); }
 
 struct Run {
   std::unique_ptr<compute::Backend> backend = compute::make_cpu_backend(2);
