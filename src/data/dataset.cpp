@@ -75,8 +75,9 @@ h5::Handle open_file(const std::string& path) {
   // checksum, verified before HDF5 parses them, and others are walked in a separate
   // process first (util/h5_checksum.hpp, util/h5_screen.hpp).
   h5::check_before_parsing(path, "data file " + path,
-                      "re-create it with `trainer import` or `trainer synth`, or copy it again; a file changed on "
-                      "purpose with another tool (h5py) can drop its checksum with `h5unjam`");
+                      "re-create it with `trainer import` or `trainer synth`, or copy it again (a file the trainer "
+                      "wrote and you changed on purpose with another tool such as h5py: drop its checksum with "
+                      "`h5unjam`)");
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   if (is_hdf5 <= 0) {
     H5Eclear2(H5E_DEFAULT);
