@@ -50,6 +50,7 @@ PickleValue lightning_pose_state_dict(const std::string& h5_checkpoint, const tr
   train::load_model(h5_checkpoint, store, stream);
   PickleValue dict = PickleValue::ordered_dict();
   std::vector<std::pair<std::string, StoredTensor>> aliases;  // after the tensors, as the ModuleList registers them
+  const bool has_w_pre = model::crnn_has_w_pre(store.state_dict_names());
   for (const auto& key : store.state_dict_order()) {
     using Kind = model::ParameterStore::Kind;
     std::string name;
@@ -69,7 +70,7 @@ PickleValue lightning_pose_state_dict(const std::string& h5_checkpoint, const tr
     }
     const std::string lp_name = model::lightning_pose_state_name(name);
     TRAINER_ASSERT(!lp_name.empty(), "no lightning-pose name for " << name);
-    for (const auto& alias : model::lightning_pose_state_aliases(name)) aliases.emplace_back(alias, tensor);
+    for (const auto& alias : model::lightning_pose_state_aliases(name, has_w_pre)) aliases.emplace_back(alias, tensor);
     dict.set(lp_name, PickleValue::tensor(std::move(tensor)));
   }
   for (auto& [name, tensor] : aliases) dict.set(name, PickleValue::tensor(std::move(tensor)));

@@ -22,13 +22,10 @@ constexpr const char* kVisionEncoder = "backbone.vision_encoder.";
 constexpr const char* kSfDeconv = "head.head_sf.deconv";
 constexpr const char* kSfLayers = "head.head_sf.upsampling_layers.";
 constexpr const char* kMf = "head.head_mf.";
-// UpsamplingCRNN's modules (upsampling_factor 2, the ResNets' stride 32) and their
-// index in its `layers` ModuleList, which registers them a second time.
-struct CrnnModule {
-  const char* name;
-  int layers_index;
-};
-constexpr CrnnModule kCrnnModules[] = {{"W_pre", 0}, {"W_f", 1}, {"H_f", 2}, {"W_b", 3}, {"H_b", 4}};
+// UpsamplingCRNN's modules in the order of its `layers` ModuleList, which registers
+// them a second time; W_pre exists with upsampling_factor 2 only (the ResNets'
+// stride 32), so an index counts the modules present before it.
+constexpr const char* kCrnnModules[] = {"W_pre", "W_f", "H_f", "W_b", "H_b"};
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
@@ -66,21 +63,30 @@ std::string lightning_pose_state_name(const std::string& name) {
     return std::string(kSfLayers) + std::to_string(i + 1) + "." + rest;
   }
   if (starts_with(name, kMf)) {
-    for (const auto& m : kCrnnModules)
-      if (starts_with(name.substr(std::string(kMf).size()), std::string(m.name) + ".")) return name;
+    for (const char* m : kCrnnModules)
+      if (starts_with(name.substr(std::string(kMf).size()), std::string(m) + ".")) return name;
   }
   return "";
 }
 
-std::vector<std::string> lightning_pose_state_aliases(const std::string& name) {
+std::vector<std::string> lightning_pose_state_aliases(const std::string& name, bool crnn_has_w_pre) {
   if (!starts_with(name, kMf)) return {};
   const std::string rest = name.substr(std::string(kMf).size());
-  for (const auto& m : kCrnnModules) {
-    const std::string prefix = std::string(m.name) + ".";
+  int index = 0;
+  for (const char* m : kCrnnModules) {
+    if (!crnn_has_w_pre && std::string(m) == "W_pre") continue;
+    const std::string prefix = std::string(m) + ".";
     if (starts_with(rest, prefix))
-      return {std::string(kMf) + "layers." + std::to_string(m.layers_index) + "." + rest.substr(prefix.size())};
+      return {std::string(kMf) + "layers." + std::to_string(index) + "." + rest.substr(prefix.size())};
+    ++index;
   }
   return {};
+}
+
+bool crnn_has_w_pre(const std::vector<std::string>& state_names) {
+  for (const auto& n : state_names)
+    if (starts_with(n, std::string(kMf) + "W_pre.")) return true;
+  return false;
 }
 
 std::string state_name_from_lightning_pose(const std::string& lp_name) {

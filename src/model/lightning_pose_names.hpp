@@ -21,8 +21,11 @@ std::string lightning_pose_state_name(const std::string& name);
 // Further names lightning-pose's state_dict holds the same tensor under: the context
 // head's UpsamplingCRNN keeps its modules in a `layers` ModuleList too, so
 // head.head_mf.W_pre.weight is also head.head_mf.layers.0.weight (strict loading
-// wants both). Empty for every other tensor.
-std::vector<std::string> lightning_pose_state_aliases(const std::string& name);
+// wants both). crnn_has_w_pre: the head has W_pre (upsampling_factor 2, stride-32
+// backbones); without it (the ViTs) W_f is layers.0. Empty for every other tensor.
+std::vector<std::string> lightning_pose_state_aliases(const std::string& name, bool crnn_has_w_pre);
+// Whether a model with these state names (ours) has the context head's W_pre.
+bool crnn_has_w_pre(const std::vector<std::string>& state_names);
 
 // The inverse: our name for a lightning-pose state_dict key; empty when unknown, and
 // for the `layers.<j>` aliases (the same values as the names they repeat).

@@ -15,14 +15,16 @@ int checked_downsample(int d) {
                     "lightning-pose implements the context model only for downsample_factor 2");
   return d;
 }
-// The context head (UpsamplingCRNN) is built for lightning-pose's stride-32 feature maps.
+// lightning-pose's context head takes stride-32 feature maps (the ResNets:
+// UpsamplingCRNN upsampling_factor 2) and stride-16 ones (the ViTs: factor 1).
 int checked_context_stride(const Backbone& backbone) {
-  if (backbone.stride() != 32)
-    throw UserError("model_type heatmap_mhcrnn takes a backbone of stride 32 here (the ResNets); " + backbone.name() +
+  if (backbone.stride() != 32 && backbone.stride() != 16)
+    throw UserError("model_type heatmap_mhcrnn takes a backbone of stride 32 or 16; " + backbone.name() +
                         " has stride " + std::to_string(backbone.stride()),
-                    "use model_type heatmap with " + backbone.name() + ", or a ResNet backbone");
+                    "use model_type heatmap with " + backbone.name());
   return backbone.stride();
 }
+int crnn_upsampling_factor(const Backbone& backbone) { return checked_context_stride(backbone) == 16 ? 1 : 2; }
 }  // namespace
 
 MhcrnnModel::MhcrnnModel(compute::Backend& backend, const ModelSpec& spec)
@@ -31,7 +33,8 @@ MhcrnnModel::MhcrnnModel(compute::Backend& backend, const ModelSpec& spec)
       backbone_(make_backbone(spec.backbone, store_, "backbone.")),
       head_sf_(store_, "head.head_sf.", backbone_->out_channels(), spec.num_keypoints,
                checked_downsample(spec.downsample_factor), checked_context_stride(*backbone_)),
-      head_mf_(store_, "head.head_mf.", backbone_->out_channels(), spec.num_keypoints) {
+      head_mf_(store_, "head.head_mf.", backbone_->out_channels(), spec.num_keypoints,
+               crnn_upsampling_factor(*backbone_)) {
   store_.allocate();
 }
 

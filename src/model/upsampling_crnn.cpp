@@ -19,13 +19,15 @@ InitRule xavier(double fan_in, double fan_out) {
 }  // namespace
 
 UpsamplingCRNN::UpsamplingCRNN(ParameterStore& store, const std::string& prefix, int in_channels,
-                               int num_keypoints)
-    : store_(&store), in_channels_(in_channels), keypoints_(num_keypoints) {
+                               int num_keypoints, int upsampling_factor)
+    : store_(&store), in_channels_(in_channels), keypoints_(num_keypoints), factor_(upsampling_factor) {
   if (in_channels % 4 != 0) throw UserError("the context head needs backbone channels divisible by 4");
   if (num_keypoints < 1) throw UserError("the model needs at least one keypoint");
-  pre_ = make_deconv(prefix + "W_pre", in_channels / 4, num_keypoints);
-  register_direction(fwd_, prefix + "W_f", prefix + "H_f");
-  register_direction(bwd_, prefix + "W_b", prefix + "H_b");
+  if (factor_ != 1 && factor_ != 2) throw SystemError("internal error: UpsamplingCRNN factor must be 1 or 2");
+  if (factor_ == 2) pre_ = make_deconv(prefix + "W_pre", in_channels / 4, num_keypoints);
+  const int rnn_inputs = factor_ == 2 ? num_keypoints : in_channels / 4;  // x_t's channels
+  register_direction(fwd_, prefix + "W_f", prefix + "H_f", rnn_inputs);
+  register_direction(bwd_, prefix + "W_b", prefix + "H_b", rnn_inputs);
   auto& backend = store.backend();
   const std::size_t hidden = std::size_t(kFiltersPerKeypoint) * num_keypoints;
   const std::size_t dense = hidden * num_keypoints * 4;
@@ -36,7 +38,7 @@ UpsamplingCRNN::UpsamplingCRNN(ParameterStore& store, const std::string& prefix,
     d->h1_dense_grad = compute::DeviceBuffer(backend, dense);
   }
   tmp_dense_ = compute::DeviceBuffer(backend, dense);
-  tmp_w_ = compute::DeviceBuffer(backend, std::size_t(num_keypoints) * num_keypoints * 9);
+  tmp_w_ = compute::DeviceBuffer(backend, std::size_t(rnn_inputs) * num_keypoints * 9);  // W_f's / W_b's size
   tmp_b_ = compute::DeviceBuffer(backend, hidden);
   bias_sums_ = compute::DeviceBuffer(backend, 2 * hidden);
   zeros_ = compute::DeviceBuffer(backend, hidden);
@@ -58,9 +60,10 @@ UpsamplingCRNN::Deconv UpsamplingCRNN::make_deconv(const std::string& name, int 
   return l;
 }
 
-void UpsamplingCRNN::register_direction(Direction& d, const std::string& w_name, const std::string& h_name) {
+void UpsamplingCRNN::register_direction(Direction& d, const std::string& w_name, const std::string& h_name,
+                                        int inputs) {
   const int k = keypoints_, hidden = kFiltersPerKeypoint * keypoints_;
-  d.w = make_deconv(w_name, k, k);
+  d.w = make_deconv(w_name, inputs, k);
   // Grouped weights: conv OIHW [16K, K/groups = 1, 2, 2]; transposed IOHW [16K, K/groups = 1, 2, 2].
   d.h0_weight = store_->add_parameter(h_name + ".0.weight", {hidden, 1, 2, 2}, ParamGroup::head, xavier(4, hidden * 4.0));
   d.h0_bias = store_->add_parameter(h_name + ".0.bias", {hidden}, ParamGroup::head, InitRule{});
@@ -142,13 +145,16 @@ compute::TensorView UpsamplingCRNN::forward(const Context& ctx, compute::ConstTe
   feature_shape_ = fs;
   auto shuffled = shuffled_.ensure(b, {fs.n, fs.c / 4, fs.h * 2, fs.w * 2});
   b.pixel_shuffle_forward(features, shuffled, 2, ctx.stream);
-  auto pre = pre_out_.ensure(b, {fs.n, keypoints_, pre_.g.deconv_out(shuffled.shape.h), pre_.g.deconv_out(shuffled.shape.w)});
-  b.deconv2d_forward(shuffled, store_->param(pre_.weight), store_->param(pre_.bias), pre, pre_.g, ctx.stream);
-  // Sample-major rows (b * F + f) -> one [B, K, h, w] tensor per frame.
-  const std::size_t plane = std::size_t(keypoints_) * pre.shape.h * pre.shape.w;
+  compute::TensorView pre = shuffled;  // the recurrence's inputs, all frames (factor 1: the shuffled features)
+  if (factor_ == 2) {
+    pre = pre_out_.ensure(b, {fs.n, keypoints_, pre_.g.deconv_out(shuffled.shape.h), pre_.g.deconv_out(shuffled.shape.w)});
+    b.deconv2d_forward(shuffled, store_->param(pre_.weight), store_->param(pre_.bias), pre, pre_.g, ctx.stream);
+  }
+  // Sample-major rows (b * F + f) -> one [B, c, h, w] tensor per frame.
+  const std::size_t plane = std::size_t(pre.shape.c) * pre.shape.h * pre.shape.w;
   x_.resize(frames_);
   for (int f = 0; f < frames_; ++f) {
-    auto x = x_[f].ensure(b, {batch_, keypoints_, pre.shape.h, pre.shape.w});
+    auto x = x_[f].ensure(b, {batch_, pre.shape.c, pre.shape.h, pre.shape.w});
     for (int i = 0; i < batch_; ++i)
       b.copy(x.data + i * plane, pre.data + (std::size_t(i) * frames_ + f) * plane, plane, ctx.stream);
   }
@@ -231,19 +237,25 @@ compute::TensorView UpsamplingCRNN::backward(const Context& ctx, compute::ConstT
   backward_direction(ctx, bwd_, true);  // registered last: its gradients are announced first
   backward_direction(ctx, fwd_, false);
 
-  auto pre = pre_out_.view();
-  auto dpre = dpre_.ensure(b, pre.shape);
-  const std::size_t plane = std::size_t(keypoints_) * pre.shape.h * pre.shape.w;
+  // The frames' gradients back into sample-major rows: dW_pre's input (factor 2) or
+  // the shuffled features' gradient itself (factor 1).
+  auto shuffled = shuffled_.view();
+  const compute::Shape4 pre_shape = factor_ == 2 ? pre_out_.shape() : shuffled.shape;
+  if (factor_ == 1 && !need_dx) return {};
+  auto dpre = (factor_ == 2 ? dpre_ : dshuffled_).ensure(b, pre_shape);
+  const std::size_t plane = std::size_t(pre_shape.c) * pre_shape.h * pre_shape.w;
   for (int f = 0; f < frames_; ++f)
     for (int i = 0; i < batch_; ++i)
       b.copy(dpre.data + (std::size_t(i) * frames_ + f) * plane, dx_[f].view().data + i * plane, plane, ctx.stream);
-  auto shuffled = shuffled_.view();
-  b.deconv2d_backward_weights(shuffled, dpre, store_->grad(pre_.weight), store_->grad(pre_.bias), pre_.g, ctx.stream);
-  announce_gradient(ctx, *store_, pre_.bias);
-  announce_gradient(ctx, *store_, pre_.weight);
-  if (!need_dx) return {};
-  auto dshuffled = dshuffled_.ensure(b, shuffled.shape);
-  b.deconv2d_backward_data(dpre, store_->param(pre_.weight), dshuffled, pre_.g, ctx.stream);
+  compute::TensorView dshuffled = dpre;
+  if (factor_ == 2) {
+    b.deconv2d_backward_weights(shuffled, dpre, store_->grad(pre_.weight), store_->grad(pre_.bias), pre_.g, ctx.stream);
+    announce_gradient(ctx, *store_, pre_.bias);
+    announce_gradient(ctx, *store_, pre_.weight);
+    if (!need_dx) return {};
+    dshuffled = dshuffled_.ensure(b, shuffled.shape);
+    b.deconv2d_backward_data(dpre, store_->param(pre_.weight), dshuffled, pre_.g, ctx.stream);
+  }
   auto dfeatures = dfeatures_.ensure(b, feature_shape_);
   b.pixel_shuffle_backward(dshuffled, dfeatures, 2, ctx.stream);
   return dfeatures;

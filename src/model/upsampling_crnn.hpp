@@ -1,12 +1,16 @@
 #pragma once
-// lightning-pose's UpsamplingCRNN (multi-frame branch of the heatmap_mhcrnn head,
-// upsampling_factor 2, i.e. CNN backbones), registered as <prefix>W_pre, W_f,
-// H_f.0, H_f.1, W_b, H_b.0, H_b.1 (.weight / .bias, PyTorch layouts):
-//   per frame:  x_t = W_pre(PixelShuffle(2)(features_t))      ConvT 3/2/1/1, C/4 -> K
+// lightning-pose's UpsamplingCRNN (multi-frame branch of the heatmap_mhcrnn head),
+// registered as <prefix>W_pre (upsampling_factor 2 only), W_f, H_f.0, H_f.1, W_b,
+// H_b.0, H_b.1 (.weight / .bias, PyTorch layouts):
+//   per frame:  x_t = W_pre(PixelShuffle(2)(features_t))      factor 2: ConvT 3/2/1/1, C/4 -> K
+//               x_t = PixelShuffle(2)(features_t)              factor 1: C/4 channels
 //   forward:    s_0 = W_f(x_0);  s_t = W_f(x_t) + H_f(s_{t-1})  t = 1..F-1
 //   backward:   same with W_b, H_b over the frames in reverse order
 //   logits    = (s_fwd + s_bwd) / 2   (the caller applies the spatial softmax)
-// W_f, W_b: ConvT 3/2/1/1 K -> K. H = Conv2d(K -> 16K, k2 s2, groups K) then
+// lightning-pose takes factor 2 for stride-32 backbones (the ResNets) and 1 for
+// stride-16 ones (the ViTs): logits are at 8x (factor 2) or 4x (factor 1) the
+// features' size, the input / 4 either way. W_f, W_b: ConvT 3/2/1/1, K -> K (factor
+// 2) or C/4 -> K (factor 1). H = Conv2d(K -> 16K, k2 s2, groups K) then
 // ConvTranspose2d(16K -> K, k2 s2, groups K), both with bias, no activation.
 // Init: Xavier-uniform gain 1 on every weight, zero biases.
 //
@@ -31,10 +35,12 @@ class UpsamplingCRNN {
  public:
   static constexpr int kFiltersPerKeypoint = 16;  // lightning-pose's nfilters_channel
 
-  UpsamplingCRNN(ParameterStore& store, const std::string& prefix, int in_channels, int num_keypoints);
+  // upsampling_factor: 2 or 1 (lightning-pose's, from the backbone's stride 32 or 16).
+  UpsamplingCRNN(ParameterStore& store, const std::string& prefix, int in_channels, int num_keypoints,
+                 int upsampling_factor = 2);
 
   // features: [B * F, C, h, w], row b * F + f = frame f of sample b (f = 0 is t-2).
-  // Returns logits [B, K, 8h, 8w], valid until the next forward.
+  // Returns logits [B, K, 4 * factor * h, 4 * factor * w], valid until the next forward.
   compute::TensorView forward(const Context& ctx, compute::ConstTensorView features, int frames);
   // dlogits: gradient with respect to forward's output. Writes (and announces,
   // in decreasing offset order) every gradient of this module; returns the
@@ -57,7 +63,7 @@ class UpsamplingCRNN {
   };
 
   Deconv make_deconv(const std::string& name, int in, int out);
-  void register_direction(Direction& d, const std::string& w_name, const std::string& h_name);
+  void register_direction(Direction& d, const std::string& w_name, const std::string& h_name, int inputs);
   compute::ConvGeometry hidden_geometry() const;
   void expand(const Context& ctx, const float* grouped, float* dense);
   void extract_diagonal(const Context& ctx, const float* dense, float* grouped);
@@ -68,8 +74,8 @@ class UpsamplingCRNN {
   void accumulate(const Context& ctx, const float* x, float* out, std::size_t count);
 
   ParameterStore* store_;
-  int in_channels_, keypoints_;
-  Deconv pre_;
+  int in_channels_, keypoints_, factor_;
+  Deconv pre_;  // factor 2 only
   Direction fwd_, bwd_;
   int frames_ = 0, batch_ = 0;
   compute::Shape4 feature_shape_;

@@ -1,7 +1,8 @@
 # The context model (model_type heatmap_mhcrnn) end to end on video-like synthetic
 # data: train a few steps on 1 rank and on 2 ranks (mpirun), checkpoint names of
-# both head branches, `trainer predict` on the context checkpoint, and the user
-# error for data without video frames.
+# both head branches, `trainer predict` on the context checkpoint, the same with a
+# ViT backbone (stride 16: lightning-pose's upsampling_factor 1, no W_pre), and the
+# user error for data without video frames.
 source "$(dirname "$0")/lib/common.sh"
 "$TRAINER" synth --out "$SCRATCH/video.h5" --frames 40 --size 64 --keypoints 3 --videos 2 --seed 1 >/dev/null \
   || fail "synth --videos"
@@ -62,6 +63,19 @@ if command -v mpirun >/dev/null; then
 else
   echo "note: mpirun missing, 2-rank context training not tested"
 fi
+
+# A ViT backbone (random weights): the context head without W_pre, trained and predicted.
+sed 's/^backbone = resnet18$/backbone = vits_dino/' "$SCRATCH/video.cfg" > "$SCRATCH/vit.cfg"
+"$TRAINER" train --config "$SCRATCH/vit.cfg" --out "$SCRATCH/run_vit" --max-steps 2 >"$SCRATCH/train_vit.log" 2>&1 \
+  || { cat "$SCRATCH/train_vit.log"; fail "train heatmap_mhcrnn with vits_dino"; }
+grep -q "vits_dino heatmap_mhcrnn" "$SCRATCH/train_vit.log" || { cat "$SCRATCH/train_vit.log"; fail "ViT model line"; }
+grep -q "done: 0 epochs, 2 steps" "$SCRATCH/train_vit.log" || { cat "$SCRATCH/train_vit.log"; fail "ViT: 2 steps"; }
+vit_ckpt="$SCRATCH/run_vit/checkpoints/last.h5"
+h5ls "$vit_ckpt/model" | grep -q "^head.head_mf.W_f.weight " || fail "ViT checkpoint lacks head.head_mf.W_f.weight"
+h5ls "$vit_ckpt/model" | grep -q "^head.head_mf.W_pre" && fail "ViT context head has a W_pre"
+"$TRAINER" predict --checkpoint "$vit_ckpt" >"$SCRATCH/predict_vit.log" 2>&1 || { cat "$SCRATCH/predict_vit.log"; fail "ViT predict"; }
+[[ $(wc -l <"$SCRATCH/run_vit/predictions.csv") == 43 ]] || fail "ViT predictions.csv rows"
+tail -n +4 "$SCRATCH/run_vit/predictions.csv" | grep -qiE 'nan|inf' && fail "ViT predictions are not finite"
 
 # Data without video frames is a user error.
 expect_fail 2 "needs context frames" "$TRAINER" train --config "$SCRATCH/still.cfg" --out "$SCRATCH/r3" --max-steps 1

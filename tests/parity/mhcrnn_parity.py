@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Parity of the context head's multi-frame branch (lightning-pose UpsamplingCRNN,
-upsampling_factor 2) with PyTorch. Called by tests/unit/model/test_mhcrnn_parity.cpp
-as `mhcrnn_parity.py DIR`: DIR/meta.txt holds "K C B F h w", DIR/param_<name>.bin
+upsampling_factor 2 for stride-32 backbones, 1 for stride-16 ones) with PyTorch.
+Called by tests/unit/model/test_mhcrnn_parity.cpp as `mhcrnn_parity.py DIR`:
+DIR/meta.txt holds "K C B F h w [factor]" (factor 2 when absent), DIR/param_<name>.bin
 our parameters (float32, PyTorch layout), features.bin [B*F, C, h, w] (row b*F+f)
 and dlogits.bin. The module below is a small re-implementation of lightning-pose's
 UpsamplingCRNN (same submodule names, shapes and computation); it runs in float64
@@ -23,8 +24,9 @@ except ImportError:
 
 
 class CRNN(nn.Module):
-    def __init__(self, in_channels, k, nf=16):
+    def __init__(self, in_channels, k, factor=2, nf=16):
         super().__init__()
+        self.factor = factor
         self.pixel_shuffle = nn.PixelShuffle(2)
 
         def up(i, o):
@@ -35,14 +37,18 @@ class CRNN(nn.Module):
                 nn.Conv2d(k, k * nf, 2, stride=2, padding=0, groups=k),
                 nn.ConvTranspose2d(k * nf, k, 2, stride=2, padding=0, output_padding=0, groups=k))
 
-        self.W_pre = up(in_channels // 4, k)
-        self.W_f = up(k, k)
+        rnn_inputs = k if factor == 2 else in_channels // 4
+        if factor == 2:
+            self.W_pre = up(in_channels // 4, k)
+        self.W_f = up(rnn_inputs, k)
         self.H_f = hidden()
-        self.W_b = up(k, k)
+        self.W_b = up(rnn_inputs, k)
         self.H_b = hidden()
 
     def forward(self, feats, frames):  # feats [B*F, C, h, w], row b*F+f
-        x = self.W_pre(self.pixel_shuffle(feats))
+        x = self.pixel_shuffle(feats)
+        if self.factor == 2:
+            x = self.W_pre(x)
         x = x.reshape(-1, frames, *x.shape[1:]).permute(1, 0, 2, 3, 4)  # [F, B, ...]
         s = self.W_f(x[0])
         for xt in x[1:]:
@@ -60,8 +66,10 @@ def load(path, shape):
 
 def main():
     d = sys.argv[1]
-    k, c, b, f, h, w = (int(v) for v in open(os.path.join(d, "meta.txt")).read().split())
-    m = CRNN(c, k).double()
+    meta = [int(v) for v in open(os.path.join(d, "meta.txt")).read().split()]
+    k, c, b, f, h, w = meta[:6]
+    factor = meta[6] if len(meta) > 6 else 2
+    m = CRNN(c, k, factor).double()
     with open(os.path.join(d, "names.txt"), "w") as out:
         for name, p in m.state_dict().items():
             out.write(name + " " + " ".join(str(s) for s in p.shape) + "\n")

@@ -171,7 +171,7 @@ TEST_CASE("lightning-pose checkpoint of the context model: every tensor and alia
     const auto& e = net->store().parameters()[i];
     const auto values = net->store().download_param(i, stream);
     std::vector<std::string> names = {model::lightning_pose_state_name(e.name)};
-    for (const auto& alias : model::lightning_pose_state_aliases(e.name)) names.push_back(alias);
+    for (const auto& alias : model::lightning_pose_state_aliases(e.name, true)) names.push_back(alias);
     aliases += names.size() - 1;
     for (const auto& name : names) {
       INFO(e.name << " as " << name);

@@ -54,14 +54,14 @@ TEST_CASE("lightning-pose names: every tensor of every backbone, distinct and re
 
 TEST_CASE("lightning-pose names: the context model's heads, with UpsamplingCRNN's layers aliases", "[model]") {
   using trainer::model::lightning_pose_state_aliases;
-  CHECK(lightning_pose_state_aliases("head.head_mf.W_pre.weight") ==
+  CHECK(lightning_pose_state_aliases("head.head_mf.W_pre.weight", true) ==
         std::vector<std::string>{"head.head_mf.layers.0.weight"});
-  CHECK(lightning_pose_state_aliases("head.head_mf.H_f.1.bias") ==
+  CHECK(lightning_pose_state_aliases("head.head_mf.H_f.1.bias", true) ==
         std::vector<std::string>{"head.head_mf.layers.2.1.bias"});
-  CHECK(lightning_pose_state_aliases("head.head_mf.H_b.0.weight") ==
+  CHECK(lightning_pose_state_aliases("head.head_mf.H_b.0.weight", true) ==
         std::vector<std::string>{"head.head_mf.layers.4.0.weight"});
-  CHECK(lightning_pose_state_aliases("head.head_sf.deconv0.weight").empty());
-  CHECK(lightning_pose_state_aliases("backbone.conv1.weight").empty());
+  CHECK(lightning_pose_state_aliases("head.head_sf.deconv0.weight", true).empty());
+  CHECK(lightning_pose_state_aliases("backbone.conv1.weight", true).empty());
   // The aliases repeat values: reading them back names no tensor of ours.
   CHECK(state_name_from_lightning_pose("head.head_mf.layers.1.weight").empty());
   CHECK(state_name_from_lightning_pose("head.head_sf.upsampling_layers.2.bias") == "head.head_sf.deconv1.bias");
@@ -76,12 +76,42 @@ TEST_CASE("lightning-pose names: the context model's heads, with UpsamplingCRNN'
     CHECK(!lp.empty());
     CHECK(seen.insert(lp).second);
     CHECK(state_name_from_lightning_pose(lp) == name);
-    for (const auto& alias : lightning_pose_state_aliases(name)) {
+    for (const auto& alias : lightning_pose_state_aliases(name, true)) {
       CHECK(seen.insert(alias).second);
       ++aliases;
     }
   }
   CHECK(aliases == 14);  // W_pre, W_f, W_b: weight and bias; H_f, H_b: two convolutions each
+  CHECK(trainer::model::crnn_has_w_pre(m->store().state_dict_names()));
+}
+
+TEST_CASE("lightning-pose names: a ViT's context head has no W_pre, so W_f is layers.0", "[model][vit]") {
+  using trainer::model::lightning_pose_state_aliases;
+  // lightning-pose's UpsamplingCRNN with upsampling_factor 1 (stride-16 backbones).
+  CHECK(lightning_pose_state_aliases("head.head_mf.W_f.weight", false) ==
+        std::vector<std::string>{"head.head_mf.layers.0.weight"});
+  CHECK(lightning_pose_state_aliases("head.head_mf.H_f.1.bias", false) ==
+        std::vector<std::string>{"head.head_mf.layers.1.1.bias"});
+  CHECK(lightning_pose_state_aliases("head.head_mf.H_b.0.weight", false) ==
+        std::vector<std::string>{"head.head_mf.layers.3.0.weight"});
+  auto backend = model_test::cpu();
+  const auto m = trainer::model::make_pose_model(*backend, "heatmap_mhcrnn", ModelSpec{"vits_dino", 4, 2});
+  const auto names = m->store().state_dict_names();
+  CHECK_FALSE(trainer::model::crnn_has_w_pre(names));
+  std::set<std::string> seen;
+  int aliases = 0;
+  for (const auto& name : names) {
+    const std::string lp = lightning_pose_state_name(name);
+    INFO(name << " -> " << lp);
+    CHECK(!lp.empty());
+    CHECK(seen.insert(lp).second);
+    CHECK(state_name_from_lightning_pose(lp) == name);
+    for (const auto& alias : lightning_pose_state_aliases(name, false)) {
+      CHECK(seen.insert(alias).second);
+      ++aliases;
+    }
+  }
+  CHECK(aliases == 12);  // W_f, W_b: weight and bias; H_f, H_b: two convolutions each
 }
 
 TEST_CASE("pretrained backbone files: lightning-pose's checkpoint names are read as ours", "[model]") {

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <string>
 
 #include "model/mhcrnn_model.hpp"
 #include "model_test_util.hpp"
@@ -70,9 +71,12 @@ TEST_CASE("context model needs downsample factor 2", "[model][mhcrnn]") {
 }
 
 TEST_CASE("context model: both branches are normalized heatmaps at input / 4", "[model][mhcrnn]") {
+  // Stride 32 (ResNet: upsampling_factor 2) and stride 16 (ViT: factor 1).
+  const std::string backbone = GENERATE(as<std::string>{}, "resnet18", "vits_dino");
+  INFO(backbone);
   auto b = model_test::cpu();
   auto& s = b->default_stream();
-  MhcrnnModel m(*b, ModelSpec{"resnet18", 3, 2});
+  MhcrnnModel m(*b, ModelSpec{backbone, 3, 2});
   m.initialize(7, s);
   const compute::Shape4 in{2 * 5, 3, 64, 96};
   auto images = model_test::random_vector(in.numel(), 1);
@@ -91,9 +95,11 @@ TEST_CASE("context model: both branches are normalized heatmaps at input / 4", "
 }
 
 TEST_CASE("context model announces every gradient once, in decreasing offsets", "[model][mhcrnn]") {
+  const std::string backbone = GENERATE(as<std::string>{}, "resnet18", "vits_dino");
+  INFO(backbone);
   auto b = model_test::cpu();
   auto& s = b->default_stream();
-  MhcrnnModel m(*b, ModelSpec{"resnet18", 2, 2});
+  MhcrnnModel m(*b, ModelSpec{backbone, 2, 2});
   m.initialize(3, s);
   const compute::Shape4 in{5, 3, 64, 64};
   auto images = model_test::random_vector(in.numel(), 2);

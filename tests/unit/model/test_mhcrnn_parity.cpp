@@ -51,11 +51,14 @@ std::vector<float> download(compute::Backend& b, const float* p, std::size_t n) 
 }  // namespace
 
 TEST_CASE("UpsamplingCRNN matches PyTorch (names, forward, gradients)", "[model][mhcrnn][parity]") {
+  // upsampling_factor 2 (stride-32 backbones: the ResNets) and 1 (stride 16: the ViTs).
+  const int factor = GENERATE(2, 1);
+  INFO("upsampling_factor " << factor);
   const int K = 3, C = 16, B = 2, F = 5, h = 2, w = 3;
   auto b = model_test::cpu();
   auto& s = b->default_stream();
   model::ParameterStore store(*b);
-  model::UpsamplingCRNN crnn(store, "", C, K);
+  model::UpsamplingCRNN crnn(store, "", C, K, factor);
   store.allocate();
   store.initialize(11, s);
   // Non-zero biases so that every bias path is exercised.
@@ -69,7 +72,7 @@ TEST_CASE("UpsamplingCRNN matches PyTorch (names, forward, gradients)", "[model]
   b->upload(x.data(), features.data(), features.size(), s);
   model::Context ctx{*b, s, true, nullptr, nullptr};
   auto logits = crnn.forward(ctx, {x.data(), fs}, F);
-  REQUIRE(logits.shape == compute::Shape4{B, K, 8 * h, 8 * w});
+  REQUIRE(logits.shape == compute::Shape4{B, K, 4 * factor * h, 4 * factor * w});
   const auto our_logits = download(*b, logits.data, logits.shape.numel());
   auto dl = model_test::random_vector(logits.shape.numel(), 6);
   compute::DeviceBuffer dlogits(*b, dl.size());
@@ -81,7 +84,8 @@ TEST_CASE("UpsamplingCRNN matches PyTorch (names, forward, gradients)", "[model]
   namespace fsys = std::filesystem;
   const fsys::path dir = fsys::temp_directory_path() / ("mhcrnn_parity_" + std::to_string(::getpid()));
   fsys::create_directories(dir);
-  std::ofstream(dir / "meta.txt") << K << ' ' << C << ' ' << B << ' ' << F << ' ' << h << ' ' << w << '\n';
+  std::ofstream(dir / "meta.txt") << K << ' ' << C << ' ' << B << ' ' << F << ' ' << h << ' ' << w << ' ' << factor
+                                  << '\n';
   for (std::size_t i = 0; i < store.parameters().size(); ++i)
     write_floats(dir / ("param_" + store.parameters()[i].name + ".bin"), store.download_param(i, s));
   write_floats(dir / "features.bin", features);

@@ -291,7 +291,7 @@ TEST_CASE("vits_dinov3 trains a CPU step: every tensor but mask_token gets a gra
   }
 }
 
-TEST_CASE("ViT backbones: the stride-16 head limits d; the context model refuses them", "[model][vit]") {
+TEST_CASE("ViT backbones: the stride-16 head limits d; the context model takes them", "[model][vit]") {
   auto b = model_test::cpu();
   try {
     model::HeatmapModel net(*b, model::ModelSpec{"vits_dino", 2, 3});
@@ -299,12 +299,13 @@ TEST_CASE("ViT backbones: the stride-16 head limits d; the context model refuses
   } catch (const UserError& e) {
     CHECK(std::string(e.what()) == "data.downsample_factor = 3 leaves no upsampling layer after a backbone of stride 16");
   }
-  try {
-    model::make_pose_model(*b, "heatmap_mhcrnn", model::ModelSpec{"vitb_dino", 2, 2});
-    FAIL("no error");
-  } catch (const UserError& e) {
-    CHECK(std::string(e.what()).find("heatmap_mhcrnn takes a backbone of stride 32") != std::string::npos);
-  }
+  // The context model takes the ViTs since its head has lightning-pose's
+  // upsampling_factor 1 (stride 16): no W_pre, W_f from the shuffled features.
+  const auto context = model::make_pose_model(*b, "heatmap_mhcrnn", model::ModelSpec{"vits_dino", 2, 2});
+  CHECK(context->store().find_parameter("head.head_mf.W_pre.weight") < 0);
+  const long w_f = context->store().find_parameter("head.head_mf.W_f.weight");
+  REQUIRE(w_f >= 0);
+  CHECK(context->store().parameters()[std::size_t(w_f)].shape == std::vector<int>{384 / 4, 2, 3, 3});
 }
 
 TEST_CASE("vits_dino, vits_dinov3: lightning-pose's checkpoint names are ours, both ways", "[model][vit]") {
