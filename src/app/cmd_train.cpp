@@ -242,6 +242,10 @@ int run_train(const Args& args) {
     check_input_file(config.model.backbone_weights,
                      "cannot open backbone weights '" + config.model.backbone_weights + "'",
                      "check model.backbone_weights / --init-weights");
+  if (!config.model.backbone_checkpoint.empty())
+    check_input_file(config.model.backbone_checkpoint,
+                     "cannot open model.backbone_checkpoint '" + config.model.backbone_checkpoint + "'",
+                     "give a ViT-MAE checkpoint (.safetensors or torch.save) for vitb_imagenet");
   // lightning-pose's model.checkpoint: a .ckpt, or the one a folder holds.
   if (!config.model.checkpoint.empty()) {
     config.model.checkpoint = lightning_pose_ckpt_of(config.model.checkpoint);
@@ -351,6 +355,20 @@ int run_train(const Args& args) {
       log.info("backbone: loaded " + std::to_string(got.tensors) + " tensors from " + path + " (" + got.format +
                (got.ignored > 0 ? "; " + std::to_string(got.ignored) + " tensors of other layers ignored" : "") + ")");
     }
+    // lightning-pose lays model.backbone_checkpoint over vitb_imagenet's MAE weights
+    // when it builds the backbone; other backbones never read it.
+    if (resume.empty() && !config.model.backbone_checkpoint.empty()) {
+      if (config.model.backbone == "vitb_imagenet") {
+        const std::string& path = config.model.backbone_checkpoint;
+        const train::PretrainedLoad got = train::load_vit_mae_checkpoint(path, net.store(), stream);
+        log.info("model.backbone_checkpoint: loaded " + std::to_string(got.tensors) + " encoder tensors from " + path +
+                 " (" + got.format + (got.ignored > 0 ? "; " + std::to_string(got.ignored) + " skipped" : "") +
+                 ", lightning-pose's strict=False load)");
+      } else {
+        log.warn("model.backbone_checkpoint is read only with model.backbone vitb_imagenet (as in lightning-pose); "
+                 "ignored for " + config.model.backbone);
+      }
+    }
     // After the backbone weights, as lightning-pose loads model.checkpoint into the
     // model it built (pretrained backbone included); a --resume replaces both.
     if (resume.empty() && !config.model.checkpoint.empty()) {
@@ -413,7 +431,8 @@ int run_train(const Args& args) {
   log.release_warnings();
   for (const auto& w : plan.warnings) log.warn(w);
   for (const auto& w : plan.rank.warnings) log.warn_this_rank(w);
-  if (resume.empty() && config.model.backbone_weights.empty() && config.model.checkpoint.empty())
+  const bool mae_checkpoint = !config.model.backbone_checkpoint.empty() && config.model.backbone == "vitb_imagenet";
+  if (resume.empty() && config.model.backbone_weights.empty() && config.model.checkpoint.empty() && !mae_checkpoint)
     warn_random_backbone(config, log);
   if (const std::int64_t occluded = dataset.occluded_with_coordinates(); occluded > 0)
     log.warn(std::to_string(occluded) + " keypoint label(s) flagged visible=1 (occluded) have x, y coordinates: the "

@@ -635,6 +635,11 @@ std::vector<ConfigKey> build_table() {
            "model.checkpoint: every tensor of it that fits this model (head included), the rest keep their "
            "initial values; not its optimizer state or epoch (trainer runs continue with --resume)")
           .lp("model.checkpoint"),
+      text("model", "backbone_checkpoint", field(M, &MC::backbone_checkpoint), "PATH",
+           "vitb_imagenet only: a ViT-MAE checkpoint (.safetensors or torch.save) laid over the encoder after its "
+           "pretrained weights, as lightning-pose does: each vit_mae.vit.* tensor whose name and shape match is "
+           "loaded, the rest skipped; other backbones ignore it (with a warning)")
+          .lp("model.backbone_checkpoint"),
       choice("model", "heatmap_loss_type", field(M, &MC::heatmap_loss_type), compute::heatmap_loss_names(),
              "heatmap loss (lightning-pose semantics: docs/COMPUTE.md)")
           .lp("model.heatmap_loss_type"),

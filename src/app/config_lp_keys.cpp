@@ -68,9 +68,6 @@ std::vector<LpKeyRule> build_rules() {
               },
               "false asks for random initial weights, but model.backbone_weights names a file",
               "remove one of model.backbone_pretrained and model.backbone_weights"),
-      only_if("model.backbone_checkpoint", "ViT weights file: null accepted, a path refused", never,
-              "lightning-pose loads it over vitb_imagenet's MAE weights, which the trainer does not do",
-              "give the file as model.backbone_weights: its vit_mae.vit.* tensors are read as the encoder's"),
       ignored("model.head", "multiview transformer head: accepted, not used"),
       // dali (NVIDIA DALI video reading for unsupervised losses and video prediction)
       ignored("dali.base.predict.sequence_length", "video frames per prediction batch: accepted, not used"),

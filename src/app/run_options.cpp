@@ -124,6 +124,7 @@ Config with_absolute_paths(Config config) {
   if (config.data.data_dir.empty()) absolute(config.data.csv_file);
   absolute(config.model.backbone_weights);
   absolute(config.model.checkpoint);
+  absolute(config.model.backbone_checkpoint);
   absolute(config.eval.test_videos_directory);
   return config;
 }

@@ -72,6 +72,7 @@ struct ModelConfig {
   std::string backbone = "resnet50";       // resnet18 | resnet34 | resnet50
   std::string backbone_weights;            // pretrained backbone: .pth, .safetensors or trainer .h5; empty: random
   std::string checkpoint;                  // lightning-pose .ckpt (or model folder) whose weights start the run; empty: none
+  std::string backbone_checkpoint;         // vitb_imagenet: a ViT-MAE file laid over the encoder's weights; empty: none
   std::string heatmap_loss_type = "mse";   // one of compute::heatmap_loss_names()
   std::vector<std::string> losses_to_use;  // unsupervised losses, each one of train::unsupervised_loss_names()
   std::string precision = "32";            // one of compute::precision_names() (emulated on CPUs)

@@ -50,21 +50,17 @@ std::string shape_text(const std::vector<std::int64_t>& shape) {
   return s + "]";
 }
 
-}  // namespace
-
-PretrainedLoad load_pretrained_backbone(const std::string& path, model::ParameterStore& store,
-                                        compute::Stream& stream) {
-  const std::string head = first_bytes(path);
-  PretrainedLoad result;
+bool is_trainer_checkpoint(const std::string& head) {
   // HDF5's signature, or the checksum record before it (util/h5_checksum.hpp).
-  if (head.rfind("\x89HDF", 0) == 0 || head.rfind("TRAINER-CHECKSUM", 0) == 0) {
-    result.format = "trainer checkpoint";
-    result.tensors = load_backbone_weights(path, store, stream);
-    return result;
-  }
+  return head.rfind("\x89HDF", 0) == 0 || head.rfind("TRAINER-CHECKSUM", 0) == 0;
+}
+
+// The tensors of a PyTorch (torch.save zip) or .safetensors file whose first bytes
+// are `head`; `format` names it.
+std::vector<StoredTensor> read_weight_file(const std::string& path, const std::string& head, std::string& format) {
   std::vector<StoredTensor> tensors;
   if (head.rfind("PK", 0) == 0) {
-    result.format = "PyTorch (torch.save)";
+    format = "PyTorch (torch.save)";
     tensors = read_torch_state_dict(path);
   } else if (!head.empty() && (static_cast<unsigned char>(head[0]) == 0x80 || static_cast<unsigned char>(head[0]) == 0x8a)) {
     throw UserError("'" + path + "' is a PyTorch file in the legacy (pre-1.6) format",
@@ -79,13 +75,28 @@ PretrainedLoad load_pretrained_backbone(const std::string& path, model::Paramete
       throw UserError("'" + path + "' is not a weights file the trainer reads",
                       "model.backbone_weights takes a PyTorch .pth (torch.save), a .safetensors file or a trainer "
                       "checkpoint (.h5)");
-    result.format = "safetensors";
+    format = "safetensors";
     tensors = read_safetensors(path);
   } else {
     throw UserError("'" + path + "' is not a weights file the trainer reads (too short)",
                     "model.backbone_weights takes a PyTorch .pth (torch.save), a .safetensors file or a trainer "
                     "checkpoint (.h5)");
   }
+  return tensors;
+}
+
+}  // namespace
+
+PretrainedLoad load_pretrained_backbone(const std::string& path, model::ParameterStore& store,
+                                        compute::Stream& stream) {
+  const std::string head = first_bytes(path);
+  PretrainedLoad result;
+  if (is_trainer_checkpoint(head)) {
+    result.format = "trainer checkpoint";
+    result.tensors = load_backbone_weights(path, store, stream);
+    return result;
+  }
+  std::vector<StoredTensor> tensors = read_weight_file(path, head, result.format);
 
   model::adapt_backbone_tensors(tensors, store);  // DINOv2's patch kernels, resized as lightning-pose does
   StoredTensorLoad how;  // the backbone, by the names of torchvision, mmpose and lightning-pose
@@ -97,6 +108,33 @@ PretrainedLoad load_pretrained_backbone(const std::string& path, model::Paramete
   how.none_message = "holds no tensor of a ResNet backbone (" + std::to_string(tensors.size()) +
                      " tensors, none named like conv1.weight, layer1.0.conv1.weight or backbone.*)";
   how.none_hint = "give a torchvision ResNet state dict, an mmpose checkpoint or a trainer checkpoint";
+  result.tensors = load_stored_tensors(tensors, how, store, stream, &result.ignored);
+  return result;
+}
+
+PretrainedLoad load_vit_mae_checkpoint(const std::string& path, model::ParameterStore& store,
+                                       compute::Stream& stream) {
+  const std::string head = first_bytes(path);
+  if (is_trainer_checkpoint(head))
+    throw UserError("model.backbone_checkpoint '" + path + "' is a trainer checkpoint, not a ViT-MAE file",
+                    "give a trainer checkpoint as model.backbone_weights (or --init-weights)");
+  PretrainedLoad result;
+  const std::vector<StoredTensor> tensors = read_weight_file(path, head, result.format);
+  // lightning-pose's load_vit_backbone_checkpoint: a key starting with vit_mae., with
+  // vit_mae.vit. taken off, is the encoder's; load_state_dict(strict=False) of those
+  // whose name and shape match.
+  static const std::string kPrefix = "vit_mae.vit.";
+  StoredTensorLoad how;
+  how.path = path;
+  how.what = "backbone";
+  how.backbone_only = true;
+  how.lenient = true;
+  how.our_name = [](const std::string& name) {
+    return name.rfind(kPrefix, 0) == 0 ? "backbone.vision_encoder." + name.substr(kPrefix.size()) : std::string();
+  };
+  how.none_message = "holds no vit_mae.vit.* tensor that fits this encoder (lightning-pose's ViT-MAE checkpoints "
+                     "name the encoder's tensors vit_mae.vit.embeddings.*, vit_mae.vit.encoder.*, ...)";
+  how.none_hint = "model.backbone_checkpoint takes a ViT-MAE checkpoint of lightning-pose's layout for vitb_imagenet";
   result.tensors = load_stored_tensors(tensors, how, store, stream, &result.ignored);
   return result;
 }

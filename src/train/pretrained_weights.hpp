@@ -25,6 +25,15 @@ struct PretrainedLoad {
 PretrainedLoad load_pretrained_backbone(const std::string& path, model::ParameterStore& store,
                                         compute::Stream& stream);
 
+// lightning-pose's model.backbone_checkpoint (vitb_imagenet only): a ViT-MAE checkpoint
+// (.safetensors or torch.save, a Lightning `state_dict` unwrapped) laid over the
+// encoder after its pretrained weights, as vit.py's load_vit_backbone_checkpoint
+// does: each vit_mae.vit.<name> tensor whose name and shape match the encoder's
+// <name> is loaded, every other tensor skipped (counted in `ignored`). A file with
+// none that fits is a UserError, where lightning-pose would load nothing silently.
+PretrainedLoad load_vit_mae_checkpoint(const std::string& path, model::ParameterStore& store,
+                                       compute::Stream& stream);
+
 // How load_stored_tensors maps and selects a weight file's tensors.
 struct StoredTensorLoad {
   std::string path;            // the file, for messages

@@ -195,6 +195,10 @@ TEST_CASE("unknown and misplaced YAML keys are errors naming the key", "[app][co
   CHECK(parse({dir.write("h.yaml", "model:\n  checkpoint: /x/epoch=3.ckpt\n")}).config.model.checkpoint ==
         "/x/epoch=3.ckpt");
   CHECK(parse({dir.write("h2.yaml", "model:\n  checkpoint: null\n")}).config.model.checkpoint.empty());
+  // model.backbone_checkpoint: vitb_imagenet's ViT-MAE file (was refused).
+  CHECK(parse({dir.write("h3.yaml", "model:\n  backbone_checkpoint: /x/mae.safetensors\n")})
+            .config.model.backbone_checkpoint == "/x/mae.safetensors");
+  CHECK(parse({dir.write("h4.yaml", "model:\n  backbone_checkpoint: null\n")}).config.model.backbone_checkpoint.empty());
   expect_user_error([&] { parse({dir.write("dlc.yaml", "Task: mouse\nscorer: alice\nbodyparts:\n- nose\n")}); },
                     {"dlc.yaml is a DeepLabCut project's config.yaml"}, "trainer import --dlc-project");
 }
