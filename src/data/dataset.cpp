@@ -132,6 +132,14 @@ ShardMeta read_shard_meta(const std::string& path) {
     if (has_version && (!h5::read_int_attribute(f, "format_version", &version) || version < 1))
       throw UserError("data file " + path + " has a format_version that is not a positive integer",
                       "write data files with `trainer import` or `trainer synth` (docs/DATA.md)");
+    // A version no trainer will reach is a damaged attribute (libhdf5 can read a few
+    // overwritten bytes past its buffer without faulting, tests/data/hdf5-foreign),
+    // not a newer file.
+    constexpr std::int64_t kImplausibleVersion = 1000;
+    if (version >= kImplausibleVersion)
+      throw UserError("data file " + path + " is truncated or damaged: its format_version reads " +
+                          std::to_string(version),
+                      "re-create it with `trainer import` or `trainer synth`, or copy it again");
     if (version > kFormatVersion) {
       throw UserError("data file " + path + " has format_version " + std::to_string(version) +
                           ", this trainer reads up to " + std::to_string(kFormatVersion),

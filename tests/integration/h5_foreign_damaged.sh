@@ -34,10 +34,13 @@ CFG
 cp "$FIXTURES/undamaged.h5" "$S/undamaged.h5"
 
 # ---- damaged data sets: a crash inside HDF5 before, exit 2 now -----------------
+# The screen's child usually faults on these; where libhdf5's read past its buffer
+# happens not to fault (it depends on the heap's layout: a CUDA build in CI read a
+# garbage format_version instead), the reader's own checks name the file as damaged.
 for f in "$FIXTURES"/damaged-{attr-exists,select-read}-*.h5; do
   name=$(basename "$f")
   cp "$f" "$S/$name"
-  expect_one_error "data file .*$name is truncated or damaged: HDF5 crashed reading it" \
+  expect_one_error "data file .*$name is truncated or damaged: " \
     timeout 120 "$TRAINER" train --config "$S/c.cfg" --out "$S/run_bad" --data.data_files "$S/$name"
   grep -q '^hint: ' "$S/err.txt" || fail "no hint for $name"
   [[ ! -e $S/run_bad ]] || fail "a refused run wrote its output folder ($name)"
