@@ -7,7 +7,6 @@
 // itself: one forward of a one-image batch on the CPU through a recording wrapper,
 // each problem then taken at --batch.
 #include <cstdio>    // std::printf
-#include <fstream>   // std::ifstream
 #include <iostream>  // std::cout
 #include <random>    // std::mt19937 (the one input image)
 #include <set>       // std::set of distinct problems
@@ -29,6 +28,7 @@
 #include "model/heatmap_model.hpp"        // model::HeatmapModel
 #include "train/step.hpp"                 // train::StepRunner
 #include "util/error.hpp"                 // UserError
+#include "util/input_file.hpp"            // read_input_file
 #include "util/name_list.hpp"             // join_names
 #ifdef TRAINER_WITH_CUDA
 #include "compute/cuda/conv_graphs.hpp"  // build_conv_graph_deviceless
@@ -67,15 +67,6 @@ std::vector<compute::ConvCall> model_convolutions(const std::string& backbone, i
   runner.predict(b, predictions);
   recorder.set_enabled(false);
   return recorder.conv_calls();
-}
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError("bench plans: cannot read --device-properties " + path,
-                           "the device check saves it as logs/cudnn-device-properties.json (docs/GPU.md)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 }  // namespace
@@ -130,7 +121,9 @@ int bench_plans(const Args& args) {
   if (!compute::cuda::cudnn_graph_api_built())
     throw UserError("bench plans: this trainer was built without cudnn-frontend's headers",
                     "run scripts/fetch_cudnn_frontend.sh and rebuild");
-  const std::string json = read_text_file(properties);
+  // cuDNN's serialization is a few KiB; the bound keeps /dev/zero from running away.
+  const std::string json = read_input_file(properties, "bench plans: cannot read --device-properties " + properties,
+                                           1 << 20, "the device check saves it as logs/cudnn-device-properties.json");
   const std::vector<compute::ConvCall> calls = model_convolutions(backbone, size, keypoints, downsample);
 
   // Distinct problems at --batch, in the order the model first runs them.

@@ -45,4 +45,8 @@ printf '{"deviceVer": 900}' > "$SCRATCH/partial.json"
 expect_fail 2 '^error: cuDNN does not accept these device properties' \
   "$TRAINER" bench plans --device-properties "$SCRATCH/partial.json"
 [[ $(grep -c '^error: ' "$SCRATCH/err.txt") == 1 ]] || { cat "$SCRATCH/err.txt"; fail "more than one error line"; }
+# A FIFO named as the properties file is refused, not waited on.
+mkfifo "$SCRATCH/fifo.json"
+expect_fail 2 '^error: bench plans: cannot read --device-properties .*not a regular file' \
+  timeout 20 "$TRAINER" bench plans --device-properties "$SCRATCH/fifo.json"
 echo "PASS"

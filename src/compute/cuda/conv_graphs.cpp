@@ -10,7 +10,6 @@
 #include <map>      // std::map
 #include <mutex>    // std::once_flag
 #include <regex>    // the device properties' deviceVer
-#include <sstream>  // std::ostringstream
 #include <tuple>    // std::tie
 #include <unordered_map>
 #include <utility>  // std::pair
@@ -77,11 +76,7 @@ void load_cudnn_for_frontend() {
 }
 
 std::string describe(const ConvProblem& p, ConvPass pass) {
-  std::ostringstream os;
-  os << conv_pass_name(pass) << " of x [" << p.n << "," << p.c << "," << p.h << "," << p.w << "] * w [" << p.k << ","
-     << p.c << "," << p.r << "," << p.r << "] stride " << p.stride << " pad " << p.pad << " -> y [" << p.n << ","
-     << p.k << "," << p.oh << "," << p.ow << "] " << precision_name(p.precision);
-  return os.str();
+  return std::string(conv_pass_name(pass)) + " of " + cuda::describe(p);
 }
 
 // A frontend call that must succeed (its error_t is [[nodiscard]]).

@@ -7,8 +7,6 @@
 #include "util/error.hpp"               // SystemError
 
 namespace trainer::compute::cuda {
-namespace {
-
 std::string describe(const ConvProblem& p) {
   std::ostringstream os;
   os << "x [" << p.n << "," << p.c << "," << p.h << "," << p.w << "] * w [" << p.k << "," << p.c
@@ -16,6 +14,8 @@ std::string describe(const ConvProblem& p) {
      << p.n << "," << p.k << "," << p.oh << "," << p.ow << "] precision " << precision_name(p.precision);
   return os.str();
 }
+
+namespace {
 
 // The first (fastest, or best by heuristic) usable result: it succeeded, fits the
 // workspace limit, and, for fp32 problems, uses FMA math unless TF32 is allowed.

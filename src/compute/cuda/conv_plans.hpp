@@ -14,6 +14,7 @@
 #include <map>       // std::map
 #include <memory>    // std::unique_ptr
 #include <optional>  // std::optional
+#include <string>    // std::string
 #include <tuple>     // std::tie for ordering
 
 #include "compute/backend.hpp"          // ConvGeometry
@@ -35,6 +36,9 @@ struct ConvProblem {
            std::tie(o.n, o.c, o.h, o.w, o.k, o.r, o.stride, o.pad, o.oh, o.ow, o.precision);
   }
 };
+
+// "x [n,c,h,w] * w [k,c,r,r] stride s pad p -> y [...] precision": for messages.
+std::string describe(const ConvProblem& p);
 
 // The problem of conv2d x -> y, and the convolution whose backward-data is the
 // transposed convolution (deconv2d) x -> y; SystemError if the shapes disagree with

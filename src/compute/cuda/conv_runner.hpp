@@ -20,9 +20,10 @@ class ConvRunner {
   // The workspace bytes of (p, pass), choosing its algorithm or building its plan on
   // first use (cudnnFind and graph-autotune may synchronize the device then).
   std::size_t prepare(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass);
-  // out = pass(a, b), operands as ConvPass documents; `workspace` holds prepare()'s bytes.
+  // out = pass(a, b), operands as ConvPass documents, after prepare(); `workspace`
+  // holds the `workspace_bytes` prepare() returned.
   void run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b, void* out,
-           void* workspace);
+           void* workspace, std::size_t workspace_bytes);
 
  private:
   ConvPlanCache plans_;

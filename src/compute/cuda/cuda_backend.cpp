@@ -691,14 +691,14 @@ class CudaBackend final : public Backend {
     const std::size_t ws_bytes = convs_.prepare(h, p, ConvPass::forward);
     if (p.precision == Precision::fp32) {
       require_fp32({x, y});
-      convs_.run(h, p, ConvPass::forward, x.data, w, as_out(y), workspace(s, ws_bytes));
+      convs_.run(h, p, ConvPass::forward, x.data, w, as_out(y), workspace(s, ws_bytes), ws_bytes);
       return;
     }
     const Carve16 c = carve16(s, copy_size(x, x_dims(p)), w_dims(p).numel(), copy_size(y, y_dims(p)), ws_bytes);
     const std::uint16_t* x16 = operand16(x, c.a, x_dims(p), s);
     to16(w, c.b, w_dims(p), s);
     std::uint16_t* y16 = y.is16 ? as16_out(y) : c.out;
-    convs_.run(h, p, ConvPass::forward, x16, c.b, y16, c.ws);
+    convs_.run(h, p, ConvPass::forward, x16, c.b, y16, c.ws, ws_bytes);
     if (!y.is16) from16(c.out, as_out(y), y_dims(p), s);
   }
 
@@ -708,14 +708,14 @@ class CudaBackend final : public Backend {
     const std::size_t ws_bytes = convs_.prepare(h, p, ConvPass::backward_data);
     if (p.precision == Precision::fp32) {
       require_fp32({dy, dx});
-      convs_.run(h, p, ConvPass::backward_data, dy.data, w, as_out(dx), workspace(s, ws_bytes));
+      convs_.run(h, p, ConvPass::backward_data, dy.data, w, as_out(dx), workspace(s, ws_bytes), ws_bytes);
       return;
     }
     const Carve16 c = carve16(s, copy_size(dy, y_dims(p)), w_dims(p).numel(), copy_size(dx, x_dims(p)), ws_bytes);
     const std::uint16_t* dy16 = operand16(dy, c.a, y_dims(p), s);
     to16(w, c.b, w_dims(p), s);
     std::uint16_t* dx16 = dx.is16 ? as16_out(dx) : c.out;
-    convs_.run(h, p, ConvPass::backward_data, dy16, c.b, dx16, c.ws);
+    convs_.run(h, p, ConvPass::backward_data, dy16, c.b, dx16, c.ws, ws_bytes);
     if (!dx.is16) from16(c.out, as_out(dx), x_dims(p), s);
   }
 
@@ -725,13 +725,13 @@ class CudaBackend final : public Backend {
     const std::size_t ws_bytes = convs_.prepare(h, p, ConvPass::backward_filter);
     if (p.precision == Precision::fp32) {
       require_fp32({x, dy});
-      convs_.run(h, p, ConvPass::backward_filter, x.data, dy.data, dw, workspace(s, ws_bytes));
+      convs_.run(h, p, ConvPass::backward_filter, x.data, dy.data, dw, workspace(s, ws_bytes), ws_bytes);
       return;
     }
     const Carve16 c = carve16(s, copy_size(x, x_dims(p)), copy_size(dy, y_dims(p)), w_dims(p).numel(), ws_bytes);
     const std::uint16_t* x16 = operand16(x, c.a, x_dims(p), s);
     const std::uint16_t* dy16 = operand16(dy, c.b, y_dims(p), s);
-    convs_.run(h, p, ConvPass::backward_filter, x16, dy16, c.out, c.ws);
+    convs_.run(h, p, ConvPass::backward_filter, x16, dy16, c.out, c.ws, ws_bytes);
     from16(c.out, dw, w_dims(p), s);
   }
 
@@ -757,11 +757,11 @@ class CudaBackend final : public Backend {
     void* ws = ws_bytes ? base + sy + sx + sw + so : nullptr;
     const std::uint16_t* x16 = operand16(x, x_copy, x_dims(p), s);
     const std::uint16_t* dy16 = operand16(dy, dy_copy, y_dims(p), s);
-    convs_.run(h, p, ConvPass::backward_filter, x16, dy16, out, ws);
+    convs_.run(h, p, ConvPass::backward_filter, x16, dy16, out, ws, filter_bytes);
     from16(out, dw, w_dims(p), s);
     to16(w, w16, w_dims(p), s);
     std::uint16_t* dx16 = dx.is16 ? as16_out(dx) : out;
-    convs_.run(h, p, ConvPass::backward_data, dy16, w16, dx16, ws);
+    convs_.run(h, p, ConvPass::backward_data, dy16, w16, dx16, ws, data_bytes);
     if (!dx.is16) from16(out, as_out(dx), x_dims(p), s);
   }
 
