@@ -12,7 +12,7 @@
 #include <functional>  // std::function
 #include <string>      // std::string
 
-#include "../scratch_dir.hpp"  // unit_test::scratch_dir
+#include "../scratch_dir.hpp"  // unit_test::ScratchDir
 #include "compute/backend.hpp"
 #include "model/heatmap_model.hpp"
 #include "train/checkpoint.hpp"
@@ -26,7 +26,6 @@ using namespace trainer;
 
 namespace {
 
-std::string scratch(const std::string& name) { return unit_test::scratch_dir("ckfiles", name); }
 
 struct Net {
   explicit Net(const std::string& backbone = "resnet18") : net(*backend, model::ModelSpec{backbone, 2, 2}) {
@@ -50,7 +49,8 @@ void overwrite(const std::string& path, std::uint64_t at, const std::string& byt
 }  // namespace
 
 TEST_CASE("a checkpoint stores a configuration of any size and reads it back", "[train][checkpoint]") {
-  const std::string dir = scratch("config");
+  const unit_test::ScratchDir scratch_dir("ckfiles-config");
+  const std::string dir = scratch_dir.str();
   Net n;
   train::TrainingState state;
   state.global_step = 5;
@@ -67,7 +67,8 @@ TEST_CASE("a checkpoint stores a configuration of any size and reads it back", "
 }
 
 TEST_CASE("checkpoints with the configuration as a /state attribute (before) still read", "[train][checkpoint]") {
-  const std::string dir = scratch("old");
+  const unit_test::ScratchDir scratch_dir("ckfiles-old");
+  const std::string dir = scratch_dir.str();
   Net n;
   train::TrainingState state;
   state.config_text = "[training]\nmax_epochs = 3\n";
@@ -111,7 +112,8 @@ void expect_damaged(const std::function<void()>& load, const std::string& path, 
 }
 
 TEST_CASE("a damaged checkpoint is a UserError naming the file, caught by its checksum", "[train][checkpoint]") {
-  const std::string dir = scratch("damaged");
+  const unit_test::ScratchDir scratch_dir("ckfiles-damaged");
+  const std::string dir = scratch_dir.str();
   Net n;
   const std::string path = dir + "/last.h5";
   n.save(path, {});
@@ -129,7 +131,8 @@ TEST_CASE("a damaged checkpoint is a UserError naming the file, caught by its ch
 }
 
 TEST_CASE("a damaged checkpoint without a checksum (older versions) is still a UserError", "[train][checkpoint]") {
-  const std::string dir = scratch("damaged-old");
+  const unit_test::ScratchDir scratch_dir("ckfiles-damaged-old");
+  const std::string dir = scratch_dir.str();
   const std::string path = dir + "/old.h5";
   {  // What older versions wrote, as far as load_training_state looks: /state with attributes.
     h5::silence_errors_on_this_thread();
@@ -145,7 +148,8 @@ TEST_CASE("a damaged checkpoint without a checksum (older versions) is still a U
 }
 
 TEST_CASE("--init-weights refuses a checkpoint of another backbone", "[train][checkpoint]") {
-  const std::string dir = scratch("backbone");
+  const unit_test::ScratchDir scratch_dir("ckfiles-backbone");
+  const std::string dir = scratch_dir.str();
   {
     Net resnet18;
     resnet18.save(dir + "/r18.h5", {});

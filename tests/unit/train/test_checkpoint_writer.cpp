@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string>
 
-#include "../scratch_dir.hpp"  // unit_test::scratch_dir
+#include "../scratch_dir.hpp"  // unit_test::ScratchDir
 #include "compute/backend.hpp"
 #include "model/heatmap_model.hpp"
 #include "train/checkpoint.hpp"
@@ -19,7 +19,6 @@
 using namespace trainer;
 
 namespace {
-std::string scratch(const std::string& name) { return unit_test::scratch_dir("writer", name); }
 
 struct Net {
   std::unique_ptr<compute::Backend> backend = compute::make_cpu_backend(1);
@@ -47,7 +46,8 @@ struct Net {
 }  // namespace
 
 TEST_CASE("the writer's files equal a synchronous save and land before wait() returns", "[train][checkpoint]") {
-  const std::string dir = scratch("equal");
+  const unit_test::ScratchDir scratch_dir("writer-equal");
+  const std::string dir = scratch_dir.str();
   Net n;
   train::TrainingState state;
   state.global_step = 3;
@@ -74,7 +74,8 @@ TEST_CASE("the writer's files equal a synchronous save and land before wait() re
 }
 
 TEST_CASE("a weights-only snapshot has no optimizer state and cannot be resumed", "[train][checkpoint]") {
-  const std::string dir = scratch("weights");
+  const unit_test::ScratchDir scratch_dir("writer-weights");
+  const std::string dir = scratch_dir.str();
   Net n;
   train::TrainingState state;
   train::save_checkpoint(dir + "/w.h5", n.net.store(), nullptr, state, n.backend->default_stream());
@@ -87,7 +88,8 @@ TEST_CASE("a weights-only snapshot has no optimizer state and cannot be resumed"
 }
 
 TEST_CASE("a failed write is reported at check(), once, and later writes go on", "[train][checkpoint]") {
-  const std::string dir = scratch("fail");
+  const unit_test::ScratchDir scratch_dir("writer-fail");
+  const std::string dir = scratch_dir.str();
   Net n;
   train::CheckpointWriter writer(n.net.store());
   n.snapshot(writer, {dir + "/no/such/folder/last.h5"}, 1);
@@ -102,7 +104,8 @@ TEST_CASE("a failed write is reported at check(), once, and later writes go on",
 TEST_CASE("many snapshots in a row: the files hold the newest one", "[train][checkpoint]") {
   const bool deferred = GENERATE(false, true);
   INFO("deferred copies: " << deferred);
-  const std::string dir = scratch(deferred ? "supersede_deferred" : "supersede");
+  const unit_test::ScratchDir scratch_dir("writer-" + std::string(deferred ? "supersede_deferred" : "supersede"));
+  const std::string dir = scratch_dir.str();
   Net n;
   {
     train::CheckpointWriter writer(n.net.store());
@@ -117,7 +120,8 @@ TEST_CASE("many snapshots in a row: the files hold the newest one", "[train][che
 
 TEST_CASE("a deferred snapshot holds the parameters of its boundary although the update follows at once",
           "[train][checkpoint]") {
-  const std::string dir = scratch("deferred");
+  const unit_test::ScratchDir scratch_dir("writer-deferred");
+  const std::string dir = scratch_dir.str();
   Net n;
   auto& backend = *n.backend;
   auto& stream = backend.default_stream();
@@ -141,7 +145,8 @@ TEST_CASE("a deferred snapshot holds the parameters of its boundary although the
 }
 
 TEST_CASE("a mid-epoch checkpoint keeps the epoch's loss sums, the unsupervised ones by name", "[train][checkpoint]") {
-  const std::string dir = scratch("sums");
+  const unit_test::ScratchDir scratch_dir("writer-sums");
+  const std::string dir = scratch_dir.str();
   Net n;
   train::TrainingState state;
   state.batches_into_epoch = 3;

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "../scratch_dir.hpp"  // unit_test::scratch_dir
+#include "../scratch_dir.hpp"  // unit_test::ScratchDir
 #include "compute/backend.hpp"
 #include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
 #include "model/heatmap_model.hpp"
@@ -28,7 +28,6 @@ using namespace trainer;
 
 namespace {
 
-std::string scratch(const std::string& name) { return unit_test::scratch_dir("lb", name); }
 
 struct Run {
   std::unique_ptr<compute::Backend> backend = compute::make_cpu_backend(2);
@@ -139,7 +138,8 @@ TEST_CASE("accumulated gradients are the mean of the batches' gradients, one ste
 
 TEST_CASE("the loop steps once per accumulate_grad_batches batches and at each epoch's end",
           "[train][accumulate]") {
-  const auto dir = scratch("accumulate");
+  const unit_test::ScratchDir scratch_dir("lb-accumulate");
+  const std::string dir = scratch_dir.str();
   train_test::MemorySource src(12, 4, 32, 2, 3);  // 3 batches per epoch
   Run r(2);
   train::LoopConfig config = loop_config(dir, 2);
@@ -161,7 +161,8 @@ TEST_CASE("the loop steps once per accumulate_grad_batches batches and at each e
 TEST_CASE("val_check_interval validates inside the epoch, as Lightning's val_check_batch", "[train][val_check]") {
   train_test::MemorySource val(4, 4, 32, 2, 9);
   const auto run = [&](const std::string& name, train::BatchLimit interval) {
-    const auto dir = scratch(name);
+    const unit_test::ScratchDir scratch_dir("lb-" + std::string(name));
+    const std::string dir = scratch_dir.str();
     train_test::MemorySource src(16, 4, 32, 2, 3);  // 4 batches per epoch
     Run r(2);
     train::LoopConfig config = loop_config(dir, 1);
@@ -199,7 +200,8 @@ TEST_CASE("val_check_interval validates inside the epoch, as Lightning's val_che
 }
 
 TEST_CASE("ckpt_every_n_epochs keeps epoch=E-step=S checkpoints, all of them", "[train][checkpoint]") {
-  const auto dir = scratch("periodic");
+  const unit_test::ScratchDir scratch_dir("lb-periodic");
+  const std::string dir = scratch_dir.str();
   train_test::MemorySource src(8, 4, 32, 2, 3);  // 2 batches per epoch
   Run r(2);
   train::LoopConfig config = loop_config(dir, 4);

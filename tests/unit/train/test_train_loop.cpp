@@ -13,7 +13,7 @@
 #include <fstream>
 #include <string>
 
-#include "../scratch_dir.hpp"  // unit_test::scratch_dir
+#include "../scratch_dir.hpp"  // unit_test::ScratchDir
 #include "compute/backend.hpp"
 #include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
 #include "model/heatmap_model.hpp"
@@ -27,7 +27,6 @@
 using namespace trainer;
 
 namespace {
-std::string scratch(const std::string& name) { return unit_test::scratch_dir("loop", name); }
 
 struct Run {
   std::unique_ptr<compute::Backend> backend = compute::make_cpu_backend(2);
@@ -62,7 +61,8 @@ train::LoopConfig loop_config(const std::string& dir, int epochs) {
 }  // namespace
 
 TEST_CASE("checkpoint round-trip restores every tensor, counter and optimizer state", "[train]") {
-  const auto dir = scratch("roundtrip");
+  const unit_test::ScratchDir scratch_dir("loop-roundtrip");
+  const std::string dir = scratch_dir.str();
   Run a("resnet18", 3);
   train_test::MemorySource src(8, 4, 32, 3, 1);
   train::TrainLoop loop(a.runner, a.net, a.optimizer, src, nullptr, loop_config(dir, 2), {}, Log(0, true),
@@ -99,7 +99,8 @@ TEST_CASE("checkpoint round-trip restores every tensor, counter and optimizer st
 }
 
 TEST_CASE("checkpoint writes are atomic: no file under the final name after a failure", "[train]") {
-  const auto dir = scratch("atomic");
+  const unit_test::ScratchDir scratch_dir("loop-atomic");
+  const std::string dir = scratch_dir.str();
   Run a("resnet18", 2);
   train::TrainingState st;
   const std::string missing = dir + "/no/such/folder/x.h5";
@@ -117,7 +118,8 @@ TEST_CASE("checkpoint writes are atomic: no file under the final name after a fa
 }
 
 TEST_CASE("a run interrupted after epoch k and resumed matches the uninterrupted run bit for bit", "[train]") {
-  const auto dir_full = scratch("full"), dir_part = scratch("part");
+  const unit_test::ScratchDir full_dir("loop-full"), part_dir("loop-part");
+  const std::string dir_full = full_dir.str(), dir_part = part_dir.str();
   train_test::MemorySource src_a(8, 4, 32, 2, 3), src_b(8, 4, 32, 2, 3), val(4, 4, 32, 2, 9);
   Run full("resnet18", 2);
   train::TrainLoop loop_full(full.runner, full.net, full.optimizer, src_a, &val, loop_config(dir_full, 3), {},
@@ -247,7 +249,8 @@ TEST_CASE("16-mixed: an overflowing step is skipped and the loss scale backs off
 }
 
 TEST_CASE("on_epoch_end hears every epoch; a throwing listener warns and training goes on", "[train]") {
-  const auto dir = scratch("epoch_listener");
+  const unit_test::ScratchDir scratch_dir("loop-epoch_listener");
+  const std::string dir = scratch_dir.str();
   train_test::MemorySource src(8, 4, 32, 2, 3);
   Run r("resnet18", 2);
   std::vector<int> heard;

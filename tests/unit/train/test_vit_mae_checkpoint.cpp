@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "../scratch_dir.hpp"  // unit_test::scratch_dir
+#include "../scratch_dir.hpp"  // unit_test::ScratchDir
 #include "compute/backend.hpp"
 #include "model/heatmap_model.hpp"
 #include "train/pretrained_weights.hpp"
@@ -57,7 +57,8 @@ std::vector<float> param(model::HeatmapModel& net, const std::string& name, comp
 }  // namespace
 
 TEST_CASE("model.backbone_checkpoint lays vit_mae.vit.* tensors that fit over vitb_imagenet", "[train][vit][weights]") {
-  const std::string dir = unit_test::scratch_dir("mae", "checkpoint");
+  const unit_test::ScratchDir dir_owner("mae-checkpoint");
+  const std::string dir = dir_owner.str();
   auto b = compute::make_cpu_backend(1);
   auto& s = b->default_stream();
   model::HeatmapModel net(*b, model::ModelSpec{"vitb_imagenet", 3, 2});
