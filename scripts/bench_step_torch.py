@@ -6,6 +6,11 @@ the ratio trainer / PyTorch.
     /usr/bin/python3 scripts/bench_step_torch.py --trainer build/trainer \
         --backbone resnet18 --size 128 --batch 16 --threads 2
 
+--backbone vits_dino compares the ViT-S/16 model. Debian's PyTorch does its matrix
+products through the system BLAS: with Debian's reference BLAS they are about 25x
+slower than with OpenBLAS (libopenblas0-pthread, which scripts/setup.sh's test mode
+installs), so the script prints which one torch loaded.
+
 The PyTorch step is what lightning-pose does per batch: forward (ResNet + heatmap
 head + spatial softmax), MSE heatmap loss, backward, Adam step. Both sides run the
 same number of warm-up and timed steps; the two runs alternate `--rounds` times so a
@@ -23,12 +28,23 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from checkpoint_to_torch import HeatmapNet  # noqa: E402
+from bench_gpu_torch import ViTHeatmapModel  # noqa: E402
+
+
+def make_net(args):
+    """lightning-pose's heatmap model with the ResNet (checkpoint_to_torch) or, for
+    vits_dino, the ViT-S/16 that the GPU comparison uses (bench_gpu_torch)."""
+    if args.backbone == "vits_dino":
+        if args.downsample != 2:
+            sys.exit("error: --backbone vits_dino is compared at --downsample 2 only")
+        return ViTHeatmapModel(args.keypoints)
+    return HeatmapNet(args.backbone, args.keypoints, args.downsample)
 
 
 def torch_images_per_s(args):
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    net = HeatmapNet(args.backbone, args.keypoints, args.downsample).train()
+    net = make_net(args).train()
     optimizer = torch.optim.Adam(net.parameters(), lr=1e-3)
     x = torch.randn(args.batch, 3, args.size, args.size)
     h = args.size >> args.downsample
@@ -59,6 +75,16 @@ def trainer_images_per_s(args):
             float(re.search(r"trainer: ([0-9.]+) images per CPU-second", out).group(1)))
 
 
+def loaded_blas():
+    """The BLAS library mapped into this process (torch links the system libblas.so.3)."""
+    try:
+        with open("/proc/self/maps") as maps:
+            names = {line.split()[-1] for line in maps if "blas" in line.split()[-1].lower()}
+    except OSError:
+        return "unknown"
+    return ", ".join(sorted(os.path.realpath(n) for n in names)) or "none found"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trainer", default="build/trainer")
@@ -72,6 +98,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
+    print(f"PyTorch's BLAS: {loaded_blas()}")
     ours, theirs = [], []
     for r in range(args.rounds):
         ours.append(trainer_images_per_s(args))

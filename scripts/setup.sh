@@ -24,13 +24,15 @@ JOBS=${TRAINER_JOBS:-$(nproc)}
 
 # Build and run dependencies (Debian package names). The test mode adds what the test
 # suite uses: Lmod for the module build, SLURM for the job-script tests, Debian's
-# PyTorch for the reference comparisons, and clang (with libFuzzer, and libomp for
-# OpenMP) for the fuzzers.
+# PyTorch for the reference comparisons (with OpenBLAS, which the alternatives system
+# makes its libblas.so.3: Debian's default reference BLAS makes the ViT references and
+# benchmarks about 37x slower), and clang (with libFuzzer, and libomp for OpenMP) for
+# the fuzzers.
 PACKAGES=(cmake g++ make git pkg-config openmpi-bin libopenmpi-dev libhdf5-dev hdf5-tools
           libboost-program-options-dev catch2 libgloo-dev libdnnl-dev libopencv-dev libopencv-videoio-dev zlib1g-dev
           libyaml-cpp-dev libzip-dev python3-venv)
 TEST_PACKAGES=(lmod slurm-wlm munge python3-torch python3-torchvision python3-h5py clang libomp-dev
-               python3-pandas python3-tables)
+               python3-pandas python3-tables libopenblas0-pthread)
 
 # Test tools that Debian does not package, from PyPI, into a virtual environment beside
 # the build (it sees Debian's python3-torch, -h5py and -pandas too); integration tests
