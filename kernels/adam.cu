@@ -1,9 +1,8 @@
 // Fused Adam kernel; see adam.cuh.
 #include "adam.cuh"
 
-#include <cmath>  // std::pow, std::sqrt
-
-#include "launch.cuh"  // blocks_for, kThreads
+#include "compute/adam_factors.hpp"  // AdamFactors, adam_factors
+#include "launch.cuh"                 // blocks_for, kThreads
 
 namespace trainer::kernels {
 namespace {
@@ -12,27 +11,32 @@ using detail::blocks_for;
 using detail::kThreads;
 
 struct AdamConstants {
-  float lr, beta1, beta2, eps, weight_decay;
-  float step_size;        // lr / (1 - beta1^t)
-  float inv_sqrt_bc2;     // 1 / sqrt(1 - beta2^t)
-  float decay_factor;     // 1 - lr * wd (AdamW) or 1
-  bool l2;                // Adam with weight decay: g += wd * p
+  float beta1, beta2, eps, weight_decay;
+  compute::AdamFactors factors;  // used when device_factors is null
+  const float* device_factors;   // else read from here (AdamFactors' order)
+  bool l2;                       // Adam with weight decay: g += wd * p
 };
 
 __global__ void adam_kernel(float* p, const float* g, float* m, float* v, std::size_t n,
                             AdamConstants k) {
+  float step_size = k.factors.step_size, inv_sqrt_bc2 = k.factors.inv_sqrt_bc2, decay = k.factors.decay;
+  if (k.device_factors) {
+    step_size = k.device_factors[0];
+    inv_sqrt_bc2 = k.device_factors[1];
+    decay = k.device_factors[2];
+  }
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(blockDim.x) * gridDim.x) {
     float param = p[i];
     float grad = g[i];
     if (k.l2) grad += k.weight_decay * param;
-    param *= k.decay_factor;
+    param *= decay;
     const float mi = k.beta1 * m[i] + (1.f - k.beta1) * grad;
     const float vi = k.beta2 * v[i] + (1.f - k.beta2) * grad * grad;
     m[i] = mi;
     v[i] = vi;
-    const float denom = sqrtf(vi) * k.inv_sqrt_bc2 + k.eps;
-    p[i] = param - k.step_size * mi / denom;
+    const float denom = sqrtf(vi) * inv_sqrt_bc2 + k.eps;
+    p[i] = param - step_size * mi / denom;
   }
 }
 
@@ -41,18 +45,13 @@ __global__ void adam_kernel(float* p, const float* g, float* m, float* v, std::s
 void adam_update(float* params, const float* grads, float* m, float* v, std::size_t n,
                  const AdamStep& p, cudaStream_t s) {
   if (!n) return;
-  // Bias corrections in double on the host, as PyTorch computes them in Python floats.
-  const double bc1 = 1.0 - std::pow(double(p.beta1), double(p.step));
-  const double bc2 = 1.0 - std::pow(double(p.beta2), double(p.step));
   AdamConstants k{};
-  k.lr = p.lr;
   k.beta1 = p.beta1;
   k.beta2 = p.beta2;
   k.eps = p.eps;
   k.weight_decay = p.weight_decay;
-  k.step_size = static_cast<float>(double(p.lr) / bc1);
-  k.inv_sqrt_bc2 = static_cast<float>(1.0 / std::sqrt(bc2));
-  k.decay_factor = p.decoupled ? static_cast<float>(1.0 - double(p.lr) * p.weight_decay) : 1.f;
+  k.device_factors = p.device_factors;
+  if (!p.device_factors) k.factors = compute::adam_factors(p.lr, p.beta1, p.beta2, p.weight_decay, p.decoupled, p.step);
   k.l2 = !p.decoupled && p.weight_decay != 0.f;
   adam_kernel<<<blocks_for(n), kThreads, 0, s>>>(params, grads, m, v, n, k);
 }

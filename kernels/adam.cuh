@@ -14,6 +14,9 @@ struct AdamStep {
   float lr, beta1, beta2, eps, weight_decay;
   bool decoupled;
   long step;  // 1-based
+  // Non-null: the step's compute::AdamFactors are read from this device memory at run
+  // time instead of being computed from lr and step (a replayed step graph).
+  const float* device_factors;
 };
 
 void adam_update(float* params, const float* grads, float* m, float* v, std::size_t n,

@@ -15,6 +15,9 @@ using detail::kThreads;
 __global__ void fill_kernel(float* dst, float value, std::size_t n) {
   GRID_STRIDE(i, n) dst[i] = value;
 }
+__global__ void set_values_kernel(float* dst, SmallValues v) {
+  if (threadIdx.x < v.count) dst[threadIdx.x] = v.values[threadIdx.x];
+}
 __global__ void scale_kernel(float* x, float alpha, std::size_t n) {
   GRID_STRIDE(i, n) x[i] *= alpha;
 }
@@ -60,6 +63,9 @@ __global__ void channel_sum_kernel(const float* dy, float* dbias, int n, int c, 
 
 void fill(float* dst, float value, std::size_t n, cudaStream_t s) {
   if (n) fill_kernel<<<blocks_for(n), kThreads, 0, s>>>(dst, value, n);
+}
+void set_values(float* dst, const SmallValues& v, cudaStream_t s) {
+  if (v.count > 0) set_values_kernel<<<1, 32, 0, s>>>(dst, v);
 }
 void scale(float* x, float alpha, std::size_t n, cudaStream_t s) {
   if (n) scale_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, alpha, n);

@@ -11,6 +11,13 @@
 namespace trainer::kernels {
 
 void fill(float* dst, float value, std::size_t n, cudaStream_t stream);
+// dst[i] = v.values[i] for i < v.count: host scalars carried by the launch itself, so
+// the host may change its copy at once and a recorded graph keeps these values.
+struct SmallValues {
+  float values[16];
+  int count;
+};
+void set_values(float* dst, const SmallValues& v, cudaStream_t stream);
 void scale(float* x, float alpha, std::size_t n, cudaStream_t stream);
 void accumulate(const float* x, float* out, std::size_t n, cudaStream_t stream);  // out += x
 // `points` (x, y) pairs mapped in place by `map` (compute/affine_points.hpp).

@@ -42,7 +42,8 @@
 #                  then the 2026-11-26 path (fp32 activations, TRAINER_NHWC16=0) vs
 #                  16-bit NHWC activations (training and prediction, bf16 batch 64),
 #                  and cuDNN's algorithms by cudnnFind vs heuristics vs the graph API
-#                  (model.conv_algorithms graph, graph-autotune)
+#                  (model.conv_algorithms graph, graph-autotune), and steps replayed
+#                  as CUDA graphs (--cuda-graphs, model.cuda_graphs) vs op by op
 #   6-predict      the prediction rate (`bench step --mode predict`) vs PyTorch inference
 #   7-profile      one bf16 batch-64 step split by op category with in-process timers
 #                  (`bench step --profile`), and Nsight Compute's per-kernel times of the
@@ -246,6 +247,18 @@ vs_torch_run() {
       "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 --precision bf16-mixed \
         --steps 20 --warmup 5 --conv-algorithms "$algorithms" || return
     done
+    # Steps replayed from CUDA graphs (never run on a GPU before) against op by op;
+    # batch 16 is where launches bound the step. A failed recording warns and runs
+    # op by op, so "0 recorded step(s)" in the output means it did not record.
+    local batch graphs
+    for batch in 16 64; do
+      for graphs in "" --cuda-graphs; do
+        [[ $batch == 64 && -z $graphs ]] && continue  # the heuristics run above
+        echo "--- ${graphs:-op by op} (bf16-mixed, batch $batch)"
+        "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch "$batch" \
+          --precision bf16-mixed --steps 20 --warmup 5 $graphs || return
+      done
+    done
   else  # the script and the template wiring, on the CPU with tiny sizes
     "$py" "$repo/scripts/bench_gpu_torch.py" --device cpu --batches 2 --image-size 64 --iters 1 --warmup 0 \
       --matmul-size 64 --json "$logs/torch-train.jsonl" \
@@ -327,7 +340,7 @@ else
   step 3-integration 120 cpu_training_run
 fi
 gpu_step 4-sanitizer 90 sanitizer_run
-step 5-vs-torch 170 vs_torch_run
+step 5-vs-torch 200 vs_torch_run
 step 6-predict 90 predict_run
 step 7-profile 90 profile_run
 [[ $has_gpu == 0 ]] && step 8-unit-tests 120 unit_tests_run

@@ -55,6 +55,7 @@ int bench_step(const Args& args) {
               fp32_precision = "highest", mode = "train", conv_algorithms = "heuristics";
   int size = 128, batch = 16, keypoints = 17, steps = 10, warmup = 2, threads = 0, downsample = 2, profile = 0;
   unsigned seed = 0;
+  bool cuda_graphs = false;
   std::string backbones;
   for (const auto& name : model::backbone_names()) backbones += (backbones.empty() ? "" : " | ") + name;
   po::options_description desc("trainer bench step [options]");
@@ -84,6 +85,9 @@ int bench_step(const Args& args) {
       ("profile", po::value(&profile)->default_value(profile),
        "after the timed steps, N more with every op timed (GPU: events around each op): each category's "
        "time per step and call count (where Nsight Compute cannot run)")
+      ("cuda-graphs", po::bool_switch(&cuda_graphs),
+       "GPU training: replay each step's recorded device work as a CUDA graph (model.cuda_graphs); the "
+       "first two steps (warm-up and recording) should be untimed: --warmup 3")
       ("warmup", po::value(&warmup)->default_value(warmup), "untimed steps first")
       ("threads", po::value(&threads)->default_value(threads), "CPU threads (0: OMP_NUM_THREADS or all cores)")
       ("seed", po::value(&seed)->default_value(seed), "model and input seed")
@@ -115,6 +119,14 @@ int bench_step(const Args& args) {
   if (accelerator != "cpu" && accelerator != "gpu")
     throw UserError("bench step: --accelerator must be cpu or gpu, not '" + accelerator + "'");
   if (profile < 0) throw UserError("bench step: --profile must be >= 0");
+  if (cuda_graphs && profile > 0)
+    throw UserError("bench step: --profile times the ops one by one, which a replayed CUDA graph does not run",
+                    "profile without --cuda-graphs");
+  if (cuda_graphs && (accelerator != "gpu" || mode != "train" || exporting))
+    throw UserError("bench step: --cuda-graphs records GPU training steps", "use it with --accelerator gpu --mode train");
+  if (cuda_graphs && precision_name == "16-mixed")
+    throw UserError("bench step: --cuda-graphs does not record 16-mixed steps (the loss scaler decides each step on "
+                    "the host)", "use --precision bf16-mixed or 32");
   if (threads < 0 || warmup < 0)
     throw UserError("bench step: --threads and --warmup must be >= 0, got " + std::to_string(threads) + " and " +
                     std::to_string(warmup), "--threads 0 uses OMP_NUM_THREADS or all cores");
@@ -143,6 +155,7 @@ int bench_step(const Args& args) {
   optimizer.set_group(model::ParamGroup::head, 1e-3, true);
   train::StepRunner runner(run_backend, stream, net, compute::heatmap_mse_loss());
   train::LocalGradientSync sync;
+  if (cuda_graphs) runner.record_steps([](const std::string& line) { std::fprintf(stderr, "warning: %s\n", line.c_str()); });
 
   // Random normalized images and keypoints inside the frame. The images sit in the
   // backend's host memory (pinned on a GPU), as the loader's batches do: from
@@ -227,6 +240,9 @@ int bench_step(const Args& args) {
   // work (use OMP_WAIT_POLICY=passive so idle threads do not spin).
   std::printf("trainer: %.2f images per CPU-second (%.3f CPU s/step)\n", batch * steps / cpu_seconds,
               cpu_seconds / steps);
+  if (cuda_graphs)
+    std::printf("cuda graphs: %zu recorded step(s) replayed (one per staging slot; 0: every step ran op by op)\n",
+                runner.recorded_steps());
   if (profiler) {
     profiler->set_enabled(true);
     const auto p0 = std::chrono::steady_clock::now();

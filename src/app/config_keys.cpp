@@ -663,6 +663,10 @@ std::vector<ConfigKey> build_table() {
              "device sync; faster on an H100 in 3 of 4 measured settings); benchmark = time every "
              "algorithm once per shape (cudnnFind, the path of 2026-11-22); ignored on CPUs")
           .lp("(torch.backends.cudnn.benchmark)"),
+      boolean("model", "cuda_graphs", field(M, &MC::cuda_graphs),
+              "GPUs: record a training step's device work once as a CUDA graph and replay it while "
+              "batches keep their shape (one process, supervised, no accumulation, not 16-mixed; "
+              "other runs go op by op); not yet measured on a GPU (docs/GPU.md); ignored on CPUs"),
       // [distributed]
       choice("distributed", "backend", field(X, &XC::backend), runtime::backend_names(),
              "gradient all-reduce backend; auto: nccl on GPUs, gloo on CPUs")

@@ -73,6 +73,11 @@ struct AdamParams {
   float weight_decay = 0.f;
   bool decoupled_weight_decay = false;  // AdamW
   long step = 1;                        // 1-based step used for bias correction
+  // When set, lr and step are not used: the step's AdamFactors (compute/adam_factors.hpp)
+  // are read from these AdamFactors::kCount floats of device memory when the update
+  // runs, so a recorded step graph replays with each step's values (written by
+  // set_values on the same stream before it).
+  const float* device_factors = nullptr;
 };
 
 class Backend {
@@ -97,6 +102,11 @@ class Backend {
   virtual void download(float* host_dst, const float* src, std::size_t count, Stream& s) = 0;
   virtual void copy(float* dst, const float* src, std::size_t count, Stream& s) = 0;
   virtual void fill(float* dst, float value, std::size_t count, Stream& s) = 0;
+  // dst[i] = values[i] for i < count <= kMaxSetValues, the values taken from the host
+  // when the call is made (carried by the launch, not read later): per-step scalars
+  // for work that reads them from device memory (AdamParams::device_factors).
+  static constexpr std::size_t kMaxSetValues = 16;
+  virtual void set_values(float* dst, const float* values, std::size_t count, Stream& s) = 0;
   virtual void scale(float* x, float alpha, std::size_t count, Stream& s) = 0;
 
   // ---- convolution (no bias; ResNet convolutions have none) [16-bit storage] ----

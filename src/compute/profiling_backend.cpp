@@ -62,6 +62,10 @@ void ProfilingBackend::copy(float* dst, const float* src, std::size_t count, Str
 void ProfilingBackend::fill(float* dst, float value, std::size_t count, Stream& s) {
   TRAINER_TIMED(elementwise, fill(dst, value, count, s));
 }
+
+void ProfilingBackend::set_values(float* dst, const float* values, std::size_t count, Stream& s) {
+  TRAINER_TIMED(copies, set_values(dst, values, count, s));
+}
 void ProfilingBackend::scale(float* x, float alpha, std::size_t count, Stream& s) {
   TRAINER_TIMED(elementwise, scale(x, alpha, count, s));
 }

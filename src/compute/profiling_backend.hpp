@@ -67,6 +67,7 @@ class ProfilingBackend final : public Backend {
   void download(float* host_dst, const float* src, std::size_t count, Stream& s) override;
   void copy(float* dst, const float* src, std::size_t count, Stream& s) override;
   void fill(float* dst, float value, std::size_t count, Stream& s) override;
+  void set_values(float* dst, const float* values, std::size_t count, Stream& s) override;
   void scale(float* x, float alpha, std::size_t count, Stream& s) override;
   void conv2d_forward(ConstTensorView x, const float* w, TensorView y, const ConvGeometry& g, Stream& s) override;
   void conv2d_backward_data(ConstTensorView dy, const float* w, TensorView dx, const ConvGeometry& g,

@@ -19,6 +19,18 @@ class Event {
   virtual double elapsed_ms_since(const Event& start) const;
 };
 
+class Stream;
+
+// A stream's work recorded once and replayed (a CUDA graph): the same kernels with
+// the same arguments and buffers on every launch. What changes from one replay to
+// the next must live in device memory (Backend::set_values, staged batches).
+class RecordedWork {
+ public:
+  virtual ~RecordedWork() = default;
+  // Queues the recorded work on `s`, after the work already queued there.
+  virtual void launch(Stream& s) = 0;
+};
+
 class Stream {
  public:
   virtual ~Stream() = default;
@@ -34,6 +46,17 @@ class Stream {
   virtual void synchronize() = 0;
   // Native handle (cudaStream_t for CUDA, nullptr for CPU).
   virtual void* native() const = 0;
+
+  // Recording (CUDA streams; can_record() says whether this one can). Between
+  // begin_recording() and end_recording(), work queued on this stream, and on streams
+  // that wait for events it records, is recorded instead of run; host waits on it
+  // and allocations fail. end_recording() returns the recorded work ready to launch
+  // (it has not run), or throws when an op failed while recording. After an
+  // exception between the two, abandon_recording() ends the recording and drops it.
+  virtual bool can_record() const { return false; }
+  virtual void begin_recording();
+  virtual std::unique_ptr<RecordedWork> end_recording();
+  virtual void abandon_recording() noexcept {}
 };
 
 inline double Event::elapsed_ms_since(const Event&) const { return std::numeric_limits<double>::quiet_NaN(); }

@@ -19,6 +19,10 @@ class GradientSync : public model::GradientReadyListener {
   virtual void begin(std::size_t offset, std::size_t count, compute::Stream& stream) = 0;
   // After backward: every gradient in the range is final and averaged.
   virtual void finish(compute::Stream& stream) = 0;
+  // Whether a step's begin .. finish may be recorded as device work and replayed
+  // (model.cuda_graphs): no host work or host state between them that a replay would
+  // have to repeat.
+  virtual bool recordable() const { return false; }
   // Whether loss_scale() wants this rank's count of loss terms each step.
   virtual bool weighs_loss() const { return false; }
   // Before backward, on every rank (collective): the factor for this rank's loss
@@ -37,6 +41,7 @@ class LocalGradientSync final : public GradientSync {
   void begin(std::size_t, std::size_t, compute::Stream&) override {}
   void on_ready(std::size_t, std::size_t, compute::Stream&) override {}
   void finish(compute::Stream&) override {}
+  bool recordable() const override { return true; }
 };
 
 // Sums of metrics over ranks (Lightning's sync_dist): every rank calls sum() with

@@ -42,7 +42,20 @@ class Optimizer {
   void set_group(model::ParamGroup id, double lr, bool active);
   // One Adam step for every active group with the current gradients. Waits first
   // for a fence given to wait_before_update (a snapshot still being copied).
-  void step(compute::Stream& stream);
+  void step(compute::Stream& stream) {
+    prepare_step(stream);
+    apply_step(stream);
+  }
+  // step() in two halves, so that a recorded step (CUDA graph) can hold the device
+  // half while the host half runs before every replay. prepare_step: the fence wait,
+  // each active group's step count, and its lr and bias corrections written to device
+  // memory (one set_values on `stream`). apply_step: the update of every active group,
+  // reading those values when it runs.
+  void prepare_step(compute::Stream& stream);
+  void apply_step(compute::Stream& stream);
+  // Which groups apply_step updates (bit 0 backbone, bit 1 head): part of what a
+  // recorded step depends on.
+  unsigned updated_groups() const;
   // The next step's update waits for `fence` (replaces an earlier one, which the
   // caller has waited for or let go).
   void wait_before_update(std::shared_ptr<const UpdateFence> fence) { fence_ = std::move(fence); }
@@ -63,6 +76,7 @@ class Optimizer {
   OptimizerType type_;
   Group groups_[2];
   compute::DeviceBuffer m_, v_;
+  compute::DeviceBuffer factors_;  // per group, compute::AdamFactors::kCount floats
   std::shared_ptr<const UpdateFence> fence_;
 };
 

@@ -3,6 +3,8 @@
 
 #include <algorithm>  // std::copy
 #include <cmath>      // std::isnan, std::sqrt
+#include <cstdint>    // std::int64_t
+#include <exception>  // std::exception
 #include <optional>   // std::optional
 
 #include "compute/affine_points.hpp"  // AffineMap2D
@@ -116,6 +118,7 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
                             double unsupervised_importance, MicroBatch micro) {
   TRAINER_ASSERT(micro.accumulate >= 1, "accumulate " << micro.accumulate);
   const bool semi = unlabeled != nullptr && unsupervised_ != nullptr;
+  if (recordable(semi, bn_sync, micro, sync)) return recorded_train_step(batch, optimizer, sync, train_backbone);
   // During the warm-up (importance 0: lightning-pose's first freeze_until_epoch
   // epochs) the unsupervised terms add nothing: the unlabelled frames only run
   // forward, for the running statistics and the logged losses.
@@ -126,6 +129,7 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   // no finish() between its batches, and its last may be smaller (an epoch's end).
   if (bn_sync) bn_sync->new_batch();
   const StagedBatch& b = stage(batch, true, false);  // padded rows train too, as with Lightning's DistributedSampler
+  if (recorder_.enabled()) recorder_.unrecorded_step(recorded_shape(b, train_backbone, optimizer));
   const compute::Shape4 hm = b.heatmap_shape;
   const auto& store = model_.store();
   const auto range = train_backbone ? model::ParameterStore::Range{0, store.parameter_count()}
@@ -188,6 +192,90 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   // After the all-reduce, so every rank sees the same gradients and skips alike.
   if (scaler_.unscale_and_check(backend_, model_.store().grads_data() + range.offset, range.count, stream_))
     optimizer.step(stream_);
+}
+
+bool StepRunner::recordable(bool semi, model::BatchNormSync* bn_sync, const MicroBatch& micro,
+                            const GradientSync& sync) const {
+  // The loss gradient's scale must be 1 on every step (no per-batch data-parallel
+  // weight, no accumulation divisor, no fp16 loss scale): a replay cannot change it.
+  return recorder_.enabled() && stream_.can_record() && !semi && bn_sync == nullptr && micro.accumulate == 1 &&
+         micro.steps && held_ == 0 && !measure_next_ && sync.recordable() && !sync.weighs_loss() &&
+         !scaler_.enabled();
+}
+
+StepRecorder::Shape StepRunner::recorded_shape(const StagedBatch& b, bool train_backbone,
+                                                const Optimizer& optimizer) const {
+  return StepRecorder::Shape{b.image_shape, b.heatmap_shape, train_backbone, optimizer.updated_groups()};
+}
+
+namespace {
+
+std::vector<std::int64_t> counter_values(const model::ParameterStore& store) {
+  std::vector<std::int64_t> values;
+  for (const auto& c : store.counters()) values.push_back(c.value);
+  return values;
+}
+
+}  // namespace
+
+void StepRunner::recorded_train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
+                                     bool train_backbone) {
+  const StagedBatch& b = stage(batch, true, false);
+  compute::ensure_capacity(backend_, dpred_, b.heatmap_shape.numel());  // allocations stay outside recordings
+  measured_ = false;
+  optimizer.prepare_step(stream_);  // the host half: step counts, lr and bias corrections to the device
+  auto& counters = model_.store().counters();
+  switch (recorder_.decide(recorded_shape(b, train_backbone, optimizer), b.images)) {
+    case StepRecorder::Action::run:
+      device_step(b, optimizer, sync, train_backbone);
+      break;
+    case StepRecorder::Action::replay: {
+      const auto& deltas = recorder_.counter_deltas(b.images);
+      for (std::size_t i = 0; i < counters.size(); ++i) counters[i].value += deltas[i];
+      recorder_.recording(b.images).launch(stream_);
+      break;
+    }
+    case StepRecorder::Action::record: {
+      const std::vector<std::int64_t> before = counter_values(model_.store());
+      std::unique_ptr<compute::RecordedWork> work;
+      try {
+        stream_.begin_recording();
+        device_step(b, optimizer, sync, train_backbone);
+        work = stream_.end_recording();
+      } catch (const std::exception& e) {
+        // Nothing recorded has run: undo the host side and run this step (and every
+        // later one) op by op.
+        stream_.abandon_recording();
+        for (std::size_t i = 0; i < counters.size(); ++i) counters[i].value = before[i];
+        recorder_.fail(e.what());
+        device_step(b, optimizer, sync, train_backbone);
+        break;
+      }
+      std::vector<std::int64_t> deltas = counter_values(model_.store());
+      for (std::size_t i = 0; i < deltas.size(); ++i) deltas[i] -= before[i];
+      work->launch(stream_);
+      recorder_.keep(b.images, std::move(work), std::move(deltas));
+      break;
+    }
+  }
+  ++losses_summed_;
+  stager_.release(stream_);
+}
+
+void StepRunner::device_step(const StagedBatch& b, Optimizer& optimizer, GradientSync& sync, bool train_backbone) {
+  const compute::Shape4 hm = b.heatmap_shape;
+  const auto& store = model_.store();
+  const auto range = train_backbone ? model::ParameterStore::Range{0, store.parameter_count()}
+                                    : store.group_range(model::ParamGroup::head);
+  sync.begin(range.offset, range.count, stream_);
+  model::Context ctx{backend_, stream_, true, nullptr, &sync};
+  auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
+  backend_.heatmap_loss(heatmaps, {targets_.data(), hm}, mask_.data(), loss_type_, loss_.data(), dpred_.data(), 1.f,
+                        stream_);
+  backend_.accumulate(loss_.data(), loss_sum_.data(), 1, stream_);
+  model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
+  sync.finish(stream_);
+  optimizer.apply_step(stream_);
 }
 
 compute::ConstTensorView StepRunner::unsupervised_forward(const data::Batch& frames, model::BatchNormSync* bn_sync,
@@ -325,6 +413,7 @@ void StepRunner::keypoints_from_heatmaps(const data::Batch& batch, compute::Cons
 }
 
 EvalSums StepRunner::evaluate(const data::Batch& batch, Predictions* predictions) {
+  recorder_.forget();  // its shapes may grow buffers the recordings use
   const StagedBatch& b = stage(batch, true, true);  // padded rows are excluded from every metric
   const compute::Shape4 hm = b.heatmap_shape;
   model::Context ctx{backend_, stream_, false, nullptr, nullptr};
@@ -364,6 +453,7 @@ EvalSums StepRunner::evaluate(const data::Batch& batch, Predictions* predictions
 }
 
 void StepRunner::predict(const data::Batch& batch, Predictions& predictions) {
+  recorder_.forget();
   const StagedBatch& b = stage(batch, false, false);
   model::Context ctx{backend_, stream_, false, nullptr, nullptr};
   auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});

@@ -2,8 +2,10 @@
 // One training step and one evaluation batch on the compute device:
 // batch (host) -> upload -> targets -> forward -> loss -> backward -> gradient sync
 // -> optimizer. Evaluation adds soft-argmax keypoints and pixel errors.
-#include <cstdint>  // std::uint8_t
-#include <memory>   // std::unique_ptr
+#include <cstdint>     // std::uint8_t
+#include <functional>  // std::function
+#include <memory>      // std::unique_ptr
+#include <string>      // std::string
 #include <utility>  // std::pair
 #include <vector>   // std::vector
 
@@ -16,6 +18,7 @@
 #include "train/gradient_sync.hpp"  // GradientSync
 #include "train/loss_scaler.hpp"    // LossScaler (16-mixed)
 #include "train/optimizer.hpp"      // Optimizer
+#include "train/step_recorder.hpp"  // StepRecorder (model.cuda_graphs)
 #include "train/unsupervised_losses.hpp"  // UnsupervisedLosses
 
 namespace trainer::train {
@@ -100,6 +103,15 @@ class StepRunner {
   void train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
                   bool train_backbone, model::BatchNormSync* bn_sync, const data::Batch* unlabeled = nullptr,
                   double unsupervised_importance = 0.0, MicroBatch micro = {});
+  // model.cuda_graphs: from now on, supervised single-process steps (a GradientSync
+  // that is recordable(), no accumulation, no synchronized batch norm, not 16-mixed,
+  // not a measured step) on a stream that can record run as recordings of their device
+  // work, one per staging slot, replayed while the batches keep their shape
+  // (train/step_recorder.hpp); the host half of the optimizer step runs before each
+  // replay. `warn` gets one line if recording fails; the run then goes on unrecorded.
+  void record_steps(std::function<void(const std::string&)> warn) { recorder_.enable(std::move(warn)); }
+  // Recordings held now (tests and bench step).
+  std::size_t recorded_steps() const { return recorder_.recordings(); }
   // Whether gradients of an unfinished accumulation group are held (a train_step with
   // micro.steps == false and no group-ending step after it yet).
   bool holds_gradients() const { return held_ > 0; }
@@ -143,6 +155,15 @@ class StepRunner {
   // Adds the gradients [offset, offset + count) of the pass just run to held_grads_
   // (copies them for the first held pass).
   void hold_gradients(std::size_t offset, std::size_t count);
+  // Whether this step may run as a recording (record_steps).
+  bool recordable(bool semi, model::BatchNormSync* bn_sync, const MicroBatch& micro, const GradientSync& sync) const;
+  StepRecorder::Shape recorded_shape(const StagedBatch& b, bool train_backbone, const Optimizer& optimizer) const;
+  // A recordable step: stages the batch, runs the optimizer's host half, then runs,
+  // records or replays device_step as the recorder decides.
+  void recorded_train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync, bool train_backbone);
+  // The device work of a recordable step: forward, loss, backward, the optimizer's
+  // device half. Nothing in it may depend on host values that change between steps.
+  void device_step(const StagedBatch& b, Optimizer& optimizer, GradientSync& sync, bool train_backbone);
   // Stages the batch on the device (images; with labels also the keypoints, and
   // the Gaussian targets and loss mask built on the compute stream).
   const StagedBatch& stage(const data::Batch& batch, bool labels, bool drop_padded_rows);
@@ -173,6 +194,7 @@ class StepRunner {
   compute::DeviceBuffer u_coords_, u_confidence_, u_dcoords_, u_dheatmaps_, u_values_, u_sums_;
   std::vector<float> u_sums_host_;
   LossScaler scaler_;
+  StepRecorder recorder_;
   compute::DeviceBuffer targets_, mask_, loss_, loss_sum_, dpred_, coords_, confidence_;
   compute::HostBuffer<float> loss_host_;  // pinned: [0] requested loss, [1] loss sum
   std::unique_ptr<compute::Event> loss_copied_;

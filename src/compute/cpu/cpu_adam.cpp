@@ -4,8 +4,9 @@
 //   AdamW: p *= 1 - lr * wd                 (decoupled decay, before the update)
 //   m = b1 m + (1 - b1) g;  v = b2 v + (1 - b2) g^2
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
-#include <cmath>
+#include <cmath>  // std::sqrt
 
+#include "compute/adam_factors.hpp"  // adam_factors
 #include "compute/cpu/cpu_backend.hpp"
 #include "util/error.hpp"
 
@@ -13,15 +14,18 @@ namespace trainer::compute::cpu {
 
 void CpuBackend::adam_update(float* params, const float* grads, float* m, float* v,
                              std::size_t count, const AdamParams& a, Stream&) {
-  TRAINER_ASSERT(a.step >= 1, "adam_update: step must be >= 1 (1-based), got " << a.step);
+  TRAINER_ASSERT(a.device_factors || a.step >= 1, "adam_update: step must be >= 1 (1-based), got " << a.step);
   enter();
-  const double bc1 = 1.0 - std::pow(double(a.beta1), double(a.step));
-  const double bc2 = 1.0 - std::pow(double(a.beta2), double(a.step));
-  const float step_size = float(double(a.lr) / bc1);
-  const float inv_bc2_sqrt = float(1.0 / std::sqrt(bc2));
+  // "Device" memory is host memory here: the factors set_values wrote, or computed now.
+  AdamFactors f;
+  if (a.device_factors) {
+    f.step_size = a.device_factors[0], f.inv_sqrt_bc2 = a.device_factors[1], f.decay = a.device_factors[2];
+  } else {
+    f = adam_factors(a.lr, a.beta1, a.beta2, a.weight_decay, a.decoupled_weight_decay, a.step);
+  }
+  const float step_size = f.step_size, inv_bc2_sqrt = f.inv_sqrt_bc2, decay = f.decay;
   const float b1 = a.beta1, b2 = a.beta2, eps = a.eps;
   const float l2 = a.decoupled_weight_decay ? 0.f : a.weight_decay;
-  const float decay = a.decoupled_weight_decay ? float(1.0 - double(a.lr) * a.weight_decay) : 1.f;
   const long n = long(count);
 #pragma omp parallel for schedule(static) if (n > 32768)
   for (long i = 0; i < n; ++i) {

@@ -4,6 +4,7 @@
 
 #include <omp.h>
 
+#include <algorithm>  // std::copy
 #include <chrono>  // steady_clock: timed events
 #include <cmath>
 #include <cstdlib>
@@ -137,6 +138,12 @@ void CpuBackend::fill(float* dst, float value, std::size_t count, Stream&) {
   const long n = long(count);
 #pragma omp parallel for schedule(static) if (n > 65536)
   for (long i = 0; i < n; ++i) dst[i] = value;
+}
+
+void CpuBackend::set_values(float* dst, const float* values, std::size_t count, Stream&) {
+  TRAINER_ASSERT(count <= kMaxSetValues, "set_values: " << count << " values");
+  enter();
+  std::copy(values, values + count, dst);
 }
 
 void CpuBackend::scale(float* x, float alpha, std::size_t count, Stream&) {

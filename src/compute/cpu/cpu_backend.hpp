@@ -65,6 +65,7 @@ class CpuBackend final : public Backend {
   void download(float* host_dst, const float* src, std::size_t count, Stream& s) override;
   void copy(float* dst, const float* src, std::size_t count, Stream& s) override;
   void fill(float* dst, float value, std::size_t count, Stream& s) override;
+  void set_values(float* dst, const float* values, std::size_t count, Stream& s) override;
   void scale(float* x, float alpha, std::size_t count, Stream& s) override;
 
   void conv2d_forward(ConstTensorView x, const float* w, TensorView y, const ConvGeometry& g,
@@ -170,7 +171,7 @@ class CpuBackend final : public Backend {
 
   int threads_;
   Precision precision_;
-  CpuTransformerOps transformer_ops_{threads_};  // after threads_: initialized from it
+  CpuTransformerOps transformer_ops_{threads_, precision_};  // after threads_ and precision_: reads them
   // Convolution layouts: oneDNN's choice (blocked, with reorders at the op's
   // boundary) or plain NCHW/OIHW throughout (no reorders). TRAINER_CPU_CONV_LAYOUT.
   bool blocked_layouts_;

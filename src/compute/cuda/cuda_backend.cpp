@@ -146,6 +146,14 @@ class CudaBackend final : public Backend {
     kernels::fill(dst, value, count, as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
+  void set_values(float* dst, const float* values, std::size_t count, Stream& s) override {
+    TRAINER_ASSERT(count <= kMaxSetValues, "set_values: " << count << " values");
+    kernels::SmallValues v{};
+    for (std::size_t i = 0; i < count; ++i) v.values[i] = values[i];
+    v.count = int(count);
+    kernels::set_values(dst, v, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
   void scale(float* x, float alpha, std::size_t count, Stream& s) override {
     kernels::scale(x, alpha, count, as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
@@ -543,8 +551,8 @@ class CudaBackend final : public Backend {
   // ---- optimizer -----------------------------------------------------------------
   void adam_update(float* params, const float* grads, float* m, float* v, std::size_t count,
                    const AdamParams& p, Stream& s) override {
-    kernels::AdamStep step{p.lr, p.beta1, p.beta2, p.eps, p.weight_decay, p.decoupled_weight_decay,
-                           p.step};
+    kernels::AdamStep step{p.lr,           p.beta1,                  p.beta2, p.eps,
+                           p.weight_decay, p.decoupled_weight_decay, p.step,  p.device_factors};
     kernels::adam_update(params, grads, m, v, count, step, as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }

@@ -52,6 +52,50 @@ void CudaStream::wait(const Event& event) {
 
 void CudaStream::synchronize() { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
+void* CudaStream::scratch(std::size_t bytes) {
+  TRAINER_ASSERT(!recording_ || bytes <= scratch_->bytes(),
+                 "a recorded step needs " << bytes << " bytes of stream scratch, more than the " << scratch_->bytes()
+                                          << " its unrecorded run left");
+  return scratch_->get(bytes);
+}
+
+void CudaStream::begin_recording() {
+  CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  recording_ = true;
+}
+
+std::unique_ptr<RecordedWork> CudaStream::end_recording() {
+  recording_ = false;
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+  return std::make_unique<CudaGraph>(graph);
+}
+
+void CudaStream::abandon_recording() noexcept {
+  recording_ = false;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream_, &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+    cudaGraph_t graph = nullptr;
+    if (cudaStreamEndCapture(stream_, &graph) == cudaSuccess && graph) cudaGraphDestroy(graph);
+  }
+  (void)cudaGetLastError();  // capture errors are not sticky; clear the last one
+}
+
+CudaGraph::CudaGraph(cudaGraph_t graph) : graph_(graph) {
+  const cudaError_t rc = cudaGraphInstantiate(&exec_, graph_, 0);
+  if (rc != cudaSuccess) {
+    cudaGraphDestroy(graph_);  // the constructor throws: no destructor runs
+    CUDA_CHECK(rc);
+  }
+}
+
+CudaGraph::~CudaGraph() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+  if (graph_) cudaGraphDestroy(graph_);
+}
+
+void CudaGraph::launch(Stream& s) { CUDA_CHECK(cudaGraphLaunch(exec_, as_cuda(s).get())); }
+
 CudaStream& as_cuda(Stream& s) {
   auto* cs = dynamic_cast<CudaStream*>(&s);
   TRAINER_ASSERT(cs != nullptr, "a CUDA op was given a stream that is not a CUDA stream");

@@ -24,6 +24,21 @@ class CudaEvent final : public Event {
   cudaEvent_t event_ = nullptr;
 };
 
+// A CUDA graph instantiated from a stream's recording; owns the graph and its
+// executable form.
+class CudaGraph final : public RecordedWork {
+ public:
+  explicit CudaGraph(cudaGraph_t graph);  // takes ownership; instantiates it
+  ~CudaGraph() override;
+  CudaGraph(const CudaGraph&) = delete;
+  CudaGraph& operator=(const CudaGraph&) = delete;
+  void launch(Stream& s) override;
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 class CudaStream final : public Stream {
  public:
   // priority: 0 is the default; lower numbers are higher priority (cudaDeviceGetStreamPriorityRange).
@@ -39,10 +54,20 @@ class CudaStream final : public Stream {
   void* native() const override { return stream_; }
   cudaStream_t get() const { return stream_; }
   // This stream's reusable device workspace (see StreamScratch): at least `bytes`.
-  void* scratch(std::size_t bytes) { return scratch_->get(bytes); }
+  // While recording it cannot grow (a recorded stream-ordered allocation would
+  // belong to the graph): a larger request throws, and the recording is abandoned.
+  void* scratch(std::size_t bytes);
+
+  // Stream capture in this thread's mode: an unsafe call from another thread
+  // (a loader's pinned allocation) does not invalidate the recording.
+  bool can_record() const override { return true; }
+  void begin_recording() override;
+  std::unique_ptr<RecordedWork> end_recording() override;
+  void abandon_recording() noexcept override;
 
  private:
   cudaStream_t stream_ = nullptr;
+  bool recording_ = false;
   std::unique_ptr<StreamScratch> scratch_;  // freed before the stream is destroyed
 };
 

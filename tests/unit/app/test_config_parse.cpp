@@ -106,8 +106,11 @@ TEST_CASE("negative numbers, booleans, raw devices and CRLF files", "[app][confi
   ScratchDir dir;
   const std::string file = dir.write("crlf.cfg", "[distributed]\r\nsync_batchnorm = no\r\ndevices = [0, 1]\r\n");
   const auto cl = parse({"--config", file, "--training.max_steps", "-1", "--training.num_workers", "-1",
-                         "--distributed.broadcast_buffers", "off", "--training.drop_last", "YES"});
+                         "--distributed.broadcast_buffers", "off", "--training.drop_last", "YES",
+                         "--model.cuda_graphs", "true"});
   CHECK(cl.config.training.max_steps == -1);
+  CHECK(cl.config.model.cuda_graphs);
+  CHECK_FALSE(parse({}).config.model.cuda_graphs);
   CHECK(cl.config.training.num_workers == -1);
   CHECK_FALSE(cl.config.distributed.sync_batchnorm);
   CHECK_FALSE(cl.config.distributed.broadcast_buffers);
@@ -195,7 +198,7 @@ TEST_CASE("every key has a meaning and reads back its own default", "[app][confi
   const std::string ini = trainer::app::config_to_ini(cl.config);
   for (const char* key : {"data_files", "image_resize_height", "keypoint_names", "downsample_factor", "imgaug",
                           "context_batch_size", "rng_seed_model_pt", "lr_scheduler_gamma", "early_stop_patience",
-                          "model_type", "heatmap_loss_type", "precision", "float32_matmul_precision", "conv_algorithms", "backend", "accelerator", "devices",
+                          "model_type", "heatmap_loss_type", "precision", "float32_matmul_precision", "conv_algorithms", "cuda_graphs", "backend", "accelerator", "devices",
                           "num_nodes", "manual_gradient_reduction", "nccl_debug", "nccl_socket_nthreads",
                           "collective_timeout", "bucket_cap_mb"}) {
     INFO(key);

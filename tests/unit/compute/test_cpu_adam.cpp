@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "compute/adam_factors.hpp"  // AdamFactors, adam_factors
 #include "compute/backend.hpp"
 #include "test_util.hpp"
 
@@ -47,5 +48,39 @@ TEST_CASE("adam and adamw steps follow torch.optim", "[compute]") {
       std::vector<float> prf(pr.begin(), pr.end());
       CHECK(rel_error(p, prf) < 1e-5);
     }
+  }
+}
+
+TEST_CASE("adam reads its step factors from memory as it would from its arguments", "[compute]") {
+  // AdamParams::device_factors (what a replayed CUDA graph reads) gives the same bits
+  // as lr and step passed by value, for Adam and AdamW; set_values writes them.
+  auto be = make_cpu_backend(2);
+  Stream& s = be->default_stream();
+  for (bool decoupled : {false, true}) {
+    INFO("decoupled " << decoupled);
+    const std::size_t n = 777;
+    auto by_value = random_vector(n, 3), from_memory = by_value;
+    std::vector<float> m1(n, 0.f), v1(n, 0.f), m2(n, 0.f), v2(n, 0.f);
+    std::vector<float> factors(AdamFactors::kCount, -1.f);
+    for (long step = 1; step <= 4; ++step) {
+      AdamParams a;
+      a.lr = step == 3 ? 3e-3f : 1e-2f;  // an lr change mid-way, as a scheduler makes
+      a.weight_decay = 0.02f;
+      a.decoupled_weight_decay = decoupled;
+      a.step = step;
+      const auto g = random_vector(n, unsigned(90 + step));
+      be->adam_update(by_value.data(), g.data(), m1.data(), v1.data(), n, a, s);
+      const AdamFactors f = adam_factors(a.lr, a.beta1, a.beta2, a.weight_decay, decoupled, step);
+      const float values[AdamFactors::kCount] = {f.step_size, f.inv_sqrt_bc2, f.decay};
+      be->set_values(factors.data(), values, AdamFactors::kCount, s);
+      CHECK(factors[0] == f.step_size);
+      AdamParams read = a;
+      read.lr = 99.f, read.step = 0;  // ignored with device_factors
+      read.device_factors = factors.data();
+      be->adam_update(from_memory.data(), g.data(), m2.data(), v2.data(), n, read, s);
+    }
+    CHECK(from_memory == by_value);
+    CHECK(m2 == m1);
+    CHECK(v2 == v1);
   }
 }

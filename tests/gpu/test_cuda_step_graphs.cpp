@@ -1,0 +1,117 @@
+// model.cuda_graphs on the GPU: training steps replayed from recorded CUDA graphs
+// against the same steps run op by op, in fp32 and bf16-mixed, through a scheduler's
+// lr change, a short batch (a new shape: the recordings are dropped and made again)
+// and a validation batch between steps. The host half (tests/unit/train/
+// test_step_recorder.cpp) is checked on the CPU.
+#include <catch2/catch.hpp>
+
+#include <cmath>   // std::fabs
+#include <string>  // std::string
+#include <vector>  // std::vector
+
+#include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
+#include "compute/precision.hpp"           // Precision
+#include "data/batch.hpp"
+#include "gpu_test_util.hpp"
+#include "model/heatmap_model.hpp"
+#include "train/optimizer.hpp"
+#include "train/step.hpp"
+
+using namespace trainer;
+using compute::gpu_test::random_vector;
+using compute::gpu_test::rel_error;
+
+namespace {
+
+struct PinnedBatch {
+  compute::Backend& backend;
+  data::Batch batch;
+  float* images = nullptr;
+  PinnedBatch(compute::Backend& b, int n, int size, int k, unsigned seed) : backend(b) {
+    batch.size = n;
+    batch.height = batch.width = size;
+    batch.num_keypoints = k;
+    images = static_cast<float*>(b.allocate_host(batch.image_floats() * sizeof(float)));
+    const auto v = random_vector(batch.image_floats(), seed);
+    std::copy(v.begin(), v.end(), images);
+    batch.images = images;
+    const auto kp = random_vector(std::size_t(n) * k * 2, seed + 1, 2.f, float(size) - 3.f);
+    batch.keypoints.assign(kp.begin(), kp.end());
+    batch.is_real.assign(std::size_t(n), 1);
+    batch.scale_x.assign(std::size_t(n), 1.f);
+    batch.scale_y.assign(std::size_t(n), 1.f);
+  }
+  ~PinnedBatch() { backend.release_host(images); }
+};
+
+struct GpuRun {
+  std::unique_ptr<compute::Backend> backend;
+  model::HeatmapModel net;
+  train::Optimizer optimizer;
+  train::StepRunner runner;
+  std::vector<std::string> warnings;
+  GpuRun(compute::Precision p, bool record)
+      : backend(compute::make_cuda_backend(0, p)),
+        net(*backend, model::ModelSpec{"resnet18", 3, 2}),
+        optimizer(net.store(), train::OptimizerConfig{}),
+        runner(*backend, backend->default_stream(), net, compute::heatmap_mse_loss()) {
+    net.initialize(11, backend->default_stream());
+    optimizer.set_group(model::ParamGroup::head, 1e-3, true);
+    optimizer.set_group(model::ParamGroup::backbone, 1e-4, true);
+    if (record) runner.record_steps([this](const std::string& w) { warnings.push_back(w); });
+  }
+  std::vector<float> params() {
+    std::vector<float> p(net.store().parameter_count());
+    backend->download(p.data(), net.store().params_data(), p.size(), backend->default_stream());
+    backend->default_stream().synchronize();
+    return p;
+  }
+  double step(const data::Batch& b, train::GradientSync& sync) {
+    runner.train_step(b, optimizer, sync, true, nullptr);
+    runner.request_loss();
+    return runner.requested_loss();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("recorded training steps (CUDA graphs) give the unrecorded steps' losses and weights",
+          "[gpu][cuda_graphs]") {
+  for (compute::Precision p : {compute::Precision::fp32, compute::Precision::bf16}) {
+    INFO("precision " << compute::precision_name(p));
+    GpuRun plain(p, false), recorded(p, true);
+    PinnedBatch b0(*plain.backend, 4, 64, 3, 1), b1(*plain.backend, 4, 64, 3, 2), short_batch(*plain.backend, 2, 64, 3, 3);
+    train::LocalGradientSync sync;
+    const data::Batch* schedule[] = {&b0.batch, &b1.batch, &b0.batch, &b1.batch, &b0.batch, &b1.batch,
+                                     &short_batch.batch, &b0.batch, &b1.batch, &b0.batch, &b1.batch};
+    int step = 0;
+    for (const data::Batch* b : schedule) {
+      if (step == 4) {  // a scheduler's lr change between replays
+        plain.optimizer.set_group(model::ParamGroup::head, 5e-4, true);
+        recorded.optimizer.set_group(model::ParamGroup::head, 5e-4, true);
+      }
+      if (step == 9) {  // validation between steps
+        plain.runner.evaluate(b0.batch);
+        recorded.runner.evaluate(b0.batch);
+        CHECK(recorded.runner.recorded_steps() == 0);
+      }
+      const double lp = plain.step(*b, sync), lr = recorded.step(*b, sync);
+      INFO("step " << step << " loss " << lp << " recorded " << lr);
+      // The same kernels on the same data; cuDNN's atomics may reorder sums.
+      CHECK(std::fabs(lr - lp) <= 1e-5 * std::fabs(lp));
+      if (step == 5) CHECK(recorded.runner.recorded_steps() == 2);  // steps 1 and 2 recorded, 3-5 replayed
+      ++step;
+    }
+    CHECK(recorded.warnings.empty());
+    for (const auto& w : recorded.warnings) WARN(w);
+    CHECK(rel_error(recorded.params(), plain.params()) < 1e-4);
+    const auto& cp = plain.net.store().counters();
+    const auto& cr = recorded.net.store().counters();
+    REQUIRE(cp.size() == cr.size());
+    for (std::size_t i = 0; i < cp.size(); ++i) CHECK(cr[i].value == cp[i].value);
+    CHECK(recorded.optimizer.group(model::ParamGroup::head).step == 11);
+    const auto sp = plain.runner.take_loss_sum(), sr = recorded.runner.take_loss_sum();
+    CHECK(sr.second == sp.second);
+    CHECK(sr.first == Approx(sp.first).epsilon(1e-5));
+  }
+}

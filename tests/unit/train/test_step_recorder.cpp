@@ -1,0 +1,199 @@
+// model.cuda_graphs without a GPU: the recorder's policy (when a step runs, records
+// or replays, and when recordings are forgotten), and the StepRunner's host half of a
+// recorded step, through a stream that pretends to record. On the CPU the "recorded"
+// work runs as it is queued and a launch runs nothing, so what the tests see is
+// exactly what the host does per step; tests/gpu/test_cuda_step_graphs.cpp checks
+// the device half against unrecorded steps.
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "compute/backend.hpp"
+#include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
+#include "model/heatmap_model.hpp"
+#include "train/optimizer.hpp"
+#include "train/step.hpp"
+#include "train/step_recorder.hpp"
+#include "train_test_util.hpp"
+
+using namespace trainer;
+using Action = train::StepRecorder::Action;
+
+namespace {
+
+struct CountingWork final : compute::RecordedWork {
+  int* launches;
+  explicit CountingWork(int* l) : launches(l) {}
+  void launch(compute::Stream&) override { ++*launches; }
+};
+
+// A CPU stream that claims to record. end_recording() fails when asked to.
+class PretendRecordingStream final : public compute::Stream {
+ public:
+  explicit PretendRecordingStream(compute::Stream& inner) : inner_(inner) {}
+  std::unique_ptr<compute::Event> record() override { return inner_.record(); }
+  void wait(const compute::Event& e) override { inner_.wait(e); }
+  void synchronize() override { inner_.synchronize(); }
+  void* native() const override { return nullptr; }
+  bool can_record() const override { return true; }
+  void begin_recording() override {
+    REQUIRE_FALSE(recording);
+    recording = true;
+  }
+  std::unique_ptr<compute::RecordedWork> end_recording() override {
+    recording = false;
+    if (fail_next) throw std::runtime_error("pretend capture failure");
+    return std::make_unique<CountingWork>(&launches);
+  }
+  void abandon_recording() noexcept override {
+    recording = false;
+    ++abandoned;
+  }
+  bool recording = false, fail_next = false;
+  int launches = 0, abandoned = 0;
+
+ private:
+  compute::Stream& inner_;
+};
+
+const train::StepRecorder::Shape kShapeA{{4, 3, 32, 32}, {4, 2, 8, 8}, true, 3};
+const train::StepRecorder::Shape kShapeB{{2, 3, 32, 32}, {2, 2, 8, 8}, true, 3};
+int slot1, slot2;  // their addresses stand for two staging slots
+
+}  // namespace
+
+TEST_CASE("step recorder: warm-up, one recording per slot, replays, and forgetting", "[train][cuda_graphs]") {
+  train::StepRecorder r;
+  int launches = 0;
+  CHECK(r.decide(kShapeA, &slot1) == Action::run);  // not enabled
+  std::vector<std::string> warnings;
+  r.enable([&](const std::string& w) { warnings.push_back(w); });
+  CHECK(r.decide(kShapeA, &slot1) == Action::run);  // the shape's warm-up
+  CHECK(r.decide(kShapeA, &slot2) == Action::record);
+  r.keep(&slot2, std::make_unique<CountingWork>(&launches), {1});
+  CHECK(r.decide(kShapeA, &slot1) == Action::record);
+  r.keep(&slot1, std::make_unique<CountingWork>(&launches), {1});
+  CHECK(r.decide(kShapeA, &slot2) == Action::replay);
+  CHECK(r.decide(kShapeA, &slot1) == Action::replay);
+  CHECK(r.recordings() == 2);
+  // An unrecorded step of the same shape (a measured step) keeps them.
+  r.unrecorded_step(kShapeA);
+  CHECK(r.decide(kShapeA, &slot1) == Action::replay);
+  // Another shape (a short last batch) may grow buffers: all go, and it warms up.
+  CHECK(r.decide(kShapeB, &slot1) == Action::run);
+  CHECK(r.recordings() == 0);
+  CHECK(r.decide(kShapeB, &slot2) == Action::record);
+  r.keep(&slot2, std::make_unique<CountingWork>(&launches), {1});
+  // So does an unrecorded step of another shape, and validation.
+  r.unrecorded_step(kShapeA);
+  CHECK(r.recordings() == 0);
+  CHECK(r.decide(kShapeA, &slot1) == Action::record);  // kShapeA just ran unrecorded
+  r.keep(&slot1, std::make_unique<CountingWork>(&launches), {1});
+  r.forget();
+  CHECK(r.recordings() == 0);
+  CHECK(r.decide(kShapeA, &slot1) == Action::run);
+  // A failure warns once and stops recording for the run.
+  r.fail("cudaErrorStreamCaptureUnsupported");
+  CHECK(r.decide(kShapeA, &slot1) == Action::run);
+  CHECK(r.decide(kShapeA, &slot2) == Action::run);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("cudaErrorStreamCaptureUnsupported") != std::string::npos);
+  CHECK(warnings[0].find("without CUDA graphs") != std::string::npos);
+  CHECK(launches == 0);
+}
+
+namespace {
+
+struct RecordingRun {
+  std::unique_ptr<compute::Backend> backend = compute::make_cpu_backend(2);
+  PretendRecordingStream stream{backend->default_stream()};
+  model::HeatmapModel net;
+  train::Optimizer optimizer;
+  train::StepRunner runner;
+  std::vector<std::string> warnings;
+  RecordingRun()
+      : net(*backend, model::ModelSpec{"resnet18", 2, 2}),
+        optimizer(net.store(), train::OptimizerConfig{}),
+        runner(*backend, stream, net, compute::heatmap_mse_loss()) {
+    net.initialize(0, stream);
+    optimizer.set_group(model::ParamGroup::head, 1e-3, true);
+    optimizer.set_group(model::ParamGroup::backbone, 1e-3, true);
+    runner.record_steps([this](const std::string& w) { warnings.push_back(w); });
+  }
+  std::vector<float> params() {
+    auto& s = net.store();
+    return std::vector<float>(s.params_data(), s.params_data() + s.parameter_count());
+  }
+  std::int64_t bn_batches() const { return net.store().counters().at(0).value; }
+  long optimizer_steps() const { return optimizer.group(model::ParamGroup::backbone).step; }
+};
+
+}  // namespace
+
+TEST_CASE("a recorded step's host half runs on every step, its device half once", "[train][cuda_graphs]") {
+  RecordingRun r;
+  train::LocalGradientSync sync;
+  train_test::MemorySource src(8, 4, 32, 2, 5);
+  src.start_epoch(0);
+  const data::Batch batch = *src.next();
+  std::vector<std::vector<float>> after;
+  for (int step = 0; step < 5; ++step) {  // run, record, record, replay, replay
+    r.runner.train_step(batch, r.optimizer, sync, true, nullptr);
+    after.push_back(r.params());
+  }
+  CHECK(r.warnings.empty());
+  CHECK(r.runner.recorded_steps() == 2);
+  // Each recording is launched once after it is recorded, then once per replay.
+  CHECK(r.stream.launches == 4);
+  // Host state advances on every step, replays included: the optimizer's step count
+  // (its bias corrections) and batch norm's num_batches_tracked.
+  CHECK(r.optimizer_steps() == 5);
+  CHECK(r.bn_batches() == 5);
+  // The device work ran in the warm-up and in each recording (the CPU runs it as it
+  // is queued), and not again when launched: a recorded step is not run twice.
+  CHECK(after[1] != after[0]);
+  CHECK(after[2] != after[1]);
+  CHECK(after[3] == after[2]);
+  CHECK(after[4] == after[2]);
+  CHECK(r.runner.take_loss_sum().second == 5);
+  // Validation forgets the recordings; a measured step (not recordable) of the same
+  // shape keeps them.
+  r.runner.train_step(batch, r.optimizer, sync, true, nullptr);  // a sixth step replays
+  CHECK(r.runner.recorded_steps() == 2);
+  r.runner.measure_next_step();
+  r.runner.train_step(batch, r.optimizer, sync, true, nullptr);
+  CHECK(r.runner.recorded_steps() == 2);
+  r.runner.evaluate(batch);
+  CHECK(r.runner.recorded_steps() == 0);
+}
+
+TEST_CASE("a failed recording undoes its host side, runs the step, and stops recording", "[train][cuda_graphs]") {
+  RecordingRun r;
+  train::LocalGradientSync sync;
+  train_test::MemorySource src(8, 4, 32, 2, 5);
+  src.start_epoch(0);
+  const data::Batch batch = *src.next();
+  r.runner.train_step(batch, r.optimizer, sync, true, nullptr);  // warm-up
+  r.stream.fail_next = true;
+  const auto before = r.params();
+  r.runner.train_step(batch, r.optimizer, sync, true, nullptr);  // recording fails
+  CHECK(r.stream.abandoned == 1);
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0].find("pretend capture failure") != std::string::npos);
+  // The counters count the step once (the failed recording's increments undone), and
+  // later steps run op by op. (Here the failed recording's work also ran, as the CPU
+  // runs work when it is queued; on a GPU nothing recorded runs.)
+  CHECK(r.bn_batches() == 2);
+  CHECK(r.optimizer_steps() == 2);
+  const auto after_failure = r.params();
+  CHECK(after_failure != before);
+  r.stream.fail_next = false;
+  r.runner.train_step(batch, r.optimizer, sync, true, nullptr);
+  CHECK(r.runner.recorded_steps() == 0);
+  CHECK(r.stream.launches == 0);
+  CHECK(r.params() != after_failure);
+  CHECK(r.warnings.size() == 1);
+}
