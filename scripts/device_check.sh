@@ -34,7 +34,8 @@
 #   3-integration  tests/integration/gpu_train.sh: CPU == GPU training (NCCL, 1 rank)
 #                  and `predict` on both devices
 #   4-sanitizer    compute-sanitizer memcheck and racecheck on the kernels added since
-#                  273cbd3, op by op (max pooling, the 16-bit NHWC activation kernels
+#                  273cbd3, op by op (the ViTs' 16-bit products and attention,
+#                  max pooling, the 16-bit NHWC activation kernels
 #                  and in-place 16-bit convolutions, the tiled NHWC casts, soft-argmax,
 #                  keypoint losses, PCA centring, affine points, fused batch norm + ReLU)
 #   5-vs-torch     scripts/bench_gpu_torch.py: ResNet-50 256x256 training images/s,
@@ -50,7 +51,9 @@
 #                  same step grouped by scripts/ncu_summary.py where ncu runs
 #   8-unit-tests   (dry run only) the kit's unit_tests start without the media module
 #   9-vit          vits_dino 256x256 batch 64: trainer training and prediction vs
-#                  PyTorch's ViT-S/16 (scaled_dot_product_attention; fp32, TF32, bf16);
+#                  PyTorch's ViT-S/16 (scaled_dot_product_attention; fp32, TF32, bf16),
+#                  then bf16 training with the ViT's products in fp32
+#                  (TRAINER_VIT_AUTOCAST=0, the path before its 16-bit products);
 #                  last, so the ResNet steps keep their time
 # OUT/summary.md: the machine, each step's verdict and time, and the numbers.
 # Exit status: 0 when every step passed or was skipped, 1 when one failed, 2 on
@@ -195,7 +198,7 @@ gpu_tests_run() {
 
 # The kernels added since the 2026-11-22 visit (273cbd3), by test name.
 # Op-level cases only: whole steps (cuDNN under the sanitizers) would not fit the step's time.
-sanitized_cases='cuda max pooling*,cuda 16-bit NHWC*,cuda convolutions read and write 16-bit*,cuda cast kernels*,cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda fused batch norm*'
+sanitized_cases='cuda transformer 16-bit*,cuda max pooling*,cuda 16-bit NHWC*,cuda convolutions read and write 16-bit*,cuda cast kernels*,cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda fused batch norm*'
 sanitizer_run() {
   command -v compute-sanitizer >/dev/null || { echo "SKIPPED: no compute-sanitizer on PATH"; return 77; }
   local rc=0 tool
@@ -289,7 +292,13 @@ vit_run() {
   [[ $has_gpu == 1 ]] && prediction=(--inference --trainer-predict-cmd "${bench/bench step/bench step --mode predict}")
   "$py" "$repo/scripts/bench_gpu_torch.py" --device "$device" --backbone vits_dino --batches "$batches" \
     --image-size "$size" --iters "$iters" --warmup "$warmup" --matmul-size $([[ $has_gpu == 1 ]] && echo 8192 || echo 64) \
-    --json "$logs/torch-vit.jsonl" --trainer-cmd "$bench" "${prediction[@]}"
+    --json "$logs/torch-vit.jsonl" --trainer-cmd "$bench" "${prediction[@]}" || return
+  [[ $has_gpu == 1 ]] || return 0
+  # The ViT's 16-bit products (the default, never run on a GPU before; bf16 above)
+  # against its fp32 products under bf16-mixed.
+  echo "--- TRAINER_VIT_AUTOCAST=0 (vits_dino, bf16-mixed, batch 64, training)"
+  TRAINER_VIT_AUTOCAST=0 "$trainer" bench step --accelerator gpu --backbone vits_dino --size 256 --batch 64 \
+    --precision bf16-mixed --steps 20 --warmup 5
 }
 
 # In-process timers (`bench step --profile`): where ncu is missing or refused, and as
@@ -344,7 +353,7 @@ step 5-vs-torch 200 vs_torch_run
 step 6-predict 90 predict_run
 step 7-profile 90 profile_run
 [[ $has_gpu == 0 ]] && step 8-unit-tests 120 unit_tests_run
-step 9-vit 90 vit_run
+step 9-vit 105 vit_run
 
 # ---- summary and the files that come back ------------------------------------------------
 {

@@ -35,9 +35,21 @@ Nhwc16Choice nhwc16_from_env(const Env& env) {
                   "keeps 16-bit NHWC activations in bf16-mixed / 16-mixed, also on CPUs (emulated); unset: on GPUs");
 }
 
+bool vit_autocast_from_env(const Env& env) {
+  const std::string value = env_get(env, "TRAINER_VIT_AUTOCAST").value_or("");
+  if (value.empty() || value == "1") return true;
+  if (value == "0") return false;
+  throw UserError("TRAINER_VIT_AUTOCAST must be 0 or 1, not '" + value + "'",
+                  "0 keeps the ViTs' matrix products in fp32 under bf16-mixed / 16-mixed (the path before "
+                  "2026-11-26); unset it for 16-bit products with fp32 accumulation, as torch.autocast");
+}
+
 namespace {
+// The environment's switches between measured and new paths (docs/GPU.md).
 std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> backend) {
-  backend->set_fuses_norm_activation(fused_norm_from_env(capture_environment()));
+  const Env env = capture_environment();
+  backend->set_fuses_norm_activation(fused_norm_from_env(env));
+  backend->transformer_ops().set_autocast(vit_autocast_from_env(env));
   return backend;
 }
 }  // namespace

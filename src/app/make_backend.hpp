@@ -54,6 +54,12 @@ bool fused_norm_from_env(const Env& env);
 enum class Nhwc16Choice { device_default, on, off };
 Nhwc16Choice nhwc16_from_env(const Env& env);
 
+// TRAINER_VIT_AUTOCAST (the ViTs' products in bf16-mixed / 16-mixed,
+// compute::TransformerOps::set_autocast): 1 or unset = 16-bit operands with fp32
+// accumulation, as torch.autocast; 0 = the fp32 ViT ops of before 2026-11-26
+// (the 16-bit path has not run on a GPU yet). Anything else is a UserError.
+bool vit_autocast_from_env(const Env& env);
+
 // The warning for a mixed `precision` ("bf16-mixed", "16-mixed") on the CPU.
 std::string cpu_precision_warning(const std::string& precision);
 

@@ -2,20 +2,14 @@
 // device (see transformer_ops.hpp). Heads are not copied apart: head h of batch
 // row b is a strided [tokens, head_dim] view (row stride heads * head_dim) of the
 // Linear outputs, so each product is one batched matmul over the heads.
-#include <cmath>  // std::sqrt
+#include <cmath>   // std::sqrt
+#include <string>  // std::to_string
 
 #include "compute/transformer_ops.hpp"
 #include "util/error.hpp"  // SystemError
 
 namespace trainer::compute {
 namespace {
-
-void check(const AttentionShape& a) {
-  if (a.batch <= 0 || a.tokens <= 0 || a.heads <= 0 || a.head_dim <= 0)
-    throw SystemError("internal error: attention shape [" + std::to_string(a.batch) + ", " +
-                      std::to_string(a.tokens) + ", " + std::to_string(a.heads) + " x " +
-                      std::to_string(a.head_dim) + "]");
-}
 
 // One product over all heads of one batch row: op(X_h) [m, k] * op(Y_h) [k, n].
 // `x_tokens` / `y_tokens` say whether X / Y are token-major head views (row stride
@@ -31,44 +25,59 @@ MatmulShape per_head(const AttentionShape& a, int m, int n, int k, bool x_tokens
   g.ldc = c_tokens ? width : a.tokens, g.stride_c = c_tokens ? a.head_dim : plane;
   g.batch = a.heads;
   g.alpha = alpha;
+  g.autocast = true;  // torch.autocast runs attention's matmuls in 16-bit
   return g;
 }
 
 }  // namespace
 
+void check_attention_shape(const AttentionShape& a) {
+  if (a.batch <= 0 || a.tokens <= 0 || a.heads <= 0 || a.head_dim <= 0)
+    throw SystemError("internal error: attention shape [" + std::to_string(a.batch) + ", " +
+                      std::to_string(a.tokens) + ", " + std::to_string(a.heads) + " x " +
+                      std::to_string(a.head_dim) + "]");
+}
+
+AttentionProducts attention_products(const AttentionShape& a) {
+  const int T = a.tokens, D = a.head_dim;
+  const float scale = 1.f / std::sqrt(float(D));
+  AttentionProducts p;
+  p.scores = per_head(a, T, T, D, true, false, true, true, false, scale);
+  p.context = per_head(a, T, D, T, false, false, true, false, true, 1.f);
+  p.dv = per_head(a, T, D, T, false, true, true, false, true, 1.f);
+  p.dprobs = per_head(a, T, T, D, true, false, true, true, false, 1.f);
+  p.dq = per_head(a, T, D, T, false, false, true, false, true, scale);
+  p.dk = per_head(a, T, D, T, false, true, true, false, true, scale);
+  return p;
+}
+
 void TransformerOps::attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                                        const AttentionShape& a, Stream& s) {
-  check(a);
-  const int T = a.tokens, D = a.head_dim;
+  check_attention_shape(a);
+  const int T = a.tokens;
   const std::size_t rows = std::size_t(T) * a.width(), planes = std::size_t(a.heads) * T * T;
-  const float scale = 1.f / std::sqrt(float(D));
+  const AttentionProducts p = attention_products(a);
   // scores_h = q_h k_h^T * scale, for every batch row, into probs.
-  const MatmulShape scores = per_head(a, T, T, D, true, false, true, true, false, scale);
-  for (int b = 0; b < a.batch; ++b) matmul(scores, q + b * rows, k + b * rows, probs + b * planes, s);
+  for (int b = 0; b < a.batch; ++b) matmul(p.scores, q + b * rows, k + b * rows, probs + b * planes, s);
   softmax_forward(probs, probs, a.batch * a.heads * T, T, s);
   // out_h = probs_h v_h, written straight into the merged-heads layout.
-  const MatmulShape context = per_head(a, T, D, T, false, false, true, false, true, 1.f);
-  for (int b = 0; b < a.batch; ++b) matmul(context, probs + b * planes, v + b * rows, out + b * rows, s);
+  for (int b = 0; b < a.batch; ++b) matmul(p.context, probs + b * planes, v + b * rows, out + b * rows, s);
 }
 
 void TransformerOps::attention_backward(const float* q, const float* k, const float* v, const float* probs,
                                         const float* dout, float* dq, float* dk, float* dv, float* scratch,
                                         const AttentionShape& a, Stream& s) {
-  check(a);
-  const int T = a.tokens, D = a.head_dim, H = a.heads;
+  check_attention_shape(a);
+  const int T = a.tokens, H = a.heads;
   const std::size_t rows = std::size_t(T) * a.width(), planes = std::size_t(H) * T * T;
-  const float scale = 1.f / std::sqrt(float(D));
-  const MatmulShape dv_of = per_head(a, T, D, T, false, true, true, false, true, 1.f);         // P^T dout
-  const MatmulShape dprobs_of = per_head(a, T, T, D, true, false, true, true, false, 1.f);     // dout v^T
-  const MatmulShape dq_of = per_head(a, T, D, T, false, false, true, false, true, scale);      // dS k
-  const MatmulShape dk_of = per_head(a, T, D, T, false, true, true, false, true, scale);       // dS^T q
+  const AttentionProducts p = attention_products(a);
   for (int b = 0; b < a.batch; ++b) {
-    const float* p = probs + b * planes;
-    matmul(dv_of, p, dout + b * rows, dv + b * rows, s);
-    matmul(dprobs_of, dout + b * rows, v + b * rows, scratch, s);
-    softmax_backward(p, scratch, scratch, H * T, T, s);  // the scores' gradient (before the scale)
-    matmul(dq_of, scratch, k + b * rows, dq + b * rows, s);
-    matmul(dk_of, scratch, q + b * rows, dk + b * rows, s);
+    const float* pb = probs + b * planes;
+    matmul(p.dv, pb, dout + b * rows, dv + b * rows, s);
+    matmul(p.dprobs, dout + b * rows, v + b * rows, scratch, s);
+    softmax_backward(pb, scratch, scratch, H * T, T, s);  // the scores' gradient (before the scale)
+    matmul(p.dq, scratch, k + b * rows, dq + b * rows, s);
+    matmul(p.dk, scratch, q + b * rows, dk + b * rows, s);
   }
 }
 

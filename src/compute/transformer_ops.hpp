@@ -4,15 +4,16 @@
 // the CPU (oneDNN's sgemm + OpenMP loops, src/compute/cpu/cpu_transformer_ops.*) and
 // CUDA (cuBLAS + kernels/transformer.cu, src/compute/cuda/cuda_transformer_ops.*).
 //
-// Conventions (as Backend's): float32, element counts, every op takes its Stream and
-// overwrites its outputs (no accumulation). Tensors are row-major [rows, width]:
+// Conventions (as Backend's): float32 in memory, element counts, every op takes its
+// Stream and overwrites its outputs (no accumulation). Tensors are row-major [rows, width]:
 // tokens are rows ([batch * tokens, width], as the activations of a ViT are laid out
 // [B, T, C]), and weights keep PyTorch's layouts (nn.Linear: [out, in]).
 // Semantics follow PyTorch: nn.Linear, nn.LayerNorm, nn.GELU() (exact, erf), softmax
 // over the last dimension; docs/COMPUTE.md, "Transformer ops".
 #include <cstddef>  // std::size_t
 
-#include "compute/stream.hpp"  // Stream
+#include "compute/precision.hpp"  // Precision
+#include "compute/stream.hpp"     // Stream
 
 namespace trainer::compute {
 
@@ -29,7 +30,29 @@ struct MatmulShape {
   long long stride_a = 0, stride_b = 0, stride_c = 0;
   int batch = 1;
   float alpha = 1.f, beta = 0.f;
+  // A product that torch.autocast runs in 16-bit (nn.Linear, the patch embedding's
+  // Conv2d, attention's products): under the ops' autocast precision (see
+  // TransformerOps::autocast_precision) A and B are rounded to that 16-bit type, the
+  // sum is accumulated in fp32 and C stays fp32. false: fp32 operands in every
+  // precision (e.g. the position embeddings' bicubic resize, fp32 under autocast).
+  bool autocast = false;
 };
+
+// How many elements of A (B) a product reads from its first: the last problem's
+// last stored row's end, (batch - 1) * stride + (rows - 1) * ld + cols, of the
+// matrix as stored (before op). A 16-bit copy of that span keeps every offset, so
+// the product runs on it with the same shape.
+inline std::size_t matmul_span(int stored_rows, int stored_cols, long long ld, long long stride, int batch) {
+  return std::size_t((batch - 1) * stride + (stored_rows - 1) * ld + stored_cols);
+}
+inline std::size_t matmul_span_a(const MatmulShape& g) {
+  return g.transpose_a ? matmul_span(g.k, g.m, g.lda, g.stride_a, g.batch)
+                       : matmul_span(g.m, g.k, g.lda, g.stride_a, g.batch);
+}
+inline std::size_t matmul_span_b(const MatmulShape& g) {
+  return g.transpose_b ? matmul_span(g.n, g.k, g.ldb, g.stride_b, g.batch)
+                       : matmul_span(g.k, g.n, g.ldb, g.stride_b, g.batch);
+}
 
 // Multi-head scaled dot-product attention over [batch, tokens, heads * head_dim]
 // queries, keys and values (the Linear layers' outputs; head h is columns
@@ -56,7 +79,17 @@ struct RotaryShape {
 
 class TransformerOps {
  public:
+  // `precision`: the backend's (model.precision). In bf16 / fp16 the autocast
+  // products (MatmulShape::autocast; linear_* and attention_* set it) take 16-bit
+  // operands; LayerNorm, GELU, softmax and the adds stay fp32, as torch.autocast
+  // keeps layer_norm and softmax in fp32 (docs/GPU.md, "Mixed precision").
+  explicit TransformerOps(Precision precision = Precision::fp32) : precision_(precision) {}
   virtual ~TransformerOps() = default;
+
+  // The precision of the autocast products: the backend's, or fp32 when autocast is
+  // off (TRAINER_VIT_AUTOCAST=0 keeps the fp32 ViT products of before 2026-11-26).
+  Precision autocast_precision() const { return autocast_ ? precision_ : Precision::fp32; }
+  void set_autocast(bool on) { autocast_ = on; }
 
   virtual void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) = 0;
 
@@ -130,6 +163,26 @@ class TransformerOps {
   virtual void attention_backward(const float* q, const float* k, const float* v, const float* probs,
                                   const float* dout, float* dq, float* dk, float* dv, float* scratch,
                                   const AttentionShape& a, Stream& s);
+
+ private:
+  Precision precision_;
+  bool autocast_ = true;
 };
+
+// The products of attention over one batch row (all heads of it in one batched
+// product; head views, no copies), shared by the generic attention
+// (transformer_attention.cpp) and any device's own, so that both run the same
+// products. All are autocast products.
+struct AttentionProducts {
+  MatmulShape scores;   // q_h k_h^T / sqrt(d) -> a [tokens, tokens] plane per head
+  MatmulShape context;  // probs_h v_h -> out, in the merged-heads layout
+  MatmulShape dv;       // probs_h^T dout_h
+  MatmulShape dprobs;   // dout_h v_h^T -> planes
+  MatmulShape dq;       // dS_h k_h / sqrt(d)
+  MatmulShape dk;       // dS_h^T q_h / sqrt(d)
+};
+// Throws SystemError for a shape with a non-positive extent.
+void check_attention_shape(const AttentionShape& a);
+AttentionProducts attention_products(const AttentionShape& a);
 
 }  // namespace trainer::compute

@@ -237,6 +237,7 @@ compute::TensorView VisionTransformer::forward(const Context& ctx, compute::Cons
   embed.stride_a = static_cast<long long>(N) * K, embed.stride_b = 0, embed.stride_c = static_cast<long long>(T) * C;
   embed.batch = batch_;
   embed.beta = 1.f;
+  embed.autocast = true;  // the patch embedding is a Conv2d: 16-bit under torch.autocast
   ops.matmul(embed, patches_.data(), store_->param(patch_embedding_.weight), tokens + std::size_t(prefix) * C, s);
 
   for (std::size_t l = 0; l < blocks_.size(); ++l) block_forward(ctx, blocks_[l], hidden_[l].data(), hidden_[l + 1].data());
@@ -370,6 +371,7 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
   accumulate.m = R, accumulate.n = C, accumulate.k = C;
   accumulate.lda = C, accumulate.ldb = C, accumulate.ldc = C;
   accumulate.beta = 1.f;
+  accumulate.autocast = true;  // the rest of nn.Linear's dx
   for (const auto& [linear, d] : {std::pair<const Linear*, const float*>{&b.key, d_k_.data()}, {&b.value, d_v_.data()}}) {
     linear_backward(ctx, *linear, b.ln1.data(), d, nullptr);
     ops.matmul(accumulate, d, store_->param(linear->weight), d_tmp_.data(), s);
@@ -447,6 +449,7 @@ void VisionTransformer::embedding_backward(const Context& ctx, const float* d_to
   d_weight.m = C, d_weight.n = K, d_weight.k = N;
   d_weight.transpose_a = true;
   d_weight.lda = C, d_weight.ldb = K, d_weight.ldc = K;
+  d_weight.autocast = true;  // the patch embedding's weight gradient, as its forward
   for (int b = 0; b < batch_; ++b) {
     d_weight.beta = b == 0 ? 0.f : 1.f;
     ops.matmul(d_weight, d_tokens + (std::size_t(b) * T + prefix) * C, patches_.data() + std::size_t(b) * N * K,

@@ -11,7 +11,8 @@
 
 #include <oneapi/dnnl/dnnl.h>  // dnnl_sgemm
 
-#include "util/error.hpp"  // SystemError, detail::throw_system_error
+#include "compute/float16.hpp"  // f16::round_bf16, round_half
+#include "util/error.hpp"        // SystemError, detail::throw_system_error
 
 namespace trainer::compute::cpu {
 namespace {
@@ -58,11 +59,29 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
 void CpuTransformerOps::enter() const { omp_set_num_threads(threads_); }
 
+const float* CpuTransformerOps::operand(int slot, const float* src, std::size_t count, bool autocast) {
+  const Precision p = autocast_precision();
+  if (!autocast || p == Precision::fp32) return src;
+  std::vector<float>& dst = rounded_[slot];
+  if (dst.size() < count) dst.resize(count);
+  const long n = long(count);
+  if (p == Precision::bf16) {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) dst[i] = f16::round_bf16(src[i]);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) dst[i] = f16::round_half(src[i]);
+  }
+  return dst.data();
+}
+
 void CpuTransformerOps::matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream&) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0)
     throw SystemError("internal error: matmul [" + std::to_string(g.m) + " x " + std::to_string(g.k) + "] * [" +
                       std::to_string(g.k) + " x " + std::to_string(g.n) + "] x " + std::to_string(g.batch));
   enter();
+  a = operand(0, a, matmul_span_a(g), g.autocast);
+  b = operand(1, b, matmul_span_b(g), g.autocast);
   const auto one = [&](int i) {
     sgemm(g.transpose_a, g.transpose_b, g.m, g.n, g.k, g.alpha, a + i * g.stride_a, g.lda, b + i * g.stride_b, g.ldb,
           g.beta, c + i * g.stride_c, g.ldc);
@@ -88,17 +107,31 @@ void CpuTransformerOps::matmul(const MatmulShape& g, const float* a, const float
 
 void CpuTransformerOps::linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in,
                                        int out, Stream& s) {
-  enter();
-  sgemm(false, true, rows, out, in, 1.f, x, in, w, in, 0.f, y, out);
-  if (bias) add_bias(y, bias, rows, out, s);
+  MatmulShape g;  // y[rows, out] = x[rows, in] w[out, in]^T
+  g.m = rows, g.n = out, g.k = in;
+  g.transpose_b = true;
+  g.lda = in, g.ldb = in, g.ldc = out;
+  g.autocast = true;
+  matmul(g, x, w, y, s);
+  if (bias) add_bias(y, bias, rows, out, s);  // fp32: the product's result is not rounded
 }
 
 void CpuTransformerOps::linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
                                         float* dbias, int rows, int in, int out, Stream& s) {
-  enter();
-  if (dx) sgemm(false, false, rows, in, out, 1.f, dy, out, w, in, 0.f, dx, in);
-  sgemm(true, false, out, in, rows, 1.f, dy, out, x, in, 0.f, dw, in);
-  if (dbias) column_sums(dy, dbias, rows, out, s);
+  if (dx) {
+    MatmulShape g;  // dx[rows, in] = dy[rows, out] w[out, in]
+    g.m = rows, g.n = in, g.k = out;
+    g.lda = out, g.ldb = in, g.ldc = in;
+    g.autocast = true;
+    matmul(g, dy, w, dx, s);
+  }
+  MatmulShape g;  // dw[out, in] = dy^T x
+  g.m = out, g.n = in, g.k = rows;
+  g.transpose_a = true;
+  g.lda = out, g.ldb = in, g.ldc = in;
+  g.autocast = true;
+  matmul(g, dy, x, dw, s);
+  if (dbias) column_sums(dy, dbias, rows, out, s);  // from the unrounded fp32 dy
 }
 
 void CpuTransformerOps::layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,

@@ -4,6 +4,12 @@
 // copies and no primitive cache), everything else as OpenMP loops over rows.
 // Reductions over rows (bias and LayerNorm parameter gradients) sum per-thread
 // partials in a fixed order, so results do not depend on scheduling.
+// Mixed precision is emulated as the convolutions' (cpu_conv.cpp): an autocast
+// product rounds copies of its operands to the 16-bit type (compute/float16.hpp, the
+// rules of the CUDA cast kernels) and runs the fp32 sgemm on them, so it gives the
+// GPU's 16-bit products with fp32 accumulation, up to the order of the sums.
+#include <vector>  // std::vector
+
 #include "compute/transformer_ops.hpp"  // TransformerOps
 
 namespace trainer::compute::cpu {
@@ -11,7 +17,7 @@ namespace trainer::compute::cpu {
 class CpuTransformerOps final : public TransformerOps {
  public:
   // Every op runs on an OpenMP team of `threads` threads (as CpuBackend's ops).
-  explicit CpuTransformerOps(int threads) : threads_(threads) {}
+  CpuTransformerOps(int threads, Precision precision) : TransformerOps(precision), threads_(threads) {}
 
   void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) override;
   void linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in, int out,
@@ -42,7 +48,11 @@ class CpuTransformerOps final : public TransformerOps {
 
  private:
   void enter() const;  // sets the calling thread's OpenMP team size
+  // `src` itself, or (an autocast product in a 16-bit autocast precision) a copy of
+  // its `count` elements rounded to that type, in rounded_[slot].
+  const float* operand(int slot, const float* src, std::size_t count, bool autocast);
   int threads_;
+  std::vector<float> rounded_[2];  // A's and B's rounded copies, reused across calls
 };
 
 }  // namespace trainer::compute::cpu

@@ -802,7 +802,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::CudnnHandle> cudnn_;
   std::unique_ptr<cuda::CublasHandle> cublas_;
   cuda::ConvRunner convs_;
-  cuda::CudaTransformerOps transformer_ops_{options_.allow_tf32};  // after options_: reads it
+  cuda::CudaTransformerOps transformer_ops_{options_.allow_tf32, options_.precision};  // after options_: reads it
 };
 
 }  // namespace

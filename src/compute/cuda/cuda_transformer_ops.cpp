@@ -5,8 +5,10 @@
 
 #include <cublas_v2.h>  // cublasGemmStridedBatchedEx
 
+#include "cast.cuh"                      // kernels::cast_to_16
 #include "compute/cuda/cuda_check.hpp"   // CUBLAS_CHECK, CUDA_CHECK_LAUNCH
 #include "compute/cuda/cuda_stream.hpp"  // as_cuda
+#include "compute/cuda/scratch_carve.hpp"  // ScratchCarve
 #include "compute/rotary_shape_check.hpp"  // check_rotary_shape
 #include "rotary.cuh"                    // kernels::rotary
 #include "transformer.cuh"               // kernels::layer_norm_forward, ...
@@ -30,6 +32,18 @@ void CudaTransformerOps::matmul(const MatmulShape& g, const float* a, const floa
   if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0)
     throw SystemError("internal error: matmul [" + std::to_string(g.m) + " x " + std::to_string(g.k) + "] * [" +
                       std::to_string(g.k) + " x " + std::to_string(g.n) + "] x " + std::to_string(g.batch));
+  if (g.autocast && autocast_precision() != Precision::fp32) {
+    // One carve of the stream's scratch for both copies (the weights are cast on
+    // every call: no 16-bit weight copy is kept between calls yet).
+    const std::size_t span_a = matmul_span_a(g), span_b = matmul_span_b(g);
+    ScratchCarve carve(as_cuda(s), {span_a * sizeof(std::uint16_t), span_b * sizeof(std::uint16_t)});
+    auto* a16 = carve.as<std::uint16_t>(0);
+    auto* b16 = carve.as<std::uint16_t>(1);
+    cast16(a, a16, span_a, s);
+    cast16(b, b16, span_b, s);
+    gemm16(g, a16, b16, c, s);
+    return;
+  }
   cublasHandle_t h = cublas_on(s);
   const cublasOperation_t op_a = g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -39,12 +53,53 @@ void CudaTransformerOps::matmul(const MatmulShape& g, const float* a, const floa
                                           int(g.ldc), g.stride_c, g.batch, compute, CUBLAS_GEMM_DEFAULT));
 }
 
+void CudaTransformerOps::gemm16(const MatmulShape& g, const std::uint16_t* a, const std::uint16_t* b, float* c,
+                                Stream& s) {
+  const cudaDataType_t type = autocast_precision() == Precision::fp16 ? CUDA_R_16F : CUDA_R_16BF;
+  cublasHandle_t h = cublas_on(s);
+  const cublasOperation_t op_a = g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_b = g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  // The same column-major swap as matmul; 16-bit inputs, fp32 output and compute.
+  CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, op_b, op_a, g.n, g.m, g.k, &g.alpha, b, type, int(g.ldb), g.stride_b, a,
+                                          type, int(g.lda), g.stride_a, &g.beta, c, CUDA_R_32F, int(g.ldc),
+                                          g.stride_c, g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaTransformerOps::cast16(const float* src, std::uint16_t* dst, std::size_t count, Stream& s) {
+  const auto format =
+      autocast_precision() == Precision::fp16 ? kernels::Format16::fp16 : kernels::Format16::bf16;
+  // cast.cu's same-layout cast walks the flat range with size_t indices; Dims4's int
+  // extents only name it, so a count past 2^31 is split over n.
+  constexpr std::size_t kChunk = std::size_t(1) << 30;
+  for (std::size_t done = 0; done < count; done += kChunk) {
+    const std::size_t part = count - done < kChunk ? count - done : kChunk;
+    kernels::cast_to_16(src + done, dst + done, {1, 1, 1, int(part)}, format, /*nhwc=*/false,
+                        as_cuda(s).get());
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
+                                           const AttentionShape& a, Stream& s) {
+  if (autocast_precision() == Precision::fp32) return TransformerOps::attention_forward(q, k, v, probs, out, a, s);
+  attention_forward16(q, k, v, probs, out, a, s);
+}
+
+void CudaTransformerOps::attention_backward(const float* q, const float* k, const float* v, const float* probs,
+                                            const float* dout, float* dq, float* dk, float* dv, float* scratch,
+                                            const AttentionShape& a, Stream& s) {
+  if (autocast_precision() == Precision::fp32)
+    return TransformerOps::attention_backward(q, k, v, probs, dout, dq, dk, dv, scratch, a, s);
+  attention_backward16(q, k, v, probs, dout, dq, dk, dv, scratch, a, s);
+}
+
 void CudaTransformerOps::linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in,
                                         int out, Stream& s) {
   MatmulShape g;  // y[rows, out] = x[rows, in] w[out, in]^T
   g.m = rows, g.n = out, g.k = in;
   g.transpose_b = true;
   g.lda = in, g.ldb = in, g.ldc = out;
+  g.autocast = true;
   matmul(g, x, w, y, s);
   if (bias) add_bias(y, bias, rows, out, s);
 }
@@ -55,12 +110,14 @@ void CudaTransformerOps::linear_backward(const float* x, const float* w, const f
     MatmulShape g;  // dx[rows, in] = dy[rows, out] w[out, in]
     g.m = rows, g.n = in, g.k = out;
     g.lda = out, g.ldb = in, g.ldc = in;
+    g.autocast = true;
     matmul(g, dy, w, dx, s);
   }
   MatmulShape g;  // dw[out, in] = dy^T x
   g.m = out, g.n = in, g.k = rows;
   g.transpose_a = true;
   g.lda = out, g.ldb = in, g.ldc = in;
+  g.autocast = true;
   matmul(g, dy, x, dw, s);
   if (dbias) column_sums(dy, dbias, rows, out, s);
 }

@@ -3,7 +3,14 @@
 // fp32 compute; TF32 tensor cores only when the backend allows TF32), the rest as
 // our kernels (kernels/transformer.cuh). Every call enqueues on the given stream
 // and never synchronizes.
-#include <memory>  // std::unique_ptr
+// Mixed precision (bf16 / fp16, torch.autocast's products): an autocast product
+// casts its operands into 16-bit copies in the stream's scratch (kernels/cast.cu)
+// and multiplies them with CUDA_R_16BF / CUDA_R_16F inputs, fp32 accumulation
+// (CUBLAS_COMPUTE_32F) and an fp32 result, so nothing is cast back. Attention casts
+// q, k, v (and dout, the probabilities) once per call rather than per product
+// (cuda_transformer_attention16.cpp). The CPU twin rounds the same operands.
+#include <cstdint>  // std::uint16_t
+#include <memory>   // std::unique_ptr
 
 #include "compute/cuda/cudnn_raii.hpp"  // CublasHandle
 #include "compute/transformer_ops.hpp"  // TransformerOps
@@ -14,7 +21,7 @@ class CudaTransformerOps final : public TransformerOps {
  public:
   // The cuBLAS handle is made at the first product, on the device current then
   // (the backend's: it selects its device before any op runs).
-  explicit CudaTransformerOps(bool allow_tf32) : allow_tf32_(allow_tf32) {}
+  CudaTransformerOps(bool allow_tf32, Precision precision) : TransformerOps(precision), allow_tf32_(allow_tf32) {}
 
   void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) override;
   void linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in, int out,
@@ -42,9 +49,24 @@ class CudaTransformerOps final : public TransformerOps {
                  int rows, int cols, Stream& s) override;
   void patchify(const float* images, float* patches, int batch, int channels, int height, int width, int patch,
                 Stream& s) override;
+  // fp32: the generic attention over matmul; 16-bit: cuda_transformer_attention16.cpp.
+  void attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
+                         const AttentionShape& a, Stream& s) override;
+  void attention_backward(const float* q, const float* k, const float* v, const float* probs, const float* dout,
+                          float* dq, float* dk, float* dv, float* scratch, const AttentionShape& a,
+                          Stream& s) override;
 
  private:
   cublasHandle_t cublas_on(Stream& s);  // the handle, bound to `s`
+  // C (fp32) = alpha op(A) op(B) + beta C with A and B 16-bit copies in the
+  // autocast precision's type (raw bits), fp32 accumulation.
+  void gemm16(const MatmulShape& g, const std::uint16_t* a, const std::uint16_t* b, float* c, Stream& s);
+  // dst = the autocast precision's 16-bit rounding of src[0, count).
+  void cast16(const float* src, std::uint16_t* dst, std::size_t count, Stream& s);
+  void attention_forward16(const float* q, const float* k, const float* v, float* probs, float* out,
+                           const AttentionShape& a, Stream& s);
+  void attention_backward16(const float* q, const float* k, const float* v, const float* probs, const float* dout,
+                            float* dq, float* dk, float* dv, float* scratch, const AttentionShape& a, Stream& s);
   bool allow_tf32_;
   std::unique_ptr<CublasHandle> cublas_;
 };

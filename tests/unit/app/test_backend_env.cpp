@@ -1,5 +1,5 @@
 // The environment switches of the compute backends (app/make_backend.hpp):
-// TRAINER_FUSED_NORM and TRAINER_NHWC16, each keeping a measured GPU path
+// TRAINER_FUSED_NORM, TRAINER_NHWC16 and TRAINER_VIT_AUTOCAST, each keeping the previous GPU path
 // selectable, and refusing anything but their documented values.
 #include <catch2/catch.hpp>
 
@@ -32,4 +32,22 @@ TEST_CASE("bf16-mixed on the CPU keeps fp32 activations unless TRAINER_NHWC16=1"
   else
     CHECK(backend->activation_storage() == compute::Storage::f32_nchw);
   CHECK(backend->precision() == compute::Precision::bf16);
+}
+
+TEST_CASE("TRAINER_VIT_AUTOCAST keeps the fp32 ViT products selectable", "[app][autocast]") {
+  CHECK(app::vit_autocast_from_env({}));
+  CHECK(app::vit_autocast_from_env({{"TRAINER_VIT_AUTOCAST", ""}}));
+  CHECK(app::vit_autocast_from_env({{"TRAINER_VIT_AUTOCAST", "1"}}));
+  CHECK_FALSE(app::vit_autocast_from_env({{"TRAINER_VIT_AUTOCAST", "0"}}));
+  CHECK_THROWS_AS(app::vit_autocast_from_env({{"TRAINER_VIT_AUTOCAST", "off"}}), UserError);
+  // make_backend applies it: the ViT ops of a bf16-mixed backend run bf16 products
+  // unless the process environment says 0.
+  app::BackendRequest request;
+  request.precision = "bf16-mixed";
+  request.cpu_threads = 1;
+  Log log;
+  auto backend = app::make_backend(request, log);
+  const bool on = app::vit_autocast_from_env(capture_environment());
+  CHECK(backend->transformer_ops().autocast_precision() ==
+        (on ? compute::Precision::bf16 : compute::Precision::fp32));
 }
