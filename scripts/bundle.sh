@@ -5,7 +5,9 @@
 #                     [--media] [--pack FILE.tar.xz] [--max-packed-mib 45]
 #
 # --with-tests  adds OUT/bin/gpu_tests (when the GPU path is built) and
-#               OUT/bin/unit_tests (same RPATH), for scripts/device_check.sh.
+#               OUT/bin/unit_tests (same RPATH), for scripts/device_check.sh, and
+#               OUT/share/mirror-mouse/ (lightning-pose's example from $MIRROR_MOUSE_DIR,
+#               default ../shared/data/mirror-mouse-example, when it is there).
 # --media       adds the media module (lib/libtrainer_media.so: image and video files,
 #               OpenCV imgcodecs/videoio with FFmpeg, GDAL, GStreamer: ~230 MB) and the
 #               libraries only it needs. Without it the bundle trains, benchmarks and
@@ -81,6 +83,21 @@ deps_of() {
   ldd "$1" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/[^ ]+ \(/ { print $1 }' | sort -u
 }
 
+# libblas.so.3 / liblapack.so.3 are whatever Debian's alternatives point at. OpenCV's
+# core links LAPACK but the trainer never calls it; when the alternatives name OpenBLAS
+# (the test packages install it for PyTorch), the kit takes Debian's reference
+# libraries instead: 45 MB of OpenBLAS would not fit a device visit.
+reference_blas() {  # reference_blas PATH: the reference library for an alternatives-chosen one, or PATH
+  local dir; dir="$(dirname "$(readlink -f "$1")")"
+  case "$(basename "$1")" in
+    libblas.so.3|liblapack.so.3)
+      local kind; kind="$(basename "$1" .so.3)"; kind="${kind#lib}"
+      local reference; reference="$(dirname "$dir")/$kind/$(basename "$1")"
+      if [[ "$dir" == */openblas* && -f "$reference" ]]; then echo "$reference"; return; fi ;;
+  esac
+  echo "$1"
+}
+
 copy_deps() {  # copy_deps ELF: copies its non-node dependencies into OUT/lib
   local dep
   while read -r dep; do
@@ -88,6 +105,8 @@ copy_deps() {  # copy_deps ELF: copies its non-node dependencies into OUT/lib
     is_node_library "$dep" && continue
     local name; name="$(basename "$dep")"
     [[ -e "$out/lib/$name" ]] && continue
+    [[ "$name" == libopenblas*.so* ]] && continue  # reference_blas took its place
+    dep="$(reference_blas "$dep")"
     cp -L "$dep" "$out/lib/$name"
     chmod u+w "$out/lib/$name"
   done < <(deps_of "$1")
@@ -130,6 +149,25 @@ if [[ $with_tests == 1 ]]; then
     install_program "$build_dir/tests/gpu_tests" gpu_tests "$build_dir/tests/CMakeFiles/gpu_tests.dir"
   else
     echo "note: no $build_dir/tests/gpu_tests (CPU-only build): the bundle has no GPU tests" >&2
+  fi
+  # lightning-pose's mirror-mouse example for the device check's step 10 (the GPU-speed
+  # issue's 300-epoch wall-time goal): the trainer's HDF5 of it (the kit's trainer has
+  # no image decoder; 5.6 MB packed) and, for PyTorch's loop, its frames at 128x128
+  # (scripts/mirror_mouse_torch.py --write-frames: 1 MB; needs torch and h5py here).
+  mirror_mouse="${MIRROR_MOUSE_DIR:-$(dirname "$0")/../../shared/data/mirror-mouse-example}"
+  frames_python=""
+  for candidate in python3 /usr/bin/python3; do
+    if "$candidate" -c "import torch, h5py, numpy" 2>/dev/null; then frames_python="$candidate"; break; fi
+  done
+  if [[ -f "$mirror_mouse/CollectedData.csv" && -n "$frames_python" ]]; then
+    mkdir -p "$out/share/mirror-mouse"
+    "$trainer" import --csv "$mirror_mouse/CollectedData.csv" --out "$out/share/mirror-mouse/mirror-mouse.h5" \
+      >/dev/null || die "trainer import of $mirror_mouse failed"
+    "$frames_python" "$(dirname "$0")/mirror_mouse_torch.py" --write-frames "$out/share/mirror-mouse/frames.npz" \
+      --data "$out/share/mirror-mouse/mirror-mouse.h5" >/dev/null || die "writing the mirror-mouse frames failed"
+  else
+    echo "note: no $mirror_mouse (or no python3 with torch and h5py): the kit has no mirror-mouse data" \
+      "(device check step 10 will skip)" >&2
   fi
 fi
 

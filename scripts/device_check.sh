@@ -55,6 +55,10 @@
 #                  then bf16 training with the ViT's products in fp32
 #                  (TRAINER_VIT_AUTOCAST=0, the path before its 16-bit products);
 #                  last, so the ResNet steps keep their time
+#   10-mirror-mouse  (only with --only 10: about 3 minutes) the issue's wall-time goal:
+#                  lightning-pose's mirror-mouse example, ResNet-18 at 128x128, 300
+#                  epochs, supervised, `trainer train` (op by op, then --model.cuda_graphs)
+#                  against scripts/mirror_mouse_torch.py's PyTorch loop on the same split
 # OUT/summary.md: the machine, each step's verdict and time, and the numbers.
 # Exit status: 0 when every step passed or was skipped, 1 when one failed, 2 on
 # bad usage or a kit that cannot be unpacked.
@@ -301,6 +305,45 @@ vit_run() {
     --precision bf16-mixed --steps 20 --warmup 5
 }
 
+# The GPU-speed issue's mirror-mouse goal: whole-process wall time of 300 epochs,
+# trainer vs a plain PyTorch loop on the trainer's split (the kit's share/mirror-mouse,
+# from scripts/bundle.sh). The dry run trains 1 epoch at 64x64 on the CPU.
+mirror_mouse_run() {
+  has_torch || { echo "SKIPPED: python3 lacks torch or torchvision"; return 77; }
+  local data="$bundle/share/mirror-mouse"
+  [[ -f "$data/mirror-mouse.h5" ]] ||
+    { echo "SKIPPED: the kit has no share/mirror-mouse (bundle.sh found no mirror-mouse example)"; return 77; }
+  local epochs=300 size=128 accel=gpu device=cuda
+  [[ $has_gpu == 1 ]] || epochs=1 size=64 accel=cpu device=cpu
+  local run graphs t0 common=(--config "$repo/inputs/mirror-mouse.cfg" --data.data_files "$data/mirror-mouse.h5"
+    --model.backbone resnet18 --model.losses_to_use "[]" --eval.predict_vids_after_training false
+    --eval.save_vids_after_training false --data.image_resize_height "$size" --data.image_resize_width "$size"
+    --training.imgaug default --training.unfreezing_epoch 0 --training.min_epochs "$epochs"
+    --training.max_epochs "$epochs" --accelerator "$accel")
+  for graphs in false true; do
+    [[ $has_gpu == 0 && $graphs == true ]] && continue
+    run="$logs/mirror-mouse-graphs-$graphs"
+    t0=$(date +%s.%N)
+    "$trainer" train "${common[@]}" --model.cuda_graphs "$graphs" --out "$run" > "$run.log" 2>&1 ||
+      { tail -20 "$run.log"; return 1; }
+    echo "trainer (model.cuda_graphs $graphs): wall $(echo "$(date +%s.%N) - $t0" | bc) s"
+    grep "^warning:" "$run.log" | tail -3
+    # predictions_pixel_error.csv: each labelled keypoint's Euclidean error, and its set.
+    "$py" - "$run/predictions_pixel_error.csv" <<'PY'
+import csv, sys
+errors = {}
+for row in csv.DictReader(open(sys.argv[1])):
+    cells = [v for k, v in row.items() if k not in ("", "set") and v]
+    errors.setdefault(row["set"], []).extend(float(v) for v in cells)
+print("mean euclidean px: " + ", ".join(f"{s} {sum(e) / len(e):.2f}" for s, e in errors.items() if e))
+PY
+  done
+  t0=$(date +%s.%N)
+  "$py" "$repo/scripts/mirror_mouse_torch.py" --frames "$data/frames.npz" --split "$logs/mirror-mouse-graphs-false/split.csv" \
+    --epochs "$epochs" --size "$size" --device "$device" | tee "$logs/mirror-mouse-torch.log" | tail -4 || return
+  echo "PyTorch loop: wall $(echo "$(date +%s.%N) - $t0" | bc) s (process)"
+}
+
 # In-process timers (`bench step --profile`): where ncu is missing or refused, and as
 # a cross-check of its numbers.
 op_profile() {  # op_profile ACCELERATOR BACKBONE SIZE BATCH STEPS PROFILED_STEPS
@@ -339,7 +382,7 @@ unit_tests_run() {
 
 export repo kit logs bundle trainer gpu_tests has_gpu sanitized_cases py
 export -f env_report gpu_tests_run sanitizer_run integration_run cpu_training_run has_torch vs_torch_run \
-  predict_run op_profile profile_run unit_tests_run vit_run
+  predict_run op_profile profile_run unit_tests_run vit_run mirror_mouse_run
 step 1-env 60 env_report
 if [[ $has_gpu == 1 ]]; then
   step 2-gpu-tests 150 gpu_tests_run
@@ -354,6 +397,8 @@ step 6-predict 90 predict_run
 step 7-profile 90 profile_run
 [[ $has_gpu == 0 ]] && step 8-unit-tests 120 unit_tests_run
 step 9-vit 105 vit_run
+# Only when asked for (--only 10) on a GPU: it needs about 3 minutes of its own.
+if [[ $has_gpu == 0 || $only == *",10,"* ]]; then step 10-mirror-mouse 240 mirror_mouse_run; fi
 
 # ---- summary and the files that come back ------------------------------------------------
 {

@@ -199,7 +199,7 @@ bool StepRunner::recordable(bool semi, model::BatchNormSync* bn_sync, const Micr
   // The loss gradient's scale must be 1 on every step (no per-batch data-parallel
   // weight, no accumulation divisor, no fp16 loss scale): a replay cannot change it.
   return recorder_.enabled() && stream_.can_record() && !semi && bn_sync == nullptr && micro.accumulate == 1 &&
-         micro.steps && held_ == 0 && !measure_next_ && sync.recordable() && !sync.weighs_loss() &&
+         micro.steps && held_ == 0 && sync.recordable() && !sync.weighs_loss() &&
          !scaler_.enabled();
 }
 
@@ -222,17 +222,20 @@ void StepRunner::recorded_train_step(const data::Batch& batch, Optimizer& optimi
                                      bool train_backbone) {
   const StagedBatch& b = stage(batch, true, false);
   compute::ensure_capacity(backend_, dpred_, b.heatmap_shape.numel());  // allocations stay outside recordings
-  measured_ = false;
+  measured_ = measure_next_;
+  measure_next_ = false;
+  if (measured_) prepare_measurement(batch, b.heatmap_shape);
   optimizer.prepare_step(stream_);  // the host half: step counts, lr and bias corrections to the device
   auto& counters = model_.store().counters();
-  switch (recorder_.decide(recorded_shape(b, train_backbone, optimizer), b.images)) {
+  const StepRecorder::Key key{b.images, measured_ ? 1 : 0};
+  switch (recorder_.decide(recorded_shape(b, train_backbone, optimizer), key)) {
     case StepRecorder::Action::run:
-      device_step(b, optimizer, sync, train_backbone);
+      device_step(b, optimizer, sync, train_backbone, measured_);
       break;
     case StepRecorder::Action::replay: {
-      const auto& deltas = recorder_.counter_deltas(b.images);
+      const auto& deltas = recorder_.counter_deltas(key);
       for (std::size_t i = 0; i < counters.size(); ++i) counters[i].value += deltas[i];
-      recorder_.recording(b.images).launch(stream_);
+      recorder_.recording(key).launch(stream_);
       break;
     }
     case StepRecorder::Action::record: {
@@ -240,7 +243,7 @@ void StepRunner::recorded_train_step(const data::Batch& batch, Optimizer& optimi
       std::unique_ptr<compute::RecordedWork> work;
       try {
         stream_.begin_recording();
-        device_step(b, optimizer, sync, train_backbone);
+        device_step(b, optimizer, sync, train_backbone, measured_);
         work = stream_.end_recording();
       } catch (const std::exception& e) {
         // Nothing recorded has run: undo the host side and run this step (and every
@@ -248,13 +251,13 @@ void StepRunner::recorded_train_step(const data::Batch& batch, Optimizer& optimi
         stream_.abandon_recording();
         for (std::size_t i = 0; i < counters.size(); ++i) counters[i].value = before[i];
         recorder_.fail(e.what());
-        device_step(b, optimizer, sync, train_backbone);
+        device_step(b, optimizer, sync, train_backbone, measured_);
         break;
       }
       std::vector<std::int64_t> deltas = counter_values(model_.store());
       for (std::size_t i = 0; i < deltas.size(); ++i) deltas[i] -= before[i];
       work->launch(stream_);
-      recorder_.keep(b.images, std::move(work), std::move(deltas));
+      recorder_.keep(key, std::move(work), std::move(deltas));
       break;
     }
   }
@@ -262,7 +265,8 @@ void StepRunner::recorded_train_step(const data::Batch& batch, Optimizer& optimi
   stager_.release(stream_);
 }
 
-void StepRunner::device_step(const StagedBatch& b, Optimizer& optimizer, GradientSync& sync, bool train_backbone) {
+void StepRunner::device_step(const StagedBatch& b, Optimizer& optimizer, GradientSync& sync, bool train_backbone,
+                             bool measure) {
   const compute::Shape4 hm = b.heatmap_shape;
   const auto& store = model_.store();
   const auto range = train_backbone ? model::ParameterStore::Range{0, store.parameter_count()}
@@ -270,6 +274,9 @@ void StepRunner::device_step(const StagedBatch& b, Optimizer& optimizer, Gradien
   sync.begin(range.offset, range.count, stream_);
   model::Context ctx{backend_, stream_, true, nullptr, &sync};
   auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
+  if (measure)
+    backend_.soft_argmax(heatmaps, model_.spec().downsample_factor, kSoftArgmaxTemperature, m_coords_.data(),
+                         m_confidence_.data(), stream_);
   backend_.heatmap_loss(heatmaps, {targets_.data(), hm}, mask_.data(), loss_type_, loss_.data(), dpred_.data(), 1.f,
                         stream_);
   backend_.accumulate(loss_.data(), loss_sum_.data(), 1, stream_);
@@ -318,15 +325,19 @@ compute::ConstTensorView StepRunner::unsupervised_forward(const data::Batch& fra
   return heatmaps;
 }
 
-void StepRunner::measure_keypoints(const data::Batch& batch, compute::ConstTensorView heatmaps) {
-  const int rows = heatmaps.shape.n, k = heatmaps.shape.c;  // rows: batch x branches (the context model)
+void StepRunner::prepare_measurement(const data::Batch& batch, compute::Shape4 heatmap_shape) {
+  const int rows = heatmap_shape.n, k = heatmap_shape.c;  // rows: batch x branches (the context model)
   const std::size_t values = std::size_t(rows) * k;
   compute::ensure_capacity(backend_, m_coords_, values * 2);
   compute::ensure_capacity(backend_, m_confidence_, values);
-  backend_.soft_argmax(heatmaps, model_.spec().downsample_factor, kSoftArgmaxTemperature, m_coords_.data(),
-                       m_confidence_.data(), stream_);
   m_rows_ = rows, m_batch_ = batch.size, m_keypoints_ = k;
   m_targets_.assign(batch.keypoints.begin(), batch.keypoints.end());
+}
+
+void StepRunner::measure_keypoints(const data::Batch& batch, compute::ConstTensorView heatmaps) {
+  prepare_measurement(batch, heatmaps.shape);
+  backend_.soft_argmax(heatmaps, model_.spec().downsample_factor, kSoftArgmaxTemperature, m_coords_.data(),
+                       m_confidence_.data(), stream_);
 }
 
 void StepRunner::request_loss() {

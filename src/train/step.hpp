@@ -104,9 +104,9 @@ class StepRunner {
                   bool train_backbone, model::BatchNormSync* bn_sync, const data::Batch* unlabeled = nullptr,
                   double unsupervised_importance = 0.0, MicroBatch micro = {});
   // model.cuda_graphs: from now on, supervised single-process steps (a GradientSync
-  // that is recordable(), no accumulation, no synchronized batch norm, not 16-mixed,
-  // not a measured step) on a stream that can record run as recordings of their device
-  // work, one per staging slot, replayed while the batches keep their shape
+  // that is recordable(), no accumulation, no synchronized batch norm, not 16-mixed)
+  // on a stream that can record run as recordings of their device work, one per
+  // staging slot (and per variant: measured steps), replayed while the batches keep their shape
   // (train/step_recorder.hpp); the host half of the optimizer step runs before each
   // replay. `warn` gets one line if recording fails; the run then goes on unrecorded.
   void record_steps(std::function<void(const std::string&)> warn) { recorder_.enable(std::move(warn)); }
@@ -161,15 +161,20 @@ class StepRunner {
   // A recordable step: stages the batch, runs the optimizer's host half, then runs,
   // records or replays device_step as the recorder decides.
   void recorded_train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync, bool train_backbone);
-  // The device work of a recordable step: forward, loss, backward, the optimizer's
-  // device half. Nothing in it may depend on host values that change between steps.
-  void device_step(const StagedBatch& b, Optimizer& optimizer, GradientSync& sync, bool train_backbone);
+  // The device work of a recordable step: forward, (measured: the keypoints,) loss,
+  // backward, the optimizer's device half. Nothing in it may depend on host values
+  // that change between steps.
+  void device_step(const StagedBatch& b, Optimizer& optimizer, GradientSync& sync, bool train_backbone,
+                   bool measure);
   // Stages the batch on the device (images; with labels also the keypoints, and
   // the Gaussian targets and loss mask built on the compute stream).
   const StagedBatch& stage(const data::Batch& batch, bool labels, bool drop_padded_rows);
   void keypoints_from_heatmaps(const data::Batch& batch, compute::ConstTensorView heatmaps,
                                Predictions& out);
-  // The measured step's soft-argmax keypoints (device) and the batch's labels (host).
+  // The measured step's soft-argmax keypoints (device) and the batch's labels (host):
+  // prepare_measurement is the host half (buffers and labels), measure_keypoints
+  // both halves.
+  void prepare_measurement(const data::Batch& batch, compute::Shape4 heatmap_shape);
   void measure_keypoints(const data::Batch& batch, compute::ConstTensorView heatmaps);
   // Stages and runs the unlabelled frames forward (training mode), their soft-argmax
   // keypoints and the unsupervised losses: values summed for the logs, and the

@@ -12,7 +12,7 @@ void StepRecorder::enable(std::function<void(const std::string&)> warn) {
   warn_ = std::move(warn);
 }
 
-StepRecorder::Action StepRecorder::decide(const Shape& shape, const void* slot) {
+StepRecorder::Action StepRecorder::decide(const Shape& shape, const Key& key) {
   if (!enabled_) return Action::run;
   if (!have_shape_ || !(shape == shape_)) {
     forget();
@@ -20,7 +20,7 @@ StepRecorder::Action StepRecorder::decide(const Shape& shape, const void* slot) 
     shape_ = shape;
     return Action::run;  // the warm-up: sizes every buffer of this shape
   }
-  return find(slot) ? Action::replay : Action::record;
+  return find(key) ? Action::replay : Action::record;
 }
 
 void StepRecorder::unrecorded_step(const Shape& shape) {
@@ -37,28 +37,28 @@ void StepRecorder::forget() {
   have_shape_ = false;
 }
 
-const StepRecorder::Slot* StepRecorder::find(const void* slot) const {
+const StepRecorder::Slot* StepRecorder::find(const Key& key) const {
   for (const Slot& s : slots_)
-    if (s.images == slot) return &s;
+    if (s.key == key) return &s;
   return nullptr;
 }
 
-compute::RecordedWork& StepRecorder::recording(const void* slot) {
-  const Slot* s = find(slot);
+compute::RecordedWork& StepRecorder::recording(const Key& key) {
+  const Slot* s = find(key);
   TRAINER_ASSERT(s != nullptr, "no recording for this staging slot");
   return *s->work;
 }
 
-const std::vector<std::int64_t>& StepRecorder::counter_deltas(const void* slot) const {
-  const Slot* s = find(slot);
+const std::vector<std::int64_t>& StepRecorder::counter_deltas(const Key& key) const {
+  const Slot* s = find(key);
   TRAINER_ASSERT(s != nullptr, "no recording for this staging slot");
   return s->counter_deltas;
 }
 
-void StepRecorder::keep(const void* slot, std::unique_ptr<compute::RecordedWork> work,
+void StepRecorder::keep(const Key& key, std::unique_ptr<compute::RecordedWork> work,
                         std::vector<std::int64_t> counter_deltas) {
-  TRAINER_ASSERT(find(slot) == nullptr, "a staging slot recorded twice");
-  slots_.push_back(Slot{slot, std::move(work), std::move(counter_deltas)});
+  TRAINER_ASSERT(find(key) == nullptr, "a staging slot recorded twice");
+  slots_.push_back(Slot{key, std::move(work), std::move(counter_deltas)});
 }
 
 void StepRecorder::fail(const std::string& what) {

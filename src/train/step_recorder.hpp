@@ -8,7 +8,8 @@
 // recordings while the steps keep one shape (`Shape`), forgets them all on any other
 // shape or other work, and records a shape only after one unrecorded step of it has
 // sized every buffer (its warm-up). Each staging slot of the batch stager is its own
-// recording, since the staged images' addresses differ.
+// recording, since the staged images' addresses differ, and so is each variant of the
+// step's work (a step that also measures its training keypoints does more).
 //
 // What else a replay must repeat on the host, the recorder keeps too: the change the
 // recorded step made to the model's host counters (batch norm's num_batches_tracked).
@@ -42,21 +43,28 @@ class StepRecorder {
   void enable(std::function<void(const std::string&)> warn);
   bool enabled() const { return enabled_; }
 
-  // A step of `shape` that could be recorded, staged in the slot whose images are at
-  // `slot`: replay its recording, record it (its shape ran unrecorded just before),
-  // or run it op by op (a new shape: forgets every recording).
-  Action decide(const Shape& shape, const void* slot);
-  // A step that cannot be recorded (a measured or semi-supervised step): keeps the
-  // recordings when its shape is theirs, else forgets them.
+  // Which recording of a slot: the step's work differs by variant (0, or 1 for a
+  // step that measures its keypoints) but not its buffers' sizes.
+  struct Key {
+    const void* slot = nullptr;  // the staged images of the slot
+    int variant = 0;
+    bool operator==(const Key& o) const { return slot == o.slot && variant == o.variant; }
+  };
+  // A step of `shape` that could be recorded: replay its recording, record it (its
+  // shape ran unrecorded before), or run it op by op (a new shape: forgets every
+  // recording).
+  Action decide(const Shape& shape, const Key& key);
+  // A step that cannot be recorded (a semi-supervised step): keeps the recordings
+  // when its shape is theirs, else forgets them.
   void unrecorded_step(const Shape& shape);
   // Work other than training steps (validation, prediction): forgets every recording.
   void forget();
 
-  // The recording for `slot` (decide() said replay).
-  compute::RecordedWork& recording(const void* slot);
+  // The recording for `key` (decide() said replay).
+  compute::RecordedWork& recording(const Key& key);
   // Keeps the step just recorded, and the host counters' change it made.
-  void keep(const void* slot, std::unique_ptr<compute::RecordedWork> work, std::vector<std::int64_t> counter_deltas);
-  const std::vector<std::int64_t>& counter_deltas(const void* slot) const;
+  void keep(const Key& key, std::unique_ptr<compute::RecordedWork> work, std::vector<std::int64_t> counter_deltas);
+  const std::vector<std::int64_t>& counter_deltas(const Key& key) const;
   // A recording failed (`what`): warns once and records nothing more in this run.
   void fail(const std::string& what);
 
@@ -64,11 +72,11 @@ class StepRecorder {
 
  private:
   struct Slot {
-    const void* images = nullptr;
+    Key key;
     std::unique_ptr<compute::RecordedWork> work;
     std::vector<std::int64_t> counter_deltas;
   };
-  const Slot* find(const void* slot) const;
+  const Slot* find(const Key& key) const;
 
   bool enabled_ = false;
   std::function<void(const std::string&)> warn_;

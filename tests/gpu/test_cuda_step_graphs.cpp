@@ -66,10 +66,12 @@ struct GpuRun {
     backend->default_stream().synchronize();
     return p;
   }
-  double step(const data::Batch& b, train::GradientSync& sync) {
+  // The step's loss and, when `measure`, its training RMSE.
+  train::StepValues step(const data::Batch& b, train::GradientSync& sync, bool measure) {
+    if (measure) runner.measure_next_step();
     runner.train_step(b, optimizer, sync, true, nullptr);
     runner.request_loss();
-    return runner.requested_loss();
+    return runner.requested_values();
   }
 };
 
@@ -95,11 +97,13 @@ TEST_CASE("recorded training steps (CUDA graphs) give the unrecorded steps' loss
         recorded.runner.evaluate(b0.batch);
         CHECK(recorded.runner.recorded_steps() == 0);
       }
-      const double lp = plain.step(*b, sync), lr = recorded.step(*b, sync);
-      INFO("step " << step << " loss " << lp << " recorded " << lr);
+      const bool measure = step == 3 || step == 5;  // a measured step records (and replays) a variant of its own
+      const train::StepValues vp = plain.step(*b, sync, measure), vr = recorded.step(*b, sync, measure);
+      INFO("step " << step << " loss " << vp.loss << " recorded " << vr.loss);
       // The same kernels on the same data; cuDNN's atomics may reorder sums.
-      CHECK(std::fabs(lr - lp) <= 1e-5 * std::fabs(lp));
-      if (step == 5) CHECK(recorded.runner.recorded_steps() == 2);  // steps 1 and 2 recorded, 3-5 replayed
+      CHECK(std::fabs(vr.loss - vp.loss) <= 1e-5 * std::fabs(vp.loss));
+      CHECK(vr.rmse == Approx(vp.rmse).epsilon(1e-4));
+      if (step == 5) CHECK(recorded.runner.recorded_steps() == 3);  // slots B, A, and B measured (steps 1-3)
       ++step;
     }
     CHECK(recorded.warnings.empty());

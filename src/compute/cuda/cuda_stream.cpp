@@ -82,7 +82,9 @@ void CudaStream::abandon_recording() noexcept {
 }
 
 CudaGraph::CudaGraph(cudaGraph_t graph) : graph_(graph) {
-  const cudaError_t rc = cudaGraphInstantiate(&exec_, graph_, 0);
+  // A library may allocate stream-ordered memory while recorded (cuBLAS's workspace
+  // since CUDA 12.2): free what a launch left allocated before the next launch.
+  const cudaError_t rc = cudaGraphInstantiate(&exec_, graph_, cudaGraphInstantiateFlagAutoFreeOnLaunch);
   if (rc != cudaSuccess) {
     cudaGraphDestroy(graph_);  // the constructor throws: no destructor runs
     CUDA_CHECK(rc);

@@ -61,44 +61,51 @@ class PretendRecordingStream final : public compute::Stream {
 
 const train::StepRecorder::Shape kShapeA{{4, 3, 32, 32}, {4, 2, 8, 8}, true, 3};
 const train::StepRecorder::Shape kShapeB{{2, 3, 32, 32}, {2, 2, 8, 8}, true, 3};
-int slot1, slot2;  // their addresses stand for two staging slots
+int slot1_images, slot2_images;  // their addresses stand for two staging slots
+const train::StepRecorder::Key slot1{&slot1_images, 0}, slot2{&slot2_images, 0};
+const train::StepRecorder::Key slot1_measured{&slot1_images, 1};
 
 }  // namespace
 
 TEST_CASE("step recorder: warm-up, one recording per slot, replays, and forgetting", "[train][cuda_graphs]") {
   train::StepRecorder r;
   int launches = 0;
-  CHECK(r.decide(kShapeA, &slot1) == Action::run);  // not enabled
+  CHECK(r.decide(kShapeA, slot1) == Action::run);  // not enabled
   std::vector<std::string> warnings;
   r.enable([&](const std::string& w) { warnings.push_back(w); });
-  CHECK(r.decide(kShapeA, &slot1) == Action::run);  // the shape's warm-up
-  CHECK(r.decide(kShapeA, &slot2) == Action::record);
-  r.keep(&slot2, std::make_unique<CountingWork>(&launches), {1});
-  CHECK(r.decide(kShapeA, &slot1) == Action::record);
-  r.keep(&slot1, std::make_unique<CountingWork>(&launches), {1});
-  CHECK(r.decide(kShapeA, &slot2) == Action::replay);
-  CHECK(r.decide(kShapeA, &slot1) == Action::replay);
+  CHECK(r.decide(kShapeA, slot1) == Action::run);  // the shape's warm-up
+  CHECK(r.decide(kShapeA, slot2) == Action::record);
+  r.keep(slot2, std::make_unique<CountingWork>(&launches), {1});
+  CHECK(r.decide(kShapeA, slot1) == Action::record);
+  r.keep(slot1, std::make_unique<CountingWork>(&launches), {1});
+  CHECK(r.decide(kShapeA, slot2) == Action::replay);
+  CHECK(r.decide(kShapeA, slot1) == Action::replay);
   CHECK(r.recordings() == 2);
-  // An unrecorded step of the same shape (a measured step) keeps them.
+  // Another variant of the same shape (a measured step) is a recording of its own.
+  CHECK(r.decide(kShapeA, slot1_measured) == Action::record);
+  r.keep(slot1_measured, std::make_unique<CountingWork>(&launches), {1});
+  CHECK(r.decide(kShapeA, slot1_measured) == Action::replay);
+  CHECK(r.recordings() == 3);
+  // An unrecorded step of the same shape keeps them.
   r.unrecorded_step(kShapeA);
-  CHECK(r.decide(kShapeA, &slot1) == Action::replay);
+  CHECK(r.decide(kShapeA, slot1) == Action::replay);
   // Another shape (a short last batch) may grow buffers: all go, and it warms up.
-  CHECK(r.decide(kShapeB, &slot1) == Action::run);
+  CHECK(r.decide(kShapeB, slot1) == Action::run);
   CHECK(r.recordings() == 0);
-  CHECK(r.decide(kShapeB, &slot2) == Action::record);
-  r.keep(&slot2, std::make_unique<CountingWork>(&launches), {1});
+  CHECK(r.decide(kShapeB, slot2) == Action::record);
+  r.keep(slot2, std::make_unique<CountingWork>(&launches), {1});
   // So does an unrecorded step of another shape, and validation.
   r.unrecorded_step(kShapeA);
   CHECK(r.recordings() == 0);
-  CHECK(r.decide(kShapeA, &slot1) == Action::record);  // kShapeA just ran unrecorded
-  r.keep(&slot1, std::make_unique<CountingWork>(&launches), {1});
+  CHECK(r.decide(kShapeA, slot1) == Action::record);  // kShapeA just ran unrecorded
+  r.keep(slot1, std::make_unique<CountingWork>(&launches), {1});
   r.forget();
   CHECK(r.recordings() == 0);
-  CHECK(r.decide(kShapeA, &slot1) == Action::run);
+  CHECK(r.decide(kShapeA, slot1) == Action::run);
   // A failure warns once and stops recording for the run.
   r.fail("cudaErrorStreamCaptureUnsupported");
-  CHECK(r.decide(kShapeA, &slot1) == Action::run);
-  CHECK(r.decide(kShapeA, &slot2) == Action::run);
+  CHECK(r.decide(kShapeA, slot1) == Action::run);
+  CHECK(r.decide(kShapeA, slot2) == Action::run);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].find("cudaErrorStreamCaptureUnsupported") != std::string::npos);
   CHECK(warnings[0].find("without CUDA graphs") != std::string::npos);
@@ -159,13 +166,15 @@ TEST_CASE("a recorded step's host half runs on every step, its device half once"
   CHECK(after[3] == after[2]);
   CHECK(after[4] == after[2]);
   CHECK(r.runner.take_loss_sum().second == 5);
-  // Validation forgets the recordings; a measured step (not recordable) of the same
-  // shape keeps them.
+  // A measured step (the logged training RMSE) is a recording of its own, and its
+  // keypoints come back from a replay too. Validation forgets the recordings.
   r.runner.train_step(batch, r.optimizer, sync, true, nullptr);  // a sixth step replays
   CHECK(r.runner.recorded_steps() == 2);
   r.runner.measure_next_step();
   r.runner.train_step(batch, r.optimizer, sync, true, nullptr);
-  CHECK(r.runner.recorded_steps() == 2);
+  CHECK(r.runner.recorded_steps() == 3);
+  r.runner.request_loss();
+  CHECK(r.runner.requested_values().rmse >= 0);
   r.runner.evaluate(batch);
   CHECK(r.runner.recorded_steps() == 0);
 }
