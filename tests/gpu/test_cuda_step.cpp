@@ -10,6 +10,7 @@
 
 #include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
 #include "gpu_test_util.hpp"
+#include "host_batch.hpp"  // HostBatch
 #include "data/batch.hpp"
 #include "model/heatmap_model.hpp"
 #include "train/batch_stager.hpp"
@@ -17,33 +18,10 @@
 #include "train/step.hpp"
 
 using namespace trainer;
-using compute::gpu_test::random_vector;
+using compute::gpu_test::HostBatch;
 using compute::gpu_test::rel_error;
 
 namespace {
-
-// A batch in the backend's (pinned, for CUDA) host memory.
-struct HostBatch {
-  compute::Backend& backend;
-  data::Batch batch;
-  float* images = nullptr;
-  HostBatch(compute::Backend& b, int n, int size, int k, unsigned seed) : backend(b) {
-    batch.size = n;
-    batch.height = batch.width = size;
-    batch.num_keypoints = k;
-    images = static_cast<float*>(b.allocate_host(batch.image_floats() * sizeof(float)));
-    const auto v = random_vector(batch.image_floats(), seed);
-    std::copy(v.begin(), v.end(), images);
-    batch.images = images;
-    const auto kp = random_vector(std::size_t(n) * k * 2, seed + 1, 2.f, float(size) - 3.f);
-    batch.keypoints.assign(kp.begin(), kp.end());
-    batch.keypoints[1] = NAN;  // one unlabeled keypoint
-    batch.is_real.assign(std::size_t(n), 1);
-    batch.scale_x.assign(std::size_t(n), 1.f);
-    batch.scale_y.assign(std::size_t(n), 1.f);
-  }
-  ~HostBatch() { backend.release_host(images); }
-};
 
 struct Trainer {
   std::unique_ptr<compute::Backend> backend;

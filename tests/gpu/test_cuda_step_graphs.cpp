@@ -13,36 +13,16 @@
 #include "compute/precision.hpp"           // Precision
 #include "data/batch.hpp"
 #include "gpu_test_util.hpp"
+#include "host_batch.hpp"  // HostBatch
 #include "model/heatmap_model.hpp"
 #include "train/optimizer.hpp"
 #include "train/step.hpp"
 
 using namespace trainer;
-using compute::gpu_test::random_vector;
+using compute::gpu_test::HostBatch;
 using compute::gpu_test::rel_error;
 
 namespace {
-
-struct PinnedBatch {
-  compute::Backend& backend;
-  data::Batch batch;
-  float* images = nullptr;
-  PinnedBatch(compute::Backend& b, int n, int size, int k, unsigned seed) : backend(b) {
-    batch.size = n;
-    batch.height = batch.width = size;
-    batch.num_keypoints = k;
-    images = static_cast<float*>(b.allocate_host(batch.image_floats() * sizeof(float)));
-    const auto v = random_vector(batch.image_floats(), seed);
-    std::copy(v.begin(), v.end(), images);
-    batch.images = images;
-    const auto kp = random_vector(std::size_t(n) * k * 2, seed + 1, 2.f, float(size) - 3.f);
-    batch.keypoints.assign(kp.begin(), kp.end());
-    batch.is_real.assign(std::size_t(n), 1);
-    batch.scale_x.assign(std::size_t(n), 1.f);
-    batch.scale_y.assign(std::size_t(n), 1.f);
-  }
-  ~PinnedBatch() { backend.release_host(images); }
-};
 
 struct GpuRun {
   std::unique_ptr<compute::Backend> backend;
@@ -82,7 +62,7 @@ TEST_CASE("recorded training steps (CUDA graphs) give the unrecorded steps' loss
   for (compute::Precision p : {compute::Precision::fp32, compute::Precision::bf16}) {
     INFO("precision " << compute::precision_name(p));
     GpuRun plain(p, false), recorded(p, true);
-    PinnedBatch b0(*plain.backend, 4, 64, 3, 1), b1(*plain.backend, 4, 64, 3, 2), short_batch(*plain.backend, 2, 64, 3, 3);
+    HostBatch b0(*plain.backend, 4, 64, 3, 1), b1(*plain.backend, 4, 64, 3, 2), short_batch(*plain.backend, 2, 64, 3, 3);
     train::LocalGradientSync sync;
     const data::Batch* schedule[] = {&b0.batch, &b1.batch, &b0.batch, &b1.batch, &b0.batch, &b1.batch,
                                      &short_batch.batch, &b0.batch, &b1.batch, &b0.batch, &b1.batch};
