@@ -489,6 +489,10 @@ int run_train(const Args& args) {
                            ddp.hooks(), log, stream);
   state = trainer.run(state);
   if (ddp.active()) log.info(ddp.overlap_report());
+  if (const auto& c = runner.recording_counts(); c.steps > 0)
+    log.info("model.cuda_graphs: " + std::to_string(c.replayed) + " of " + std::to_string(c.steps) +
+             " training steps replayed a recording (" + std::to_string(c.recorded) + " recorded; each new batch "
+             "shape, validation and prediction start again)");
   if (trainer.stopped_by_signal() != 0)
     return finish_stopped_run(trainer.stopped_by_signal(), config, env, log, state.global_step, out_dir);
   log.info("done: " + std::to_string(state.epochs_completed) + " epochs, " + std::to_string(state.global_step) +

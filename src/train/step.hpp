@@ -112,6 +112,8 @@ class StepRunner {
   void record_steps(std::function<void(const std::string&)> warn) { recorder_.enable(std::move(warn)); }
   // Recordings held now (tests and bench step).
   std::size_t recorded_steps() const { return recorder_.recordings(); }
+  // What recording did over the run: recordable steps, replays, recordings made.
+  const StepRecorder::Counts& recording_counts() const { return recorder_.counts(); }
   // Whether gradients of an unfinished accumulation group are held (a train_step with
   // micro.steps == false and no group-ending step after it yet).
   bool holds_gradients() const { return held_ > 0; }

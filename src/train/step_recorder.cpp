@@ -14,13 +14,18 @@ void StepRecorder::enable(std::function<void(const std::string&)> warn) {
 
 StepRecorder::Action StepRecorder::decide(const Shape& shape, const Key& key) {
   if (!enabled_) return Action::run;
+  ++counts_.steps;
   if (!have_shape_ || !(shape == shape_)) {
     forget();
     have_shape_ = true;
     shape_ = shape;
     return Action::run;  // the warm-up: sizes every buffer of this shape
   }
-  return find(key) ? Action::replay : Action::record;
+  if (find(key)) {
+    ++counts_.replayed;
+    return Action::replay;
+  }
+  return Action::record;
 }
 
 void StepRecorder::unrecorded_step(const Shape& shape) {
@@ -59,6 +64,7 @@ void StepRecorder::keep(const Key& key, std::unique_ptr<compute::RecordedWork> w
                         std::vector<std::int64_t> counter_deltas) {
   TRAINER_ASSERT(find(key) == nullptr, "a staging slot recorded twice");
   slots_.push_back(Slot{key, std::move(work), std::move(counter_deltas)});
+  ++counts_.recorded;
 }
 
 void StepRecorder::fail(const std::string& what) {

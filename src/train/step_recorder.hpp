@@ -69,6 +69,12 @@ class StepRecorder {
   void fail(const std::string& what);
 
   std::size_t recordings() const { return slots_.size(); }
+  // Since enable(): the steps decide() saw, how many of them replayed a recording,
+  // and the recordings made.
+  struct Counts {
+    long steps = 0, replayed = 0, recorded = 0;
+  };
+  const Counts& counts() const { return counts_; }
 
  private:
   struct Slot {
@@ -83,6 +89,7 @@ class StepRecorder {
   bool have_shape_ = false;  // shape_ ran unrecorded since the last forget
   Shape shape_;
   std::vector<Slot> slots_;
+  Counts counts_;
 };
 
 }  // namespace trainer::train

@@ -107,6 +107,11 @@ TEST_CASE("step recorder: warm-up, one recording per slot, replays, and forgetti
   CHECK(r.decide(kShapeA, slot1) == Action::run);
   CHECK(r.decide(kShapeA, slot2) == Action::run);
   REQUIRE(warnings.size() == 1);
+  // Steps seen while enabled (the disabled call before enable() not counted), replays,
+  // recordings kept.
+  CHECK(r.counts().steps == 12);
+  CHECK(r.counts().replayed == 4);
+  CHECK(r.counts().recorded == 5);
   CHECK(warnings[0].find("cudaErrorStreamCaptureUnsupported") != std::string::npos);
   CHECK(warnings[0].find("without CUDA graphs") != std::string::npos);
   CHECK(launches == 0);
@@ -166,6 +171,9 @@ TEST_CASE("a recorded step's host half runs on every step, its device half once"
   CHECK(after[3] == after[2]);
   CHECK(after[4] == after[2]);
   CHECK(r.runner.take_loss_sum().second == 5);
+  CHECK(r.runner.recording_counts().steps == 5);
+  CHECK(r.runner.recording_counts().replayed == 2);
+  CHECK(r.runner.recording_counts().recorded == 2);
   // A measured step (the logged training RMSE) is a recording of its own, and its
   // keypoints come back from a replay too. Validation forgets the recordings.
   r.runner.train_step(batch, r.optimizer, sync, true, nullptr);  // a sixth step replays
