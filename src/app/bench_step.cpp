@@ -261,7 +261,8 @@ int bench_step(const Args& args) {
                 predicting ? "batches" : "steps", predicting ? "batch" : "step",
                 backend->kind() == compute::DeviceKind::cuda ? "device" : "host");
     for (std::size_t i = 0; i < compute::kOpCategories; ++i)
-      std::printf("  %-14s %9.3f ms %5.1f%%  %6.1f calls\n", compute::op_category_name(compute::OpCategory(i)),
+      if (p.calls[i] > 0)  // a ResNet has no ViT ops, a ViT no batch norm
+        std::printf("  %-14s %9.3f ms %5.1f%%  %6.1f calls\n", compute::op_category_name(compute::OpCategory(i)),
                   p.ms[i] / profile, total > 0 ? 100 * p.ms[i] / total : 0.0, double(p.calls[i]) / profile);
     std::printf("  %-14s %9.3f ms         %6.1f calls\n", "all ops", total / profile, double(calls) / profile);
     std::printf("  %-14s %9.3f ms (wall; minus the ops: time between them, host work, waits)\n", "step",

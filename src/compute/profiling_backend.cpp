@@ -13,6 +13,8 @@ const char* op_category_name(OpCategory c) {
     case OpCategory::head_loss: return "head, losses";
     case OpCategory::optimizer: return "optimizer";
     case OpCategory::copies: return "copies";
+    case OpCategory::matmul: return "ViT matmul";
+    case OpCategory::attention: return "ViT attention";
     case OpCategory::count_: break;
   }
   return "?";
@@ -49,6 +51,96 @@ OpProfile ProfilingBackend::take_profile() {
 }
 
 #define TRAINER_TIMED(category, call) timed(OpCategory::category, s, [&] { inner_.call; })
+
+// Forwards every ViT op to the inner backend's, timed. Only the inner ops compute, so
+// their own autocast setting governs; this object's base state is never read.
+class ProfilingBackend::TimedTransformerOps final : public TransformerOps {
+ public:
+  TimedTransformerOps(ProfilingBackend& owner, TransformerOps& inner) : owner_(owner), inner_(inner) {}
+#define TRAINER_TIMED_OP(category, call) owner_.timed(OpCategory::category, s, [&] { inner_.call; })
+  void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) override {
+    TRAINER_TIMED_OP(matmul, matmul(g, a, b, c, s));
+  }
+  void linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in, int out,
+                      Stream& s) override {
+    TRAINER_TIMED_OP(matmul, linear_forward(x, w, bias, y, rows, in, out, s));
+  }
+  void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* dbias, int rows,
+                       int in, int out, Stream& s) override {
+    TRAINER_TIMED_OP(matmul, linear_backward(x, w, dy, dx, dw, dbias, rows, in, out, s));
+  }
+  void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
+                          int rows, int width, float eps, Stream& s) override {
+    TRAINER_TIMED_OP(normalization, layer_norm_forward(x, gamma, beta, y, mean, rstd, rows, width, eps, s));
+  }
+  void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
+                           float* dx, float* dgamma, float* dbeta, int rows, int width, Stream& s) override {
+    TRAINER_TIMED_OP(normalization, layer_norm_backward(x, gamma, mean, rstd, dy, dx, dgamma, dbeta, rows, width, s));
+  }
+  void gelu_forward(const float* x, float* y, std::size_t count, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, gelu_forward(x, y, count, s));
+  }
+  void gelu_backward(const float* x, const float* dy, float* dx, std::size_t count, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, gelu_backward(x, dy, dx, count, s));
+  }
+  void softmax_forward(const float* x, float* y, int rows, int cols, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, softmax_forward(x, y, rows, cols, s));
+  }
+  void softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, softmax_backward(y, dy, dx, rows, cols, s));
+  }
+  void add_bias(float* x, const float* bias, int rows, int width, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, add_bias(x, bias, rows, width, s));
+  }
+  void column_sums(const float* dy, float* dbias, int rows, int width, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, column_sums(dy, dbias, rows, width, s));
+  }
+  void layer_scale_forward(const float* x, const float* gamma, float* y, int rows, int width, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, layer_scale_forward(x, gamma, y, rows, width, s));
+  }
+  void layer_scale_backward(const float* x, const float* gamma, const float* dy, float* dx, float* dgamma, int rows,
+                            int width, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, layer_scale_backward(x, gamma, dy, dx, dgamma, rows, width, s));
+  }
+  void rotary_forward(float* x, const float* cos, const float* sin, const RotaryShape& r, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, rotary_forward(x, cos, sin, r, s));
+  }
+  void rotary_backward(float* dy, const float* cos, const float* sin, const RotaryShape& r, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, rotary_backward(dy, cos, sin, r, s));
+  }
+  void add(const float* a, const float* b, float* y, std::size_t count, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, add(a, b, y, count, s));
+  }
+  void transpose(const float* in, long long in_ld, long long in_stride, float* out, long long out_stride, int batch,
+                 int rows, int cols, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, transpose(in, in_ld, in_stride, out, out_stride, batch, rows, cols, s));
+  }
+  void patchify(const float* images, float* patches, int batch, int channels, int height, int width, int patch,
+                Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, patchify(images, patches, batch, channels, height, width, patch, s));
+  }
+  void attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
+                         const AttentionShape& a, Stream& s) override {
+    TRAINER_TIMED_OP(attention, attention_forward(q, k, v, probs, out, a, s));
+  }
+  void attention_backward(const float* q, const float* k, const float* v, const float* probs, const float* dout,
+                          float* dq, float* dk, float* dv, float* scratch, const AttentionShape& a,
+                          Stream& s) override {
+    TRAINER_TIMED_OP(attention, attention_backward(q, k, v, probs, dout, dq, dk, dv, scratch, a, s));
+  }
+#undef TRAINER_TIMED_OP
+
+ private:
+  ProfilingBackend& owner_;
+  TransformerOps& inner_;
+};
+
+ProfilingBackend::~ProfilingBackend() = default;
+
+TransformerOps& ProfilingBackend::transformer_ops() {
+  if (!transformer_ops_) transformer_ops_ = std::make_unique<TimedTransformerOps>(*this, inner_.transformer_ops());
+  return *transformer_ops_;
+}
 
 void ProfilingBackend::upload(float* dst, const float* host_src, std::size_t count, Stream& s) {
   TRAINER_TIMED(copies, upload(dst, host_src, count, s));

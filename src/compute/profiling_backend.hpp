@@ -20,10 +20,13 @@ namespace trainer::compute {
 enum class OpCategory {
   convolution,    // conv2d_*, deconv2d_*
   normalization,  // batchnorm_*
-  elementwise,    // ReLU, residual add, pooling, pixel shuffle, accumulate, fill, scale, affine points
+  elementwise,    // ReLU, residual add, pooling, pixel shuffle, accumulate, fill, scale, affine points;
+                  // the ViTs' GELU, softmax, bias adds, layer scale, RoPE, adds, transposes, patches
   head_loss,      // input normalization, heatmap targets, softmax, losses, soft-argmax, keypoint losses
   optimizer,      // Adam, loss-scale unscale
   copies,         // upload, download, copy
+  matmul,         // the ViTs' matrix products (TransformerOps::matmul, linear_*)
+  attention,      // the ViTs' attention, forward and backward
   count_
 };
 inline constexpr std::size_t kOpCategories = std::size_t(OpCategory::count_);
@@ -46,6 +49,7 @@ struct OpProfile {
 class ProfilingBackend final : public Backend {
  public:
   explicit ProfilingBackend(Backend& inner);
+  ~ProfilingBackend() override;
   void set_enabled(bool on) { enabled_ = on; }
   // Waits for the recorded ops, sums them per category, and forgets them.
   OpProfile take_profile();
@@ -55,7 +59,9 @@ class ProfilingBackend final : public Backend {
   DeviceKind kind() const override { return inner_.kind(); }
   std::string description() const override { return inner_.description(); }
   Precision precision() const override { return inner_.precision(); }
-  TransformerOps& transformer_ops() override { return inner_.transformer_ops(); }  // not timed per op
+  // The ViT ops, timed the same way (matmul, attention; LayerNorm under
+  // normalization, the rest under elementwise).
+  TransformerOps& transformer_ops() override;
   Stream& default_stream() override { return inner_.default_stream(); }
   std::unique_ptr<Stream> create_stream() override { return inner_.create_stream(); }
   float* allocate(std::size_t count) override { return inner_.allocate(count); }
@@ -147,10 +153,13 @@ class ProfilingBackend final : public Backend {
   template <typename Op>
   void timed(OpCategory category, Stream& s, Op&& op);
 
+  class TimedTransformerOps;
+
   Backend& inner_;
   bool enabled_ = false;
   std::vector<Record> records_;
   std::vector<ConvCall> conv_calls_;
+  std::unique_ptr<TransformerOps> transformer_ops_;  // a TimedTransformerOps, made on first use
 };
 
 }  // namespace trainer::compute

@@ -2,6 +2,7 @@
 // each op under its category (the `bench step --profile` table).
 #include <catch2/catch.hpp>
 
+#include <string>
 #include <vector>
 
 #include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
@@ -13,9 +14,9 @@ using compute::OpCategory;
 
 namespace {
 // Gradients of one forward/backward of a small model built on `b`.
-std::vector<float> gradients(compute::Backend& b) {
+std::vector<float> gradients(compute::Backend& b, const std::string& backbone = "resnet18") {
   auto& s = b.default_stream();
-  model::HeatmapModel m(b, model::ModelSpec{"resnet18", 2, 2});
+  model::HeatmapModel m(b, model::ModelSpec{backbone, 2, 2});
   m.initialize(3, s);
   const compute::Shape4 in{2, 3, 64, 64};
   std::vector<float> images(in.numel());
@@ -61,4 +62,21 @@ TEST_CASE("profiling backend: the same numbers as the backend it wraps; ops coun
   CHECK(ms(OpCategory::convolution) > ms(OpCategory::copies));
   CHECK(profiled.take_profile().calls == compute::OpProfile{}.calls);  // taken: forgotten
   CHECK(profiled.fuses_norm_activation() == cpu->fuses_norm_activation());
+}
+
+TEST_CASE("profiling backend: a ViT's ops are timed too, as matmul, attention and the rest", "[compute][profile]") {
+  auto cpu = compute::make_cpu_backend(2);
+  compute::ProfilingBackend profiled(*cpu);
+  const auto direct = gradients(*cpu, "vits_dino");
+  profiled.set_enabled(true);
+  CHECK(gradients(profiled, "vits_dino") == direct);
+  const compute::OpProfile p = profiled.take_profile();
+  const auto calls = [&](OpCategory c) { return p.calls[std::size_t(c)]; };
+  // ViT-S: 12 layers, each one attention forward and backward, and its four Linear
+  // layers (qkv as three) forward and backward; two LayerNorms each way per layer.
+  CHECK(calls(OpCategory::attention) == 12 * 2);
+  CHECK(calls(OpCategory::matmul) >= 12 * 6 * 2);
+  CHECK(calls(OpCategory::normalization) >= 12 * 2 * 2);
+  CHECK(calls(OpCategory::elementwise) > 0);
+  CHECK(p.ms[std::size_t(OpCategory::matmul)] > 0);
 }
