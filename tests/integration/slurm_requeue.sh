@@ -42,17 +42,18 @@ done
 grep -q "step 4 " "$SCRATCH/job.out" || { cat "$SCRATCH/job.out"; scancel "$job"; fail "the job never reached step 4"; }
 scancel --signal=USR1 "$job" || fail "scancel --signal=USR1"
 # The job requeues and runs again under the same id. SLURM holds a requeued job back
-# for a while (its BeginTime); the test lets it start at once.
-# The first run's end can read FAILED for a while (its tasks are killed by the
-# requeue) before the job turns PENDING: a final state counts once it has held for
-# 30 s, or once the requeued run has started (its "resumed from" line). 5 s was not
-# always enough on a loaded 2-core machine (a CI run beside other test runs).
+# for a while (its BeginTime); the test lets it start 3 s after the requeue, not at
+# once: slurmd refuses a credential issued in the same second as the revocation of
+# the first run's ("Killing non-startable batch JobId=1: Job credential revoked" in
+# slurmctld.log, and the job ends FAILED with no second run), which is why SLURM
+# holds it back. A final state counts once it has held for 30 s, or once the
+# requeued run has started (its "resumed from" line).
 released=0 final_for=0
 for i in $(seq 600); do  # up to 300 s
   state=$(scontrol show job "$job" 2>/dev/null | grep -o "JobState=[A-Z_]*" | cut -d= -f2)
   restarts=$(scontrol show job "$job" 2>/dev/null | grep -o "Restarts=[0-9]*" | cut -d= -f2)
   if [[ $state == PENDING && ${restarts:-0} -ge 1 && $released == 0 ]]; then
-    scontrol update JobId="$job" StartTime=now && released=1
+    scontrol update JobId="$job" StartTime=now+3 && released=1
   fi
   if [[ $state == COMPLETED || $state == FAILED || $state == CANCELLED || $state == TIMEOUT ]] && [[ ${restarts:-0} -ge 1 ]]; then
     final_for=$((final_for + 1))
@@ -64,7 +65,11 @@ for i in $(seq 600); do  # up to 300 s
   sleep 0.5
 done
 cat "$SCRATCH/job.out"
-[[ $state == COMPLETED ]] || fail "job $job ended $state (restarts ${restarts:-0})"
+if [[ $state != COMPLETED ]]; then
+  scontrol show job "$job" 2>&1 | grep -E "JobState|Reason|Restarts|BeginTime" >&2
+  grep -v "debug" "$SLURM_LOCAL_DIR/log/slurmctld.log" 2>/dev/null | tail -15 >&2
+  fail "job $job ended $state (restarts ${restarts:-0})"
+fi
 [[ ${restarts:-0} -ge 1 ]] || fail "job $job was not requeued"
 grep -q "stopped by SIGUSR1 after step" "$SCRATCH/job.out" || fail "no stop by SIGUSR1 in the job's output"
 grep -q "requeued SLURM job $job" "$SCRATCH/job.out" || fail "rank 0 did not requeue the job"
