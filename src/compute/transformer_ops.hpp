@@ -94,8 +94,9 @@ class TransformerOps {
   virtual void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) = 0;
 
   // nn.Linear: y[rows, out] = x[rows, in] * w^T + bias; w is [out, in]; bias may be null.
+  // Written once over matmul and add_bias (transformer_linear.cpp).
   virtual void linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in,
-                              int out, Stream& s) = 0;
+                              int out, Stream& s);
   // Its gradients: dx = dy * w (skipped when dx is null), dw = dy^T * x, and
   // dbias = the column sums of dy (skipped when dbias is null).
   virtual void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* dbias,

@@ -20,10 +20,6 @@ class CpuTransformerOps final : public TransformerOps {
   CpuTransformerOps(int threads, Precision precision) : TransformerOps(precision), threads_(threads) {}
 
   void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) override;
-  void linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in, int out,
-                      Stream& s) override;
-  void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* dbias,
-                       int rows, int in, int out, Stream& s) override;
   void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
                           float* rstd, int rows, int width, float eps, Stream& s) override;
   void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,

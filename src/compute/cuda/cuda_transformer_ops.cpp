@@ -93,35 +93,6 @@ void CudaTransformerOps::attention_backward(const float* q, const float* k, cons
   attention_backward16(q, k, v, probs, dout, dq, dk, dv, scratch, a, s);
 }
 
-void CudaTransformerOps::linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in,
-                                        int out, Stream& s) {
-  MatmulShape g;  // y[rows, out] = x[rows, in] w[out, in]^T
-  g.m = rows, g.n = out, g.k = in;
-  g.transpose_b = true;
-  g.lda = in, g.ldb = in, g.ldc = out;
-  g.autocast = true;
-  matmul(g, x, w, y, s);
-  if (bias) add_bias(y, bias, rows, out, s);
-}
-
-void CudaTransformerOps::linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
-                                         float* dbias, int rows, int in, int out, Stream& s) {
-  if (dx) {
-    MatmulShape g;  // dx[rows, in] = dy[rows, out] w[out, in]
-    g.m = rows, g.n = in, g.k = out;
-    g.lda = out, g.ldb = in, g.ldc = in;
-    g.autocast = true;
-    matmul(g, dy, w, dx, s);
-  }
-  MatmulShape g;  // dw[out, in] = dy^T x
-  g.m = out, g.n = in, g.k = rows;
-  g.transpose_a = true;
-  g.lda = out, g.ldb = in, g.ldc = in;
-  g.autocast = true;
-  matmul(g, dy, x, dw, s);
-  if (dbias) column_sums(dy, dbias, rows, out, s);
-}
-
 void CudaTransformerOps::layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
                                             float* mean, float* rstd, int rows, int width, float eps, Stream& s) {
   kernels::layer_norm_forward(x, gamma, beta, y, mean, rstd, rows, width, eps, as_cuda(s).get());
