@@ -1,10 +1,12 @@
-// The rotary position embedding kernel; see rotary.cuh. One thread per pair: a
-// thread reads two floats of one head and writes them back, so in-place is safe.
+// The rotary position embedding kernels; see rotary.cuh. The rotation: one thread
+// per pair, which reads two floats of one head and writes them back, so in-place is
+// safe. The tables: one thread per entry (a few thousand; double cos / sin, as the
+// host's tables).
 #include "rotary.cuh"
 
 #include <cstddef>  // std::size_t
 
-#include "compute/rotary_rule.hpp"  // rotate_pair
+#include "compute/rotary_rule.hpp"  // rotate_pair, rotary_angle, rotary_cos_sin
 #include "launch.cuh"               // blocks_for, kThreads
 
 namespace trainer::kernels {
@@ -34,7 +36,30 @@ __global__ void rotary_kernel(float* x, const float* cos, const float* sin, int 
   }
 }
 
+__global__ void rotary_tables_kernel(const float* scale, const float* inv_freq, float* cos, float* sin, int grid_h,
+                                     int grid_w, int half, std::size_t entries) {
+  const float factor = *scale;
+  const int quarter = half / 2;
+  for (std::size_t t = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; t < entries;
+       t += std::size_t(blockDim.x) * gridDim.x) {
+    const int i = int(t % half);
+    const int p = int(t / half);
+    const float angle = compute::rotary_angle(p / grid_w, p % grid_w, i, grid_h, grid_w, quarter, inv_freq[i % quarter],
+                                              factor);
+    compute::rotary_cos_sin(angle, cos[t], sin[t]);
+  }
+}
+
 }  // namespace
+
+void rotary_tables(const float* scale, const float* inv_freq, float* cos, float* sin, int grid_h, int grid_w,
+                   int head_dim, cudaStream_t stream) {
+  const int half = head_dim / 2;
+  const std::size_t entries = std::size_t(grid_h) * grid_w * half;
+  if (entries == 0) return;
+  rotary_tables_kernel<<<blocks_for(entries), kThreads, 0, stream>>>(scale, inv_freq, cos, sin, grid_h, grid_w, half,
+                                                                     entries);
+}
 
 void rotary(float* x, const float* cos, const float* sin, int batch, int tokens, int prefix, int heads, int head_dim,
             bool inverse, cudaStream_t stream) {

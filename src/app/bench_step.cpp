@@ -154,6 +154,7 @@ int bench_step(const Args& args) {
   optimizer.set_group(model::ParamGroup::backbone, 1e-3, true);
   optimizer.set_group(model::ParamGroup::head, 1e-3, true);
   train::StepRunner runner(run_backend, stream, net, compute::heatmap_mse_loss());
+  runner.set_model_seed(seed);
   train::LocalGradientSync sync;
   if (cuda_graphs) runner.record_steps([](const std::string& line) { std::fprintf(stderr, "warning: %s\n", line.c_str()); });
 
@@ -221,6 +222,10 @@ int bench_step(const Args& args) {
     tensors.push_back({"images", {batch, 3, size, size}, std::vector<float>(images.data(), images.data() + images.size())});
     tensors.push_back({"keypoints", {batch, keypoints, 2}, b.keypoints});
     tensors.push_back({"loss", {1}, {float(loss)}});
+    // The network's own draws of the step (DINOv3: its RoPE coordinate factor), which
+    // the reference applies too.
+    for (const auto& [name, values] : net.backbone().training_draws())
+      tensors.push_back({name, {static_cast<int>(values.size())}, values});
     for (const auto& e : net.store().parameters())
       tensors.push_back({"grad/" + e.name, e.shape,
                          std::vector<float>(grads.begin() + long(e.offset), grads.begin() + long(e.offset + e.count))});

@@ -108,6 +108,10 @@ class ProfilingBackend::TimedTransformerOps final : public TransformerOps {
   void rotary_backward(float* dy, const float* cos, const float* sin, const RotaryShape& r, Stream& s) override {
     TRAINER_TIMED_OP(elementwise, rotary_backward(dy, cos, sin, r, s));
   }
+  void rotary_tables(const float* scale, const float* inv_freq, float* cos, float* sin, int grid_h, int grid_w,
+                     int head_dim, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, rotary_tables(scale, inv_freq, cos, sin, grid_h, grid_w, head_dim, s));
+  }
   void add(const float* a, const float* b, float* y, std::size_t count, Stream& s) override {
     TRAINER_TIMED_OP(elementwise, add(a, b, y, count, s));
   }

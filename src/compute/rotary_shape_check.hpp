@@ -1,5 +1,6 @@
 #pragma once
-// The one check of a RotaryShape both backends make before they turn any row.
+// The checks of a RotaryShape (and of a table's grid) both backends make before they
+// turn any row (or write any table).
 #include <string>  // std::to_string
 
 #include "compute/transformer_ops.hpp"  // RotaryShape
@@ -12,6 +13,12 @@ inline void check_rotary_shape(const RotaryShape& r) {
     throw SystemError("internal error: rotary embedding over " + std::to_string(r.batch) + " x " +
                       std::to_string(r.tokens) + " tokens (" + std::to_string(r.prefix) + " prefix), " +
                       std::to_string(r.heads) + " heads of " + std::to_string(r.head_dim));
+}
+
+inline void check_rotary_table_shape(int grid_h, int grid_w, int head_dim) {
+  if (grid_h <= 0 || grid_w <= 0 || head_dim <= 0 || head_dim % 4 != 0)
+    throw SystemError("internal error: rotary tables for a " + std::to_string(grid_h) + " x " +
+                      std::to_string(grid_w) + " grid and head width " + std::to_string(head_dim));
 }
 
 }  // namespace trainer::compute

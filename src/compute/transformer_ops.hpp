@@ -100,7 +100,7 @@ class TransformerOps {
   // Its gradients: dx = dy * w (skipped when dx is null), dw = dy^T * x, and
   // dbias = the column sums of dy (skipped when dbias is null).
   virtual void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* dbias,
-                               int rows, int in, int out, Stream& s) = 0;
+                               int rows, int in, int out, Stream& s);
 
   // nn.LayerNorm over the last dimension: y = (x - mean) * rstd * gamma + beta, with
   // the biased variance and rstd = 1 / sqrt(var + eps); mean and rstd [rows] are
@@ -138,6 +138,13 @@ class TransformerOps {
   // inverse rotation of dy, in place.
   virtual void rotary_forward(float* x, const float* cos, const float* sin, const RotaryShape& r, Stream& s) = 0;
   virtual void rotary_backward(float* dy, const float* cos, const float* sin, const RotaryShape& r, Stream& s) = 0;
+  // The tables those take, for a grid_h x grid_w grid of patches, with every patch
+  // coordinate times *scale (DINOv3's train-time rescale; read from device memory when
+  // the work runs, so a recorded step's replay takes each step's factor): cos and sin
+  // [grid_h * grid_w, head_dim / 2] of rotary_angle (rotary_rule.hpp) from inv_freq
+  // [head_dim / 4]. Eval-mode tables are model/rope_tables.hpp's, made on the host.
+  virtual void rotary_tables(const float* scale, const float* inv_freq, float* cos, float* sin, int grid_h,
+                             int grid_w, int head_dim, Stream& s) = 0;
   // Residual connection: y = a + b (y may be a or b).
   virtual void add(const float* a, const float* b, float* y, std::size_t count, Stream& s) = 0;
 

@@ -12,7 +12,9 @@
 //   nothing else is asked of a backbone for freezing.
 // - forward and backward follow the layers' conventions: ctx carries the backend,
 //   the stream and the hooks; returned views stay valid until the next call.
-#include <string>  // std::string
+#include <string>   // std::string
+#include <utility>  // std::pair
+#include <vector>   // std::vector
 
 #include "compute/backend.hpp"  // compute::TensorView, compute::ConstTensorView
 #include "model/hooks.hpp"      // Context
@@ -35,6 +37,18 @@ class Backbone {
   // dy (the gradient of forward's output) may be overwritten. The gradient with
   // respect to the images is never needed, so none is computed.
   virtual void backward(const Context& ctx, compute::TensorView dy) = 0;
+
+  // Before a training step's forwards, outside any recording of the step: draws the
+  // step's train-mode randomness for its `forwards` training forwards (2 in a
+  // semi-supervised step: the labelled batch, then the unlabelled frames) and writes
+  // it to device memory, where the forwards read it when they run. A training forward
+  // no draw was made for runs as in eval mode. Default: no randomness.
+  virtual void prepare_training_step(const Context& ctx, const StepKey& key, int forwards) {
+    (void)ctx, (void)key, (void)forwards;
+  }
+  // What the last prepare_training_step drew: (name, one value per forward); for the
+  // parity exports (bench step --export).
+  virtual std::vector<std::pair<std::string, std::vector<float>>> training_draws() const { return {}; }
 };
 
 }  // namespace trainer::model

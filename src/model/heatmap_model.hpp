@@ -23,6 +23,8 @@ class HeatmapModel : public PoseModel {
   const ModelSpec& spec() const override { return spec_; }
   ParameterStore& store() override { return store_; }
   const ParameterStore& store() const override { return store_; }
+  Backbone& backbone() override { return *backbone_; }
+  const Backbone& backbone() const override { return *backbone_; }
 
   // images [N, 3, H, W] -> heatmaps [N, K, H/2^d, W/2^d], each summing to 1.
   // The returned view stays valid until the next forward.

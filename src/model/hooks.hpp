@@ -7,8 +7,10 @@
 // - GradientReadyListener: told as soon as a parameter's gradient is final, in
 //   reverse registration order, so gradient buckets can start their all-reduce
 //   while backward continues (PyTorch DDP's reducer).
-// And the Context every forward/backward call receives.
+// And the Context every forward/backward call receives, and the StepKey of a
+// training step's own random draws.
 #include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint64_t, std::int64_t
 
 #include "compute/backend.hpp"  // compute::Backend
 #include "compute/stream.hpp"   // compute::Stream
@@ -43,6 +45,15 @@ class GradientReadyListener {
   // Gradients [offset, offset + count) of the flat gradient buffer are final.
   // Offsets arrive in strictly decreasing order within one backward pass.
   virtual void on_ready(std::size_t offset, std::size_t count, compute::Stream& stream) = 0;
+};
+
+// Which training step draws (the run's model seed, the batch's epoch and index within
+// it): the key of the network's own train-mode randomness (DINOv3's RoPE coordinate
+// rescale). Draws are hashed from it, not taken from a generator's state, so a
+// resumed run, every rank and a recorded step's replay draw alike.
+struct StepKey {
+  std::uint64_t seed = 0;
+  std::int64_t epoch = 0, batch = 0;
 };
 
 // What a layer needs to run: where, on which stream, train or eval mode, hooks.

@@ -35,6 +35,8 @@ class MhcrnnModel : public PoseModel {
   const ModelSpec& spec() const override { return spec_; }
   ParameterStore& store() override { return store_; }
   const ParameterStore& store() const override { return store_; }
+  Backbone& backbone() override { return *backbone_; }
+  const Backbone& backbone() const override { return *backbone_; }
   int context_frames() const override { return kContextFrames; }
   int branches() const override { return 2; }
 

@@ -9,6 +9,7 @@
 #include <vector>   // std::vector
 
 #include "compute/backend.hpp"        // compute::TensorView
+#include "model/backbone.hpp"         // Backbone
 #include "model/hooks.hpp"            // Context
 #include "model/parameter_store.hpp"  // ParameterStore
 
@@ -27,6 +28,8 @@ class PoseModel {
   virtual const ModelSpec& spec() const = 0;
   virtual ParameterStore& store() = 0;
   virtual const ParameterStore& store() const = 0;
+  virtual Backbone& backbone() = 0;
+  virtual const Backbone& backbone() const = 0;
   void initialize(std::uint64_t seed, compute::Stream& stream) { store().initialize(seed, stream); }
   // Heatmap size for an input size.
   int heatmap_size(int input_size) const { return input_size >> spec().downsample_factor; }
@@ -38,6 +41,11 @@ class PoseModel {
   virtual compute::TensorView forward(const Context& ctx, compute::ConstTensorView images) = 0;
   // With train_backbone false only the head's gradients are computed.
   virtual void backward(const Context& ctx, compute::ConstTensorView dheatmaps, bool train_backbone) = 0;
+  // The network's own train-mode randomness, drawn before each training step (see
+  // Backbone::prepare_training_step; only the backbones have any).
+  void prepare_training_step(const Context& ctx, const StepKey& key, int forwards) {
+    backbone().prepare_training_step(ctx, key, forwards);
+  }
   // Turns per-branch keypoints (coords [rows * branches(), K, 2], confidence
   // [rows * branches(), K], host) into one prediction per row, in place.
   virtual void merge_branches(int rows, int num_keypoints, std::vector<float>& coords,

@@ -58,6 +58,7 @@ VitSpec vit_spec(const std::string& name) {
                                        : "facebook/dinov3-vitb16-pretrain-lvd1689m";
     if (name == "vitb_dinov3") s.hidden = 768, s.heads = 12, s.mlp = 3072;
     s.registers = 4, s.rope_theta = 100.f, s.layer_norm_eps = 1e-5f;
+    s.rope_rescale = 2.f;  // pos_embed_rescale; pos_embed_shift and _jitter are None
   } else if (name == "vitb_imagenet") {
     // lightning-pose loads MAE's checkpoint into a plain ViTModel (vit.py's
     // VisionEncoder): no masking, its fixed sin-cos position embeddings become
@@ -258,16 +259,7 @@ void VisionTransformer::embedding_rows(const Context& ctx) {
   if (spec_.dinov3) {
     // [CLS; registers; patch-embedding bias]: DINOv3 has no additive position
     // embedding; positions enter as the rotation of each patch's queries and keys.
-    if (rope_h_ != grid_h_ || rope_w_ != grid_w_) {
-      RopeTables t = rope_tables(grid_h_, grid_w_, C / spec_.heads, spec_.rope_theta);
-      rope_cos_host_ = std::move(t.cos);
-      rope_sin_host_ = std::move(t.sin);
-      ensure_capacity(ctx.backend, rope_cos_, rope_cos_host_.size());
-      ensure_capacity(ctx.backend, rope_sin_, rope_sin_host_.size());
-      ctx.backend.upload(rope_cos_.data(), rope_cos_host_.data(), rope_cos_host_.size(), s);
-      ctx.backend.upload(rope_sin_.data(), rope_sin_host_.data(), rope_sin_host_.size(), s);
-      rope_h_ = grid_h_, rope_w_ = grid_w_;
-    }
+    rope_tables_for_forward(ctx);
     ctx.backend.copy(rows, store_->param(cls_token_), std::size_t(C), s);
     ctx.backend.copy(rows + C, store_->param(register_tokens_), std::size_t(spec_.registers) * C, s);
     ctx.backend.fill(rows + std::size_t(prefix) * C, 0.f, std::size_t(N) * C, s);
@@ -292,6 +284,48 @@ void VisionTransformer::embedding_rows(const Context& ctx) {
   ops.add_bias(rows + C, store_->param(patch_embedding_.bias), N, C, s);
 }
 
+void VisionTransformer::rope_tables_for_forward(const Context& ctx) {
+  auto& s = ctx.stream;
+  const int head_dim = spec_.hidden / spec_.heads;
+  if (rope_h_ != grid_h_ || rope_w_ != grid_w_) {
+    rope_host_ = rope_tables(grid_h_, grid_w_, head_dim, spec_.rope_theta);
+    ensure_capacity(ctx.backend, rope_cos_, rope_host_.cos.size());
+    ensure_capacity(ctx.backend, rope_sin_, rope_host_.sin.size());
+    ensure_capacity(ctx.backend, rope_inv_freq_, rope_host_.inv_freq.size());
+    ctx.backend.upload(rope_cos_.data(), rope_host_.cos.data(), rope_host_.cos.size(), s);
+    ctx.backend.upload(rope_sin_.data(), rope_host_.sin.data(), rope_host_.sin.size(), s);
+    ctx.backend.upload(rope_inv_freq_.data(), rope_host_.inv_freq.data(), rope_host_.inv_freq.size(), s);
+    rope_h_ = grid_h_, rope_w_ = grid_w_;
+  }
+  rope_cos_now_ = rope_cos_.data(), rope_sin_now_ = rope_sin_.data();
+  if (!ctx.training || forward_in_step_ >= int(drawn_scales_.size())) return;
+  // A training forward with its drawn factor: this forward's tables, made on the
+  // device from the factor there (so a replayed recording uses each step's).
+  ensure_capacity(ctx.backend, rope_train_cos_, rope_host_.cos.size());
+  ensure_capacity(ctx.backend, rope_train_sin_, rope_host_.sin.size());
+  ctx.backend.transformer_ops().rotary_tables(rope_scales_.data() + forward_in_step_, rope_inv_freq_.data(),
+                                              rope_train_cos_.data(), rope_train_sin_.data(), grid_h_, grid_w_,
+                                              head_dim, s);
+  ++forward_in_step_;
+  rope_cos_now_ = rope_train_cos_.data(), rope_sin_now_ = rope_train_sin_.data();
+}
+
+void VisionTransformer::prepare_training_step(const Context& ctx, const StepKey& key, int forwards) {
+  if (!spec_.dinov3 || !(spec_.rope_rescale > 1.f)) return;
+  if (forwards < 1 || std::size_t(forwards) > compute::Backend::kMaxSetValues)
+    throw SystemError("internal error: " + std::to_string(forwards) + " training forwards in a step");
+  drawn_scales_.clear();
+  for (int f = 0; f < forwards; ++f) drawn_scales_.push_back(rope_rescale_draw(key, f, spec_.rope_rescale));
+  ensure_capacity(ctx.backend, rope_scales_, compute::Backend::kMaxSetValues);
+  ctx.backend.set_values(rope_scales_.data(), drawn_scales_.data(), drawn_scales_.size(), ctx.stream);
+  forward_in_step_ = 0;
+}
+
+std::vector<std::pair<std::string, std::vector<float>>> VisionTransformer::training_draws() const {
+  if (drawn_scales_.empty()) return {};
+  return {{"rope_rescale", drawn_scales_}};
+}
+
 compute::RotaryShape VisionTransformer::rotary_shape() const {
   return {batch_, tokens_, spec_.prefix_tokens(), spec_.heads, spec_.hidden / spec_.heads};
 }
@@ -307,8 +341,8 @@ void VisionTransformer::block_forward(const Context& ctx, Block& b, const float*
   linear_forward(ctx, b.key, b.ln1.data(), b.k.data());
   linear_forward(ctx, b.value, b.ln1.data(), b.v.data());
   if (spec_.dinov3) {  // q and k are kept turned: the attention's backward reads them
-    ops.rotary_forward(b.q.data(), rope_cos_.data(), rope_sin_.data(), rotary_shape(), s);
-    ops.rotary_forward(b.k.data(), rope_cos_.data(), rope_sin_.data(), rotary_shape(), s);
+    ops.rotary_forward(b.q.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
+    ops.rotary_forward(b.k.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
   }
   const compute::AttentionShape a{batch_, tokens_, spec_.heads, C / spec_.heads};
   ops.attention_forward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), b.context.data(), a, s);
@@ -362,8 +396,8 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
   ops.attention_backward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), d_tmp_.data(), d_q_.data(), d_k_.data(),
                          d_v_.data(), d_scratch_.data(), a, s);
   if (spec_.dinov3) {  // back through the rotations to the projections' outputs
-    ops.rotary_backward(d_q_.data(), rope_cos_.data(), rope_sin_.data(), rotary_shape(), s);
-    ops.rotary_backward(d_k_.data(), rope_cos_.data(), rope_sin_.data(), rotary_shape(), s);
+    ops.rotary_backward(d_q_.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
+    ops.rotary_backward(d_k_.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
   }
   // d LN(x) = dq Wq + dk Wk + dv Wv: the first product writes, the others add.
   linear_backward(ctx, b.query, b.ln1.data(), d_q_.data(), d_tmp_.data());

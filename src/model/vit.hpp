@@ -28,11 +28,13 @@
 #include <cstddef>  // std::size_t
 #include <memory>   // std::unique_ptr
 #include <string>   // std::string
+#include <utility>  // std::pair
 #include <vector>   // std::vector
 
 #include "compute/backend.hpp"        // compute::Backend, DeviceBuffer
 #include "model/backbone.hpp"         // Backbone
 #include "model/parameter_store.hpp"  // ParameterStore
+#include "model/rope_tables.hpp"      // RopeTables
 #include "util/stored_tensor.hpp"     // StoredTensor
 
 namespace trainer::model {
@@ -44,6 +46,10 @@ struct VitSpec {
   bool dinov3 = false;   // DINOv3ViTModel's names, layer scale, register tokens, RoPE, no key bias
   int registers = 0;     // DINOv3's register tokens, between CLS and the patches
   float rope_theta = 100.f;  // DINOv3ViTConfig.rope_theta
+  // DINOv3ViTConfig.pos_embed_rescale: in train mode the RoPE coordinates are
+  // multiplied by a log-uniform factor in [1 / rescale, rescale] per forward (2 for
+  // both checkpoints; 0: none).
+  float rope_rescale = 0.f;
   int hidden = 384, layers = 12, heads = 6, mlp = 1536, patch = 16;
   int pretrained_patch = 16;       // the checkpoint's (DINOv2: 14, resized to `patch` at load)
   int pretrained_grid = 14;        // position embeddings for 14 x 14 patches (224 x 224 images) + CLS
@@ -63,6 +69,10 @@ class VisionTransformer final : public Backbone {
   int stride() const override { return spec_.patch; }
   compute::TensorView forward(const Context& ctx, compute::ConstTensorView x) override;
   void backward(const Context& ctx, compute::TensorView dy) override;
+  // DINOv3: one RoPE coordinate factor per training forward of the step
+  // (rope_rescale_draw), written to the device; the forwards make their tables from it.
+  void prepare_training_step(const Context& ctx, const StepKey& key, int forwards) override;
+  std::vector<std::pair<std::string, std::vector<float>>> training_draws() const override;
 
  private:
   struct Linear {
@@ -90,6 +100,9 @@ class VisionTransformer final : public Backbone {
   // The rows every image's tokens start from (positions_), for this step's grid.
   void embedding_rows(const Context& ctx);
   void embedding_backward(const Context& ctx, const float* d_tokens);
+  // DINOv3: the RoPE tables this forward turns with (rope_cos_now_ / _sin_now_): the
+  // eval-mode ones, or in a training forward with a drawn factor, tables made from it.
+  void rope_tables_for_forward(const Context& ctx);
   compute::RotaryShape rotary_shape() const;
   void linear_forward(const Context& ctx, const Linear& l, const float* x, float* y);
   // Gradients of a Linear's weight and bias from x and dy; dx too when not null.
@@ -118,9 +131,17 @@ class VisionTransformer final : public Backbone {
   compute::DeviceBuffer patches_;           // [N * patches, 3 * patch^2]
   compute::DeviceBuffer positions_;         // [tokens, C]: CLS + pos[0]; resized pos + patch-embedding bias
                                             // (DINOv3: CLS; registers; patch-embedding bias)
-  std::vector<float> rope_cos_host_, rope_sin_host_;  // DINOv3: this grid's RoPE tables, host copies
-  compute::DeviceBuffer rope_cos_, rope_sin_;         // [patches, head_dim / 2]
-  int rope_h_ = 0, rope_w_ = 0;                       // the grid they were made for
+  RopeTables rope_host_;                      // DINOv3: this grid's eval-mode RoPE tables, host copies
+  compute::DeviceBuffer rope_cos_, rope_sin_;  // [patches, head_dim / 2], eval mode
+  compute::DeviceBuffer rope_inv_freq_;        // [head_dim / 4]
+  int rope_h_ = 0, rope_w_ = 0;                // the grid they were made for
+  // Train mode: the step's factors (one per forward), this forward's tables, and
+  // which tables the blocks turn with (those of the latest forward).
+  compute::DeviceBuffer rope_scales_, rope_train_cos_, rope_train_sin_;
+  std::vector<float> drawn_scales_;  // what prepare_training_step drew
+  int forward_in_step_ = 0;          // training forwards of the step so far
+  const float* rope_cos_now_ = nullptr;
+  const float* rope_sin_now_ = nullptr;
   std::vector<compute::DeviceBuffer> hidden_;  // layers + 1 residual streams [N * tokens, C]
   compute::DeviceBuffer final_out_, final_mean_, final_rstd_, features_;
   // Backward scratch, shared by the blocks.

@@ -118,6 +118,10 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
                             double unsupervised_importance, MicroBatch micro) {
   TRAINER_ASSERT(micro.accumulate >= 1, "accumulate " << micro.accumulate);
   const bool semi = unlabeled != nullptr && unsupervised_ != nullptr;
+  // The network's own train-mode randomness for this step's forwards (the labelled
+  // batch's, and the unlabelled frames'), on the device before any recorded work.
+  model::Context draw_ctx{backend_, stream_, true};
+  model_.prepare_training_step(draw_ctx, {model_seed_, batch.epoch, batch.index}, semi ? 2 : 1);
   if (recordable(semi, bn_sync, micro, sync)) return recorded_train_step(batch, optimizer, sync, train_backbone);
   // During the warm-up (importance 0: lightning-pose's first freeze_until_epoch
   // epochs) the unsupervised terms add nothing: the unlabelled frames only run

@@ -2,7 +2,7 @@
 // One training step and one evaluation batch on the compute device:
 // batch (host) -> upload -> targets -> forward -> loss -> backward -> gradient sync
 // -> optimizer. Evaluation adds soft-argmax keypoints and pixel errors.
-#include <cstdint>     // std::uint8_t
+#include <cstdint>     // std::uint8_t, std::uint64_t
 #include <functional>  // std::function
 #include <memory>      // std::unique_ptr
 #include <string>      // std::string
@@ -103,6 +103,9 @@ class StepRunner {
   void train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
                   bool train_backbone, model::BatchNormSync* bn_sync, const data::Batch* unlabeled = nullptr,
                   double unsupervised_importance = 0.0, MicroBatch micro = {});
+  // The seed of the network's own train-mode draws (training.rng_seed_model_pt): each
+  // step's are keyed by it and the batch's epoch and index (model::StepKey).
+  void set_model_seed(std::uint64_t seed) { model_seed_ = seed; }
   // model.cuda_graphs: from now on, supervised single-process steps (a GradientSync
   // that is recordable(), no accumulation, no synchronized batch norm, not 16-mixed)
   // on a stream that can record run as recordings of their device work, one per
@@ -202,6 +205,7 @@ class StepRunner {
   std::vector<float> u_sums_host_;
   LossScaler scaler_;
   StepRecorder recorder_;
+  std::uint64_t model_seed_ = 0;
   compute::DeviceBuffer targets_, mask_, loss_, loss_sum_, dpred_, coords_, confidence_;
   compute::HostBuffer<float> loss_host_;  // pinned: [0] requested loss, [1] loss sum
   std::unique_ptr<compute::Event> loss_copied_;

@@ -1,7 +1,8 @@
 // model.cuda_graphs on the GPU: training steps replayed from recorded CUDA graphs
 // against the same steps run op by op, in fp32 and bf16-mixed, through a scheduler's
 // lr change, a short batch (a new shape: the recordings are dropped and made again)
-// and a validation batch between steps. The host half (tests/unit/train/
+// and a validation batch between steps; and vits_dinov3 steps, whose replays must
+// read each step's RoPE factor from the device. The host half (tests/unit/train/
 // test_step_recorder.cpp) is checked on the CPU.
 #include <catch2/catch.hpp>
 
@@ -30,9 +31,9 @@ struct GpuRun {
   train::Optimizer optimizer;
   train::StepRunner runner;
   std::vector<std::string> warnings;
-  GpuRun(compute::Precision p, bool record)
+  GpuRun(compute::Precision p, bool record, const std::string& backbone = "resnet18")
       : backend(compute::make_cuda_backend(0, p)),
-        net(*backend, model::ModelSpec{"resnet18", 3, 2}),
+        net(*backend, model::ModelSpec{backbone, 3, 2}),
         optimizer(net.store(), train::OptimizerConfig{}),
         runner(*backend, backend->default_stream(), net, compute::heatmap_mse_loss()) {
     net.initialize(11, backend->default_stream());
@@ -98,4 +99,26 @@ TEST_CASE("recorded training steps (CUDA graphs) give the unrecorded steps' loss
     CHECK(sr.second == sp.second);
     CHECK(sr.first == Approx(sp.first).epsilon(1e-5));
   }
+}
+
+TEST_CASE("recorded vits_dinov3 steps turn with each step's own RoPE factor", "[gpu][cuda_graphs][rope]") {
+  GpuRun plain(compute::Precision::fp32, false, "vits_dinov3"), recorded(compute::Precision::fp32, true, "vits_dinov3");
+  HostBatch b0(*plain.backend, 2, 64, 3, 1), b1(*plain.backend, 2, 64, 3, 2);
+  train::LocalGradientSync sync;
+  std::vector<float> factors;
+  for (int step = 0; step < 8; ++step) {
+    data::Batch& b = step % 2 ? b1.batch : b0.batch;
+    b.index = step;  // each step its own key, so its own factor
+    const train::StepValues vp = plain.step(b, sync, false), vr = recorded.step(b, sync, false);
+    const auto draws = recorded.net.backbone().training_draws();
+    REQUIRE(draws.size() == 1);
+    factors.push_back(draws[0].second.at(0));
+    INFO("step " << step << " factor " << factors.back() << " loss " << vp.loss << " recorded " << vr.loss);
+    CHECK(std::fabs(vr.loss - vp.loss) <= 1e-5 * std::fabs(vp.loss));
+  }
+  CHECK(recorded.runner.recording_counts().replayed >= 4);  // steps 3.. replay the two slots' recordings
+  CHECK(recorded.warnings.empty());
+  for (const auto& w : recorded.warnings) WARN(w);
+  CHECK(factors[3] != factors[5]);  // replays of one recording, with different factors
+  CHECK(rel_error(recorded.params(), plain.params()) < 1e-4);
 }

@@ -3,7 +3,7 @@
 // 64, width 384, MLP 1536. fp32 with TF32 off: relative error below 1e-5.
 #include <catch2/catch.hpp>
 
-#include <cmath>   // std::cos, std::sin
+#include <cmath>   // std::cos, std::sin, std::pow
 #include <vector>  // std::vector
 
 #include "gpu_test_util.hpp"
@@ -164,6 +164,27 @@ TEST_CASE("cuda rotary embedding forward and backward match the CPU", "[gpu][tra
   g_ops.rotary_backward(gdy.data(), gcos.data(), gsin.data(), r, t.gs());
   c_ops.rotary_backward(dy.data(), cos.data(), sin.data(), r, t.cs());
   CHECK(rel_error(t.host(gdy), dy) < kTolerance);
+}
+
+TEST_CASE("cuda rotary tables match the CPU's, the factor read from device memory", "[gpu][transformer][rope]") {
+  Twins t;
+  auto& g_ops = t.gpu->transformer_ops();
+  auto& c_ops = t.cpu->transformer_ops();
+  const int h = 16, w = 12, D = kHeadDim;  // a 256 x 192 image in 16 x 16 patches
+  const std::size_t count = std::size_t(h) * w * (D / 2);
+  std::vector<float> inv_freq(D / 4);
+  for (int j = 0; j < D / 4; ++j) inv_freq[std::size_t(j)] = 1.f / std::pow(100.f, 4.f * j / D);
+  for (float factor : {1.f, 0.5f, 1.7320508f}) {
+    INFO("factor " << factor);
+    std::vector<float> f = {factor}, cos(count), sin(count);
+    auto gf = t.device(f), ginv = t.device(inv_freq), gcos = t.device(cos), gsin = t.device(sin);
+    g_ops.rotary_tables(gf.data(), ginv.data(), gcos.data(), gsin.data(), h, w, D, t.gs());
+    c_ops.rotary_tables(f.data(), inv_freq.data(), cos.data(), sin.data(), h, w, D, t.cs());
+    // The same float32 angle on both, its cos / sin in double: equal but for a rare
+    // last-ulp difference of the device's double cos.
+    CHECK(rel_error(t.host(gcos), cos) < 1e-7);
+    CHECK(rel_error(t.host(gsin), sin) < 1e-7);
+  }
 }
 
 TEST_CASE("cuda transpose and patchify match the CPU", "[gpu][transformer]") {

@@ -7,7 +7,9 @@
 # 16x16 (d = 1: two deconvolutions); DINOv2's 37x37 grid goes down to both, and its
 # 14x14 patch kernels are resized to 16x16 at load as lightning-pose does; DINOv3
 # (CLS + 4 registers, RoPE on 4x4 and 16x16 patch grids) has no position table to
-# resize. Skips visibly when torch is missing.
+# resize; it trains with its RoPE coordinates rescaled by the factor the step drew
+# (batch.h5's rope_rescale), which the reference applies too. Skips visibly when
+# torch is missing.
 source "$(dirname "$0")/lib/common.sh"
 PY=/usr/bin/python3
 $PY -c "import torch, h5py" 2>/dev/null || skip "torch or h5py missing for $PY"

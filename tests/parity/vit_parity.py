@@ -284,13 +284,17 @@ class HeatmapNet(nn.Module):
 
 
 # ---- Hugging Face's DINOv3ViTModel, mirrored module by module (same state_dict keys) ------
-def rope_tables(grid_h, grid_w, head_dim):
-    """DINOv3ViTRopePositionEmbedding in eval mode (no coordinate augmentation), in
-    float32 whatever the model's dtype, as transformers computes it; [h*w, head_dim]."""
+def rope_tables(grid_h, grid_w, head_dim, rescale=None):
+    """DINOv3ViTRopePositionEmbedding in float32 whatever the model's dtype, as
+    transformers computes it; [h*w, head_dim]. `rescale`: the train-mode coordinate
+    factor (transformers draws it per forward, log-uniform in [1/2, 2]; here it is the
+    one the trainer drew for the step, from its export); None: eval mode."""
     inv_freq = 1 / DINOV3_THETA ** torch.arange(0, 1, 4 / head_dim, dtype=torch.float32)
     ys = torch.arange(0.5, grid_h, dtype=torch.float32) / grid_h
     xs = torch.arange(0.5, grid_w, dtype=torch.float32) / grid_w
     coords = 2.0 * torch.stack(torch.meshgrid(ys, xs, indexing="ij"), dim=-1).flatten(0, 1) - 1.0
+    if rescale is not None:  # augment_patches_center_coordinates' rescale_hw, a float32 [1]
+        coords = coords * torch.tensor([rescale], dtype=torch.float32)
     angles = (2 * math.pi * coords[:, :, None] * inv_freq[None, None, :]).flatten(1, 2).tile(2)
     return torch.cos(angles), torch.sin(angles)
 
@@ -369,12 +373,13 @@ class Dinov3Model(nn.Module):
         self.embeddings = Dinov3Embeddings(width, patch)
         self.layer = nn.ModuleList(Dinov3Layer(width, heads, mlp) for _ in range(layers))
         self.norm = nn.LayerNorm(width, eps=DINOV3_EPS)
+        self.rope_rescale = None  # the train-mode coordinate factor of the next forward
 
     def forward(self, images):
         _, _, h, w = images.shape
         x = self.embeddings(images)
         patch = self.embeddings.patch
-        cos, sin = rope_tables(h // patch, w // patch, x.shape[-1] // self.heads)
+        cos, sin = rope_tables(h // patch, w // patch, x.shape[-1] // self.heads, self.rope_rescale)
         cos, sin = cos.to(x.dtype), sin.to(x.dtype)
         for layer in self.layer:
             x = layer(x, cos, sin)
@@ -441,7 +446,7 @@ def write(path, kind="dino", layers=12):
 
 
 # ---- check -------------------------------------------------------------------------------
-def run_torch(weights, head, images, kp, keypoints, downsample, dtype, kind):
+def run_torch(weights, head, images, kp, keypoints, downsample, dtype, kind, rope_rescale=None):
     dinov2 = kind == "dinov2"
     net = HeatmapNet(keypoints, downsample, **SPECS[kind])
     state = {"backbone.vision_encoder." + k: torch.from_numpy(v) for k, v in encoder_tensors(weights).items()}
@@ -450,6 +455,8 @@ def run_torch(weights, head, images, kp, keypoints, downsample, dtype, kind):
     if dinov2:  # in float64 before any cast, as the file's float32 values are
         net.backbone.vision_encoder.double().resize_patch_kernels(16)
     net = net.to(dtype).train()
+    if kind == "dinov3":
+        net.backbone.vision_encoder.rope_rescale = rope_rescale
     x = torch.from_numpy(images).to(dtype)
     heatmaps = net(x)
     n, k, h, w = heatmaps.shape
@@ -513,12 +520,23 @@ def check(export_dir, weights_path):
         images = np.array(f["images"])
         kp = np.array(f["keypoints"], dtype=np.float64)
         ours = {"loss": float(np.array(f["loss"])[0]), "grad": {n: np.array(f["grad"][n]) for n in f["grad"]}}
+        rope_rescale = float(np.array(f["rope_rescale"])[0]) if "rope_rescale" in f else None
+    if family == "dinov3":
+        # DINOv3 trains with its RoPE coordinates rescaled (pos_embed_rescale = 2), by a
+        # factor the trainer draws per step and exports.
+        if rope_rescale is None or not 0.5 <= rope_rescale <= 2.0:
+            failures.append(f"DINOv3's train-mode RoPE factor: {rope_rescale} in the export, not one in [1/2, 2]")
+            rope_rescale = None
+        else:
+            print(f"RoPE coordinate factor of the step: {rope_rescale:.9g}")
+    elif rope_rescale is not None:
+        failures.append(f"a RoPE factor ({rope_rescale}) exported for {family}, which has no RoPE")
     with h5py.File(os.path.join(export_dir, "after.h5"), "r") as f:
         for kind, group in (("param", "model"), ("exp_avg", "optimizer/exp_avg"), ("exp_avg_sq", "optimizer/exp_avg_sq")):
             ours[kind] = {n: np.array(f[group][n]) for n in ours["grad"]}
 
-    exact = run_torch(weights, head, images, kp, keypoints, downsample, torch.float64, family)
-    t32 = run_torch(weights, head, images, kp, keypoints, downsample, torch.float32, family)
+    exact = run_torch(weights, head, images, kp, keypoints, downsample, torch.float64, family, rope_rescale)
+    t32 = run_torch(weights, head, images, kp, keypoints, downsample, torch.float32, family, rope_rescale)
     loss_rel = abs(ours["loss"] - exact["loss"]) / abs(exact["loss"])
     print(f"loss: ours {ours['loss']:.9g} torch64 {exact['loss']:.9g} rel {loss_rel:.2e}")
     if loss_rel > LIMIT:

@@ -1,11 +1,12 @@
 // CpuTransformerOps' rotary position embedding (transformer_ops.hpp): one OpenMP
-// loop over (image, patch token) rows, each turning every head's pairs in place
-// with the formula the CUDA kernel shares (compute/rotary_rule.hpp).
+// loop over (image, patch token) rows, each turning every head's pairs in place,
+// and the loop that makes its tables, with the formulas the CUDA kernels share
+// (compute/rotary_rule.hpp).
 #include <cstddef>  // std::size_t
 
 #include "compute/cpu/cpu_transformer_ops.hpp"
-#include "compute/rotary_rule.hpp"         // rotate_pair
-#include "compute/rotary_shape_check.hpp"  // check_rotary_shape
+#include "compute/rotary_rule.hpp"         // rotate_pair, rotary_angle, rotary_cos_sin
+#include "compute/rotary_shape_check.hpp"  // check_rotary_shape, check_rotary_table_shape
 
 namespace trainer::compute::cpu {
 namespace {
@@ -39,6 +40,22 @@ void CpuTransformerOps::rotary_backward(float* dy, const float* cos, const float
   check_rotary_shape(r);
   enter();
   rotate_rows(dy, cos, sin, r, /*inverse=*/true);
+}
+
+void CpuTransformerOps::rotary_tables(const float* scale, const float* inv_freq, float* cos, float* sin, int grid_h,
+                                      int grid_w, int head_dim, Stream&) {
+  check_rotary_table_shape(grid_h, grid_w, head_dim);
+  enter();
+  const int half = head_dim / 2, quarter = head_dim / 4;
+  const float factor = *scale;
+#pragma omp parallel for schedule(static)
+  for (int p = 0; p < grid_h * grid_w; ++p) {
+    const int y = p / grid_w, x = p % grid_w;
+    for (int i = 0; i < half; ++i) {
+      const std::size_t t = std::size_t(p) * half + i;
+      rotary_cos_sin(rotary_angle(y, x, i, grid_h, grid_w, quarter, inv_freq[i % quarter], factor), cos[t], sin[t]);
+    }
+  }
 }
 
 }  // namespace trainer::compute::cpu

@@ -9,8 +9,8 @@
 #include "compute/cuda/cuda_check.hpp"   // CUBLAS_CHECK, CUDA_CHECK_LAUNCH
 #include "compute/cuda/cuda_stream.hpp"  // as_cuda
 #include "compute/cuda/scratch_carve.hpp"  // ScratchCarve
-#include "compute/rotary_shape_check.hpp"  // check_rotary_shape
-#include "rotary.cuh"                    // kernels::rotary
+#include "compute/rotary_shape_check.hpp"  // check_rotary_shape, check_rotary_table_shape
+#include "rotary.cuh"                    // kernels::rotary, rotary_tables
 #include "transformer.cuh"               // kernels::layer_norm_forward, ...
 #include "util/error.hpp"                // SystemError
 
@@ -163,6 +163,13 @@ void CudaTransformerOps::rotary_backward(float* dy, const float* cos, const floa
                                          Stream& s) {
   check_rotary_shape(r);
   kernels::rotary(dy, cos, sin, r.batch, r.tokens, r.prefix, r.heads, r.head_dim, /*inverse=*/true, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::rotary_tables(const float* scale, const float* inv_freq, float* cos, float* sin, int grid_h,
+                                       int grid_w, int head_dim, Stream& s) {
+  check_rotary_table_shape(grid_h, grid_w, head_dim);
+  kernels::rotary_tables(scale, inv_freq, cos, sin, grid_h, grid_w, head_dim, as_cuda(s).get());
   CUDA_CHECK_LAUNCH();
 }
 

@@ -40,6 +40,8 @@ class CudaTransformerOps final : public TransformerOps {
                             int rows, int width, Stream& s) override;
   void rotary_forward(float* x, const float* cos, const float* sin, const RotaryShape& r, Stream& s) override;
   void rotary_backward(float* dy, const float* cos, const float* sin, const RotaryShape& r, Stream& s) override;
+  void rotary_tables(const float* scale, const float* inv_freq, float* cos, float* sin, int grid_h, int grid_w,
+                     int head_dim, Stream& s) override;
   void add(const float* a, const float* b, float* y, std::size_t count, Stream& s) override;
   void transpose(const float* in, long long in_ld, long long in_stride, float* out, long long out_stride, int batch,
                  int rows, int cols, Stream& s) override;
