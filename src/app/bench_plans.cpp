@@ -39,8 +39,9 @@ namespace po = boost::program_options;
 namespace trainer::app {
 namespace {
 
-// The model's forward convolutions, recorded on the CPU with a one-image batch.
-std::vector<compute::ConvCall> model_convolutions(const std::string& backbone, int size, int keypoints,
+// The model's forward convolutions, recorded on the CPU with a one-image batch
+// (called only by the GPU build).
+[[maybe_unused]] std::vector<compute::ConvCall> model_convolutions(const std::string& backbone, int size, int keypoints,
                                                   int downsample) {
   auto cpu = compute::make_cpu_backend(0, compute::Precision::fp32);
   compute::ProfilingBackend recorder(*cpu);
