@@ -664,8 +664,8 @@ std::vector<ConfigKey> build_table() {
              "algorithm once per shape (cudnnFind, the path of 2026-11-22); ignored on CPUs")
           .lp("(torch.backends.cudnn.benchmark)"),
       boolean("model", "cuda_graphs", field(M, &MC::cuda_graphs),
-              "GPUs: record a training step's device work once as a CUDA graph and replay it while "
-              "batches keep their shape (one process, supervised, no accumulation, not 16-mixed; "
+              "GPUs: record a training step's device work once per batch shape as a CUDA graph and "
+              "replay it while no buffer moves (one process, supervised, no accumulation, not 16-mixed; "
               "other runs go op by op); not yet measured on a GPU (docs/GPU.md); ignored on CPUs"),
       // [distributed]
       choice("distributed", "backend", field(X, &XC::backend), runtime::backend_names(),

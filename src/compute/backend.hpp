@@ -29,7 +29,7 @@
 //   views, and round what they store (compute/float16.hpp). A batch-norm residual
 //   pointer has the storage of x.
 #include <cstddef>  // std::size_t
-#include <cstdint>  // std::uint8_t
+#include <cstdint>  // std::uint8_t, std::uint64_t
 #include <memory>   // std::unique_ptr
 #include <string>   // std::string
 
@@ -95,6 +95,10 @@ class Backend {
   virtual std::unique_ptr<Stream> create_stream() = 0;
   virtual float* allocate(std::size_t count) = 0;           // zero-initialized
   virtual void release(float* ptr) noexcept = 0;
+  // Device blocks released so far (buffers freed, or grown into new blocks): work
+  // recorded with addresses baked in (a CUDA graph of a training step) may read freed
+  // memory once this count has moved since it was recorded.
+  virtual std::uint64_t released_blocks() const = 0;
   // Host memory suited for asynchronous copies (pinned for CUDA).
   virtual void* allocate_host(std::size_t bytes) = 0;
   virtual void release_host(void* ptr) noexcept = 0;

@@ -66,6 +66,7 @@ class ProfilingBackend final : public Backend {
   std::unique_ptr<Stream> create_stream() override { return inner_.create_stream(); }
   float* allocate(std::size_t count) override { return inner_.allocate(count); }
   void release(float* ptr) noexcept override { inner_.release(ptr); }
+  std::uint64_t released_blocks() const override { return inner_.released_blocks(); }
   void* allocate_host(std::size_t bytes) override { return inner_.allocate_host(bytes); }
   void release_host(void* ptr) noexcept override { inner_.release_host(ptr); }
 

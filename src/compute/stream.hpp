@@ -3,8 +3,9 @@
 // order of work is explicit. The CPU backend runs work immediately on the calling
 // thread (its stream only names the thread pool size); the CUDA backend wraps a
 // cudaStream_t. Events order work between streams (data copy, compute, all-reduce).
-#include <limits>  // std::numeric_limits
-#include <memory>  // std::unique_ptr
+#include <cstdint>  // std::uint64_t
+#include <limits>   // std::numeric_limits
+#include <memory>   // std::unique_ptr
 
 namespace trainer::compute {
 
@@ -54,6 +55,9 @@ class Stream {
   // (it has not run), or throws when an op failed while recording. After an
   // exception between the two, abandon_recording() ends the recording and drops it.
   virtual bool can_record() const { return false; }
+  // Times this stream's own scratch memory moved to a new block (it grows): recorded
+  // work that used the scratch is stale once this count has moved. 0 without scratch.
+  virtual std::uint64_t scratch_reallocations() const { return 0; }
   virtual void begin_recording();
   virtual std::unique_ptr<RecordedWork> end_recording();
   virtual void abandon_recording() noexcept {}

@@ -232,7 +232,10 @@ void StepRunner::recorded_train_step(const data::Batch& batch, Optimizer& optimi
   optimizer.prepare_step(stream_);  // the host half: step counts, lr and bias corrections to the device
   auto& counters = model_.store().counters();
   const StepRecorder::Key key{b.images, measured_ ? 1 : 0};
-  switch (recorder_.decide(recorded_shape(b, train_backbone, optimizer), key)) {
+  // Every allocation this step needs happened above (staging, the loss gradient,
+  // the measurement, the network's draws): the generation now is the step's.
+  const std::uint64_t generation = backend_.released_blocks() + stream_.scratch_reallocations();
+  switch (recorder_.decide(recorded_shape(b, train_backbone, optimizer), key, generation)) {
     case StepRecorder::Action::run:
       device_step(b, optimizer, sync, train_backbone, measured_);
       break;
@@ -428,8 +431,8 @@ void StepRunner::keypoints_from_heatmaps(const data::Batch& batch, compute::Cons
 }
 
 EvalSums StepRunner::evaluate(const data::Batch& batch, Predictions* predictions) {
-  recorder_.forget();  // its shapes may grow buffers the recordings use
   const StagedBatch& b = stage(batch, true, true);  // padded rows are excluded from every metric
+  recorder_.other_work(b.image_shape);  // another image size forgets the recordings
   const compute::Shape4 hm = b.heatmap_shape;
   model::Context ctx{backend_, stream_, false, nullptr, nullptr};
   auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
@@ -468,8 +471,8 @@ EvalSums StepRunner::evaluate(const data::Batch& batch, Predictions* predictions
 }
 
 void StepRunner::predict(const data::Batch& batch, Predictions& predictions) {
-  recorder_.forget();
   const StagedBatch& b = stage(batch, false, false);
+  recorder_.other_work(b.image_shape);
   model::Context ctx{backend_, stream_, false, nullptr, nullptr};
   auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
   keypoints_from_heatmaps(batch, heatmaps, predictions);

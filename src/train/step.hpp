@@ -109,9 +109,10 @@ class StepRunner {
   // model.cuda_graphs: from now on, supervised single-process steps (a GradientSync
   // that is recordable(), no accumulation, no synchronized batch norm, not 16-mixed)
   // on a stream that can record run as recordings of their device work, one per
-  // staging slot (and per variant: measured steps), replayed while the batches keep their shape
-  // (train/step_recorder.hpp); the host half of the optimizer step runs before each
-  // replay. `warn` gets one line if recording fails; the run then goes on unrecorded.
+  // staging slot, shape and variant (measured steps), replayed while no device block
+  // has been released since and the images keep their size (train/step_recorder.hpp:
+  // an epoch's short last batch and validation keep them); the host half of the
+  // optimizer step runs before each replay. `warn` gets one line if recording fails; the run then goes on unrecorded.
   void record_steps(std::function<void(const std::string&)> warn) { recorder_.enable(std::move(warn)); }
   // Recordings held now (tests and bench step).
   std::size_t recorded_steps() const { return recorder_.recordings(); }

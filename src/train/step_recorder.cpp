@@ -12,58 +12,78 @@ void StepRecorder::enable(std::function<void(const std::string&)> warn) {
   warn_ = std::move(warn);
 }
 
-StepRecorder::Action StepRecorder::decide(const Shape& shape, const Key& key) {
+namespace {
+
+bool same_image_size(const compute::Shape4& a, const compute::Shape4& b) { return a.h == b.h && a.w == b.w; }
+
+}  // namespace
+
+StepRecorder::Action StepRecorder::decide(const Shape& shape, const Key& key, std::uint64_t generation) {
   if (!enabled_) return Action::run;
   ++counts_.steps;
-  if (!have_shape_ || !(shape == shape_)) {
-    forget();
-    have_shape_ = true;
-    shape_ = shape;
+  keep_image_size(shape.images);
+  if (have_generation_ && generation != generation_) slots_.clear();  // a block they may use is gone
+  have_generation_ = true;
+  generation_ = generation;
+  current_ = shape;
+  // Buffers only grow, so a shape sized before stays sized after another grew them.
+  if (!sized(shape)) {
+    sized_.push_back(shape);
     return Action::run;  // the warm-up: sizes every buffer of this shape
   }
-  if (find(key)) {
+  if (find(shape, key)) {
     ++counts_.replayed;
     return Action::replay;
   }
+  if (slots_.size() >= kMaxRecordings) slots_.clear();
   return Action::record;
 }
 
 void StepRecorder::unrecorded_step(const Shape& shape) {
   if (!enabled_) return;
-  if (!have_shape_ || !(shape == shape_)) {
-    forget();
-    have_shape_ = true;
-    shape_ = shape;
-  }
+  keep_image_size(shape.images);
+  if (!sized(shape)) sized_.push_back(shape);
+}
+
+void StepRecorder::other_work(const compute::Shape4& images) { keep_image_size(images); }
+
+void StepRecorder::keep_image_size(const compute::Shape4& images) {
+  if (!sized_.empty() && !same_image_size(sized_.front().images, images)) forget();
 }
 
 void StepRecorder::forget() {
   slots_.clear();
-  have_shape_ = false;
+  sized_.clear();
 }
 
-const StepRecorder::Slot* StepRecorder::find(const Key& key) const {
+bool StepRecorder::sized(const Shape& shape) const {
+  for (const Shape& s : sized_)
+    if (s == shape) return true;
+  return false;
+}
+
+const StepRecorder::Slot* StepRecorder::find(const Shape& shape, const Key& key) const {
   for (const Slot& s : slots_)
-    if (s.key == key) return &s;
+    if (s.shape == shape && s.key == key) return &s;
   return nullptr;
 }
 
 compute::RecordedWork& StepRecorder::recording(const Key& key) {
-  const Slot* s = find(key);
+  const Slot* s = find(current_, key);
   TRAINER_ASSERT(s != nullptr, "no recording for this staging slot");
   return *s->work;
 }
 
 const std::vector<std::int64_t>& StepRecorder::counter_deltas(const Key& key) const {
-  const Slot* s = find(key);
+  const Slot* s = find(current_, key);
   TRAINER_ASSERT(s != nullptr, "no recording for this staging slot");
   return s->counter_deltas;
 }
 
 void StepRecorder::keep(const Key& key, std::unique_ptr<compute::RecordedWork> work,
                         std::vector<std::int64_t> counter_deltas) {
-  TRAINER_ASSERT(find(key) == nullptr, "a staging slot recorded twice");
-  slots_.push_back(Slot{key, std::move(work), std::move(counter_deltas)});
+  TRAINER_ASSERT(find(current_, key) == nullptr, "a staging slot recorded twice");
+  slots_.push_back(Slot{current_, key, std::move(work), std::move(counter_deltas)});
   ++counts_.recorded;
 }
 

@@ -2,14 +2,22 @@
 // Which training steps run as recorded work (a CUDA graph per staging slot and shape)
 // and which run op by op, and the recordings themselves (model.cuda_graphs).
 //
-// A recording bakes in every buffer address the step used. Addresses change only
-// when a buffer grows, and buffers grow only for a shape not seen before (a larger
-// batch, another image size, validation, prediction). So the recorder keeps its
-// recordings while the steps keep one shape (`Shape`), forgets them all on any other
-// shape or other work, and records a shape only after one unrecorded step of it has
-// sized every buffer (its warm-up). Each staging slot of the batch stager is its own
-// recording, since the staged images' addresses differ, and so is each variant of the
-// step's work (a step that also measures its training keypoints does more).
+// A recording bakes in every buffer address the step used. Buffers only grow, and a
+// grown buffer is a new block: so a recording stays valid while no device block has
+// been released since it was made (the memory generation: Backend::released_blocks()
+// plus the stream's scratch_reallocations()). When the generation moves, every
+// recording is dropped. A shape (batch size, image size, frozen backbone, optimizer
+// groups) records only after one unrecorded step of it has sized its buffers (its
+// warm-up); recordings of several shapes live side by side, so an epoch's short last
+// batch and the full batches after it all replay. Each staging slot of the batch
+// stager is its own recording, since the staged images' addresses differ, and so is
+// each variant of the step's work (a step that also measures its training keypoints
+// does more).
+//
+// Some device data depends on the image size without being rewritten by the step (a
+// ViT's position-embedding resize, its eval-mode RoPE tables): every recording holds
+// one image size, and work at another size (a training step or validation) forgets
+// them all, with the sized shapes.
 //
 // What else a replay must repeat on the host, the recorder keeps too: the change the
 // recorded step made to the model's host counters (batch norm's num_batches_tracked).
@@ -50,19 +58,24 @@ class StepRecorder {
     int variant = 0;
     bool operator==(const Key& o) const { return slot == o.slot && variant == o.variant; }
   };
-  // A step of `shape` that could be recorded: replay its recording, record it (its
-  // shape ran unrecorded before), or run it op by op (a new shape: forgets every
-  // recording).
-  Action decide(const Shape& shape, const Key& key);
-  // A step that cannot be recorded (a semi-supervised step): keeps the recordings
-  // when its shape is theirs, else forgets them.
+  // A step of `shape` that could be recorded, at memory generation `generation`
+  // (see above): replay its recording, record it (its shape ran unrecorded before),
+  // or run it op by op (a shape's warm-up). A moved generation drops every recording
+  // first; another image size forgets everything.
+  Action decide(const Shape& shape, const Key& key, std::uint64_t generation);
+  // A step that cannot be recorded (a semi-supervised step) sizes its shape too.
   void unrecorded_step(const Shape& shape);
-  // Work other than training steps (validation, prediction): forgets every recording.
+  // Work other than training steps (validation, prediction) on images of `images`'
+  // size: keeps the recordings when it is theirs (a buffer it grows moves the
+  // generation, which the next decide() sees), else forgets them.
+  void other_work(const compute::Shape4& images);
+  // Drops every recording and sized shape.
   void forget();
 
-  // The recording for `key` (decide() said replay).
+  // The recording for `key` of the shape of the last decide() (which said replay).
   compute::RecordedWork& recording(const Key& key);
-  // Keeps the step just recorded, and the host counters' change it made.
+  // Keeps the step just recorded (of the last decide()'s shape), and the host
+  // counters' change it made.
   void keep(const Key& key, std::unique_ptr<compute::RecordedWork> work, std::vector<std::int64_t> counter_deltas);
   const std::vector<std::int64_t>& counter_deltas(const Key& key) const;
   // A recording failed (`what`): warns once and records nothing more in this run.
@@ -76,18 +89,27 @@ class StepRecorder {
   };
   const Counts& counts() const { return counts_; }
 
+  // More would be a run whose batches keep changing size; they all go then.
+  static constexpr std::size_t kMaxRecordings = 32;
+
  private:
   struct Slot {
+    Shape shape;
     Key key;
     std::unique_ptr<compute::RecordedWork> work;
     std::vector<std::int64_t> counter_deltas;
   };
-  const Slot* find(const Key& key) const;
+  const Slot* find(const Shape& shape, const Key& key) const;
+  bool sized(const Shape& shape) const;
+  // Forgets everything unless `images` has the recordings' image size.
+  void keep_image_size(const compute::Shape4& images);
 
   bool enabled_ = false;
   std::function<void(const std::string&)> warn_;
-  bool have_shape_ = false;  // shape_ ran unrecorded since the last forget
-  Shape shape_;
+  std::vector<Shape> sized_;  // shapes run unrecorded since the last forget, one image size
+  Shape current_;             // the last decide()'s
+  bool have_generation_ = false;
+  std::uint64_t generation_ = 0;  // the memory generation the recordings were made at
   std::vector<Slot> slots_;
   Counts counts_;
 };

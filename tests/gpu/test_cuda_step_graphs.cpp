@@ -1,7 +1,7 @@
 // model.cuda_graphs on the GPU: training steps replayed from recorded CUDA graphs
 // against the same steps run op by op, in fp32 and bf16-mixed, through a scheduler's
-// lr change, a short batch (a new shape: the recordings are dropped and made again)
-// and a validation batch between steps; and vits_dinov3 steps, whose replays must
+// lr change, a short batch (a new shape, recorded beside the full batches', whose
+// recordings stay unless a block was released) and a validation batch between steps; and vits_dinov3 steps, whose replays must
 // read each step's RoPE factor from the device. The host half (tests/unit/train/
 // test_step_recorder.cpp) is checked on the CPU.
 #include <catch2/catch.hpp>
@@ -73,10 +73,9 @@ TEST_CASE("recorded training steps (CUDA graphs) give the unrecorded steps' loss
         plain.optimizer.set_group(model::ParamGroup::head, 5e-4, true);
         recorded.optimizer.set_group(model::ParamGroup::head, 5e-4, true);
       }
-      if (step == 9) {  // validation between steps
+      if (step == 9) {  // validation between steps (at the same image size: recordings may stay)
         plain.runner.evaluate(b0.batch);
         recorded.runner.evaluate(b0.batch);
-        CHECK(recorded.runner.recorded_steps() == 0);
       }
       const bool measure = step == 3 || step == 5;  // a measured step records (and replays) a variant of its own
       const train::StepValues vp = plain.step(*b, sync, measure), vr = recorded.step(*b, sync, measure);
@@ -89,6 +88,12 @@ TEST_CASE("recorded training steps (CUDA graphs) give the unrecorded steps' loss
     }
     CHECK(recorded.warnings.empty());
     for (const auto& w : recorded.warnings) WARN(w);
+    // Steps 4 and 5 replay for sure; after the short batch and validation, replays
+    // follow unless a block was released (cuDNN's workspace for batch 2 may grow the
+    // stream scratch, which drops the recordings once).
+    const auto counts = recorded.runner.recording_counts();
+    CHECK(counts.replayed >= 2);
+    WARN("recorded steps: " << counts.replayed << " replays, " << counts.recorded << " recordings of 11 steps");
     CHECK(rel_error(recorded.params(), plain.params()) < 1e-4);
     const auto& cp = plain.net.store().counters();
     const auto& cr = recorded.net.store().counters();
@@ -120,5 +125,32 @@ TEST_CASE("recorded vits_dinov3 steps turn with each step's own RoPE factor", "[
   CHECK(recorded.warnings.empty());
   for (const auto& w : recorded.warnings) WARN(w);
   CHECK(factors[3] != factors[5]);  // replays of one recording, with different factors
+  CHECK(rel_error(recorded.params(), plain.params()) < 1e-4);
+}
+
+TEST_CASE("recorded steps around an epoch's short last batch keep replaying", "[gpu][cuda_graphs]") {
+  GpuRun plain(compute::Precision::bf16, false), recorded(compute::Precision::bf16, true);
+  HostBatch b0(*plain.backend, 4, 64, 3, 1), b1(*plain.backend, 4, 64, 3, 2), b2(*plain.backend, 2, 64, 3, 3);
+  train::LocalGradientSync sync;
+  const data::Batch* epoch[] = {&b0.batch, &b1.batch, &b2.batch};  // 3 batches over 2 staging slots
+  train::StepRecorder::Counts warm;
+  for (int e = 0; e < 7; ++e) {
+    if (e == 5) {
+      warm = recorded.runner.recording_counts();
+      plain.runner.evaluate(b0.batch);  // validation between epochs
+      recorded.runner.evaluate(b0.batch);
+    }
+    for (const data::Batch* b : epoch) {
+      const train::StepValues vp = plain.step(*b, sync, false), vr = recorded.step(*b, sync, false);
+      INFO("epoch " << e << " loss " << vp.loss << " recorded " << vr.loss);
+      CHECK(std::fabs(vr.loss - vp.loss) <= 1e-5 * std::fabs(vp.loss));
+    }
+  }
+  const auto c = recorded.runner.recording_counts();
+  WARN("epochs 6-7: " << c.replayed - warm.replayed << " of 6 steps replayed; " << c.recorded << " recordings in all");
+  // At least 2 even if validation released a block (the recordings then made again
+  // over epochs 6-7), all 6 if it did not.
+  CHECK(c.replayed - warm.replayed >= 2);
+  CHECK(recorded.warnings.empty());
   CHECK(rel_error(recorded.params(), plain.params()) < 1e-4);
 }

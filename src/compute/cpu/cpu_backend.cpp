@@ -110,7 +110,11 @@ float* CpuBackend::allocate(std::size_t count) {
   return static_cast<float*>(p);
 }
 
-void CpuBackend::release(float* ptr) noexcept { release_host(ptr); }
+void CpuBackend::release(float* ptr) noexcept {
+  if (!ptr) return;
+  release_host(ptr);
+  released_blocks_.fetch_add(1, std::memory_order_relaxed);
+}
 
 void* CpuBackend::allocate_host(std::size_t bytes) {
   const std::size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;

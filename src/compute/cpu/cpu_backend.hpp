@@ -6,6 +6,8 @@
 // threads (oneDNN's OpenMP runtime reads the same setting). All caches live in the
 // object: two backends never share state, one backend is not thread-safe.
 #include <array>      // std::array of staging buffers
+#include <atomic>     // std::atomic (the released-blocks count)
+#include <cstdint>    // std::uint64_t
 #include <map>        // std::map for the primitive cache
 #include <memory>     // std::unique_ptr
 #include <string>     // std::string cache keys
@@ -59,6 +61,7 @@ class CpuBackend final : public Backend {
   std::unique_ptr<Stream> create_stream() override;
   float* allocate(std::size_t count) override;
   void release(float* ptr) noexcept override;
+  std::uint64_t released_blocks() const override { return released_blocks_.load(std::memory_order_relaxed); }
   void* allocate_host(std::size_t bytes) override;
   void release_host(void* ptr) noexcept override;
   void upload(float* dst, const float* host_src, std::size_t count, Stream& s) override;
@@ -155,6 +158,7 @@ class CpuBackend final : public Backend {
                 Stream& s) override;
 
  private:
+  std::atomic<std::uint64_t> released_blocks_{0};
   // Sets the calling thread's OpenMP team size (read by oneDNN and our loops).
   void enter() const;
   // The cached plan for a forward-direction convolution shape (created on first use).

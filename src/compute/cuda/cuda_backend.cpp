@@ -8,8 +8,9 @@
 #include <cuda_runtime_api.h>  // cudaMalloc, cudaMemcpyAsync, ...
 #include <cudnn.h>             // cudnnConvolution*
 #include <algorithm>           // std::max
+#include <atomic>              // std::atomic (the released-blocks count)
 #include <initializer_list>    // std::initializer_list
-#include <cstdint>             // std::uint16_t for the 16-bit copies
+#include <cstdint>             // std::uint16_t for the 16-bit copies, std::uint64_t
 #include <sstream>             // std::ostringstream for description()
 #include <string>              // std::to_string
 
@@ -117,8 +118,11 @@ class CudaBackend final : public Backend {
     return static_cast<float*>(p);
   }
   void release(float* ptr) noexcept override {
-    if (ptr) cudaFree(ptr);
+    if (!ptr) return;
+    cudaFree(ptr);
+    released_blocks_.fetch_add(1, std::memory_order_relaxed);
   }
+  std::uint64_t released_blocks() const override { return released_blocks_.load(std::memory_order_relaxed); }
   void* allocate_host(std::size_t bytes) override {
     void* p = nullptr;
     if (bytes) CUDA_CHECK(cudaMallocHost(&p, bytes));
@@ -798,6 +802,7 @@ class CudaBackend final : public Backend {
   int device_;
   CudaBackendOptions options_;
   cudaDeviceProp props_{};
+  std::atomic<std::uint64_t> released_blocks_{0};
   std::unique_ptr<cuda::CudaStream> default_stream_;
   std::unique_ptr<cuda::CudnnHandle> cudnn_;
   std::unique_ptr<cuda::CublasHandle> cublas_;

@@ -61,6 +61,7 @@ class CudaStream final : public Stream {
   // Stream capture in this thread's mode: an unsafe call from another thread
   // (a loader's pinned allocation) does not invalidate the recording.
   bool can_record() const override { return true; }
+  std::uint64_t scratch_reallocations() const override { return scratch_->reallocations(); }
   void begin_recording() override;
   std::unique_ptr<RecordedWork> end_recording() override;
   void abandon_recording() noexcept override;

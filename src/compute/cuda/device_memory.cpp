@@ -35,6 +35,7 @@ void* StreamScratch::get(std::size_t bytes) {
   std::size_t grown = bytes_ + bytes_ / 2;
   if (grown < bytes) grown = bytes;
   grown = (grown + 255) / 256 * 256;
+  ++reallocations_;  // before anything moves, so a failed growth counts too
   if (ptr_) CUDA_CHECK(cudaFreeAsync(ptr_, stream_));
   ptr_ = nullptr;
   bytes_ = 0;

@@ -6,6 +6,7 @@
 // so it never blocks the host or the device.
 #include <cuda_runtime_api.h>  // cudaStream_t
 #include <cstddef>             // std::size_t
+#include <cstdint>             // std::uint64_t
 
 namespace trainer::compute::cuda {
 
@@ -36,11 +37,14 @@ class StreamScratch {
   // call to get(). Grows by 1.5x steps to avoid frequent reallocation.
   void* get(std::size_t bytes);
   std::size_t bytes() const { return bytes_; }
+  // Times get() moved to a new block.
+  std::uint64_t reallocations() const { return reallocations_; }
 
  private:
   cudaStream_t stream_;
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
+  std::uint64_t reallocations_ = 0;
 };
 
 }  // namespace trainer::compute::cuda

@@ -6,6 +6,7 @@
 // the device half against unrecorded steps.
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -60,58 +61,92 @@ class PretendRecordingStream final : public compute::Stream {
 };
 
 const train::StepRecorder::Shape kShapeA{{4, 3, 32, 32}, {4, 2, 8, 8}, true, 3};
-const train::StepRecorder::Shape kShapeB{{2, 3, 32, 32}, {2, 2, 8, 8}, true, 3};
+const train::StepRecorder::Shape kShapeB{{2, 3, 32, 32}, {2, 2, 8, 8}, true, 3};      // a short last batch
+const train::StepRecorder::Shape kShapeC{{4, 3, 64, 64}, {4, 2, 16, 16}, true, 3};  // another image size
 int slot1_images, slot2_images;  // their addresses stand for two staging slots
 const train::StepRecorder::Key slot1{&slot1_images, 0}, slot2{&slot2_images, 0};
 const train::StepRecorder::Key slot1_measured{&slot1_images, 1};
 
 }  // namespace
 
-TEST_CASE("step recorder: warm-up, one recording per slot, replays, and forgetting", "[train][cuda_graphs]") {
+TEST_CASE("step recorder: warm-up, one recording per slot and shape, replays, and forgetting",
+          "[train][cuda_graphs]") {
   train::StepRecorder r;
   int launches = 0;
-  CHECK(r.decide(kShapeA, slot1) == Action::run);  // not enabled
+  const auto keep = [&](const train::StepRecorder::Key& k) { r.keep(k, std::make_unique<CountingWork>(&launches), {1}); };
+  CHECK(r.decide(kShapeA, slot1, 0) == Action::run);  // not enabled
   std::vector<std::string> warnings;
   r.enable([&](const std::string& w) { warnings.push_back(w); });
-  CHECK(r.decide(kShapeA, slot1) == Action::run);  // the shape's warm-up
-  CHECK(r.decide(kShapeA, slot2) == Action::record);
-  r.keep(slot2, std::make_unique<CountingWork>(&launches), {1});
-  CHECK(r.decide(kShapeA, slot1) == Action::record);
-  r.keep(slot1, std::make_unique<CountingWork>(&launches), {1});
-  CHECK(r.decide(kShapeA, slot2) == Action::replay);
-  CHECK(r.decide(kShapeA, slot1) == Action::replay);
+  CHECK(r.decide(kShapeA, slot1, 0) == Action::run);  // the shape's warm-up
+  CHECK(r.decide(kShapeA, slot2, 0) == Action::record);
+  keep(slot2);
+  CHECK(r.decide(kShapeA, slot1, 0) == Action::record);
+  keep(slot1);
+  CHECK(r.decide(kShapeA, slot2, 0) == Action::replay);
+  CHECK(r.decide(kShapeA, slot1, 0) == Action::replay);
   CHECK(r.recordings() == 2);
   // Another variant of the same shape (a measured step) is a recording of its own.
-  CHECK(r.decide(kShapeA, slot1_measured) == Action::record);
-  r.keep(slot1_measured, std::make_unique<CountingWork>(&launches), {1});
-  CHECK(r.decide(kShapeA, slot1_measured) == Action::replay);
+  CHECK(r.decide(kShapeA, slot1_measured, 0) == Action::record);
+  keep(slot1_measured);
+  CHECK(r.decide(kShapeA, slot1_measured, 0) == Action::replay);
   CHECK(r.recordings() == 3);
   // An unrecorded step of the same shape keeps them.
   r.unrecorded_step(kShapeA);
-  CHECK(r.decide(kShapeA, slot1) == Action::replay);
-  // Another shape (a short last batch) may grow buffers: all go, and it warms up.
-  CHECK(r.decide(kShapeB, slot1) == Action::run);
+  CHECK(r.decide(kShapeA, slot1, 0) == Action::replay);
+  // An epoch's short last batch (the same image size) warms up and records beside
+  // them; the full batches after it still replay, and so does it in the next epoch.
+  CHECK(r.decide(kShapeB, slot1, 0) == Action::run);
+  CHECK(r.recordings() == 3);
+  CHECK(r.decide(kShapeA, slot2, 0) == Action::replay);
+  CHECK(r.decide(kShapeB, slot1, 0) == Action::record);
+  keep(slot1);
+  CHECK(r.recordings() == 4);
+  CHECK(r.decide(kShapeA, slot1, 0) == Action::replay);
+  CHECK(r.decide(kShapeB, slot1, 0) == Action::replay);
+  // Validation at the same image size keeps them too.
+  r.other_work({9, 3, 32, 32});
+  CHECK(r.recordings() == 4);
+  CHECK(r.decide(kShapeA, slot1, 0) == Action::replay);
+  // A released block (the generation moved: a buffer grew, maybe one they use):
+  // every recording goes, but the shapes stay sized (buffers only grow), so they
+  // record again at once.
+  CHECK(r.decide(kShapeA, slot2, 1) == Action::record);
   CHECK(r.recordings() == 0);
-  CHECK(r.decide(kShapeB, slot2) == Action::record);
-  r.keep(slot2, std::make_unique<CountingWork>(&launches), {1});
-  // So does an unrecorded step of another shape, and validation.
-  r.unrecorded_step(kShapeA);
+  keep(slot2);
+  CHECK(r.decide(kShapeA, slot2, 1) == Action::replay);
+  CHECK(r.decide(kShapeB, slot2, 1) == Action::record);
+  keep(slot2);
+  // Work at another image size forgets everything, the sized shapes too.
+  r.other_work({4, 3, 64, 64});
   CHECK(r.recordings() == 0);
-  CHECK(r.decide(kShapeA, slot1) == Action::record);  // kShapeA just ran unrecorded
-  r.keep(slot1, std::make_unique<CountingWork>(&launches), {1});
+  CHECK(r.decide(kShapeA, slot1, 1) == Action::run);
+  CHECK(r.decide(kShapeA, slot1, 1) == Action::record);
+  keep(slot1);
+  r.unrecorded_step(kShapeC);  // so does an unrecorded step at another size
+  CHECK(r.recordings() == 0);
+  CHECK(r.decide(kShapeC, slot1, 1) == Action::record);  // kShapeC just ran unrecorded
+  keep(slot1);
+  CHECK(r.decide(kShapeA, slot1, 1) == Action::run);
+  // A run whose batches keep changing keeps at most kMaxRecordings.
+  for (int v = 0; v < 40; ++v) {
+    const train::StepRecorder::Key k{&slot2_images, 10 + v};
+    REQUIRE(r.decide(kShapeA, k, 1) == Action::record);
+    keep(k);
+    REQUIRE(r.recordings() <= train::StepRecorder::kMaxRecordings);
+  }
   r.forget();
   CHECK(r.recordings() == 0);
-  CHECK(r.decide(kShapeA, slot1) == Action::run);
+  CHECK(r.decide(kShapeA, slot1, 1) == Action::run);
   // A failure warns once and stops recording for the run.
   r.fail("cudaErrorStreamCaptureUnsupported");
-  CHECK(r.decide(kShapeA, slot1) == Action::run);
-  CHECK(r.decide(kShapeA, slot2) == Action::run);
+  CHECK(r.decide(kShapeA, slot1, 1) == Action::run);
+  CHECK(r.decide(kShapeA, slot2, 1) == Action::run);
   REQUIRE(warnings.size() == 1);
   // Steps seen while enabled (the disabled call before enable() not counted), replays,
   // recordings kept.
-  CHECK(r.counts().steps == 12);
-  CHECK(r.counts().replayed == 4);
-  CHECK(r.counts().recorded == 5);
+  CHECK(r.counts().steps == 62);
+  CHECK(r.counts().replayed == 9);
+  CHECK(r.counts().recorded == 48);
   CHECK(warnings[0].find("cudaErrorStreamCaptureUnsupported") != std::string::npos);
   CHECK(warnings[0].find("without CUDA graphs") != std::string::npos);
   CHECK(launches == 0);
@@ -175,7 +210,7 @@ TEST_CASE("a recorded step's host half runs on every step, its device half once"
   CHECK(r.runner.recording_counts().replayed == 2);
   CHECK(r.runner.recording_counts().recorded == 2);
   // A measured step (the logged training RMSE) is a recording of its own, and its
-  // keypoints come back from a replay too. Validation forgets the recordings.
+  // keypoints come back from a replay too.
   r.runner.train_step(batch, r.optimizer, sync, true, nullptr);  // a sixth step replays
   CHECK(r.runner.recorded_steps() == 2);
   r.runner.measure_next_step();
@@ -183,8 +218,53 @@ TEST_CASE("a recorded step's host half runs on every step, its device half once"
   CHECK(r.runner.recorded_steps() == 3);
   r.runner.request_loss();
   CHECK(r.runner.requested_values().rmse >= 0);
+  // Validation at the training images' size keeps the recordings (and the step after
+  // it replays) unless it released a block: the generation tells.
+  const std::uint64_t blocks = r.backend->released_blocks();
   r.runner.evaluate(batch);
+  const bool released = r.backend->released_blocks() != blocks;
+  const int launches = r.stream.launches;
+  r.runner.train_step(batch, r.optimizer, sync, true, nullptr);
+  CHECK(r.runner.recorded_steps() == (released ? 1 : 3));
+  CHECK(r.stream.launches == launches + 1);  // replayed, or recorded and launched
+  r.runner.evaluate(batch);  // a second validation grows nothing: nothing goes
+  r.runner.train_step(batch, r.optimizer, sync, true, nullptr);
+  r.runner.train_step(batch, r.optimizer, sync, true, nullptr);
+  CHECK(r.runner.recorded_steps() == (released ? 2 : 3));
+  CHECK(r.runner.recording_counts().replayed == (released ? 4 : 6));
+  // Validation at another image size forgets them: the next step warms up again.
+  train_test::MemorySource big(8, 4, 64, 2, 5);
+  big.start_epoch(0);
+  r.runner.evaluate(*big.next());
   CHECK(r.runner.recorded_steps() == 0);
+}
+
+TEST_CASE("an epoch's short last batch records beside the full batches, which keep replaying",
+          "[train][cuda_graphs]") {
+  RecordingRun r;
+  train::LocalGradientSync sync;
+  train_test::MemorySource src(10, 4, 32, 2, 5);  // batches of 4, 4 and 2
+  const auto epoch = [&] {
+    src.start_epoch(0);
+    while (const data::Batch* b = src.next()) r.runner.train_step(*b, r.optimizer, sync, true, nullptr);
+  };
+  // Three batches an epoch rotate over the stager's two slots: after four epochs each
+  // shape has run on each slot, warmed up and recorded.
+  for (int e = 0; e < 4; ++e) epoch();
+  const auto warm = r.runner.recording_counts();
+  CHECK(warm.recorded == 4);  // (full, short) x (slot 1, slot 2)
+  epoch();
+  epoch();
+  const auto c = r.runner.recording_counts();
+  CHECK(r.warnings.empty());
+  // Then every step replays: the full batches' recordings and the short batch's, side
+  // by side (before, the short batch dropped them every epoch).
+  CHECK(c.steps - warm.steps == 6);
+  CHECK(c.replayed - warm.replayed == 6);
+  CHECK(c.recorded == warm.recorded);
+  CHECK(r.runner.recorded_steps() == 4);
+  CHECK(r.optimizer_steps() == 18);
+  CHECK(r.bn_batches() == 18);
 }
 
 TEST_CASE("a failed recording undoes its host side, runs the step, and stops recording", "[train][cuda_graphs]") {
