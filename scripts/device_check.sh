@@ -327,7 +327,7 @@ mirror_mouse_run() {
     "$trainer" train "${common[@]}" --model.cuda_graphs "$graphs" --out "$run" > "$run.log" 2>&1 ||
       { tail -20 "$run.log"; return 1; }
     echo "trainer (model.cuda_graphs $graphs): wall $(echo "$(date +%s.%N) - $t0" | bc) s"
-    grep -E "^(warning|model.cuda_graphs):" "$run.log" | tail -3
+    grep -E "^(warning|model.cuda_graphs|time):" "$run.log" | tail -4
     # predictions_pixel_error.csv: each labelled keypoint's Euclidean error, and its set.
     "$py" - "$run/predictions_pixel_error.csv" <<'PY'
 import csv, sys

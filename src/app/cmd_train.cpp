@@ -6,7 +6,9 @@
 #include <signal.h>   // SIGINT, SIGTERM, SIGUSR1
 #include <sys/stat.h>  // stat
 
+#include <chrono>    // std::chrono::steady_clock (the time line)
 #include <cstdint>   // std::int64_t
+#include <cstdio>    // std::snprintf
 #include <filesystem>  // std::filesystem::exists
 #include <cstdlib>   // std::system
 #include <iostream>  // std::cout
@@ -188,6 +190,18 @@ std::string resolve_auto_resume(const std::string& out_dir, const runtime::World
   return chosen;
 }
 
+// Where a finished run's time went (rank 0's clock), for users and the device check's
+// wall-time comparison: set-up before the training loop (MPI, data, model), then the
+// loop's steps, validation and the rest.
+std::string time_report(double setup_seconds, const train::TrainLoop::Timing& t) {
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "time: set-up %.1f s; training %.1f s: steps %.1f s, validation %.1f s, checkpoints and epoch "
+                "ends %.1f s",
+                setup_seconds, t.total, t.steps, t.validation, t.other());
+  return line;
+}
+
 }  // namespace
 
 int run_train(const Args& args) {
@@ -274,6 +288,7 @@ int run_train(const Args& args) {
   Args spawn_args{"train"};
   spawn_args.insert(spawn_args.end(), args.begin(), args.end());
   const Env env = capture_environment();
+  const auto setup_start = std::chrono::steady_clock::now();  // the time line after training counts from here
   runtime::MpiSession session(spawn_args, cl.own["nprocs"].as<int>(), env, config.distributed.collective_timeout);
   const runtime::World& world = session.world();
   Log log(world.rank);
@@ -488,14 +503,16 @@ int run_train(const Args& args) {
   ddp.set_step(state.global_step);
   train::TrainLoop trainer(runner, net, optimizer, train_source, val_source.empty() ? nullptr : &val_source, loop,
                            ddp.hooks(), log, stream);
+  const double setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
   state = trainer.run(state);
   if (ddp.active()) log.info(ddp.overlap_report());
   if (const auto& c = runner.recording_counts(); c.steps > 0)
     log.info("model.cuda_graphs: " + std::to_string(c.replayed) + " of " + std::to_string(c.steps) +
-             " training steps replayed a recording (" + std::to_string(c.recorded) + " recorded; each new batch "
-             "shape, validation and prediction start again)");
+             " training steps replayed a recording (" + std::to_string(c.recorded) + " recorded; a buffer that "
+             "moves, or work at another image size, starts them again)");
   if (trainer.stopped_by_signal() != 0)
     return finish_stopped_run(trainer.stopped_by_signal(), config, env, log, state.global_step, out_dir);
+  log.info(time_report(setup_seconds, trainer.timing()));
   log.info("done: " + std::to_string(state.epochs_completed) + " epochs, " + std::to_string(state.global_step) +
            " steps; checkpoints in " + out_dir + "/checkpoints, metrics in " + out_dir + "/metrics.csv");
   // lightning-pose's output files: predictions over every labelled frame with the best

@@ -133,6 +133,7 @@ TrainingState TrainLoop::run(TrainingState state) {
     log_.info("saved " + checkpoint_path("initial"));
   }
   const auto start = Clock::now();
+  timing_ = Timing{};
   long steps_this_run = 0;
   bool stop = config_.max_steps >= 0 && state.global_step >= config_.max_steps;
   const long dump_step = config_.dump_gradients.empty()      ? -1
@@ -454,6 +455,8 @@ TrainingState TrainLoop::run(TrainingState state) {
     row.elapsed_s = seconds_since(start);
     row.steps_s = steps_seconds;
     row.val_s = val_seconds;
+    timing_.steps += steps_seconds;
+    timing_.validation += val_seconds;
     epoch_boundary = Clock::now();
     row.overhead_s = std::chrono::duration<double>(epoch_boundary - epoch_start).count() - steps_seconds - val_seconds;
     if (log_.is_root()) metrics.append(row);
@@ -478,6 +481,7 @@ TrainingState TrainLoop::run(TrainingState state) {
   if (dump_step > 0 && !dumped)
     log_.warn("training ended after step " + std::to_string(state.global_step) + ", before step " +
               std::to_string(dump_step) + ": no gradients written to " + config_.dump_gradients);
+  timing_.total = seconds_since(start);
   return state;
 }
 

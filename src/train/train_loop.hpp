@@ -96,6 +96,13 @@ class TrainLoop {
 
   // The signal that stopped the last run() (SIGINT, SIGTERM, SIGUSR1), or 0.
   int stopped_by_signal() const { return stopped_by_signal_; }
+  // Where the last run()'s time went, in seconds (rank 0's clock): its training
+  // steps, validation, and the rest (checkpoints, epoch ends, the final save).
+  struct Timing {
+    double total = 0, steps = 0, validation = 0;
+    double other() const { return total - steps - validation; }
+  };
+  const Timing& timing() const { return timing_; }
 
  private:
   EvalSums validate();
@@ -119,6 +126,7 @@ class TrainLoop {
   compute::Stream& stream_;
   std::unique_ptr<CheckpointWriter> writer_;  // rank 0
   int stopped_by_signal_ = 0;
+  Timing timing_;
 };
 
 }  // namespace trainer::train

@@ -30,6 +30,12 @@ for f in config.ini split.csv metrics.csv checkpoints/initial.h5 checkpoints/las
 done
 grep -q "epoch 0/2  step 2 (2/5)  loss" "$SCRATCH/train.log" || { cat "$SCRATCH/train.log"; fail "no progress line"; }
 grep -q "validation: loss" "$SCRATCH/train.log" || fail "no validation line"
+# Where the run's time went: set-up, then the loop's parts, which add up to its total.
+time_line=$(grep -E "^time: set-up [0-9.]+ s; training [0-9.]+ s: steps [0-9.]+ s, validation [0-9.]+ s, checkpoints and epoch ends -?[0-9.]+ s$" "$SCRATCH/train.log") ||
+  { cat "$SCRATCH/train.log"; fail "no time line"; }
+read -r total steps val other < <(echo "$time_line" | sed -E 's/.*training ([0-9.]+) s: steps ([0-9.]+) s, validation ([0-9.]+) s, checkpoints and epoch ends (-?[0-9.]+) s/\1 \2 \3 \4/')
+awk -v t="$total" -v s="$steps" -v v="$val" -v o="$other" 'BEGIN { d = s + v + o - t; exit !(s > 0 && d < 0.25 && d > -0.25) }' ||
+  fail "the time line's parts do not add up: $time_line"
 [[ $(epoch_rows "$SCRATCH/run/metrics.csv" | wc -l) == 2 ]] || { cat "$SCRATCH/run/metrics.csv"; fail "metrics.csv should have 2 epoch rows"; }
 # log_every_n_steps = 2 over 10 steps: step rows at steps 2, 4, ..., 10 with the step's loss.
 [[ $(awk -F, 'NR > 1 && $3 == "" && $10 != ""' "$SCRATCH/run/metrics.csv" | cut -d, -f2 | tr '\n' ' ') == "2 4 6 8 10 " ]] ||
