@@ -7,33 +7,17 @@
 #include <vector>  // std::vector
 
 #include "gpu_test_util.hpp"
+#include "vit_twins.hpp"  // kBatch, kTokens, ..., check_linear_twins
 
 using namespace trainer::compute;
 using namespace trainer::compute::gpu_test;
 
-namespace {
-constexpr int kBatch = 2, kTokens = 257, kHeads = 6, kHeadDim = 64, kWidth = kHeads * kHeadDim;
-constexpr int kRows = kBatch * kTokens;
-}  // namespace
 
 TEST_CASE("cuda transformer matmul and linear match the CPU", "[gpu][transformer]") {
   Twins t;
   auto& g_ops = t.gpu->transformer_ops();
   auto& c_ops = t.cpu->transformer_ops();
-  const int in = kWidth, out = 4 * kWidth;
-  auto x = random_vector(std::size_t(kRows) * in, 1), w = random_vector(std::size_t(out) * in, 2, -0.05f, 0.05f);
-  auto bias = random_vector(out, 3), dy = random_vector(std::size_t(kRows) * out, 4);
-  auto dx_ = t.device(x), dw_ = t.device(w), db_ = t.device(bias), ddy = t.device(dy);
-  auto gy = t.zeros(std::size_t(kRows) * out), gdx = t.zeros(x.size()), gdw = t.zeros(w.size()), gdb = t.zeros(out);
-  std::vector<float> y(gy.size()), dx(x.size()), dw(w.size()), db(out);
-  g_ops.linear_forward(dx_.data(), dw_.data(), db_.data(), gy.data(), kRows, in, out, t.gs());
-  c_ops.linear_forward(x.data(), w.data(), bias.data(), y.data(), kRows, in, out, t.cs());
-  CHECK(rel_error(t.host(gy), y) < kTolerance);
-  g_ops.linear_backward(dx_.data(), dw_.data(), ddy.data(), gdx.data(), gdw.data(), gdb.data(), kRows, in, out, t.gs());
-  c_ops.linear_backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), kRows, in, out, t.cs());
-  CHECK(rel_error(t.host(gdx), dx) < kTolerance);
-  CHECK(rel_error(t.host(gdw), dw) < kTolerance);
-  CHECK(rel_error(t.host(gdb), db) < kTolerance);
+  check_linear_twins(t, kTolerance, kTolerance);
 
   // A strided, transposed, batched product with alpha and beta.
   MatmulShape g;

@@ -18,6 +18,7 @@
 #include "model/backbone_registry.hpp"  // backbone_tensor_name
 #include "model/rope_tables.hpp"
 #include "model/vit.hpp"  // resize_patch_embedding
+#include "../../shared/model_step.hpp"  // test_shared::ModelStep
 #include "model_test_util.hpp"
 #include "util/error.hpp"
 
@@ -220,74 +221,52 @@ TEST_CASE("the bicubic resize matrix is PyTorch's", "[model][vit]") {
   CHECK(sum == Approx(1.0).epsilon(1e-6));
 }
 
+namespace {
+
+// Whether every value of a tensor's gradient is finite, and whether any is not zero.
+struct GradientSeen {
+  bool finite = true, nonzero = false;
+};
+GradientSeen seen(const std::vector<float>& grad) {
+  GradientSeen g;
+  for (float v : grad) g.finite = g.finite && std::isfinite(v), g.nonzero = g.nonzero || v != 0.f;
+  return g;
+}
+
+}  // namespace
+
 TEST_CASE("vits_dino trains a CPU step; features are the stride-16 patch grid", "[model][vit]") {
-  auto b = model_test::cpu();
-  auto& s = b->default_stream();
-  model::HeatmapModel net(*b, model::ModelSpec{"vits_dino", 2, 2});
-  net.initialize(5, s);
+  test_shared::ModelStep step(model_test::cpu(), "vits_dino");
   const compute::Shape4 in{2, 3, 48, 80};  // not square: a 3 x 5 patch grid
-  const auto images = model_test::random_vector(in.numel(), 6);
-  compute::DeviceBuffer x(*b, in.numel());
-  b->upload(x.data(), images.data(), images.size(), s);
-  model::Context ctx{*b, s, true, nullptr, nullptr};
-  const auto y = net.forward(ctx, {x.data(), in});
-  CHECK(y.shape == compute::Shape4{2, 2, 12, 20});  // heatmaps at input / 2^d
-  std::vector<float> heatmaps(y.shape.numel());
-  b->download(heatmaps.data(), y.data, heatmaps.size(), s);
+  step.run(model_test::random_vector(in.numel(), 6), in, model_test::random_vector(2 * 3 * 12 * 20, 7, 1e-2f));
+  REQUIRE(step.heatmaps.size() == std::size_t(2 * 3 * 12 * 20));  // heatmaps at input / 2^d
   double plane = 0;
-  for (int i = 0; i < 12 * 20; ++i) plane += heatmaps[i];
+  for (int i = 0; i < 12 * 20; ++i) plane += step.heatmaps[std::size_t(i)];
   CHECK(plane == Approx(1.0).epsilon(1e-5));
   // Backward reaches every backbone tensor (the position embeddings through the resize).
-  std::vector<float> dy = model_test::random_vector(y.shape.numel(), 7, 1e-2f);
-  compute::DeviceBuffer d(*b, dy.size());
-  b->upload(d.data(), dy.data(), dy.size(), s);
-  net.backward(ctx, {d.data(), y.shape}, true);
-  std::vector<float> grads(net.store().parameter_count());
-  b->download(grads.data(), net.store().grads_data(), grads.size(), s);
-  s.synchronize();
-  for (const auto& e : net.store().parameters()) {
+  for (const auto& e : step.net.store().parameters()) {
     INFO(e.name);
-    bool finite = true, nonzero = false;
-    for (std::size_t i = e.offset; i < e.offset + e.count; ++i) {
-      finite = finite && std::isfinite(grads[i]);
-      nonzero = nonzero || grads[i] != 0.f;
-    }
-    CHECK(finite);
+    const GradientSeen g = seen(step.grad(e));
+    CHECK(g.finite);
     // A key bias's gradient is exactly zero (softmax ignores a shift of a query's scores).
-    if (e.name.find("attention.key.bias") == std::string::npos) CHECK(nonzero);
+    if (e.name.find("attention.key.bias") == std::string::npos) CHECK(g.nonzero);
   }
   // An input that is not a multiple of the patch size is the user's to fix.
-  CHECK_THROWS_AS(net.forward(ctx, {x.data(), compute::Shape4{1, 3, 40, 40}}), UserError);
+  compute::DeviceBuffer x(*step.backend, std::size_t(3) * 40 * 40);
+  model::Context ctx{*step.backend, step.backend->default_stream(), true, nullptr, nullptr};
+  CHECK_THROWS_AS(step.net.forward(ctx, {x.data(), compute::Shape4{1, 3, 40, 40}}), UserError);
 }
 
 TEST_CASE("vits_dinov3 trains a CPU step: every tensor but mask_token gets a gradient", "[model][vit]") {
-  auto b = model_test::cpu();
-  auto& s = b->default_stream();
-  model::HeatmapModel net(*b, model::ModelSpec{"vits_dinov3", 2, 2});
-  net.initialize(5, s);
+  test_shared::ModelStep step(model_test::cpu(), "vits_dinov3");
   const compute::Shape4 in{2, 3, 48, 80};  // a 3 x 5 patch grid after CLS + 4 registers
-  const auto images = model_test::random_vector(in.numel(), 6);
-  compute::DeviceBuffer x(*b, in.numel());
-  b->upload(x.data(), images.data(), images.size(), s);
-  model::Context ctx{*b, s, true, nullptr, nullptr};
-  const auto y = net.forward(ctx, {x.data(), in});
-  CHECK(y.shape == compute::Shape4{2, 2, 12, 20});
-  std::vector<float> dy = model_test::random_vector(y.shape.numel(), 7, 1e-2f);
-  compute::DeviceBuffer d(*b, dy.size());
-  b->upload(d.data(), dy.data(), dy.size(), s);
-  net.backward(ctx, {d.data(), y.shape}, true);
-  std::vector<float> grads(net.store().parameter_count());
-  b->download(grads.data(), net.store().grads_data(), grads.size(), s);
-  s.synchronize();
-  for (const auto& e : net.store().parameters()) {
+  step.run(model_test::random_vector(in.numel(), 6), in, model_test::random_vector(2 * 3 * 12 * 20, 7, 1e-2f));
+  CHECK(step.heatmaps.size() == std::size_t(2 * 3 * 12 * 20));
+  for (const auto& e : step.net.store().parameters()) {
     INFO(e.name);
-    bool finite = true, nonzero = false;
-    for (std::size_t i = e.offset; i < e.offset + e.count; ++i) {
-      finite = finite && std::isfinite(grads[i]);
-      nonzero = nonzero || grads[i] != 0.f;
-    }
-    CHECK(finite);
-    CHECK(nonzero == (e.name.find("mask_token") == std::string::npos));  // unused, as in PyTorch
+    const GradientSeen g = seen(step.grad(e));
+    CHECK(g.finite);
+    CHECK(g.nonzero == (e.name.find("mask_token") == std::string::npos));  // unused, as in PyTorch
   }
 }
 

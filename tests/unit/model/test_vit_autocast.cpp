@@ -13,35 +13,12 @@
 
 #include "compute/backend.hpp"
 #include "model/heatmap_model.hpp"
+#include "../../shared/model_step.hpp"  // test_shared::ModelStep
 #include "model_test_util.hpp"
 
 using namespace trainer;
 
 namespace {
-
-struct VitStep {
-  std::unique_ptr<compute::Backend> backend;
-  model::HeatmapModel net;
-  std::vector<float> heatmaps, grads;
-  VitStep(compute::Precision p, const std::string& name)
-      : backend(compute::make_cpu_backend(2, p)), net(*backend, model::ModelSpec{name, 3, 2}) {
-    net.initialize(11, backend->default_stream());
-  }
-  void run(const std::vector<float>& images, compute::Shape4 in, const std::vector<float>& dy_host) {
-    auto& s = backend->default_stream();
-    compute::DeviceBuffer x(*backend, images.size()), dy(*backend, dy_host.size());
-    backend->upload(x.data(), images.data(), images.size(), s);
-    backend->upload(dy.data(), dy_host.data(), dy_host.size(), s);
-    model::Context ctx{*backend, s, true, nullptr, nullptr};
-    const auto y = net.forward(ctx, {x.data(), in});
-    heatmaps.resize(y.shape.numel());
-    backend->download(heatmaps.data(), y.data, heatmaps.size(), s);
-    net.backward(ctx, {dy.data(), y.shape}, true);
-    grads.resize(net.store().parameter_count());
-    backend->download(grads.data(), net.store().grads_data(), grads.size(), s);
-    s.synchronize();
-  }
-};
 
 double rel_error(const float* a, const float* b, std::size_t n) {
   double num = 0, den = 1e-30;
@@ -68,7 +45,8 @@ TEST_CASE("ViT steps at bf16-mixed / 16-mixed on the CPU stay within 16-bit tole
   // backbone's small gradients fall below fp16's range. Both runs take the same dy.
   const float loss_scale = p == compute::Precision::fp16 ? 65536.f : 1.f;
   const auto dy = model_test::random_vector(std::size_t(2) * 3 * 16 * 16, 2, 1e-2f * loss_scale);
-  VitStep full(compute::Precision::fp32, name), mixed(p, name);
+  test_shared::ModelStep full(compute::make_cpu_backend(2, compute::Precision::fp32), name),
+      mixed(compute::make_cpu_backend(2, p), name);
   full.run(images, in, dy);
   mixed.run(images, in, dy);
   const double heatmap_error = rel_error(mixed.heatmaps.data(), full.heatmaps.data(), full.heatmaps.size());
@@ -77,11 +55,7 @@ TEST_CASE("ViT steps at bf16-mixed / 16-mixed on the CPU stay within 16-bit tole
   CHECK(heatmap_error > 0);
   double worst = 0;
   for (const auto& e : full.net.store().parameters()) {
-    // Zero in exact arithmetic (shift-invariant softmaxes), DINOv3's unused mask token
-    // exactly 0: rounding noise or nothing on both sides.
-    if (e.name.find("attention.key.bias") != std::string::npos || e.name == "head.deconv0.bias" ||
-        e.name.find("mask_token") != std::string::npos)
-      continue;
+    if (test_shared::gradient_is_zero_in_exact_arithmetic(e.name)) continue;
     const double err = rel_error(mixed.grads.data() + e.offset, full.grads.data() + e.offset, e.count);
     INFO(e.name << " " << err);
     CHECK(err < tolerance);
@@ -91,7 +65,7 @@ TEST_CASE("ViT steps at bf16-mixed / 16-mixed on the CPU stay within 16-bit tole
   CHECK(worst > 0);
   // The ViT's own products ran in 16-bit (not only the head's convolutions): with
   // them off (TRAINER_VIT_AUTOCAST=0) the backbone's gradients change.
-  VitStep vit_fp32(p, name);
+  test_shared::ModelStep vit_fp32(compute::make_cpu_backend(2, p), name);
   vit_fp32.backend->transformer_ops().set_autocast(false);
   vit_fp32.run(images, in, dy);
   std::size_t backbone_tensors = 0, changed = 0;
