@@ -4,36 +4,10 @@
 # running and a stop left the stopped copy behind). Then Open MPI's daemon killed
 # mid-epoch: one `error:` line and exit code 3, not Open MPI's silent exit 195.
 source "$(dirname "$0")/lib/common.sh"
+source "$(dirname "$0")/lib/stall.sh"
 TIMEOUT=5
 cfg="$SCRATCH/np.cfg"
-cat >"$cfg" <<CFG
-[data]
-data_files =
-synthetic_file = $SCRATCH/synthetic.h5
-image_resize_height = 32
-image_resize_width = 32
-[training]
-train_batch_size = 4
-log_every_n_steps = 2
-max_epochs = 50
-check_val_every_n_epoch = 1000
-num_workers = 1
-[model]
-backbone = resnet18
-[distributed]
-collective_timeout = $TIMEOUT
-CFG
-"$TRAINER" train --config "$cfg" --out "$SCRATCH/warmup" --max-steps 1 >"$SCRATCH/warmup.log" 2>&1 ||
-  { cat "$SCRATCH/warmup.log"; fail "the single-rank warm-up run failed"; }
-
-no_leftovers() {
-  sleep 1
-  if pgrep -f "$SCRATCH/run" >/dev/null; then
-    pgrep -af "$SCRATCH/run" >&2
-    pkill -9 -f "$SCRATCH/run" || true
-    fail "$1: trainer processes were left behind"
-  fi
-}
+stall_config "$cfg" 50 "log_every_n_steps = 2" "num_workers = 1"
 
 # The spawned copy: the trainer process whose parent is Open MPI's daemon.
 spawned_copy() {

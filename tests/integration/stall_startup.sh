@@ -5,37 +5,12 @@
 # rank 0 alone (a bad --out) stops every rank with its cause and exit code 2.
 # Afterwards no trainer process of this test is left.
 source "$(dirname "$0")/lib/common.sh"
+source "$(dirname "$0")/lib/stall.sh"
 export OMPI_MCA_rmaps_base_oversubscribe=1
 TIMEOUT=5
 
-# Synthetic demo data made once, so start-up is short and the same for every case.
 cfg="$SCRATCH/stall.cfg"
-cat >"$cfg" <<CFG
-[data]
-data_files =
-synthetic_file = $SCRATCH/synthetic.h5
-image_resize_height = 32
-image_resize_width = 32
-[training]
-train_batch_size = 4
-max_epochs = 1
-check_val_every_n_epoch = 1000
-[model]
-backbone = resnet18
-[distributed]
-collective_timeout = $TIMEOUT
-CFG
-"$TRAINER" train --config "$cfg" --out "$SCRATCH/warmup" --max-steps 1 >"$SCRATCH/warmup.log" 2>&1 ||
-  { cat "$SCRATCH/warmup.log"; fail "the single-rank warm-up run failed"; }
-
-no_leftovers() {
-  sleep 1
-  if pgrep -f "$SCRATCH/run" >/dev/null; then
-    pgrep -af "$SCRATCH/run" >&2
-    pkill -9 -f "$SCRATCH/run" || true
-    fail "$1: trainer processes were left behind"
-  fi
-}
+stall_config "$cfg" 1
 
 # stalled_run NAME BACKEND PLACE PATTERN...: rank 1 stops at PLACE; the job must end
 # in time, non-zero, and stderr must match every PATTERN.
