@@ -102,6 +102,8 @@ bool TrainLoop::periodic_checkpoints_at_epoch_end() const {
 }
 
 TrainingState TrainLoop::run(TrainingState state) {
+  const auto start = Clock::now();  // timing_.total: all of run(), the initial save included
+  timing_ = Timing{};
   MetricsLog metrics(config_.out_dir + "/metrics.csv", state.global_step);
   // TensorBoard is a view of what metrics.csv also holds: a full disk or a lost
   // network mount there warns once and stops it, it never stops the training.
@@ -132,8 +134,6 @@ TrainingState TrainLoop::run(TrainingState state) {
     save({"initial"}, state, true);
     log_.info("saved " + checkpoint_path("initial"));
   }
-  const auto start = Clock::now();
-  timing_ = Timing{};
   long steps_this_run = 0;
   bool stop = config_.max_steps >= 0 && state.global_step >= config_.max_steps;
   const long dump_step = config_.dump_gradients.empty()      ? -1
@@ -395,6 +395,8 @@ TrainingState TrainLoop::run(TrainingState state) {
       hooks_.metrics->sum(unsupervised_sums.data(), unsupervised_sums.size());
     }
 
+    timing_.steps += steps_seconds;
+    timing_.validation += val_seconds + (validated_at_end ? end_validation.seconds : 0);
     if (!epoch_done) {
       // Stopped in the middle of the epoch (a signal or max_steps): the exact position
       // goes into last.h5, with the optimizer, so that --resume continues bit for bit.
@@ -455,8 +457,6 @@ TrainingState TrainLoop::run(TrainingState state) {
     row.elapsed_s = seconds_since(start);
     row.steps_s = steps_seconds;
     row.val_s = val_seconds;
-    timing_.steps += steps_seconds;
-    timing_.validation += val_seconds;
     epoch_boundary = Clock::now();
     row.overhead_s = std::chrono::duration<double>(epoch_boundary - epoch_start).count() - steps_seconds - val_seconds;
     if (log_.is_root()) metrics.append(row);
