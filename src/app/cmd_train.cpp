@@ -51,8 +51,9 @@
 #include "train/train_loop.hpp"     // train::TrainLoop
 #include "app/lp_evaluation.hpp"    // evaluate_label_csvs_after_training
 #include "app/lp_model_import.hpp"  // weights_file_of: --init-weights FOLDER
-#include "app/lp_model_dir.hpp"     // write_lightning_pose_config, write_train_status, write_lightning_pose_checkpoint
+#include "app/lp_model_dir.hpp"     // write_lightning_pose_config, write_train_status, train_status_json, ...
 #include "util/atomic_write.hpp"    // write_file_atomically, check_output_file
+#include "util/background_file_writer.hpp"  // BackgroundFileWriter (train_status.json)
 #include "util/error.hpp"           // UserError
 #include "util/input_file.hpp"      // check_input_file
 #include "util/log.hpp"             // Log
@@ -428,8 +429,12 @@ int run_train(const Args& args) {
   train::LoopConfig loop = loop_config(config, plan);
   loop.out_dir = out_dir;
   bool periodic_ckpts = config.training.ckpt_every_n_epochs > 0 && has_lightning_pose_checkpoint(config);
+  // The progress file after every epoch, written by a thread of its own: its atomic
+  // write syncs the file and the folder, which on a loaded or network file system can
+  // take longer than an epoch's steps (mirror-mouse: 5 steps of a few ms each).
+  BackgroundFileWriter progress(out_dir + "/train_status.json");
   loop.on_epoch_end = [&](int epochs_completed) {
-    write_train_status(out_dir, "TRAINING", epochs_completed, config.training.max_epochs);
+    progress.write(train_status_json("TRAINING", epochs_completed, config.training.max_epochs));
     // lightning-pose's periodic .ckpt files as their .h5 appear (written in the
     // background: one not yet on disk is converted after a later epoch, or at the end).
     if (!periodic_ckpts) return;
@@ -545,7 +550,14 @@ int run_train(const Args& args) {
     set_pca_labels(videos, dataset, run.split);
     predict_videos(session, config, videos, log);
   }
-  if (log.is_root()) write_train_status(out_dir, "COMPLETED", state.epochs_completed, state.epochs_completed);
+  if (log.is_root()) {
+    try {
+      progress.wait();  // the last epoch's TRAINING must not land after COMPLETED
+    } catch (const std::exception& e) {
+      log.warn(std::string("train_status.json: an epoch's update failed: ") + e.what());
+    }
+    write_train_status(out_dir, "COMPLETED", state.epochs_completed, state.epochs_completed);
+  }
   return 0;
 }
 

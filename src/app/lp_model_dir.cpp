@@ -203,13 +203,16 @@ std::vector<std::string> write_periodic_lightning_pose_checkpoints(const Config&
   return written;
 }
 
-void write_train_status(const std::string& run_dir, const std::string& status, int completed_epochs,
-                        int total_epochs) {
+std::string train_status_json(const std::string& status, int completed_epochs, int total_epochs) {
   char progress[160];
   std::snprintf(progress, sizeof progress, "{\"completed\": %d, \"total\": %d, \"timestamp\": %.3f}",
                 completed_epochs, total_epochs, now_seconds());
-  write_file_atomically(run_dir + "/train_status.json",
-                        "{\"status\": \"" + status + "\", \"progress\": " + progress + "}\n");
+  return "{\"status\": \"" + status + "\", \"progress\": " + progress + "}\n";
+}
+
+void write_train_status(const std::string& run_dir, const std::string& status, int completed_epochs,
+                        int total_epochs) {
+  write_file_atomically(run_dir + "/train_status.json", train_status_json(status, completed_epochs, total_epochs));
 }
 
 void write_lightning_pose_config(const std::string& run_dir, const Config& config) {

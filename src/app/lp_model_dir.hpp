@@ -38,7 +38,11 @@ std::vector<std::string> write_periodic_lightning_pose_checkpoints(const Config&
                                                                    const std::string& checkpoints_dir,
                                                                    const std::string& version_dir);
 
-// train_status.json in `run_dir`: `status` is TRAINING or COMPLETED, progress in epochs.
+// train_status.json's content: `status` is TRAINING or COMPLETED, progress in epochs.
+std::string train_status_json(const std::string& status, int completed_epochs, int total_epochs);
+// train_status.json in `run_dir`, written atomically now (the per-epoch updates go
+// through a BackgroundFileWriter instead: two fsyncs per epoch on the training thread
+// cost it whatever the disk takes).
 void write_train_status(const std::string& run_dir, const std::string& status, int completed_epochs,
                         int total_epochs);
 

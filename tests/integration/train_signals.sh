@@ -24,17 +24,17 @@ CFG
 $MPIRUN -np 2 "$TRAINER" train --config "$SCRATCH/small.cfg" --out "$SCRATCH/full" >"$SCRATCH/full.log" 2>&1 ||
   { cat "$SCRATCH/full.log"; fail "uninterrupted run"; }
 
-# interrupt SIGNAL CODE NAME: starts a run, signals one rank at its 4th step, checks
+# interrupt SIGNAL CODE NAME [STEP]: starts a run, signals one rank at its STEP-th step (4), checks
 # the stop, resumes with --resume auto and compares the final state with the full run.
 interrupt() {
-  local sig=$1 code=$2 name=$3 out=$SCRATCH/$3
+  local sig=$1 code=$2 name=$3 out=$SCRATCH/$3 step=${4:-4}
   $MPIRUN -np 2 "$TRAINER" train --config "$SCRATCH/small.cfg" --out "$out" --resume auto >"$out.log" 2>&1 &
   local launcher=$! rank="" i
-  for i in $(seq 600); do  # up to 60 s for the 4th step
-    grep -q "step 4 " "$out.log" 2>/dev/null && break
+  for i in $(seq 600); do  # up to 60 s for that step
+    grep -q "step $step " "$out.log" 2>/dev/null && break
     sleep 0.1
   done
-  grep -q "step 4 " "$out.log" || { kill $launcher; cat "$out.log"; fail "$name: no 4th step"; }
+  grep -q "step $step " "$out.log" || { kill $launcher; cat "$out.log"; fail "$name: no step $step"; }
   rank=$(pgrep -P $launcher -f "trainer train" | tail -n 1)
   [[ -n $rank ]] || fail "$name: no rank process under mpirun"
   kill -s "$sig" "$rank"
@@ -46,6 +46,13 @@ interrupt() {
   into=$(h5dump -a /state/batches_into_epoch "$out/checkpoints/last.h5" | awk '/\(0\)/ {print $2}')
   [[ -n $into && $into -gt 0 ]] || fail "$name: last.h5 is not a mid-epoch checkpoint (batches_into_epoch '$into')"
   echo "$name: stopped with exit $rc, $into batches into the epoch"
+  # The progress file (written after each epoch by a thread of its own) is on disk
+  # before the process exits, and says the run is unfinished at its last full epoch.
+  local done_epochs
+  done_epochs=$(h5dump -a /state/epochs_completed "$out/checkpoints/last.h5" | awk '/\(0\)/ {print $2}')
+  grep -qE "^\{\"status\": \"TRAINING\", \"progress\": \{\"completed\": $done_epochs, \"total\": 3," "$out/train_status.json" ||
+    { cat "$out/train_status.json"; fail "$name: train_status.json after the stop (expected $done_epochs of 3 epochs)"; }
+  echo "$name: train_status.json says $done_epochs of 3 epochs"
   $MPIRUN -np 2 "$TRAINER" train --config "$SCRATCH/small.cfg" --out "$out" --resume auto >"$out.resume.log" 2>&1 ||
     { cat "$out.resume.log"; fail "$name: --resume auto"; }
   grep -q "resumed from $out/checkpoints/last.h5" "$out.resume.log" || { cat "$out.resume.log"; fail "$name: did not resume"; }
@@ -62,7 +69,7 @@ interrupt() {
     NR > 1 && $1 != "" { d = $1 - $2; if (d < 0) d = -d; if (d > 1e-6 * $1) { print "train_loss " $1 " vs " $2; bad = 1 } }
     END { exit bad }' || fail "$name: an epoch's mean loss differs"
 }
-interrupt USR1 0 usr1
+interrupt USR1 0 usr1 14  # in the second epoch: its progress file update came from the writer thread
 interrupt TERM 143 term
 interrupt INT 130 int
 
