@@ -120,7 +120,7 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   const bool semi = unlabeled != nullptr && unsupervised_ != nullptr;
   // The network's own train-mode randomness for this step's forwards (the labelled
   // batch's, and the unlabelled frames'), on the device before any recorded work.
-  prepare_draws({model_seed_, batch.epoch, batch.index}, semi ? 2 : 1);
+  prepare_draws(batch, semi ? 2 : 1);
   if (recordable(semi, bn_sync, micro, sync)) return recorded_train_step(batch, optimizer, sync, train_backbone);
   // During the warm-up (importance 0: lightning-pose's first freeze_until_epoch
   // epochs) the unsupervised terms add nothing: the unlabelled frames only run
@@ -197,10 +197,9 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
     optimizer.step(stream_);
 }
 
-void StepRunner::prepare_draws(const model::StepKey& key, int forwards) {
-  draws_key_ = key;
+void StepRunner::prepare_draws(const data::Batch& batch, int forwards) {
   model::Context ctx{backend_, stream_, true};
-  model_.prepare_training_step(ctx, key, forwards);
+  model_.prepare_training_step(ctx, {model_seed_, batch.epoch, batch.index}, forwards);
 }
 
 bool StepRunner::recordable(bool semi, model::BatchNormSync* bn_sync, const MicroBatch& micro,
@@ -262,7 +261,7 @@ void StepRunner::recorded_train_step(const data::Batch& batch, Optimizer& optimi
         // later one) op by op.
         stream_.abandon_recording();
         for (std::size_t i = 0; i < counters.size(); ++i) counters[i].value = before[i];
-        prepare_draws(draws_key_, 1);  // the recorded forward took the step's draw
+        prepare_draws(batch, 1);  // the recorded forward took the step's draw
         recorder_.fail(e.what());
         device_step(b, optimizer, sync, train_backbone, measured_);
         break;

@@ -112,7 +112,8 @@ class StepRunner {
   // staging slot, shape and variant (measured steps), replayed while no device block
   // has been released since and the images keep their size (train/step_recorder.hpp:
   // an epoch's short last batch and validation keep them); the host half of the
-  // optimizer step runs before each replay. `warn` gets one line if recording fails; the run then goes on unrecorded.
+  // optimizer step runs before each replay. `warn` gets one line if recording fails;
+  // the run then goes on unrecorded.
   void record_steps(std::function<void(const std::string&)> warn) { recorder_.enable(std::move(warn)); }
   // Recordings held now (tests and bench step).
   std::size_t recorded_steps() const { return recorder_.recordings(); }
@@ -161,10 +162,11 @@ class StepRunner {
   // Adds the gradients [offset, offset + count) of the pass just run to held_grads_
   // (copies them for the first held pass).
   void hold_gradients(std::size_t offset, std::size_t count);
-  // The network's own train-mode draws for the step `key` (its `forwards` training
-  // forwards), written to the device before any of its work is recorded; again for a
-  // step whose recording failed, whose forward had already taken them.
-  void prepare_draws(const model::StepKey& key, int forwards);
+  // The network's own train-mode draws for the step of `batch` (keyed by the model
+  // seed and the batch's epoch and index; its `forwards` training forwards), written
+  // to the device before any of its work is recorded; again for a step whose
+  // recording failed, whose forward had already taken them.
+  void prepare_draws(const data::Batch& batch, int forwards);
   // Whether this step may run as a recording (record_steps).
   bool recordable(bool semi, model::BatchNormSync* bn_sync, const MicroBatch& micro, const GradientSync& sync) const;
   StepRecorder::Shape recorded_shape(const StagedBatch& b, bool train_backbone, const Optimizer& optimizer) const;
@@ -211,7 +213,6 @@ class StepRunner {
   LossScaler scaler_;
   StepRecorder recorder_;
   std::uint64_t model_seed_ = 0;
-  model::StepKey draws_key_;  // the current step's (prepare_draws)
   compute::DeviceBuffer targets_, mask_, loss_, loss_sum_, dpred_, coords_, confidence_;
   compute::HostBuffer<float> loss_host_;  // pinned: [0] requested loss, [1] loss sum
   std::unique_ptr<compute::Event> loss_copied_;
