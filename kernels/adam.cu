@@ -1,7 +1,7 @@
 // Fused Adam kernel; see adam.cuh.
 #include "adam.cuh"
 
-#include "compute/adam_factors.hpp"  // AdamFactors, adam_factors
+#include "compute/adam_factors.hpp"  // AdamFactors, adam_factors, adam_blend
 #include "launch.cuh"                 // blocks_for, kThreads
 
 namespace trainer::kernels {
@@ -11,7 +11,8 @@ using detail::blocks_for;
 using detail::kThreads;
 
 struct AdamConstants {
-  float beta1, beta2, eps, weight_decay;
+  compute::AdamBlend blend;
+  float eps, weight_decay;
   compute::AdamFactors factors;  // used when device_factors is null
   const float* device_factors;   // else read from here (AdamFactors' order)
   bool l2;                       // Adam with weight decay: g += wd * p
@@ -31,8 +32,8 @@ __global__ void adam_kernel(float* p, const float* g, float* m, float* v, std::s
     float grad = g[i];
     if (k.l2) grad += k.weight_decay * param;
     param *= decay;
-    const float mi = k.beta1 * m[i] + (1.f - k.beta1) * grad;
-    const float vi = k.beta2 * v[i] + (1.f - k.beta2) * grad * grad;
+    const float mi = k.blend.beta1 * m[i] + k.blend.one_minus_beta1 * grad;
+    const float vi = k.blend.beta2 * v[i] + k.blend.one_minus_beta2 * grad * grad;
     m[i] = mi;
     v[i] = vi;
     const float denom = sqrtf(vi) * inv_sqrt_bc2 + k.eps;
@@ -46,8 +47,7 @@ void adam_update(float* params, const float* grads, float* m, float* v, std::siz
                  const AdamStep& p, cudaStream_t s) {
   if (!n) return;
   AdamConstants k{};
-  k.beta1 = p.beta1;
-  k.beta2 = p.beta2;
+  k.blend = compute::adam_blend(p.beta1, p.beta2);
   k.eps = p.eps;
   k.weight_decay = p.weight_decay;
   k.device_factors = p.device_factors;

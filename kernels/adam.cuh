@@ -11,7 +11,9 @@
 namespace trainer::kernels {
 
 struct AdamStep {
-  float lr, beta1, beta2, eps, weight_decay;
+  float lr;
+  double beta1, beta2;  // as compute::AdamParams'
+  float eps, weight_decay;
   bool decoupled;
   long step;  // 1-based
   // Non-null: the step's compute::AdamFactors are read from this device memory at run

@@ -28,7 +28,7 @@
 #include "data/batch.hpp"           // data::Batch
 #include "model/backbone_registry.hpp"  // model::backbone_names
 #include "model/heatmap_model.hpp"  // model::HeatmapModel
-#include "train/checkpoint.hpp"     // save_checkpoint, save_named_tensors
+#include "train/checkpoint.hpp"     // save_checkpoint, save_named_tensors, load_model
 #include "train/gradient_sync.hpp"  // train::LocalGradientSync
 #include "train/optimizer.hpp"      // train::Optimizer
 #include "train/pretrained_weights.hpp"  // train::load_pretrained_backbone (--init-weights)
@@ -48,10 +48,25 @@ double process_cpu_seconds() {
   getrusage(RUSAGE_SELF, &u);
   return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
 }
+// --init-checkpoint: the model the options describe must be the checkpoint's, else
+// load_model's first shape mismatch would be the only (and a puzzling) hint.
+void check_checkpoint_model(const std::string& path, const std::string& backbone, int keypoints, int downsample) {
+  const train::TrainingState st = train::load_training_state(path);
+  const auto differs = [&](const std::string& option, const std::string& ours, const std::string& theirs) {
+    if (ours != theirs)
+      throw UserError("bench step: --" + option + " " + ours + " differs from the checkpoint's " + theirs + " (" +
+                      path + ")", "give --" + option + " " + theirs);
+  };
+  if (!st.model_type.empty() && st.model_type != "heatmap")
+    throw UserError("bench step: " + path + " holds a " + st.model_type + " model; bench step trains heatmap models");
+  differs("backbone", backbone, st.backbone);
+  differs("keypoints", std::to_string(keypoints), std::to_string(st.num_keypoints));
+  differs("downsample", std::to_string(downsample), std::to_string(st.downsample_factor));
+}
 }  // namespace
 
 int bench_step(const Args& args) {
-  std::string backbone = "resnet18", export_dir, init_weights, precision_name = "32", accelerator = "cpu",
+  std::string backbone = "resnet18", export_dir, init_weights, init_checkpoint, precision_name = "32", accelerator = "cpu",
               fp32_precision = "highest", mode = "train", conv_algorithms = "heuristics";
   int size = 128, batch = 16, keypoints = 17, steps = 10, warmup = 2, threads = 0, downsample = 2, profile = 0;
   unsigned seed = 0;
@@ -93,6 +108,9 @@ int bench_step(const Args& args) {
       ("seed", po::value(&seed)->default_value(seed), "model and input seed")
       ("init-weights", po::value(&init_weights),
        "backbone weights to start from, as model.backbone_weights (the parity tests start from a given state)")
+      ("init-checkpoint", po::value(&init_checkpoint),
+       "a trainer checkpoint (.h5) whose whole model to start from: the parity tests measure from a trained "
+       "state; --backbone, --keypoints and --downsample must be the checkpoint's")
       ("export", po::value(&export_dir), "write initial.h5, batch.h5 and after.h5 for the PyTorch parity test "
                                          "(runs exactly one step, no warm-up)");
   po::variables_map vm;
@@ -132,6 +150,10 @@ int bench_step(const Args& args) {
                     std::to_string(warmup), "--threads 0 uses OMP_NUM_THREADS or all cores");
   if (mode != "train" && mode != "predict")
     throw UserError("bench step: --mode must be train or predict, not '" + mode + "'");
+  if (!init_weights.empty() && !init_checkpoint.empty())
+    throw UserError("bench step: --init-weights and --init-checkpoint cannot be given together",
+                    "--init-checkpoint already holds the backbone");
+  if (!init_checkpoint.empty()) check_checkpoint_model(init_checkpoint, backbone, keypoints, downsample);
   if (mode == "predict" && exporting)
     throw UserError("bench step: --export writes a training step; it cannot be combined with --mode predict");
   BackendRequest request;
@@ -150,6 +172,7 @@ int bench_step(const Args& args) {
   model::HeatmapModel net(run_backend, model::ModelSpec{backbone, keypoints, downsample});
   net.initialize(seed, stream);
   if (!init_weights.empty()) train::load_pretrained_backbone(init_weights, net.store(), stream);
+  if (!init_checkpoint.empty()) train::load_model(init_checkpoint, net.store(), stream);
   train::Optimizer optimizer(net.store(), train::OptimizerConfig{});
   optimizer.set_group(model::ParamGroup::backbone, 1e-3, true);
   optimizer.set_group(model::ParamGroup::head, 1e-3, true);

@@ -67,8 +67,8 @@ struct PoolGeometry {
 
 struct AdamParams {
   float lr = 1e-3f;
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
+  double beta1 = 0.9;  // doubles, as PyTorch's: compute/adam_factors.hpp
+  double beta2 = 0.999;
   float eps = 1e-8f;
   float weight_decay = 0.f;
   bool decoupled_weight_decay = false;  // AdamW

@@ -32,6 +32,51 @@ export_run vits_dinov3 dinov3.safetensors 64 2 3 2
 export_run vits_dinov3 dinov3.safetensors 256 1 2 1
 # vitb_imagenet: MAE's file layout (encoder under vit., a decoder to ignore), ViT-B.
 export_run vitb_imagenet mae.safetensors 64 2 3 2
+# From a trained checkpoint (the gradients of a state training reached, not of one
+# written to look trained): 20 steps of lr 1e-3 from the file on 32 synthetic frames
+# at 64x64, then the parity step from that checkpoint. DINOv2's kernels are 16x16 by
+# then (resized at the first load), as in every checkpoint of a DINOv2 run.
+"$TRAINER" synth --out "$SCRATCH/frames.h5" --frames 40 --size 64 --keypoints 3 --seed 5 >/dev/null || fail "synth failed"
+trained_run() {  # backbone weights
+  local dir="$SCRATCH/trained-$1"
+  mkdir -p "$dir"
+  cat >"$dir/train.cfg" <<CFG
+[data]
+data_files = $SCRATCH/frames.h5
+image_resize_height = 64
+image_resize_width = 64
+downsample_factor = 2
+[training]
+train_batch_size = 8
+train_prob = 0.8
+val_prob = 0.2
+learning_rate = 1e-3
+unfreezing_epoch = 0
+check_val_every_n_epoch = 1000
+max_epochs = 1000
+[model]
+backbone = $1
+backbone_weights = $SCRATCH/$2
+CFG
+  "$TRAINER" train --config "$dir/train.cfg" --out "$dir/run" --max-steps 20 >"$dir/train.log" 2>&1 ||
+    { cat "$dir/train.log"; fail "training $1 from $2"; }
+  "$TRAINER" bench step --backbone "$1" --size 64 --batch 2 --keypoints 3 --downsample 2 --seed 3 --threads 2 \
+    --init-checkpoint "$dir/run/checkpoints/last.h5" --export "$dir/step" || fail "export of $1 from its checkpoint"
+  $PY "$REPO/tests/parity/vit_parity.py" check "$dir/step" "$SCRATCH/$2" --trained "$dir/run/checkpoints/last.h5" ||
+    fail "$1 from a trained checkpoint differs from PyTorch"
+  rm -rf "$dir"
+}
+trained_run vits_dino dino.safetensors
+trained_run vits_dinov2 dinov2.safetensors
+trained_run vits_dinov3 dinov3.safetensors
+# bench step refuses a checkpoint of another model before loading it.
+"$TRAINER" bench step --backbone vits_dino --size 64 --batch 1 --keypoints 3 --downsample 2 --steps 1 --warmup 0 \
+  --init-weights "$SCRATCH/dino.safetensors" --export "$SCRATCH/small" >/dev/null || fail "small export"
+expect_fail 2 "^error: bench step: --keypoints 4 differs from the checkpoint's 3" \
+  "$TRAINER" bench step --backbone vits_dino --size 64 --batch 1 --keypoints 4 --init-checkpoint "$SCRATCH/small/initial.h5"
+expect_fail 2 "^error: bench step: --backbone resnet18 differs from the checkpoint's vits_dino" \
+  "$TRAINER" bench step --size 64 --batch 1 --keypoints 3 --init-checkpoint "$SCRATCH/small/initial.h5"
+rm -rf "$SCRATCH/small"
 # A downsample factor that leaves the stride-16 head no layer is the user's to fix.
 expect_fail 2 "^error: data.downsample_factor = 3 leaves no upsampling layer" \
   "$TRAINER" bench step --backbone vits_dino --size 64 --batch 1 --keypoints 2 --downsample 3

@@ -18,6 +18,11 @@ an initialisation:
       1e-12, position embeddings bicubic-resized to the image's patch grid as
       interpolate_pos_encoding does) loading the same safetensors file, and compares
       per tensor: the loaded weights, the loss, every gradient and one Adam step.
+  vit_parity.py check EXPORT_DIR WEIGHTS.safetensors --trained CHECKPOINT.h5
+      the same from a trained state: after `trainer train` started from WEIGHTS and
+      `bench step --init-checkpoint CHECKPOINT --export EXPORT_DIR`, the step's state
+      must be the checkpoint's bit for bit and have moved away from WEIGHTS; the
+      reference starts from that state (its 16x16 DINOv2 kernels as trained).
 
 Errors are ||x - exact|| / ||exact|| against PyTorch in float64; a tensor passes
 below 1e-4 or below 3x PyTorch float32's own error. Two kinds of gradient are zero
@@ -446,13 +451,15 @@ def write(path, kind="dino", layers=12):
 
 
 # ---- check -------------------------------------------------------------------------------
-def run_torch(weights, head, images, kp, keypoints, downsample, dtype, kind, rope_rescale=None):
-    dinov2 = kind == "dinov2"
-    net = HeatmapNet(keypoints, downsample, **SPECS[kind])
+def run_torch(weights, head, images, kp, keypoints, downsample, dtype, kind, rope_rescale=None, trained=False):
+    """trained: `weights` is a trained state, whose DINOv2 patch kernels are 16x16 already."""
+    resize = kind == "dinov2" and not trained
+    spec = dict(SPECS[kind], patch=16) if kind == "dinov2" and trained else SPECS[kind]
+    net = HeatmapNet(keypoints, downsample, **spec)
     state = {"backbone.vision_encoder." + k: torch.from_numpy(v) for k, v in encoder_tensors(weights).items()}
     state.update({k: torch.from_numpy(v) for k, v in head.items()})
     net.load_state_dict(state, strict=True)
-    if dinov2:  # in float64 before any cast, as the file's float32 values are
+    if resize:  # in float64 before any cast, as the file's float32 values are
         net.backbone.vision_encoder.double().resize_patch_kernels(16)
     net = net.to(dtype).train()
     if kind == "dinov3":
@@ -480,11 +487,35 @@ def run_torch(weights, head, images, kp, keypoints, downsample, dtype, kind, rop
     return out
 
 
-def check(export_dir, weights_path):
+def read_model(path):
+    with h5py.File(path, "r") as f:
+        return {name: np.array(f["model"][name]) for name in f["model"]}
+
+
+def check_trained_start(model, checkpoint_path, weights, failures):
+    """The step started from the checkpoint (bit for bit), which training moved away
+    from the weights file; returns the checkpoint's backbone under ViTModel's keys."""
+    trained = read_model(checkpoint_path)
+    if set(trained) != set(model):
+        failures.append(f"the step's tensors are not the checkpoint's: {sorted(set(trained) ^ set(model))[:5]}")
+    for name in sorted(set(trained) & set(model)):
+        if not np.array_equal(trained[name], model[name]):
+            failures.append(f"{name}: not the checkpoint's")
+    prefix = "backbone.vision_encoder."
+    backbone = {k[len(prefix):]: v for k, v in model.items() if k.startswith(prefix)}
+    moved = [rel(v, weights[k]) for k, v in backbone.items() if k in weights and v.shape == weights[k].shape]
+    median = float(np.median(moved)) if moved else 0.0
+    print(f"trained start: {len(trained)} tensors as in {os.path.basename(checkpoint_path)}; the backbone moved "
+          f"from the file by a median {median:.1e} per tensor (max {max(moved, default=0):.1e})")
+    if median < 1e-3:
+        failures.append(f"the checkpoint is not a trained state (median change {median:.2g} from the weights file)")
+    return backbone
+
+
+def check(export_dir, weights_path, trained_path=None):
     failures = []
     weights = encoder_tensors(read_safetensors(weights_path))
-    with h5py.File(os.path.join(export_dir, "initial.h5"), "r") as f:
-        model = {name: np.array(f["model"][name]) for name in f["model"]}
+    model = read_model(os.path.join(export_dir, "initial.h5"))
     head = {k: v for k, v in model.items() if k.startswith("head.")}
     keypoints = head["head.deconv0.weight"].shape[1]
     downsample = int(math.log2(16)) - 1 - sum(1 for k in head if k.endswith(".weight"))
@@ -497,7 +528,10 @@ def check(export_dir, weights_path):
               "vitb" if backbone["backbone.vision_encoder.embeddings.cls_token"].shape[-1] == 768 else "dino")
     dinov2 = family == "dinov2"
     expected = {"backbone.vision_encoder." + k for k in weights}
-    if set(backbone) != expected:
+    if trained_path:
+        weights = check_trained_start(model, trained_path, weights, failures)
+        expected = set()  # the names were checked against the checkpoint's
+    elif set(backbone) != expected:
         failures.append(f"names differ: missing {sorted(expected - set(backbone))[:5]}, "
                         f"extra {sorted(set(backbone) - expected)[:5]}")
     kernel = "backbone.vision_encoder.embeddings.patch_embeddings.projection.weight"
@@ -514,7 +548,8 @@ def check(export_dir, weights_path):
                 failures.append(f"{name}: resized kernel error {err:.3g}")
         elif not np.array_equal(backbone[name], stored):
             failures.append(f"{name}: not loaded as in the file")
-    print(f"weights: {len(backbone)} backbone tensors as in {os.path.basename(weights_path)}")
+    if not trained_path:
+        print(f"weights: {len(backbone)} backbone tensors as in {os.path.basename(weights_path)}")
 
     with h5py.File(os.path.join(export_dir, "batch.h5"), "r") as f:
         images = np.array(f["images"])
@@ -535,8 +570,9 @@ def check(export_dir, weights_path):
         for kind, group in (("param", "model"), ("exp_avg", "optimizer/exp_avg"), ("exp_avg_sq", "optimizer/exp_avg_sq")):
             ours[kind] = {n: np.array(f[group][n]) for n in ours["grad"]}
 
-    exact = run_torch(weights, head, images, kp, keypoints, downsample, torch.float64, family, rope_rescale)
-    t32 = run_torch(weights, head, images, kp, keypoints, downsample, torch.float32, family, rope_rescale)
+    trained = trained_path is not None
+    exact = run_torch(weights, head, images, kp, keypoints, downsample, torch.float64, family, rope_rescale, trained)
+    t32 = run_torch(weights, head, images, kp, keypoints, downsample, torch.float32, family, rope_rescale, trained)
     loss_rel = abs(ours["loss"] - exact["loss"]) / abs(exact["loss"])
     print(f"loss: ours {ours['loss']:.9g} torch64 {exact['loss']:.9g} rel {loss_rel:.2e}")
     if loss_rel > LIMIT:
@@ -572,14 +608,16 @@ def check(export_dir, weights_path):
             print("  " + line)
         return 1
     print(f"PASSED: {NAMES[family]}, {keypoints} keypoints, d = {downsample}, "
-          f"images {images.shape}")
+          f"images {images.shape}{', from a trained checkpoint' if trained else ''}")
     return 0
 
 
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "write":
         sys.exit(write(sys.argv[2], kind=sys.argv[3] if len(sys.argv) > 3 else "dino"))
-    if len(sys.argv) >= 4 and sys.argv[1] == "check":
+    if len(sys.argv) == 6 and sys.argv[1] == "check" and sys.argv[4] == "--trained":
+        sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[5]))
+    if len(sys.argv) == 4 and sys.argv[1] == "check":
         sys.exit(check(sys.argv[2], sys.argv[3]))
     print(__doc__)
     sys.exit(2)

@@ -6,7 +6,7 @@
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 #include <cmath>  // std::sqrt
 
-#include "compute/adam_factors.hpp"  // adam_factors
+#include "compute/adam_factors.hpp"  // adam_factors, adam_blend
 #include "compute/cpu/cpu_backend.hpp"
 #include "util/error.hpp"
 
@@ -24,15 +24,16 @@ void CpuBackend::adam_update(float* params, const float* grads, float* m, float*
     f = adam_factors(a.lr, a.beta1, a.beta2, a.weight_decay, a.decoupled_weight_decay, a.step);
   }
   const float step_size = f.step_size, inv_bc2_sqrt = f.inv_sqrt_bc2, decay = f.decay;
-  const float b1 = a.beta1, b2 = a.beta2, eps = a.eps;
+  const AdamBlend blend = adam_blend(a.beta1, a.beta2);
+  const float b1 = blend.beta1, c1 = blend.one_minus_beta1, b2 = blend.beta2, c2 = blend.one_minus_beta2, eps = a.eps;
   const float l2 = a.decoupled_weight_decay ? 0.f : a.weight_decay;
   const long n = long(count);
 #pragma omp parallel for schedule(static) if (n > 32768)
   for (long i = 0; i < n; ++i) {
     float p = params[i] * decay;
     const float g = grads[i] + l2 * params[i];
-    const float mi = b1 * m[i] + (1.f - b1) * g;
-    const float vi = b2 * v[i] + (1.f - b2) * g * g;
+    const float mi = b1 * m[i] + c1 * g;
+    const float vi = b2 * v[i] + c2 * g * g;
     m[i] = mi;
     v[i] = vi;
     p -= step_size * mi / (std::sqrt(vi) * inv_bc2_sqrt + eps);
