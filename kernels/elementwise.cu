@@ -1,7 +1,8 @@
 // Elementwise kernels; see elementwise.cuh.
 #include "elementwise.cuh"
 
-#include "launch.cuh"  // blocks_for, kThreads, block_sum
+#include "compute/affine_points.hpp"  // AffineMap2D, apply_affine
+#include "launch.cuh"                 // blocks_for, kThreads, block_sum
 
 namespace trainer::kernels {
 namespace {
@@ -24,7 +25,9 @@ __global__ void scale_kernel(float* x, float alpha, std::size_t n) {
 __global__ void accumulate_kernel(const float* x, float* out, std::size_t n) {
   GRID_STRIDE(i, n) out[i] += x[i];
 }
-__global__ void affine_points_kernel(float* xy, std::size_t n, compute::AffineMap2D map) {
+__global__ void affine_points_kernel(float* xy, std::size_t n, const float* coefficients) {
+  compute::AffineMap2D map;
+  for (int j = 0; j < 6; ++j) map.m[j] = coefficients[j];
   GRID_STRIDE(i, n) compute::apply_affine(map, xy + 2 * i);
 }
 __global__ void relu_forward_kernel(const float* x, float* y, std::size_t n) {
@@ -73,7 +76,7 @@ void scale(float* x, float alpha, std::size_t n, cudaStream_t s) {
 void accumulate(const float* x, float* out, std::size_t n, cudaStream_t s) {
   if (n) accumulate_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, out, n);
 }
-void affine_points(float* xy, std::size_t points, const compute::AffineMap2D& map, cudaStream_t s) {
+void affine_points(float* xy, std::size_t points, const float* map, cudaStream_t s) {
   if (points) affine_points_kernel<<<blocks_for(points), kThreads, 0, s>>>(xy, points, map);
 }
 void relu_forward(const float* x, float* y, std::size_t n, cudaStream_t s) {

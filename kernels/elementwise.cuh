@@ -6,8 +6,6 @@
 #include <cuda_runtime_api.h>  // cudaStream_t
 #include <cstddef>             // std::size_t
 
-#include "compute/affine_points.hpp"  // AffineMap2D
-
 namespace trainer::kernels {
 
 void fill(float* dst, float value, std::size_t n, cudaStream_t stream);
@@ -20,8 +18,9 @@ struct SmallValues {
 void set_values(float* dst, const SmallValues& v, cudaStream_t stream);
 void scale(float* x, float alpha, std::size_t n, cudaStream_t stream);
 void accumulate(const float* x, float* out, std::size_t n, cudaStream_t stream);  // out += x
-// `points` (x, y) pairs mapped in place by `map` (compute/affine_points.hpp).
-void affine_points(float* xy, std::size_t points, const compute::AffineMap2D& map, cudaStream_t stream);
+// `points` (x, y) pairs mapped in place by the AffineMap2D coefficients at `map`
+// (6 floats of device memory, compute/affine_points.hpp).
+void affine_points(float* xy, std::size_t points, const float* map, cudaStream_t stream);
 void relu_forward(const float* x, float* y, std::size_t n, cudaStream_t stream);
 // dx = dy where y > 0, else 0; dx may alias dy.
 void relu_backward(const float* y, const float* dy, float* dx, std::size_t n, cudaStream_t stream);

@@ -111,12 +111,11 @@ void warn_random_backbone(const Config& config, const Log& log) {
 
 // model.cuda_graphs: steps replay recordings where the run allows it (StepRunner::
 // record_steps); otherwise one line says why every step runs op by op.
-void enable_step_recording(const Config& config, const compute::Backend& backend, int world_size, bool semi,
+void enable_step_recording(const Config& config, const compute::Backend& backend, int world_size,
                            train::StepRunner& runner, const Log& log) {
   std::string why_not;
   if (backend.kind() != compute::DeviceKind::cuda) why_not = "the run is on the CPU";
   else if (world_size > 1) why_not = "multi-process runs are not recorded yet";
-  else if (semi) why_not = "semi-supervised steps are not recorded yet";
   else if (config.training.accumulate_grad_batches > 1) why_not = "training.accumulate_grad_batches is above 1";
   else if (config.model.precision == "16-mixed") why_not = "16-mixed decides each step on the host (loss scaling)";
   if (!why_not.empty()) {
@@ -476,7 +475,7 @@ int run_train(const Args& args) {
   if (const std::int64_t occluded = dataset.occluded_with_coordinates(); occluded > 0)
     log.warn(std::to_string(occluded) + " keypoint label(s) flagged visible=1 (occluded) have x, y coordinates: the "
              "flag wins and their target is the uniform heatmap, as in lightning-pose (docs/DATA.md)");
-  if (config.model.cuda_graphs) enable_step_recording(config, *backend, world.size, semi.active(), runner, log);
+  if (config.model.cuda_graphs) enable_step_recording(config, *backend, world.size, runner, log);
   if (semi.active()) {
     runner.set_unsupervised(semi.losses.get());
     loop.unlabeled = semi.source.get();

@@ -235,8 +235,10 @@ class Backend {
                                 Stream& s) = 0;
   // out += x
   virtual void accumulate(const float* x, float* out, std::size_t count, Stream& s) = 0;
-  // Maps `points` (x, y) pairs in place (compute/affine_points.hpp).
-  virtual void affine_points(float* xy, std::size_t points, const AffineMap2D& map, Stream& s) = 0;
+  // Maps `points` (x, y) pairs in place by the AffineMap2D whose 6 coefficients
+  // (AffineMap2D::m) are in backend memory at `map`, read when the work runs: a
+  // recorded step replays with each step's map (compute/affine_points.hpp).
+  virtual void affine_points(float* xy, std::size_t points, const float* map, Stream& s) = 0;
   virtual void pixel_shuffle_forward(ConstTensorView x, TensorView y, int factor, Stream& s) = 0;
   virtual void pixel_shuffle_backward(ConstTensorView dy, TensorView dx, int factor, Stream& s) = 0;
 

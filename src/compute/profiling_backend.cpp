@@ -272,7 +272,7 @@ void ProfilingBackend::accumulate_tensor(ConstTensorView x, TensorView out, Stre
 void ProfilingBackend::relu_backward_tensor(ConstTensorView y, ConstTensorView dy, TensorView dx, Stream& s) {
   TRAINER_TIMED(elementwise, relu_backward_tensor(y, dy, dx, s));
 }
-void ProfilingBackend::affine_points(float* xy, std::size_t points, const AffineMap2D& map, Stream& s) {
+void ProfilingBackend::affine_points(float* xy, std::size_t points, const float* map, Stream& s) {
   TRAINER_TIMED(elementwise, affine_points(xy, points, map, s));
 }
 void ProfilingBackend::pixel_shuffle_forward(ConstTensorView x, TensorView y, int factor, Stream& s) {

@@ -121,7 +121,7 @@ class ProfilingBackend final : public Backend {
   void convert_storage(ConstTensorView src, TensorView dst, Stream& s) override;
   void accumulate_tensor(ConstTensorView x, TensorView out, Stream& s) override;
   void relu_backward_tensor(ConstTensorView y, ConstTensorView dy, TensorView dx, Stream& s) override;
-  void affine_points(float* xy, std::size_t points, const AffineMap2D& map, Stream& s) override;
+  void affine_points(float* xy, std::size_t points, const float* map, Stream& s) override;
   void pixel_shuffle_forward(ConstTensorView x, TensorView y, int factor, Stream& s) override;
   void pixel_shuffle_backward(ConstTensorView dy, TensorView dx, int factor, Stream& s) override;
   void normalize_images(const std::uint8_t* src, int in_channels, TensorView dst, const float mean[3],

@@ -121,7 +121,9 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   // The network's own train-mode randomness for this step's forwards (the labelled
   // batch's, and the unlabelled frames'), on the device before any recorded work.
   prepare_draws(batch, semi ? 2 : 1);
-  if (recordable(semi, bn_sync, micro, sync)) return recorded_train_step(batch, optimizer, sync, train_backbone);
+  if (recordable(bn_sync, micro, sync))
+    return recorded_train_step(batch, optimizer, sync, train_backbone, semi ? unlabeled : nullptr,
+                               unsupervised_importance);
   // During the warm-up (importance 0: lightning-pose's first freeze_until_epoch
   // epochs) the unsupervised terms add nothing: the unlabelled frames only run
   // forward, for the running statistics and the logged losses.
@@ -132,7 +134,10 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   // no finish() between its batches, and its last may be smaller (an epoch's end).
   if (bn_sync) bn_sync->new_batch();
   const StagedBatch& b = stage(batch, true, false);  // padded rows train too, as with Lightning's DistributedSampler
-  if (recorder_.enabled()) recorder_.unrecorded_step(recorded_shape(b, train_backbone, optimizer));
+  const StagedBatch* u =
+      semi ? &stage_unlabeled(*unlabeled, unsupervised_importance * micro_scale * scaler_.scale()) : nullptr;
+  if (recorder_.enabled())
+    recorder_.unrecorded_step(recorded_shape(b, u, unsupervised_backward, measure_next_, train_backbone, optimizer));
   const compute::Shape4 hm = b.heatmap_shape;
   const auto& store = model_.store();
   const auto range = train_backbone ? model::ParameterStore::Range{0, store.parameter_count()}
@@ -175,20 +180,8 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   end_pass(labeled_final);
   stager_.release(stream_);
   if (semi) {
-    if (bn_sync) bn_sync->new_batch();
-    if (!unsupervised_backward) {
-      unsupervised_forward(*unlabeled, bn_sync, nullptr, 0.0);
-    } else {
-      model::GradientReadyListener* u_listener = listener_of_pass(micro.steps);
-      const compute::ConstTensorView u =
-          unsupervised_forward(*unlabeled, bn_sync, u_listener, unsupervised_importance * micro_scale);
-      backend_.soft_argmax_backward(u, model_.spec().downsample_factor, kSoftArgmaxTemperature, u_dcoords_.data(),
-                                    {u_dheatmaps_.data(), u.shape}, stream_);
-      model::Context uctx{backend_, stream_, true, bn_sync, u_listener};
-      model_.backward(uctx, {u_dheatmaps_.data(), u.shape}, train_backbone);
-      end_pass(micro.steps);
-    }
-    if (bn_sync) bn_sync->new_batch();  // the next step's labelled forward is another batch
+    unsupervised_pass(*u, bn_sync, unsupervised_backward ? listener_of_pass(micro.steps) : nullptr, train_backbone);
+    if (unsupervised_backward) end_pass(micro.steps);
     unlabeled_stager_.release(stream_);
   }
   if (!micro.steps) return;
@@ -202,18 +195,21 @@ void StepRunner::prepare_draws(const data::Batch& batch, int forwards) {
   model_.prepare_training_step(ctx, {model_seed_, batch.epoch, batch.index}, forwards);
 }
 
-bool StepRunner::recordable(bool semi, model::BatchNormSync* bn_sync, const MicroBatch& micro,
-                            const GradientSync& sync) const {
+bool StepRunner::recordable(model::BatchNormSync* bn_sync, const MicroBatch& micro, const GradientSync& sync) const {
   // The loss gradient's scale must be 1 on every step (no per-batch data-parallel
   // weight, no accumulation divisor, no fp16 loss scale): a replay cannot change it.
-  return recorder_.enabled() && stream_.can_record() && !semi && bn_sync == nullptr && micro.accumulate == 1 &&
+  // (The unsupervised terms' importance and keypoint maps are read from device memory.)
+  return recorder_.enabled() && stream_.can_record() && bn_sync == nullptr && micro.accumulate == 1 &&
          micro.steps && held_ == 0 && sync.recordable() && !sync.weighs_loss() &&
          !scaler_.enabled();
 }
 
-StepRecorder::Shape StepRunner::recorded_shape(const StagedBatch& b, bool train_backbone,
+StepRecorder::Shape StepRunner::recorded_shape(const StagedBatch& b, const StagedBatch* u, bool u_backward,
+                                                bool measured, bool train_backbone,
                                                 const Optimizer& optimizer) const {
-  return StepRecorder::Shape{b.image_shape, b.heatmap_shape, train_backbone, optimizer.updated_groups()};
+  return StepRecorder::Shape{b.image_shape,          b.heatmap_shape,       train_backbone,
+                             optimizer.updated_groups(), u ? u->image_shape : compute::Shape4{},
+                             u && u_backward,        measured};
 }
 
 namespace {
@@ -227,21 +223,25 @@ std::vector<std::int64_t> counter_values(const model::ParameterStore& store) {
 }  // namespace
 
 void StepRunner::recorded_train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
-                                     bool train_backbone) {
+                                     bool train_backbone, const data::Batch* unlabeled, double importance) {
   const StagedBatch& b = stage(batch, true, false);
+  // The unlabelled frames, their keypoint maps and importance written to the device.
+  const StagedBatch* u = unlabeled ? &stage_unlabeled(*unlabeled, importance) : nullptr;
+  const bool u_backward = u && importance > 0;
   compute::ensure_capacity(backend_, dpred_, b.heatmap_shape.numel());  // allocations stay outside recordings
+  if (u_backward) compute::ensure_capacity(backend_, held_grads_, model_.store().parameter_count());
   measured_ = measure_next_;
   measure_next_ = false;
   if (measured_) prepare_measurement(batch, b.heatmap_shape);
   optimizer.prepare_step(stream_);  // the host half: step counts, lr and bias corrections to the device
   auto& counters = model_.store().counters();
-  const StepRecorder::Key key{b.images, measured_ ? 1 : 0};
+  const StepRecorder::Key key{b.images, u ? u->images : nullptr};
   // Every allocation this step needs happened above (staging, the loss gradient,
   // the measurement, the network's draws): the generation now is the step's.
   const std::uint64_t generation = backend_.released_blocks() + stream_.scratch_reallocations();
-  switch (recorder_.decide(recorded_shape(b, train_backbone, optimizer), key, generation)) {
+  switch (recorder_.decide(recorded_shape(b, u, u_backward, measured_, train_backbone, optimizer), key, generation)) {
     case StepRecorder::Action::run:
-      device_step(b, optimizer, sync, train_backbone, measured_);
+      device_step(b, u, u_backward, optimizer, sync, train_backbone, measured_);
       break;
     case StepRecorder::Action::replay: {
       const auto& deltas = recorder_.counter_deltas(key);
@@ -254,16 +254,17 @@ void StepRunner::recorded_train_step(const data::Batch& batch, Optimizer& optimi
       std::unique_ptr<compute::RecordedWork> work;
       try {
         stream_.begin_recording();
-        device_step(b, optimizer, sync, train_backbone, measured_);
+        device_step(b, u, u_backward, optimizer, sync, train_backbone, measured_);
         work = stream_.end_recording();
       } catch (const std::exception& e) {
         // Nothing recorded has run: undo the host side and run this step (and every
         // later one) op by op.
         stream_.abandon_recording();
         for (std::size_t i = 0; i < counters.size(); ++i) counters[i].value = before[i];
-        prepare_draws(batch, 1);  // the recorded forward took the step's draw
+        prepare_draws(batch, u ? 2 : 1);  // the recorded forwards took the step's draws
+        held_ = 0;
         recorder_.fail(e.what());
-        device_step(b, optimizer, sync, train_backbone, measured_);
+        device_step(b, u, u_backward, optimizer, sync, train_backbone, measured_);
         break;
       }
       std::vector<std::int64_t> deltas = counter_values(model_.store());
@@ -275,16 +276,21 @@ void StepRunner::recorded_train_step(const data::Batch& batch, Optimizer& optimi
   }
   ++losses_summed_;
   stager_.release(stream_);
+  if (u) unlabeled_stager_.release(stream_);
 }
 
-void StepRunner::device_step(const StagedBatch& b, Optimizer& optimizer, GradientSync& sync, bool train_backbone,
-                             bool measure) {
+void StepRunner::device_step(const StagedBatch& b, const StagedBatch* u, bool u_backward, Optimizer& optimizer,
+                             GradientSync& sync, bool train_backbone, bool measure) {
   const compute::Shape4 hm = b.heatmap_shape;
   const auto& store = model_.store();
   const auto range = train_backbone ? model::ParameterStore::Range{0, store.parameter_count()}
                                     : store.group_range(model::ParamGroup::head);
-  sync.begin(range.offset, range.count, stream_);
-  model::Context ctx{backend_, stream_, true, nullptr, &sync};
+  // With the unlabelled frames' backward to follow, the labelled gradients are held
+  // and added back as that pass announces each parameter's (as train_step does).
+  LocalGradientSync no_sync;
+  if (!u_backward) sync.begin(range.offset, range.count, stream_);
+  model::Context ctx{backend_, stream_, true, nullptr, u_backward ? static_cast<model::GradientReadyListener*>(&no_sync)
+                                                                  : &sync};
   auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
   if (measure)
     backend_.soft_argmax(heatmaps, model_.spec().downsample_factor, kSoftArgmaxTemperature, m_coords_.data(),
@@ -293,18 +299,66 @@ void StepRunner::device_step(const StagedBatch& b, Optimizer& optimizer, Gradien
                         stream_);
   backend_.accumulate(loss_.data(), loss_sum_.data(), 1, stream_);
   model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
+  if (u) {
+    std::optional<AddHeldGradients> add_held;
+    if (u_backward) {
+      hold_gradients(range.offset, range.count);
+      sync.begin(range.offset, range.count, stream_);
+      add_held.emplace(backend_, model_.store().grads_data(), held_grads_.data(), range.offset, sync);
+    }
+    unsupervised_pass(*u, nullptr, add_held ? &*add_held : nullptr, train_backbone);
+  }
   sync.finish(stream_);
+  held_ = 0;
   optimizer.apply_step(stream_);
 }
 
-compute::ConstTensorView StepRunner::unsupervised_forward(const data::Batch& frames, model::BatchNormSync* bn_sync,
-                                                          model::GradientReadyListener* listener, double importance) {
+const StagedBatch& StepRunner::stage_unlabeled(const data::Batch& frames, double factor) {
   StageLayout layout;
   layout.heatmap_height = model_.heatmap_size(frames.height);
   layout.heatmap_width = model_.heatmap_size(frames.width);
   layout.branches = model_.branches();
   layout.keypoints = false;
   const StagedBatch& u = unlabeled_stager_.stage(frames, layout, stream_);
+  // The keypoints go to the un-augmented frame first (lightning-pose's
+  // undo_affine_transform_batch, when the frames were augmented), then into
+  // original-frame pixels (its model_to_frame, one scale for every frame of a video),
+  // where the losses' epsilons are measured: one map. Their gradient comes back
+  // through the map's transposed linear part, times `factor`.
+  compute::AffineMap2D unwarp;
+  if (!frames.keypoint_unwarp.empty()) {
+    TRAINER_ASSERT(frames.keypoint_unwarp.size() == 6, "keypoint_unwarp holds " << frames.keypoint_unwarp.size());
+    std::copy(frames.keypoint_unwarp.begin(), frames.keypoint_unwarp.end(), unwarp.m);
+  }
+  const float sx = frames.scale_x.empty() ? 1.f : frames.scale_x[0];
+  const float sy = frames.scale_y.empty() ? 1.f : frames.scale_y[0];
+  compute::AffineMap2D to_frame;
+  for (int j = 0; j < 3; ++j) to_frame.m[j] = sx * unwarp.m[j], to_frame.m[3 + j] = sy * unwarp.m[3 + j];
+  compute::AffineMap2D back = to_frame.transposed_linear();
+  for (float& v : back.m) v = float(double(v) * factor);
+  float maps[12];
+  std::copy(to_frame.m, to_frame.m + 6, maps);
+  std::copy(back.m, back.m + 6, maps + 6);
+  compute::ensure_capacity(backend_, u_maps_, 12);
+  backend_.set_values(u_maps_.data(), maps, 12, stream_);
+  return u;
+}
+
+void StepRunner::unsupervised_pass(const StagedBatch& u, model::BatchNormSync* bn_sync,
+                                   model::GradientReadyListener* listener, bool train_backbone) {
+  if (bn_sync) bn_sync->new_batch();
+  const compute::ConstTensorView heatmaps = unsupervised_forward(u, bn_sync, listener);
+  if (listener) {
+    backend_.soft_argmax_backward(heatmaps, model_.spec().downsample_factor, kSoftArgmaxTemperature,
+                                  u_dcoords_.data(), {u_dheatmaps_.data(), heatmaps.shape}, stream_);
+    model::Context uctx{backend_, stream_, true, bn_sync, listener};
+    model_.backward(uctx, {u_dheatmaps_.data(), heatmaps.shape}, train_backbone);
+  }
+  if (bn_sync) bn_sync->new_batch();  // the next step's labelled forward is another batch
+}
+
+compute::ConstTensorView StepRunner::unsupervised_forward(const StagedBatch& u, model::BatchNormSync* bn_sync,
+                                                          model::GradientReadyListener* listener) {
   model::Context ctx{backend_, stream_, true, bn_sync, listener};
   auto heatmaps = model_.forward(ctx, {u.images, u.image_shape});
   const compute::Shape4 hs = heatmaps.shape;
@@ -316,23 +370,12 @@ compute::ConstTensorView StepRunner::unsupervised_forward(const data::Batch& fra
   const int d = model_.spec().downsample_factor;
   backend_.soft_argmax(heatmaps, d, kSoftArgmaxTemperature, u_coords_.data(), u_confidence_.data(), stream_);
   backend_.fill(u_dcoords_.data(), 0.f, std::size_t(planes) * 2, stream_);
-  // Augmented frames: the keypoints back to the un-augmented frame first
-  // (lightning-pose's undo_affine_transform_batch), the gradient the other way after.
-  compute::AffineMap2D unwarp;
-  const bool augmented = !frames.keypoint_unwarp.empty();
-  if (augmented) {
-    TRAINER_ASSERT(frames.keypoint_unwarp.size() == 6, "keypoint_unwarp holds " << frames.keypoint_unwarp.size());
-    std::copy(frames.keypoint_unwarp.begin(), frames.keypoint_unwarp.end(), unwarp.m);
-    backend_.affine_points(u_coords_.data(), std::size_t(planes), unwarp, stream_);
-  }
-  // Keypoints into original-frame pixels (lightning-pose's model_to_frame), where
-  // the epsilons are measured; the same scale for every frame of one video.
-  const float sx = frames.scale_x.empty() ? 1.f : frames.scale_x[0];
-  const float sy = frames.scale_y.empty() ? 1.f : frames.scale_y[0];
-  unsupervised_->compute(u_coords_.data(), u_confidence_.data(), hs.n, hs.c, sx, sy,
-                         static_cast<float>(importance) * scaler_.scale(), u_values_.data(), u_dcoords_.data(),
-                         stream_);
-  if (augmented) backend_.affine_points(u_dcoords_.data(), std::size_t(planes), unwarp.transposed_linear(), stream_);
+  // The keypoints into the frame where the losses are measured, and their gradient
+  // back (stage_unlabeled's maps, read from the device: a replay uses each step's).
+  backend_.affine_points(u_coords_.data(), std::size_t(planes), u_maps_.data(), stream_);
+  unsupervised_->compute(u_coords_.data(), u_confidence_.data(), hs.n, hs.c, 1.f, 1.f, 1.f, u_values_.data(),
+                         u_dcoords_.data(), stream_);
+  backend_.affine_points(u_dcoords_.data(), std::size_t(planes), u_maps_.data() + 6, stream_);
   backend_.accumulate(u_values_.data(), u_sums_.data(), unsupervised_->names().size(), stream_);
   return heatmaps;
 }

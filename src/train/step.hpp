@@ -106,10 +106,10 @@ class StepRunner {
   // The seed of the network's own train-mode draws (training.rng_seed_model_pt): each
   // step's are keyed by it and the batch's epoch and index (model::StepKey).
   void set_model_seed(std::uint64_t seed) { model_seed_ = seed; }
-  // model.cuda_graphs: from now on, supervised single-process steps (a GradientSync
-  // that is recordable(), no accumulation, no synchronized batch norm, not 16-mixed)
-  // on a stream that can record run as recordings of their device work, one per
-  // staging slot, shape and variant (measured steps), replayed while no device block
+  // model.cuda_graphs: from now on, single-process steps, supervised or semi-supervised
+  // (a GradientSync that is recordable(), no accumulation, no synchronized batch norm,
+  // not 16-mixed) on a stream that can record run as recordings of their device work,
+  // one per staging slot (pair of slots) and shape (measured steps too), replayed while no device block
   // has been released since and the images keep their size (train/step_recorder.hpp:
   // an epoch's short last batch and validation keep them); the host half of the
   // optimizer step runs before each replay. `warn` gets one line if recording fails;
@@ -168,16 +168,20 @@ class StepRunner {
   // recording failed, whose forward had already taken them.
   void prepare_draws(const data::Batch& batch, int forwards);
   // Whether this step may run as a recording (record_steps).
-  bool recordable(bool semi, model::BatchNormSync* bn_sync, const MicroBatch& micro, const GradientSync& sync) const;
-  StepRecorder::Shape recorded_shape(const StagedBatch& b, bool train_backbone, const Optimizer& optimizer) const;
-  // A recordable step: stages the batch, runs the optimizer's host half, then runs,
-  // records or replays device_step as the recorder decides.
-  void recorded_train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync, bool train_backbone);
+  bool recordable(model::BatchNormSync* bn_sync, const MicroBatch& micro, const GradientSync& sync) const;
+  StepRecorder::Shape recorded_shape(const StagedBatch& b, const StagedBatch* u, bool u_backward, bool measured,
+                                     bool train_backbone, const Optimizer& optimizer) const;
+  // A recordable step: stages the batch (and a semi-supervised step's unlabelled
+  // frames with their maps), runs the optimizer's host half, then runs, records or
+  // replays device_step as the recorder decides.
+  void recorded_train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync, bool train_backbone,
+                           const data::Batch* unlabeled, double importance);
   // The device work of a recordable step: forward, (measured: the keypoints,) loss,
-  // backward, the optimizer's device half. Nothing in it may depend on host values
+  // backward, (semi-supervised: the unlabelled frames' pass, `u_backward`: with its
+  // backward,) the optimizer's device half. Nothing in it may depend on host values
   // that change between steps.
-  void device_step(const StagedBatch& b, Optimizer& optimizer, GradientSync& sync, bool train_backbone,
-                   bool measure);
+  void device_step(const StagedBatch& b, const StagedBatch* u, bool u_backward, Optimizer& optimizer,
+                   GradientSync& sync, bool train_backbone, bool measure);
   // Stages the batch on the device (images; with labels also the keypoints, and
   // the Gaussian targets and loss mask built on the compute stream).
   const StagedBatch& stage(const data::Batch& batch, bool labels, bool drop_padded_rows);
@@ -188,11 +192,19 @@ class StepRunner {
   // both halves.
   void prepare_measurement(const data::Batch& batch, compute::Shape4 heatmap_shape);
   void measure_keypoints(const data::Batch& batch, compute::ConstTensorView heatmaps);
-  // Stages and runs the unlabelled frames forward (training mode), their soft-argmax
-  // keypoints and the unsupervised losses: values summed for the logs, and the
-  // keypoints' gradient (times `importance`) in u_dcoords_. Returns the heatmaps.
-  compute::ConstTensorView unsupervised_forward(const data::Batch& frames, model::BatchNormSync* bn_sync,
-                                                model::GradientReadyListener* listener, double importance);
+  // Stages the unlabelled frames, and writes to the device (u_maps_) the map of their
+  // keypoints into the frame where the unsupervised losses are measured and the map
+  // of the losses' gradient back, times `factor` (the importance, and the loss scale).
+  const StagedBatch& stage_unlabeled(const data::Batch& frames, double factor);
+  // The unlabelled frames' pass: unsupervised_forward and, with a `listener`, its
+  // backward (the listener hears each parameter's gradient become final).
+  void unsupervised_pass(const StagedBatch& u, model::BatchNormSync* bn_sync, model::GradientReadyListener* listener,
+                         bool train_backbone);
+  // The staged unlabelled frames forward (training mode), their soft-argmax keypoints
+  // and the unsupervised losses: values summed for the logs, and the keypoints'
+  // gradient (through stage_unlabeled's maps) in u_dcoords_. Returns the heatmaps.
+  compute::ConstTensorView unsupervised_forward(const StagedBatch& u, model::BatchNormSync* bn_sync,
+                                                model::GradientReadyListener* listener);
 
   compute::Backend& backend_;
   compute::Stream& stream_;
@@ -209,6 +221,7 @@ class StepRunner {
   std::size_t held_offset_ = 0, held_count_ = 0;
   int held_ = 0;  // passes summed into held_grads_
   compute::DeviceBuffer u_coords_, u_confidence_, u_dcoords_, u_dheatmaps_, u_values_, u_sums_;
+  compute::DeviceBuffer u_maps_;  // stage_unlabeled's two AffineMap2D: keypoints to the frame, gradient back
   std::vector<float> u_sums_host_;
   LossScaler scaler_;
   StepRecorder recorder_;

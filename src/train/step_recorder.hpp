@@ -10,9 +10,11 @@
 // groups) records only after one unrecorded step of it has sized its buffers (its
 // warm-up); recordings of several shapes live side by side, so an epoch's short last
 // batch and the full batches after it all replay. Each staging slot of the batch
-// stager is its own recording, since the staged images' addresses differ, and so is
-// each variant of the step's work (a step that also measures its training keypoints
-// does more).
+// stager is its own recording, since the staged images' addresses differ (with a
+// semi-supervised step's unlabelled frames, each pair of slots). Whatever changes the
+// step's work or its buffers' sizes is part of the shape: a step that also measures
+// its training keypoints, a semi-supervised step's frames and whether their losses
+// run backward.
 //
 // Some device data depends on the image size without being rewritten by the step (a
 // ViT's position-embedding resize, its eval-mode RoPE tables): every recording holds
@@ -34,14 +36,23 @@ namespace trainer::train {
 
 class StepRecorder {
  public:
-  // What a recording depends on apart from the staging slot.
+  // What a recording depends on apart from the staging slots: what sizes its buffers.
   struct Shape {
     compute::Shape4 images, heatmaps;
     bool train_backbone = false;
     unsigned optimizer_groups = 0;  // Optimizer::updated_groups()
+    // A semi-supervised step's unlabelled frames (all zero without), and whether their
+    // losses run backward (not in lightning-pose's warm-up epochs): the backward pass
+    // sizes buffers that the forward-only step does not.
+    compute::Shape4 unlabeled;
+    bool unlabeled_backward = false;
+    // A step that also measures its training keypoints (the logged RMSE): its
+    // soft-argmax needs stream scratch the unmeasured step may not have grown.
+    bool measured = false;
     bool operator==(const Shape& o) const {
       return images == o.images && heatmaps == o.heatmaps && train_backbone == o.train_backbone &&
-             optimizer_groups == o.optimizer_groups;
+             optimizer_groups == o.optimizer_groups && unlabeled == o.unlabeled &&
+             unlabeled_backward == o.unlabeled_backward && measured == o.measured;
     }
   };
   enum class Action { run, record, replay };
@@ -51,19 +62,18 @@ class StepRecorder {
   void enable(std::function<void(const std::string&)> warn);
   bool enabled() const { return enabled_; }
 
-  // Which recording of a slot: the step's work differs by variant (0, or 1 for a
-  // step that measures its keypoints) but not its buffers' sizes.
+  // Which recording of a shape: one per staging slot (the staged images' address).
   struct Key {
-    const void* slot = nullptr;  // the staged images of the slot
-    int variant = 0;
-    bool operator==(const Key& o) const { return slot == o.slot && variant == o.variant; }
+    const void* slot = nullptr;            // the staged images of the slot
+    const void* unlabeled_slot = nullptr;  // a semi-supervised step's staged frames
+    bool operator==(const Key& o) const { return slot == o.slot && unlabeled_slot == o.unlabeled_slot; }
   };
   // A step of `shape` that could be recorded, at memory generation `generation`
   // (see above): replay its recording, record it (its shape ran unrecorded before),
   // or run it op by op (a shape's warm-up). A moved generation drops every recording
   // first; another image size forgets everything.
   Action decide(const Shape& shape, const Key& key, std::uint64_t generation);
-  // A step that cannot be recorded (a semi-supervised step) sizes its shape too.
+  // A step that cannot be recorded (accumulation, 16-mixed) sizes its shape too.
   void unrecorded_step(const Shape& shape);
   // Work other than training steps (validation, prediction) on images of `images`'
   // size: keeps the recordings when it is theirs (a buffer it grows moves the

@@ -276,3 +276,58 @@ TEST_CASE("cuda semi-supervised steps match the CPU backend step for step", "[gp
     }
   }
 }
+
+TEST_CASE("recorded semi-supervised steps (CUDA graphs) give the unrecorded steps' losses and weights",
+          "[gpu][cuda_graphs]") {
+  // Each step's unlabelled clip comes with its own augmentation map and frame scale,
+  // and the importance steps from lightning-pose's warm-up (0: the clip runs forward
+  // only) to 0.5: a replay must read them from device memory (stage_unlabeled's
+  // maps), not repeat the recorded step's. A replay that kept a recorded map would move
+  // the unsupervised losses by 10% or more per step; the bounds below allow what
+  // cuDNN's reordered sums do to this ill-conditioned step (see check_gradients_match).
+  SemiTrainer plain(compute::make_cuda_backend(0)), recorded(compute::make_cuda_backend(0));
+  recorded.take_parameters_of(plain);
+  std::vector<std::string> warnings;
+  recorded.runner.record_steps([&warnings](const std::string& w) { warnings.push_back(w); });
+  HostFrames labelled(*plain.backend, 4, 51, true), clip(*plain.backend, 6, 53, false);
+  train::LocalGradientSync sync;
+  for (int step = 0; step < 9; ++step) {
+    const double importance = step < 4 ? 0.0 : 0.5;
+    clip.batch.keypoint_unwarp = {1.f - 0.03f * step, 0.05f, 1.5f * step, -0.04f, 1.f + 0.02f * step, -2.f};
+    clip.batch.scale_x.assign(clip.batch.scale_x.size(), 1.f + 0.25f * step);
+    clip.batch.scale_y.assign(clip.batch.scale_y.size(), 1.5f - 0.1f * step);
+    double loss[2];
+    std::vector<double> terms[2];
+    SemiTrainer* runs[2] = {&plain, &recorded};
+    for (int r = 0; r < 2; ++r) {
+      runs[r]->runner.train_step(labelled.batch, runs[r]->optimizer, sync, true, nullptr, &clip.batch, importance);
+      runs[r]->runner.request_loss();
+      loss[r] = runs[r]->runner.requested_loss();
+      terms[r] = runs[r]->runner.take_unsupervised_sums();
+    }
+    INFO("step " << step << " importance " << importance << " loss " << loss[0] << " recorded " << loss[1]);
+    CHECK(std::fabs(loss[1] - loss[0]) <= 1e-3 * std::fabs(loss[0]));
+    REQUIRE(terms[0].size() == 2);
+    REQUIRE(terms[1].size() == 2);
+    for (std::size_t t = 0; t < 2; ++t) {
+      INFO("term " << t << ": " << terms[0][t] << " recorded " << terms[1][t]);
+      CHECK(terms[0][t] > 0);
+      CHECK(std::fabs(terms[1][t] - terms[0][t]) <= 1e-2 * std::fabs(terms[0][t]));
+    }
+  }
+  CHECK(warnings.empty());
+  for (const auto& w : warnings) WARN(w);
+  // Steps 0-3 run forward-only clips (a warm-up, two recordings, a replay); from step
+  // 4 the clips run backward too, another shape: a warm-up, two recordings, replays.
+  const auto counts = recorded.runner.recording_counts();
+  WARN("semi-supervised steps: " << counts.replayed << " replays, " << counts.recorded << " recordings of 9");
+  CHECK(counts.recorded >= 4);
+  CHECK(counts.replayed >= 2);
+  const auto pp = plain.params(), pr = recorded.params();
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < pp.size(); ++i) {
+    num += (double(pr[i]) - pp[i]) * (double(pr[i]) - pp[i]);
+    den += double(pp[i]) * pp[i];
+  }
+  CHECK(std::sqrt(num / den) < 1e-3);
+}

@@ -77,20 +77,23 @@ TEST_CASE("recorded training steps (CUDA graphs) give the unrecorded steps' loss
         plain.runner.evaluate(b0.batch);
         recorded.runner.evaluate(b0.batch);
       }
-      const bool measure = step == 3 || step == 5;  // a measured step records (and replays) a variant of its own
+      const bool measure = step == 3 || step == 5;  // a measured shape: warms up (step 3), then records (step 5)
       const train::StepValues vp = plain.step(*b, sync, measure), vr = recorded.step(*b, sync, measure);
       INFO("step " << step << " loss " << vp.loss << " recorded " << vr.loss);
       // The same kernels on the same data; cuDNN's atomics may reorder sums.
       CHECK(std::fabs(vr.loss - vp.loss) <= 1e-5 * std::fabs(vp.loss));
       CHECK(vr.rmse == Approx(vp.rmse).epsilon(1e-4));
-      if (step == 5) CHECK(recorded.runner.recorded_steps() == 3);  // slots B, A, and B measured (steps 1-3)
+      // Slots B and A (steps 1, 2) and B measured (step 5); the measured warm-up may
+      // have grown the stream scratch (step 4 then recorded A again in place of both).
+      if (step == 5) CHECK(recorded.runner.recorded_steps() >= 2);
       ++step;
     }
     CHECK(recorded.warnings.empty());
     for (const auto& w : recorded.warnings) WARN(w);
-    // Steps 4 and 5 replay for sure; after the short batch and validation, replays
-    // follow unless a block was released (cuDNN's workspace for batch 2 may grow the
-    // stream scratch, which drops the recordings once).
+    // Replays follow the recordings unless a block was released (the measured warm-up's
+    // soft-argmax scratch, or cuDNN's workspace for batch 2, may grow the stream scratch,
+    // which drops the recordings once each): of the steps after the short batch, the
+    // second visit of each slot replays.
     const auto counts = recorded.runner.recording_counts();
     CHECK(counts.replayed >= 2);
     WARN("recorded steps: " << counts.replayed << " replays, " << counts.recorded << " recordings of 11 steps");

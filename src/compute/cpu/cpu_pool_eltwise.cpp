@@ -157,9 +157,11 @@ void CpuBackend::accumulate(const float* x, float* out, std::size_t count, Strea
   for (long i = 0; i < n; ++i) out[i] += x[i];
 }
 
-void CpuBackend::affine_points(float* xy, std::size_t points, const AffineMap2D& map, Stream&) {
+void CpuBackend::affine_points(float* xy, std::size_t points, const float* map, Stream&) {
   enter();
-  for (std::size_t i = 0; i < points; ++i) apply_affine(map, xy + 2 * i);
+  AffineMap2D a;
+  std::copy(map, map + 6, a.m);
+  for (std::size_t i = 0; i < points; ++i) apply_affine(a, xy + 2 * i);
 }
 
 // PyTorch PixelShuffle(r): y[n, c, h*r + i, w*r + j] = x[n, c*r*r + i*r + j, h, w].

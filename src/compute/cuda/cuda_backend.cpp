@@ -440,7 +440,7 @@ class CudaBackend final : public Backend {
     kernels::nhwc16_relu_backward(bits(y), bits(dy), bits(dx), dy.shape.numel(), format16(), as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
-  void affine_points(float* xy, std::size_t points, const AffineMap2D& map, Stream& s) override {
+  void affine_points(float* xy, std::size_t points, const float* map, Stream& s) override {
     kernels::affine_points(xy, points, map, as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }

@@ -14,10 +14,12 @@
 
 #include "compute/backend.hpp"
 #include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
+#include "config/config.hpp"               // LossesConfig, DataConfig
 #include "model/heatmap_model.hpp"
 #include "train/optimizer.hpp"
 #include "train/step.hpp"
 #include "train/step_recorder.hpp"
+#include "train/unsupervised_losses.hpp"
 #include "train_test_util.hpp"
 
 using namespace trainer;
@@ -60,12 +62,12 @@ class PretendRecordingStream final : public compute::Stream {
   compute::Stream& inner_;
 };
 
-const train::StepRecorder::Shape kShapeA{{4, 3, 32, 32}, {4, 2, 8, 8}, true, 3};
-const train::StepRecorder::Shape kShapeB{{2, 3, 32, 32}, {2, 2, 8, 8}, true, 3};      // a short last batch
-const train::StepRecorder::Shape kShapeC{{4, 3, 64, 64}, {4, 2, 16, 16}, true, 3};  // another image size
+const train::StepRecorder::Shape kShapeA{{4, 3, 32, 32}, {4, 2, 8, 8}, true, 3, {}, false, false};
+const train::StepRecorder::Shape kShapeB{{2, 3, 32, 32}, {2, 2, 8, 8}, true, 3, {}, false, false};      // a short last batch
+const train::StepRecorder::Shape kShapeC{{4, 3, 64, 64}, {4, 2, 16, 16}, true, 3, {}, false, false};  // another image size
+const train::StepRecorder::Shape kShapeAMeasured{{4, 3, 32, 32}, {4, 2, 8, 8}, true, 3, {}, false, true};
 int slot1_images, slot2_images;  // their addresses stand for two staging slots
-const train::StepRecorder::Key slot1{&slot1_images, 0}, slot2{&slot2_images, 0};
-const train::StepRecorder::Key slot1_measured{&slot1_images, 1};
+const train::StepRecorder::Key slot1{&slot1_images, nullptr}, slot2{&slot2_images, nullptr};
 
 }  // namespace
 
@@ -85,10 +87,12 @@ TEST_CASE("step recorder: warm-up, one recording per slot and shape, replays, an
   CHECK(r.decide(kShapeA, slot2, 0) == Action::replay);
   CHECK(r.decide(kShapeA, slot1, 0) == Action::replay);
   CHECK(r.recordings() == 2);
-  // Another variant of the same shape (a measured step) is a recording of its own.
-  CHECK(r.decide(kShapeA, slot1_measured, 0) == Action::record);
-  keep(slot1_measured);
-  CHECK(r.decide(kShapeA, slot1_measured, 0) == Action::replay);
+  // A measured step of the same batch shape is a shape of its own: its soft-argmax
+  // may grow the stream scratch, so it warms up before it records.
+  CHECK(r.decide(kShapeAMeasured, slot1, 0) == Action::run);
+  CHECK(r.decide(kShapeAMeasured, slot1, 0) == Action::record);
+  keep(slot1);
+  CHECK(r.decide(kShapeAMeasured, slot1, 0) == Action::replay);
   CHECK(r.recordings() == 3);
   // An unrecorded step of the same shape keeps them.
   r.unrecorded_step(kShapeA);
@@ -128,8 +132,9 @@ TEST_CASE("step recorder: warm-up, one recording per slot and shape, replays, an
   keep(slot1);
   CHECK(r.decide(kShapeA, slot1, 1) == Action::run);
   // A run whose batches keep changing keeps at most kMaxRecordings.
+  int unlabeled_slots[40];  // their addresses stand for 40 pairs of slots
   for (int v = 0; v < 40; ++v) {
-    const train::StepRecorder::Key k{&slot2_images, 10 + v};
+    const train::StepRecorder::Key k{&slot2_images, &unlabeled_slots[v]};
     REQUIRE(r.decide(kShapeA, k, 1) == Action::record);
     keep(k);
     REQUIRE(r.recordings() <= train::StepRecorder::kMaxRecordings);
@@ -144,7 +149,7 @@ TEST_CASE("step recorder: warm-up, one recording per slot and shape, replays, an
   REQUIRE(warnings.size() == 1);
   // Steps seen while enabled (the disabled call before enable() not counted), replays,
   // recordings kept.
-  CHECK(r.counts().steps == 62);
+  CHECK(r.counts().steps == 63);
   CHECK(r.counts().replayed == 9);
   CHECK(r.counts().recorded == 48);
   CHECK(warnings[0].find("cudaErrorStreamCaptureUnsupported") != std::string::npos);
@@ -209,9 +214,13 @@ TEST_CASE("a recorded step's host half runs on every step, its device half once"
   CHECK(r.runner.recording_counts().steps == 5);
   CHECK(r.runner.recording_counts().replayed == 2);
   CHECK(r.runner.recording_counts().recorded == 2);
-  // A measured step (the logged training RMSE) is a recording of its own, and its
-  // keypoints come back from a replay too.
+  // A measured step (the logged training RMSE) is a shape of its own, which warms up
+  // (its soft-argmax may grow the stream scratch) and then records; its keypoints
+  // come back from a recording too.
   r.runner.train_step(batch, r.optimizer, sync, true, nullptr);  // a sixth step replays
+  CHECK(r.runner.recorded_steps() == 2);
+  r.runner.measure_next_step();
+  r.runner.train_step(batch, r.optimizer, sync, true, nullptr);
   CHECK(r.runner.recorded_steps() == 2);
   r.runner.measure_next_step();
   r.runner.train_step(batch, r.optimizer, sync, true, nullptr);
@@ -293,4 +302,91 @@ TEST_CASE("a failed recording undoes its host side, runs the step, and stops rec
   CHECK(r.stream.launches == 0);
   CHECK(r.params() != after_failure);
   CHECK(r.warnings.size() == 1);
+}
+
+namespace {
+
+// One initialization, semi-supervised (the temporal loss on the unlabelled frames,
+// every move penalized), recording through the pretend stream or running op by op.
+struct SemiRun {
+  std::unique_ptr<compute::Backend> backend = compute::make_cpu_backend(2);
+  PretendRecordingStream stream{backend->default_stream()};
+  model::HeatmapModel net;
+  train::Optimizer optimizer;
+  train::UnsupervisedLosses losses;
+  train::StepRunner runner;
+  static LossesConfig temporal_losses() {
+    LossesConfig c;
+    c.temporal_log_weight = 0.0;
+    c.temporal_epsilon = {0.0};
+    c.temporal_prob_threshold = 0.0;
+    return c;
+  }
+  explicit SemiRun(bool record)
+      : net(*backend, model::ModelSpec{"resnet18", 2, 2}),
+        optimizer(net.store(), train::OptimizerConfig{}),
+        losses(*backend, stream, {"temporal"}, temporal_losses(), DataConfig{}, 2, {}, nullptr),
+        runner(*backend, stream, net, compute::heatmap_mse_loss()) {
+    net.initialize(0, stream);
+    optimizer.set_group(model::ParamGroup::head, 1e-3, true);
+    optimizer.set_group(model::ParamGroup::backbone, 1e-3, true);
+    runner.set_unsupervised(&losses);
+    if (record) runner.record_steps([](const std::string& w) { FAIL(w); });
+  }
+  std::vector<float> params() {
+    auto& s = net.store();
+    return std::vector<float>(s.params_data(), s.params_data() + s.parameter_count());
+  }
+};
+
+}  // namespace
+
+TEST_CASE("semi-supervised steps record with their unlabelled frames; recorded, they compute the op-by-op step",
+          "[train][cuda_graphs]") {
+  // lightning-pose's warm-up epochs (importance 0: the unlabelled frames only run
+  // forward) and the later ones (their losses run backward too) are recordings of
+  // their own shape. On the CPU a recorded step's device work runs as it is queued:
+  // its warm-up and its recordings must give the op-by-op step's weights and loss
+  // sums bit for bit (the unlabelled pass, the held labelled gradients, the maps).
+  for (const double importance : {0.0, 0.5}) {
+    INFO("importance " << importance);
+    SemiRun recorded(true), plain(false);
+    train::LocalGradientSync sync;
+    train_test::MemorySource labelled(8, 4, 32, 2, 5), video(8, 4, 32, 2, 9);
+    labelled.start_epoch(0);
+    video.start_epoch(0);
+    const data::Batch batch = *labelled.next();
+    data::Batch frames = *video.next();
+    frames.scale_x.assign(std::size_t(frames.size), 1.5f);  // original-frame pixels
+    frames.scale_y.assign(std::size_t(frames.size), 0.75f);
+    for (int step = 0; step < 3; ++step) {  // run, record (slot pair 2), record (slot pair 1)
+      // Each step's frames augmented by another map (lightning-pose's per-batch
+      // augmentation): the map travels in device memory, not in the recording.
+      frames.keypoint_unwarp = {1.f + 0.05f * step, 0.1f, -2.f, -0.05f, 0.9f, 3.f + step};
+      recorded.runner.train_step(batch, recorded.optimizer, sync, true, nullptr, &frames, importance);
+      plain.runner.train_step(batch, plain.optimizer, sync, true, nullptr, &frames, importance);
+      CHECK(recorded.params() == plain.params());
+    }
+    CHECK(recorded.runner.recording_counts().recorded == 2);
+    CHECK(recorded.runner.take_unsupervised_sums() == plain.runner.take_unsupervised_sums());
+    CHECK(recorded.runner.take_loss_sum() == plain.runner.take_loss_sum());
+    recorded.runner.train_step(batch, recorded.optimizer, sync, true, nullptr, &frames, importance);
+    CHECK(recorded.runner.recording_counts().replayed == 1);
+    CHECK(recorded.stream.launches == 3);  // two recordings launched once each, one replay
+  }
+  // The importance changing from 0 to above (the end of the warm-up) is another shape:
+  // it warms up again rather than recording work whose buffers were never sized.
+  SemiRun r(true);
+  train::LocalGradientSync sync;
+  train_test::MemorySource labelled(8, 4, 32, 2, 5), video(8, 4, 32, 2, 9);
+  labelled.start_epoch(0);
+  video.start_epoch(0);
+  const data::Batch batch = *labelled.next(), frames = *video.next();
+  for (int step = 0; step < 3; ++step) r.runner.train_step(batch, r.optimizer, sync, true, nullptr, &frames, 0.0);
+  const auto before = r.runner.recording_counts();
+  r.runner.train_step(batch, r.optimizer, sync, true, nullptr, &frames, 0.25);
+  CHECK(r.runner.recording_counts().recorded == before.recorded);  // a warm-up, run op by op
+  r.runner.train_step(batch, r.optimizer, sync, true, nullptr, &frames, 0.25);
+  CHECK(r.runner.recording_counts().recorded == before.recorded + 1);
+  CHECK(r.runner.recorded_steps() == 3);  // the warm-up's two beside the new one
 }
