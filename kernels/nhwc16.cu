@@ -1,7 +1,9 @@
 // Kernels over 16-bit NHWC activations; see nhwc16.cuh.
 #include "nhwc16.cuh"
 
-#include <cmath>  // INFINITY
+#include <cmath>             // INFINITY
+#include <cstdint>           // std::uintptr_t
+#include <initializer_list>  // std::initializer_list (packs_of_8)
 
 #include "compute/batchnorm_apply_rule.hpp"  // batchnorm_affine_of, batchnorm_affine, relu_masked, ...
 #include "compute/batchnorm_moments.hpp"      // store_moments
@@ -50,6 +52,16 @@ struct Variant {
   static constexpr Format16 F = F_;
   static constexpr int VEC = VEC_;
 };
+
+// Whether 8-wide packs (16-byte loads and stores) fit: `groups_of_8` (channels or
+// elements a multiple of 8) and every non-null pointer 16-byte aligned. Every 16-bit
+// view starts a device allocation today; an offset view would take one value per
+// thread instead of faulting on a misaligned address.
+bool packs_of_8(bool groups_of_8, std::initializer_list<const void*> pointers) {
+  for (const void* p : pointers)
+    if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
+  return groups_of_8;
+}
 
 // Runs launch(Variant<format, vec>{}) with 8-wide packs when `groups_of_8` holds.
 template <typename Launch>
@@ -186,7 +198,7 @@ __global__ void moments_kernel(const std::uint16_t* x, const double* partial, in
 template <SumKind K>
 void channel_partials(const SumArgs& args, Format16 f, double* scratch, cudaStream_t s) {
   const SumLayout l = sum_layout(args.rows, args.c);
-  dispatch(f, args.c % 8 == 0, [&](auto v) {
+  dispatch(f, packs_of_8(args.c % 8 == 0, {args.a, args.x}), [&](auto v) {
     using V = decltype(v);
     channel_partials_kernel<V::F, V::VEC, K>
         <<<dim3(unsigned(l.splits), unsigned(l.chunks)), l.tx * l.ty, 0, s>>>(args, l.tx, l.ty, scratch);
@@ -289,18 +301,21 @@ __device__ inline int image_argmax(const std::uint16_t* image, const PoolShape& 
 }
 
 // One thread per output element (n, oy, ox, ch); with `argmax` set, the window's
-// argmax is written there instead of the maximum into y.
-template <Format16 F>
+// argmax is written there instead of the maximum into y. Index: unsigned where every
+// index and the grid stride stay below 2^32 (pool_index_fits), else std::size_t: a
+// 64-bit division per index costs several times a 32-bit one, and these kernels do
+// three per element (the one-pass backward lost 2.75 ms of a bf16 ResNet-50 step to
+// such arithmetic and recomputation on an H200).
+template <Format16 F, typename Index>
 __global__ void pool_forward_kernel(const std::uint16_t* x, std::uint16_t* y, int* argmax, PoolShape p,
-                                    std::size_t total) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
-       i += std::size_t(blockDim.x) * gridDim.x) {
-    const int ch = int(i % p.c);
-    const std::size_t pixel = i / p.c;
-    const int ox = int(pixel % p.ow);
-    const int oy = int((pixel / p.ow) % p.oh);
-    const std::size_t n = pixel / (std::size_t(p.ow) * p.oh);
-    const std::uint16_t* image = x + n * p.h * p.w * p.c;
+                                    Index total) {
+  for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < total; i += Index(blockDim.x) * gridDim.x) {
+    const int ch = int(i % Index(p.c));
+    const Index pixel = i / Index(p.c);
+    const int ox = int(pixel % Index(p.ow));
+    const int oy = int((pixel / Index(p.ow)) % Index(p.oh));
+    const Index n = pixel / (Index(p.ow) * Index(p.oh));
+    const std::uint16_t* image = x + std::size_t(n) * p.h * p.w * p.c;
     const int a = image_argmax<F>(image, p, oy, ox, ch);
     if (argmax) argmax[i] = a;
     else y[i] = a >= 0 ? image[std::size_t(a) * p.c + ch] : Codec<F>::store(-INFINITY);
@@ -309,22 +324,21 @@ __global__ void pool_forward_kernel(const std::uint16_t* x, std::uint16_t* y, in
 
 // Each input element sums dy over the outputs whose argmax it is, in the CPU
 // twin's order (output rows, then columns).
-template <Format16 F>
+template <Format16 F, typename Index>
 __global__ void pool_gather_kernel(const int* argmax, const std::uint16_t* dy, std::uint16_t* dx, PoolShape p,
-                                   std::size_t total) {
-  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < total;
-       i += std::size_t(blockDim.x) * gridDim.x) {
-    const int ch = int(i % p.c);
-    const std::size_t pixel = i / p.c;
-    const int ix = int(pixel % p.w);
-    const int iy = int((pixel / p.w) % p.h);
-    const std::size_t n = pixel / (std::size_t(p.w) * p.h);
+                                   Index total) {
+  for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < total; i += Index(blockDim.x) * gridDim.x) {
+    const int ch = int(i % Index(p.c));
+    const Index pixel = i / Index(p.c);
+    const int ix = int(pixel % Index(p.w));
+    const int iy = int((pixel / Index(p.w)) % Index(p.h));
+    const Index n = pixel / (Index(p.w) * Index(p.h));
     const int self = iy * p.w + ix;
     const detail::CoveringOutputs c = detail::covering_outputs(p, iy, ix);
     float g = 0.f;
     for (int oy = c.oy_lo; oy <= c.oy_hi; ++oy)
       for (int ox = c.ox_lo; ox <= c.ox_hi; ++ox) {
-        const std::size_t o = ((n * p.oh + oy) * p.ow + ox) * p.c + ch;
+        const Index o = ((n * Index(p.oh) + Index(oy)) * Index(p.ow) + Index(ox)) * Index(p.c) + Index(ch);
         if (argmax[o] == self) g += Codec<F>::load(dy[o]);
       }
     dx[i] = Codec<F>::store(g);
@@ -392,7 +406,7 @@ void nhwc16_batchnorm_apply(const std::uint16_t* x, const float* mean, const flo
   const ApplyCoefficients k{coefficients, c};
   apply_coefficients_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(mean, invstd, gamma, beta, nullptr,
                                                                                1.0, k);
-  dispatch(f, c % 8 == 0, [&](auto v) {
+  dispatch(f, packs_of_8(c % 8 == 0, {x, residual, y}), [&](auto v) {
     using V = decltype(v);
     const std::size_t groups = total / V::VEC;
     apply_kernel<V::F, V::VEC><<<blocks_for(groups), kThreads, 0, s>>>(x, residual, relu, y, groups, k);
@@ -417,43 +431,70 @@ void nhwc16_batchnorm_backward_apply(const std::uint16_t* dy, const std::uint16_
   const ApplyCoefficients k{coefficients, c};
   apply_coefficients_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(mean, invstd, gamma, beta, reduce,
                                                                                count, k);
-  dispatch(f, c % 8 == 0, [&](auto v) {
+  dispatch(f, packs_of_8(c % 8 == 0, {dy, x, dx}), [&](auto v) {
     using V = decltype(v);
     const std::size_t groups = total / V::VEC;
     backward_apply_kernel<V::F, V::VEC><<<blocks_for(groups), kThreads, 0, s>>>(dy, x, relu, dx, groups, k);
   });
 }
 
+namespace {
+
+// 32-bit indices for a pooling whose inputs and outputs both number under 2^31: the
+// grid stride (at most blocks_for's cap times kThreads, under 2^31 too) then cannot
+// carry an index past 2^32.
+bool pool_index_fits(const PoolShape& p) {
+  const std::size_t limit = std::size_t(1) << 31;
+  return std::size_t(p.n) * p.h * p.w * p.c < limit && std::size_t(p.n) * p.oh * p.ow * p.c < limit;
+}
+
+template <Format16 F, typename Index>
+void maxpool_forward(const std::uint16_t* x, std::uint16_t* y, const PoolShape& p, cudaStream_t s) {
+  const std::size_t total = std::size_t(p.n) * p.oh * p.ow * p.c;
+  if (total) pool_forward_kernel<F, Index><<<blocks_for(total), kThreads, 0, s>>>(x, y, nullptr, p, Index(total));
+}
+
+template <Format16 F, typename Index>
+void maxpool_backward(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx, int* argmax,
+                      const PoolShape& p, cudaStream_t s) {
+  const std::size_t outputs = std::size_t(p.n) * p.oh * p.ow * p.c;
+  const std::size_t inputs = std::size_t(p.n) * p.h * p.w * p.c;
+  if (!inputs) return;
+  if (outputs)
+    pool_forward_kernel<F, Index><<<blocks_for(outputs), kThreads, 0, s>>>(x, nullptr, argmax, p, Index(outputs));
+  pool_gather_kernel<F, Index><<<blocks_for(inputs), kThreads, 0, s>>>(argmax, dy, dx, p, Index(inputs));
+}
+
+}  // namespace
+
 void nhwc16_maxpool_forward(const std::uint16_t* x, std::uint16_t* y, const PoolShape& p, Format16 f,
                             cudaStream_t s) {
-  const std::size_t total = std::size_t(p.n) * p.oh * p.ow * p.c;
-  if (!total) return;
-  if (f == Format16::bf16)
-    pool_forward_kernel<Format16::bf16><<<blocks_for(total), kThreads, 0, s>>>(x, y, nullptr, p, total);
-  else
-    pool_forward_kernel<Format16::fp16><<<blocks_for(total), kThreads, 0, s>>>(x, y, nullptr, p, total);
+  const bool narrow = pool_index_fits(p);
+  if (f == Format16::bf16) {
+    if (narrow) maxpool_forward<Format16::bf16, unsigned>(x, y, p, s);
+    else maxpool_forward<Format16::bf16, std::size_t>(x, y, p, s);
+  } else {
+    if (narrow) maxpool_forward<Format16::fp16, unsigned>(x, y, p, s);
+    else maxpool_forward<Format16::fp16, std::size_t>(x, y, p, s);
+  }
 }
 
 void nhwc16_maxpool_backward(const std::uint16_t* x, const std::uint16_t* dy, std::uint16_t* dx, int* argmax,
                              const PoolShape& p, Format16 f, cudaStream_t s) {
-  const std::size_t outputs = std::size_t(p.n) * p.oh * p.ow * p.c;
-  const std::size_t inputs = std::size_t(p.n) * p.h * p.w * p.c;
-  if (!inputs) return;
+  const bool narrow = pool_index_fits(p);
   if (f == Format16::bf16) {
-    if (outputs)
-      pool_forward_kernel<Format16::bf16><<<blocks_for(outputs), kThreads, 0, s>>>(x, nullptr, argmax, p, outputs);
-    pool_gather_kernel<Format16::bf16><<<blocks_for(inputs), kThreads, 0, s>>>(argmax, dy, dx, p, inputs);
+    if (narrow) maxpool_backward<Format16::bf16, unsigned>(x, dy, dx, argmax, p, s);
+    else maxpool_backward<Format16::bf16, std::size_t>(x, dy, dx, argmax, p, s);
   } else {
-    if (outputs)
-      pool_forward_kernel<Format16::fp16><<<blocks_for(outputs), kThreads, 0, s>>>(x, nullptr, argmax, p, outputs);
-    pool_gather_kernel<Format16::fp16><<<blocks_for(inputs), kThreads, 0, s>>>(argmax, dy, dx, p, inputs);
+    if (narrow) maxpool_backward<Format16::fp16, unsigned>(x, dy, dx, argmax, p, s);
+    else maxpool_backward<Format16::fp16, std::size_t>(x, dy, dx, argmax, p, s);
   }
 }
 
 void nhwc16_relu_backward(const std::uint16_t* y, const std::uint16_t* dy, std::uint16_t* dx, std::size_t count,
                           Format16 f, cudaStream_t s) {
   if (!count) return;
-  dispatch(f, count % 8 == 0, [&](auto v) {
+  dispatch(f, packs_of_8(count % 8 == 0, {y, dy, dx}), [&](auto v) {
     using V = decltype(v);
     const std::size_t groups = count / V::VEC;
     relu_backward_kernel<V::F, V::VEC><<<blocks_for(groups), kThreads, 0, s>>>(y, dy, dx, groups);
@@ -462,7 +503,7 @@ void nhwc16_relu_backward(const std::uint16_t* y, const std::uint16_t* dy, std::
 
 void nhwc16_accumulate(const std::uint16_t* x, std::uint16_t* out, std::size_t count, Format16 f, cudaStream_t s) {
   if (!count) return;
-  dispatch(f, count % 8 == 0, [&](auto v) {
+  dispatch(f, packs_of_8(count % 8 == 0, {x, out}), [&](auto v) {
     using V = decltype(v);
     const std::size_t groups = count / V::VEC;
     accumulate_kernel<V::F, V::VEC><<<blocks_for(groups), kThreads, 0, s>>>(x, out, groups);
