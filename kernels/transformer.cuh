@@ -15,9 +15,14 @@ void layer_norm_forward(const float* x, const float* gamma, const float* beta, f
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma.
 void layer_norm_backward_input(const float* x, const float* gamma, const float* mean, const float* rstd,
                                const float* dy, float* dx, int rows, int width, cudaStream_t stream);
+// Column reductions split their rows into column_reduce_chunks(rows) chunks; with more
+// than one, `partials` is column_reduce_scratch_bytes(rows, width) of device memory
+// (unused, and may be null, otherwise).
+int column_reduce_chunks(int rows);
+std::size_t column_reduce_scratch_bytes(int rows, int width);
 // dgamma = column sums of dy * xhat, dbeta = column sums of dy.
 void layer_norm_backward_params(const float* x, const float* mean, const float* rstd, const float* dy, float* dgamma,
-                                float* dbeta, int rows, int width, cudaStream_t stream);
+                                float* dbeta, double* partials, int rows, int width, cudaStream_t stream);
 
 // Exact GELU: y = x * Phi(x); dx = dy * (Phi(x) + x * phi(x)).
 void gelu_forward(const float* x, float* y, std::size_t n, cudaStream_t stream);
@@ -30,7 +35,8 @@ void softmax_backward(const float* y, const float* dy, float* dx, int rows, int 
 // x[i, j] += bias[j].
 void add_row_bias(float* x, const float* bias, int rows, int width, cudaStream_t stream);
 // out[j] = sum_i a[i, j] * (b ? b[i, j] : 1).
-void column_sums(const float* a, const float* b, float* out, int rows, int width, cudaStream_t stream);
+void column_sums(const float* a, const float* b, float* out, double* partials, int rows, int width,
+                 cudaStream_t stream);
 // y[i, j] = x[i, j] * gamma[j] (y may be x).
 void scale_columns(const float* x, const float* gamma, float* y, int rows, int width, cudaStream_t stream);
 // y = a + b (y may be a or b).

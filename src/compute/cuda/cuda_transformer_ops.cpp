@@ -16,6 +16,17 @@
 
 namespace trainer::compute::cuda {
 
+namespace {
+
+// The double partials of a column reduction split into row chunks (null when one
+// chunk does it): the stream's scratch, for this op alone.
+double* column_partials(int rows, int width, Stream& s) {
+  const std::size_t bytes = kernels::column_reduce_scratch_bytes(rows, width);
+  return bytes ? static_cast<double*>(as_cuda(s).scratch(bytes)) : nullptr;
+}
+
+}  // namespace
+
 cublasHandle_t CudaTransformerOps::cublas_on(Stream& s) {
   if (!cublas_) {
     cublas_ = std::make_unique<CublasHandle>();
@@ -103,7 +114,8 @@ void CudaTransformerOps::layer_norm_backward(const float* x, const float* gamma,
                                              const float* dy, float* dx, float* dgamma, float* dbeta, int rows,
                                              int width, Stream& s) {
   const cudaStream_t stream = as_cuda(s).get();
-  kernels::layer_norm_backward_params(x, mean, rstd, dy, dgamma, dbeta, rows, width, stream);
+  kernels::layer_norm_backward_params(x, mean, rstd, dy, dgamma, dbeta, column_partials(rows, width, s), rows, width,
+                                      stream);
   kernels::layer_norm_backward_input(x, gamma, mean, rstd, dy, dx, rows, width, stream);
   CUDA_CHECK_LAUNCH();
 }
@@ -134,7 +146,7 @@ void CudaTransformerOps::add_bias(float* x, const float* bias, int rows, int wid
 }
 
 void CudaTransformerOps::column_sums(const float* dy, float* dbias, int rows, int width, Stream& s) {
-  kernels::column_sums(dy, nullptr, dbias, rows, width, as_cuda(s).get());
+  kernels::column_sums(dy, nullptr, dbias, column_partials(rows, width, s), rows, width, as_cuda(s).get());
   CUDA_CHECK_LAUNCH();
 }
 
@@ -147,7 +159,7 @@ void CudaTransformerOps::layer_scale_forward(const float* x, const float* gamma,
 void CudaTransformerOps::layer_scale_backward(const float* x, const float* gamma, const float* dy, float* dx,
                                               float* dgamma, int rows, int width, Stream& s) {
   const cudaStream_t stream = as_cuda(s).get();
-  kernels::column_sums(dy, x, dgamma, rows, width, stream);  // before dx, which may overwrite dy
+  kernels::column_sums(dy, x, dgamma, column_partials(rows, width, s), rows, width, stream);  // before dx (may be dy)
   kernels::scale_columns(dy, gamma, dx, rows, width, stream);
   CUDA_CHECK_LAUNCH();
 }
