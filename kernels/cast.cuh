@@ -21,6 +21,10 @@ struct Dims4 {
 
 // dst = round(src): src fp32 NCHW; dst NHWC when `nhwc`, else NCHW.
 void cast_to_16(const float* src, std::uint16_t* dst, Dims4 d, Format16 f, bool nhwc, cudaStream_t stream);
+// dst = round(src) for `rows` rows of `cols` values, row strides src_ld and dst_ld
+// (a 16-bit copy with its rows padded for aligned matrix products).
+void cast_rows_to_16(const float* src, long long src_ld, std::uint16_t* dst, long long dst_ld, long long rows,
+                     int cols, Format16 f, cudaStream_t stream);
 // dst = float(src): src NHWC when `nhwc`, else NCHW; dst fp32 NCHW.
 void cast_from_16(const std::uint16_t* src, float* dst, Dims4 d, Format16 f, bool nhwc, cudaStream_t stream);
 

@@ -5,7 +5,7 @@
 
 #include <cublas_v2.h>  // cublasGemmStridedBatchedEx
 
-#include "cast.cuh"                      // kernels::cast_to_16
+#include "cast.cuh"                      // kernels::cast_to_16, cast_rows_to_16
 #include "compute/cuda/cuda_check.hpp"   // CUBLAS_CHECK, CUDA_CHECK_LAUNCH
 #include "compute/cuda/cuda_stream.hpp"  // as_cuda
 #include "compute/cuda/scratch_carve.hpp"  // ScratchCarve
@@ -23,6 +23,10 @@ namespace {
 double* column_partials(int rows, int width, Stream& s) {
   const std::size_t bytes = kernels::column_reduce_scratch_bytes(rows, width);
   return bytes ? static_cast<double*>(as_cuda(s).scratch(bytes)) : nullptr;
+}
+
+kernels::Format16 format16_of(Precision autocast) {
+  return autocast == Precision::fp16 ? kernels::Format16::fp16 : kernels::Format16::bf16;
 }
 
 }  // namespace
@@ -76,9 +80,14 @@ void CudaTransformerOps::gemm16(const MatmulShape& g, const std::uint16_t* a, co
                                           g.stride_c, g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
+void CudaTransformerOps::cast16_rows(const float* src, std::uint16_t* dst, long long rows, int cols, long long dst_ld,
+                                     Stream& s) {
+  kernels::cast_rows_to_16(src, cols, dst, dst_ld, rows, cols, format16_of(autocast_precision()), as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
 void CudaTransformerOps::cast16(const float* src, std::uint16_t* dst, std::size_t count, Stream& s) {
-  const auto format =
-      autocast_precision() == Precision::fp16 ? kernels::Format16::fp16 : kernels::Format16::bf16;
+  const auto format = format16_of(autocast_precision());
   // cast.cu's same-layout cast walks the flat range with size_t indices; Dims4's int
   // extents only name it, so a count past 2^31 is split over n.
   constexpr std::size_t kChunk = std::size_t(1) << 30;

@@ -61,6 +61,8 @@ class CudaTransformerOps final : public TransformerOps {
   void gemm16(const MatmulShape& g, const std::uint16_t* a, const std::uint16_t* b, float* c, Stream& s);
   // dst = the autocast precision's 16-bit rounding of src[0, count).
   void cast16(const float* src, std::uint16_t* dst, std::size_t count, Stream& s);
+  // The same for `rows` rows of `cols` contiguous values into rows `dst_ld` apart.
+  void cast16_rows(const float* src, std::uint16_t* dst, long long rows, int cols, long long dst_ld, Stream& s);
   void attention_forward16(const float* q, const float* k, const float* v, float* probs, float* out,
                            const AttentionShape& a, Stream& s);
   void attention_backward16(const float* q, const float* k, const float* v, const float* probs, const float* dout,
