@@ -18,11 +18,15 @@
 # - Exempt: the last layer's bias. The spatial softmax ignores a constant shift of
 #   a heatmap, so its true gradient is zero and what is left is rounding noise.
 # - Split B (24 training frames, global batch 16): each epoch is one full batch
-#   and the 8-frame remainder. A resumed run restarts its epoch, so the remainder
-#   is the second step after resuming (step 22); its weights differ across R only
-#   by step 21's reassociation noise (~1e-7). 24 divides by 1, 2 and 4 ranks, so no
-#   rank gets padding rows (with padding the global batch differs from one rank's).
-#   (A 20-frame split hits a ReLU tie in this data: docs/DISTRIBUTED.md.)
+#   and the 8-frame remainder. One rank trains the epoch's full batch (step 21) and
+#   stops there, a checkpoint in the middle of the epoch; every R resumes from it at
+#   the remainder batch (step 22), so all start from the same weights. (Until
+#   2026-11-27 every R trained step 21 itself, and its reassociation noise, ~1e-7,
+#   reached step 22: when Adam's second moments moved by 1.3e-5 that day, the
+#   trajectory met a ReLU tie there and 2 ranks differed from 1 by 3e-2.) 24 divides
+#   by 1, 2 and 4 ranks, so no rank gets padding rows (with padding the global batch
+#   differs from one rank's). (A 20-frame split hits a ReLU tie in this data:
+#   docs/DISTRIBUTED.md.)
 source "$(dirname "$0")/lib/common.sh"
 PY=/usr/bin/python3
 $PY -c "import h5py, numpy" 2>/dev/null || skip "needs /usr/bin/python3 with h5py and numpy"
@@ -78,9 +82,15 @@ expect_fail 2 "^error: cannot dump the gradients of step 5: the run resumes afte
   --dump-gradients "$SCRATCH/bad.h5" --dump-gradients-step 5
 [[ ! -e $SCRATCH/bad.h5 ]] || fail "a refused dump wrote a file"
 
+# Split B's start: step 21 on one rank, stopped in the middle of the epoch.
+train "$SCRATCH/base_remainder.log" 1 --config "$SCRATCH/remainder.cfg" --out "$SCRATCH/base_remainder" \
+  --resume "$checkpoint" --max-steps 21
+grep -q "step 21 (1/2)" "$SCRATCH/base_remainder.log" || { cat "$SCRATCH/base_remainder.log"; fail "step 21 is not batch 1/2"; }
+declare -A start=([multiple]=$checkpoint [remainder]=$SCRATCH/base_remainder/checkpoints/last.h5)
+
 dump() {  # dump SPLIT STEP NP BACKEND BATCH: resume, run to STEP (BATCH of its epoch), write its gradients
   local split=$1 step=$2 np=$3 backend=$4 name="$1_r$3_$4"
-  train "$SCRATCH/$name.log" "$np" --config "$SCRATCH/$split.cfg" --out "$SCRATCH/$name" --resume "$checkpoint" \
+  train "$SCRATCH/$name.log" "$np" --config "$SCRATCH/$split.cfg" --out "$SCRATCH/$name" --resume "${start[$split]}" \
     --max-steps "$step" --dump-gradients "$SCRATCH/$name.h5" --dump-gradients-step "$step" --distributed.backend "$backend"
   [[ -f $SCRATCH/$name.h5 ]] || { cat "$SCRATCH/$name.log"; fail "$name wrote no gradients"; }
   # The dumped step is the batch we mean: the first of epoch 10, or its remainder.
