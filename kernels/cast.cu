@@ -77,14 +77,17 @@ __global__ void from16_nhwc_kernel(const std::uint16_t* src, float* dst, int cha
 
 unsigned tiles(int n) { return unsigned((n + kTile - 1) / kTile); }
 
-// grid (column blocks, row blocks up to 65535, looping): rows of `cols` values from
-// src (row stride src_ld) to dst (row stride dst_ld); dst's padding is not written.
+// Blocks of 32 columns by kTileRows rows; grid (column blocks, row blocks up to 65535,
+// looping): rows of `cols` values from src (row stride src_ld) to dst (row stride
+// dst_ld); dst's padding is not written. (At 257 columns, 256-wide blocks left half
+// their threads idle.)
 template <bool kHalf>
 __global__ void rows_to16_kernel(const float* src, long long src_ld, std::uint16_t* dst, long long dst_ld,
                                  long long rows, int cols) {
-  const int col = blockIdx.x * blockDim.x + threadIdx.x;
+  const int col = blockIdx.x * kTile + threadIdx.x;
   if (col >= cols) return;
-  for (long long r = blockIdx.y; r < rows; r += gridDim.y) {
+  const long long stride = static_cast<long long>(gridDim.y) * kTileRows;
+  for (long long r = blockIdx.y * kTileRows + threadIdx.y; r < rows; r += stride) {
     const float v = src[r * src_ld + col];
     dst[r * dst_ld + col] = kHalf ? compute::f16::float_to_half(v) : compute::f16::float_to_bf16(v);
   }
@@ -122,9 +125,10 @@ void cast_to_16(const float* src, std::uint16_t* dst, Dims4 d, Format16 f, bool 
 void cast_rows_to_16(const float* src, long long src_ld, std::uint16_t* dst, long long dst_ld, long long rows,
                      int cols, Format16 f, cudaStream_t s) {
   if (rows <= 0 || cols <= 0) return;
-  const dim3 grid(unsigned((cols + kThreads - 1) / kThreads), unsigned(rows < 65535 ? rows : 65535));
-  if (f == Format16::fp16) rows_to16_kernel<true><<<grid, kThreads, 0, s>>>(src, src_ld, dst, dst_ld, rows, cols);
-  else rows_to16_kernel<false><<<grid, kThreads, 0, s>>>(src, src_ld, dst, dst_ld, rows, cols);
+  const long long row_blocks = (rows + kTileRows - 1) / kTileRows;
+  const dim3 grid(tiles(cols), unsigned(row_blocks < 65535 ? row_blocks : 65535)), block(kTile, kTileRows);
+  if (f == Format16::fp16) rows_to16_kernel<true><<<grid, block, 0, s>>>(src, src_ld, dst, dst_ld, rows, cols);
+  else rows_to16_kernel<false><<<grid, block, 0, s>>>(src, src_ld, dst, dst_ld, rows, cols);
 }
 
 void cast_from_16(const std::uint16_t* src, float* dst, Dims4 d, Format16 f, bool nhwc, cudaStream_t s) {

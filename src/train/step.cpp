@@ -7,8 +7,8 @@
 #include <exception>  // std::exception
 #include <optional>   // std::optional
 
-#include "compute/affine_points.hpp"  // AffineMap2D
-#include "util/error.hpp"           // UserError
+#include "train/unlabeled_maps.hpp"  // unlabeled_maps
+#include "util/error.hpp"             // UserError
 
 namespace trainer::train {
 
@@ -320,25 +320,12 @@ const StagedBatch& StepRunner::stage_unlabeled(const data::Batch& frames, double
   layout.branches = model_.branches();
   layout.keypoints = false;
   const StagedBatch& u = unlabeled_stager_.stage(frames, layout, stream_);
-  // The keypoints go to the un-augmented frame first (lightning-pose's
-  // undo_affine_transform_batch, when the frames were augmented), then into
-  // original-frame pixels (its model_to_frame, one scale for every frame of a video),
-  // where the losses' epsilons are measured: one map. Their gradient comes back
-  // through the map's transposed linear part, times `factor`.
-  compute::AffineMap2D unwarp;
-  if (!frames.keypoint_unwarp.empty()) {
-    TRAINER_ASSERT(frames.keypoint_unwarp.size() == 6, "keypoint_unwarp holds " << frames.keypoint_unwarp.size());
-    std::copy(frames.keypoint_unwarp.begin(), frames.keypoint_unwarp.end(), unwarp.m);
-  }
-  const float sx = frames.scale_x.empty() ? 1.f : frames.scale_x[0];
-  const float sy = frames.scale_y.empty() ? 1.f : frames.scale_y[0];
-  compute::AffineMap2D to_frame;
-  for (int j = 0; j < 3; ++j) to_frame.m[j] = sx * unwarp.m[j], to_frame.m[3 + j] = sy * unwarp.m[3 + j];
-  compute::AffineMap2D back = to_frame.transposed_linear();
-  for (float& v : back.m) v = float(double(v) * factor);
+  // One scale for every frame of a video (lightning-pose's model_to_frame).
+  const UnlabeledMaps m = unlabeled_maps(frames.keypoint_unwarp, frames.scale_x.empty() ? 1.f : frames.scale_x[0],
+                                         frames.scale_y.empty() ? 1.f : frames.scale_y[0], factor);
   float maps[12];
-  std::copy(to_frame.m, to_frame.m + 6, maps);
-  std::copy(back.m, back.m + 6, maps + 6);
+  std::copy(m.to_frame.m, m.to_frame.m + 6, maps);
+  std::copy(m.back.m, m.back.m + 6, maps + 6);
   compute::ensure_capacity(backend_, u_maps_, 12);
   backend_.set_values(u_maps_.data(), maps, 12, stream_);
   return u;

@@ -99,8 +99,11 @@ class StepRecorder {
   };
   const Counts& counts() const { return counts_; }
 
-  // More would be a run whose batches keep changing size; they all go then.
-  static constexpr std::size_t kMaxRecordings = 32;
+  // More would be a run whose batches keep changing size; they all go then. A
+  // semi-supervised run may hold 4 pairings of the two stagers' slots (validation
+  // advances only the labelled one) for each of its shapes (measured or not, the
+  // short last batch, forward-only warm-up epochs): 32 could be reached and cleared.
+  static constexpr std::size_t kMaxRecordings = 64;
 
  private:
   struct Slot {

@@ -206,6 +206,35 @@ TEST_CASE("cuda 16-bit NHWC conversion, batch norm, pooling and elementwise kern
   }
 }
 
+TEST_CASE("cuda 16-bit element-wise kernels take one value per thread on views not 16-byte aligned",
+          "[gpu][storage16]") {
+  // 512 values, a multiple of 8: only the views' 2-byte offset keeps the 16-byte packs out.
+  const Shape4 d{2, 16, 4, 4};
+  const Shape4 flat{1, 1, 1, int(d.numel()) + 8};
+  for (Precision p : {Precision::bf16, Precision::fp16}) {
+    INFO(precision_name(p));
+    Pair16 t{p};
+    Tensor16 y = t.make(flat, random_vector(flat.numel(), 501)), dy = t.make(flat, random_vector(flat.numel(), 502)),
+             dx = t.zeros(flat);
+    const auto offset = [&](Tensor16& x, bool gpu) {  // the view one 16-bit value in
+      auto* base = gpu ? reinterpret_cast<std::uint16_t*>(x.device.data()) : x.host.data();
+      return TensorView{reinterpret_cast<float*>(base + 1), d, t.storage};
+    };
+    t.gpu->relu_backward_tensor(offset(y, true), offset(dy, true), offset(dx, true), t.gpu->default_stream());
+    t.cpu->relu_backward_tensor(offset(y, false), offset(dy, false), offset(dx, false), t.cpu->default_stream());
+    {
+      const auto [g, h] = t.values(dx);
+      CHECK(g == h);
+    }
+    t.gpu->accumulate_tensor(offset(y, true), offset(dx, true), t.gpu->default_stream());
+    t.cpu->accumulate_tensor(offset(y, false), offset(dx, false), t.cpu->default_stream());
+    {
+      const auto [g, h] = t.values(dx);
+      CHECK(g == h);
+    }
+  }
+}
+
 TEST_CASE("cuda convolutions read and write 16-bit storage in place, as the cast path computes",
           "[gpu][storage16]") {
   for (Precision p : {Precision::bf16, Precision::fp16}) {

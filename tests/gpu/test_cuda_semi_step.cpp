@@ -291,8 +291,10 @@ TEST_CASE("recorded semi-supervised steps (CUDA graphs) give the unrecorded step
   recorded.runner.record_steps([&warnings](const std::string& w) { warnings.push_back(w); });
   HostFrames labelled(*plain.backend, 4, 51, true), clip(*plain.backend, 6, 53, false);
   train::LocalGradientSync sync;
+  train::StepRecorder::Counts forward_only;
   for (int step = 0; step < 9; ++step) {
     const double importance = step < 4 ? 0.0 : 0.5;
+    if (step == 4) forward_only = recorded.runner.recording_counts();
     clip.batch.keypoint_unwarp = {1.f - 0.03f * step, 0.05f, 1.5f * step, -0.04f, 1.f + 0.02f * step, -2.f};
     clip.batch.scale_x.assign(clip.batch.scale_x.size(), 1.f + 0.25f * step);
     clip.batch.scale_y.assign(clip.batch.scale_y.size(), 1.5f - 0.1f * step);
@@ -322,7 +324,7 @@ TEST_CASE("recorded semi-supervised steps (CUDA graphs) give the unrecorded step
   const auto counts = recorded.runner.recording_counts();
   WARN("semi-supervised steps: " << counts.replayed << " replays, " << counts.recorded << " recordings of 9");
   CHECK(counts.recorded >= 4);
-  CHECK(counts.replayed >= 2);
+  CHECK(counts.replayed - forward_only.replayed >= 2);  // steps 7 and 8 replay the backward shape
   const auto pp = plain.params(), pr = recorded.params();
   double num = 0, den = 0;
   for (std::size_t i = 0; i < pp.size(); ++i) {

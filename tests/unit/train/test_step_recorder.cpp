@@ -329,6 +329,7 @@ TEST_CASE("semi-supervised steps record with their unlabelled frames; recorded, 
   // their own shape. On the CPU a recorded step's device work runs as it is queued:
   // its warm-up and its recordings must give the op-by-op step's weights and loss
   // sums bit for bit (the unlabelled pass, the held labelled gradients, the maps).
+  std::vector<std::vector<float>> after_three;  // per importance
   for (const double importance : {0.0, 0.5}) {
     INFO("importance " << importance);
     RecordingRun recorded(true, true), plain(false, true);
@@ -348,14 +349,19 @@ TEST_CASE("semi-supervised steps record with their unlabelled frames; recorded, 
       plain.runner.train_step(batch, plain.optimizer, sync, true, nullptr, &frames, importance);
       CHECK(recorded.params() == plain.params());
     }
+    after_three.push_back(plain.params());
     CHECK(recorded.warnings.empty());
     CHECK(recorded.runner.recording_counts().recorded == 2);
-    CHECK(recorded.runner.take_unsupervised_sums() == plain.runner.take_unsupervised_sums());
+    const auto sums = recorded.runner.take_unsupervised_sums();
+    REQUIRE(sums.size() == 1);
+    CHECK(sums[0] > 0);  // the temporal term is active
+    CHECK(sums == plain.runner.take_unsupervised_sums());
     CHECK(recorded.runner.take_loss_sum() == plain.runner.take_loss_sum());
     recorded.runner.train_step(batch, recorded.optimizer, sync, true, nullptr, &frames, importance);
     CHECK(recorded.runner.recording_counts().replayed == 1);
     CHECK(recorded.stream.launches == 3);  // two recordings launched once each, one replay
   }
+  CHECK(after_three[0] != after_three[1]);  // the unlabelled frames' losses did train at importance 0.5
   // The importance changing from 0 to above (the end of the warm-up) is another shape:
   // it warms up again rather than recording work whose buffers were never sized.
   RecordingRun r(true, true);
