@@ -101,7 +101,8 @@ int bench_allreduce(const Args& args) {
   Args spawn_args{"bench", "allreduce"};
   spawn_args.insert(spawn_args.end(), args.begin(), args.end());
   runtime::MpiSession session(spawn_args, nprocs, capture_environment(), timeout_s);
-  // NCCL: one GPU per rank on a node, the rank's local index.
+  // NCCL: one GPU per rank on a node, the rank's local index (in a build that has it).
+  if (backend == "nccl") comm::require_nccl_build();
   const int device = backend == "nccl" ? session.world().local_rank : -1;
   if (backend == "nccl" && runtime::visible_gpu_count() <= device)
     throw UserError("bench allreduce --backend nccl needs one GPU per rank on a node, but local rank " +

@@ -35,6 +35,13 @@ std::unique_ptr<Communicator> for_device(std::unique_ptr<Communicator> host, int
 
 }  // namespace
 
+void require_nccl_build() {
+#ifndef TRAINER_HAVE_NCCL_COMMUNICATOR
+  throw UserError("the nccl backend needs the CUDA build of trainer",
+                  "use --backend mpi or gloo on CPU, or rebuild with -DTRAINER_CUDA=ON");
+#endif
+}
+
 std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_Comm world,
                                                 double timeout_s, int device, const NcclSettings& nccl,
                                                 const runtime::Watchdog* watchdog,
@@ -57,13 +64,12 @@ std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_
                       device, device_memory);
   }
   if (backend == "nccl") {
+    require_nccl_build();
 #ifdef TRAINER_HAVE_NCCL_COMMUNICATOR
     return make_nccl_communicator(world, device, timeout_s,
                                   NcclOptions{parse_nccl_debug(nccl.debug), nccl.socket_nthreads});
 #else
     (void)nccl;
-    throw UserError("the nccl backend needs the CUDA build of trainer",
-                    "use --backend mpi or gloo on CPU, or rebuild with -DTRAINER_CUDA=ON");
 #endif
   }
   throw UserError("unknown communication backend '" + backend + "'", "one of: nccl, mpi, gloo");

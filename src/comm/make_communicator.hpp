@@ -27,6 +27,11 @@ struct NcclSettings {
 // report name the rank that stopped or died.
 // device_memory: with a GPU and a host backend, the CUDA backend whose pinned host
 // memory stages the buffers (required then; it must outlive the communicator).
+// Throws the UserError of a build without NCCL (CPU-only) for the nccl backend;
+// nothing in the CUDA build. Callers that check anything else about "nccl" first
+// (its GPUs) call it before, so a CPU-only build names the real obstacle.
+void require_nccl_build();
+
 std::unique_ptr<Communicator> make_communicator(const std::string& backend, MPI_Comm world,
                                                 double timeout_s, int device = -1,
                                                 const NcclSettings& nccl = {},
