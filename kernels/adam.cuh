@@ -19,9 +19,15 @@ struct AdamStep {
   // Non-null: the step's compute::AdamFactors are read from this device memory at run
   // time instead of being computed from lr and step (a replayed step graph).
   const float* device_factors;
+  // Non-null and nonzero when the kernel runs: no update (16-mixed's skipped step).
+  const float* skip;
 };
 
 void adam_update(float* params, const float* grads, float* m, float* v, std::size_t n,
                  const AdamStep& p, cudaStream_t stream);
+// compute::count_adam_step on one thread: unless p.skip is set and nonzero, step[0]
+// += 1 and factors (compute::AdamFactors::kCount floats) become that step's, with
+// lr[0]; p.lr, p.step and p.device_factors are not used.
+void count_adam_step(float* step, float* factors, const float* lr, const AdamStep& p, cudaStream_t stream);
 
 }  // namespace trainer::kernels

@@ -93,7 +93,8 @@ __global__ void rows_to16_kernel(const float* src, long long src_ld, std::uint16
   }
 }
 
-__global__ void unscale_kernel(float* grads, std::size_t n, float inv_scale, float* found_inf) {
+__global__ void unscale_kernel(float* grads, std::size_t n, const float* inv_scale_at, float* found_inf) {
+  const float inv_scale = *inv_scale_at;
   bool bad = false;
   for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
        i += std::size_t(blockDim.x) * gridDim.x) {
@@ -103,6 +104,10 @@ __global__ void unscale_kernel(float* grads, std::size_t n, float inv_scale, flo
   }
   // Every writer writes the same value, so no atomic is needed; one write per warp.
   if (__any_sync(0xffffffffu, bad) && threadIdx.x % 32 == 0) *found_inf = 1.f;
+}
+
+__global__ void update_loss_scale_kernel(float* state, compute::LossScaleRule rule) {
+  compute::advance_loss_scale(state, rule);
 }
 
 }  // namespace
@@ -146,8 +151,12 @@ void cast_from_16(const std::uint16_t* src, float* dst, Dims4 d, Format16 f, boo
   }
 }
 
-void unscale_and_check(float* grads, std::size_t n, float inv_scale, float* found_inf, cudaStream_t s) {
+void unscale_and_check(float* grads, std::size_t n, const float* inv_scale, float* found_inf, cudaStream_t s) {
   if (n) unscale_kernel<<<blocks_for(n), kThreads, 0, s>>>(grads, n, inv_scale, found_inf);
+}
+
+void update_loss_scale(float* state, const compute::LossScaleRule& rule, cudaStream_t s) {
+  update_loss_scale_kernel<<<1, 1, 0, s>>>(state, rule);
 }
 
 }  // namespace trainer::kernels

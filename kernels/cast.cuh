@@ -2,12 +2,14 @@
 // Mixed-precision kernels: casts between fp32 NCHW tensors and the 16-bit copies
 // cuDNN convolves (bfloat16 or IEEE half, as raw 16-bit patterns, optionally in
 // NHWC order, which tensor-core convolutions prefer), and the loss-scale unscale
-// with its inf/NaN check. The rounding rules are compute/float16.hpp, the same
+// with its inf/NaN check and the scale's update. The rounding rules are compute/float16.hpp, the same
 // functions the CPU backend's emulation uses (its CPU twin: cpu_conv.cpp and
 // CpuBackend::unscale_and_check). Launchers only enqueue work on `stream`.
 #include <cuda_runtime_api.h>  // cudaStream_t
 #include <cstddef>             // std::size_t
 #include <cstdint>             // std::uint16_t
+
+#include "compute/loss_scale.hpp"  // LossScaleRule
 
 namespace trainer::kernels {
 
@@ -28,8 +30,12 @@ void cast_rows_to_16(const float* src, long long src_ld, std::uint16_t* dst, lon
 // dst = float(src): src NHWC when `nhwc`, else NCHW; dst fp32 NCHW.
 void cast_from_16(const std::uint16_t* src, float* dst, Dims4 d, Format16 f, bool nhwc, cudaStream_t stream);
 
-// grads[i] *= inv_scale; found_inf[0] = 1 when any result is inf or NaN (never
-// cleared here, so ranges can share the flag; the caller zeroes it first).
-void unscale_and_check(float* grads, std::size_t n, float inv_scale, float* found_inf, cudaStream_t stream);
+// grads[i] *= inv_scale[0] (device memory, read when the kernel runs); found_inf[0]
+// = 1 when any result is inf or NaN (never cleared here, so ranges can share the
+// flag; the caller zeroes it first).
+void unscale_and_check(float* grads, std::size_t n, const float* inv_scale, float* found_inf, cudaStream_t stream);
+// The loss scale's update after the check: compute::advance_loss_scale over the
+// compute::kLossScaleSlots floats at `state`, on one thread.
+void update_loss_scale(float* state, const compute::LossScaleRule& rule, cudaStream_t stream);
 
 }  // namespace trainer::kernels

@@ -19,6 +19,13 @@ __global__ void fill_kernel(float* dst, float value, std::size_t n) {
 __global__ void set_values_kernel(float* dst, SmallValues v) {
   if (threadIdx.x < v.count) dst[threadIdx.x] = v.values[threadIdx.x];
 }
+__global__ void scale_by_kernel(float* x, const float* factor, std::size_t n) {
+  const float alpha = *factor;
+  for (std::size_t i = blockIdx.x * std::size_t(blockDim.x) + threadIdx.x; i < n;
+       i += std::size_t(blockDim.x) * gridDim.x)
+    x[i] *= alpha;
+}
+
 __global__ void scale_kernel(float* x, float alpha, std::size_t n) {
   GRID_STRIDE(i, n) x[i] *= alpha;
 }
@@ -70,6 +77,10 @@ void fill(float* dst, float value, std::size_t n, cudaStream_t s) {
 void set_values(float* dst, const SmallValues& v, cudaStream_t s) {
   if (v.count > 0) set_values_kernel<<<1, 32, 0, s>>>(dst, v);
 }
+void scale_by(float* x, const float* factor, std::size_t n, cudaStream_t s) {
+  if (n) scale_by_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, factor, n);
+}
+
 void scale(float* x, float alpha, std::size_t n, cudaStream_t s) {
   if (n) scale_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, alpha, n);
 }

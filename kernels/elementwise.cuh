@@ -17,6 +17,8 @@ struct SmallValues {
 };
 void set_values(float* dst, const SmallValues& v, cudaStream_t stream);
 void scale(float* x, float alpha, std::size_t n, cudaStream_t stream);
+// x[i] *= factor[0], read from device memory when the kernel runs.
+void scale_by(float* x, const float* factor, std::size_t n, cudaStream_t stream);
 void accumulate(const float* x, float* out, std::size_t n, cudaStream_t stream);  // out += x
 // `points` (x, y) pairs mapped in place by the AffineMap2D coefficients at `map`
 // (6 floats of device memory, compute/affine_points.hpp).

@@ -44,7 +44,8 @@
 #                  16-bit NHWC activations (training and prediction, bf16 batch 64),
 #                  and cuDNN's algorithms by cudnnFind vs heuristics vs the graph API
 #                  (model.conv_algorithms graph, graph-autotune), and steps replayed
-#                  as CUDA graphs (--cuda-graphs, model.cuda_graphs) vs op by op
+#                  as CUDA graphs (--cuda-graphs, model.cuda_graphs) vs op by op, in
+#                  bf16-mixed and (device-side loss scaler) 16-mixed
 #   6-predict      the prediction rate (`bench step --mode predict`) vs PyTorch inference
 #   7-profile      one bf16 batch-64 step split by op category with in-process timers
 #                  (`bench step --profile`), and Nsight Compute's per-kernel times of the
@@ -265,6 +266,13 @@ vs_torch_run() {
         "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch "$batch" \
           --precision bf16-mixed --steps 20 --warmup 5 $graphs || return
       done
+    done
+    # 16-mixed, whose loss scaler decides on the device since 2026-11-27 (no host wait
+    # per step; its steps record too; never run on a GPU).
+    for graphs in "" --cuda-graphs; do
+      echo "--- ${graphs:-op by op} (16-mixed, batch 16)"
+      "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 16 \
+        --precision 16-mixed --steps 20 --warmup 5 $graphs || return
     done
   else  # the script and the template wiring, on the CPU with tiny sizes
     "$py" "$repo/scripts/bench_gpu_torch.py" --device cpu --batches 2 --image-size 64 --iters 1 --warmup 0 \

@@ -142,9 +142,6 @@ int bench_step(const Args& args) {
                     "profile without --cuda-graphs");
   if (cuda_graphs && (accelerator != "gpu" || mode != "train" || exporting))
     throw UserError("bench step: --cuda-graphs records GPU training steps", "use it with --accelerator gpu --mode train");
-  if (cuda_graphs && precision_name == "16-mixed")
-    throw UserError("bench step: --cuda-graphs does not record 16-mixed steps (the loss scaler decides each step on "
-                    "the host)", "use --precision bf16-mixed or 32");
   if (threads < 0 || warmup < 0)
     throw UserError("bench step: --threads and --warmup must be >= 0, got " + std::to_string(threads) + " and " +
                     std::to_string(warmup), "--threads 0 uses OMP_NUM_THREADS or all cores");

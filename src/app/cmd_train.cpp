@@ -117,7 +117,6 @@ void enable_step_recording(const Config& config, const compute::Backend& backend
   if (backend.kind() != compute::DeviceKind::cuda) why_not = "the run is on the CPU";
   else if (world_size > 1) why_not = "multi-process runs are not recorded yet";
   else if (config.training.accumulate_grad_batches > 1) why_not = "training.accumulate_grad_batches is above 1";
-  else if (config.model.precision == "16-mixed") why_not = "16-mixed decides each step on the host (loss scaling)";
   if (!why_not.empty()) {
     log.warn("model.cuda_graphs has no effect: " + why_not + "; every step runs op by op");
     return;

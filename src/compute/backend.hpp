@@ -37,6 +37,7 @@
 #include "compute/losses/heatmap_loss.hpp"  // HeatmapLoss (heatmap_loss's choice of loss)
 #include "compute/affine_points.hpp"          // AffineMap2D (affine_points)
 #include "compute/pca_loss_tables.hpp"        // PcaLossTables (pca_loss's fitted PCA)
+#include "compute/loss_scale.hpp"  // LossScaleRule (update_loss_scale)
 #include "compute/precision.hpp"  // Precision
 #include "compute/stream.hpp"     // Stream, Event
 #include "compute/tensor.hpp"  // Shape4, TensorView, ConstTensorView, DeviceKind
@@ -78,6 +79,9 @@ struct AdamParams {
   // runs, so a recorded step graph replays with each step's values (written by
   // set_values on the same stream before it).
   const float* device_factors = nullptr;
+  // When set and nonzero when the update runs (device memory): no update at all, the
+  // step that 16-mixed's loss scaler skips (compute/loss_scale.hpp).
+  const float* skip = nullptr;
 };
 
 class Backend {
@@ -298,14 +302,27 @@ class Backend {
   // decoupled_weight_decay, AdamW (param *= 1 - lr * wd first); amsgrad off.
   virtual void adam_update(float* params, const float* grads, float* m, float* v, std::size_t count,
                            const AdamParams& p, Stream& s) = 0;
+  // 16-mixed's step count, on the device because only the device knows which steps
+  // the loss scaler skips: unless p.skip is set and nonzero, step[0] += 1 and
+  // factors[0..AdamFactors::kCount) become that step's, from lr[0] and p's betas and
+  // weight decay (compute::count_adam_step; p.lr, p.step and p.device_factors unused).
+  // One thread's work: a recorded step replays it.
+  virtual void count_adam_step(float* step, float* factors, const float* lr, const AdamParams& p, Stream& s) = 0;
 
   // ---- mixed precision ------------------------------------------------------
   // Loss-scale unscaling in one pass (torch's _amp_foreach_non_finite_check_and_unscale_):
   // grads[i] *= inv_scale, and found_inf[0] (device memory) is set to 1 when any
   // result is inf or NaN. found_inf is never cleared here, so several ranges can
   // share one flag: the caller zeroes it (fill) before the first range.
-  virtual void unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf,
+  // inv_scale is read from device memory when the kernel runs.
+  virtual void unscale_and_check(float* grads, std::size_t count, const float* inv_scale, float* found_inf,
                                  Stream& s) = 0;
+  // The loss scale's update after the check, on the device (compute::advance_loss_scale
+  // over compute::kLossScaleSlots floats at `state`).
+  virtual void update_loss_scale(float* state, const LossScaleRule& rule, Stream& s) = 0;
+  // x[0..count) *= factor[0], the factor read from device memory when the kernel runs
+  // (the loss scale into a loss gradient).
+  virtual void scale_by(float* x, std::size_t count, const float* factor, Stream& s) = 0;
 
   // ---- unsupervised keypoint losses (lightning-pose TemporalLoss, PCALoss) ------
   // Both read keypoints [frames, K, 2] in network-input pixels and multiply them by

@@ -313,9 +313,19 @@ void ProfilingBackend::adam_update(float* params, const float* grads, float* m, 
                                    const AdamParams& p, Stream& s) {
   TRAINER_TIMED(optimizer, adam_update(params, grads, m, v, count, p, s));
 }
-void ProfilingBackend::unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf,
+void ProfilingBackend::count_adam_step(float* step, float* factors, const float* lr, const AdamParams& p,
+                                       Stream& s) {
+  TRAINER_TIMED(optimizer, count_adam_step(step, factors, lr, p, s));
+}
+void ProfilingBackend::unscale_and_check(float* grads, std::size_t count, const float* inv_scale, float* found_inf,
                                          Stream& s) {
   TRAINER_TIMED(optimizer, unscale_and_check(grads, count, inv_scale, found_inf, s));
+}
+void ProfilingBackend::update_loss_scale(float* state, const LossScaleRule& rule, Stream& s) {
+  TRAINER_TIMED(optimizer, update_loss_scale(state, rule, s));
+}
+void ProfilingBackend::scale_by(float* x, std::size_t count, const float* factor, Stream& s) {
+  TRAINER_TIMED(elementwise, scale_by(x, count, factor, s));
 }
 void ProfilingBackend::temporal_loss(const float* keypoints, const float* confidence, int frames, int num_keypoints,
                                      const float* epsilon, float prob_threshold, float scale_x, float scale_y,

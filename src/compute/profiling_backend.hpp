@@ -138,7 +138,11 @@ class ProfilingBackend final : public Backend {
                             const float* dcoords, TensorView dheatmaps, Stream& s) override;
   void adam_update(float* params, const float* grads, float* m, float* v, std::size_t count, const AdamParams& p,
                    Stream& s) override;
-  void unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf, Stream& s) override;
+  void count_adam_step(float* step, float* factors, const float* lr, const AdamParams& p, Stream& s) override;
+  void unscale_and_check(float* grads, std::size_t count, const float* inv_scale, float* found_inf,
+                         Stream& s) override;
+  void update_loss_scale(float* state, const LossScaleRule& rule, Stream& s) override;
+  void scale_by(float* x, std::size_t count, const float* factor, Stream& s) override;
   void temporal_loss(const float* keypoints, const float* confidence, int frames, int num_keypoints,
                      const float* epsilon, float prob_threshold, float scale_x, float scale_y, float* loss,
                      float* dkeypoints, float grad_scale, Stream& s) override;

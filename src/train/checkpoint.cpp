@@ -168,7 +168,7 @@ void take_snapshot(CheckpointSnapshot& snap, model::ParameterStore& store, Optim
     snap.weight_decay = optimizer->config().weight_decay;
     for (auto id : {model::ParamGroup::backbone, model::ParamGroup::head}) {
       const auto& g = optimizer->group(id);
-      snap.groups[id == model::ParamGroup::backbone ? 0 : 1] = {g.step, g.lr, g.active};
+      snap.groups[id == model::ParamGroup::backbone ? 0 : 1] = {optimizer->steps(id, stream), g.lr, g.active};
     }
   }
   snap.copied = stream.record();
@@ -399,7 +399,7 @@ void load_optimizer(const std::string& path, Optimizer& optimizer, compute::Stre
     for (auto id : {model::ParamGroup::backbone, model::ParamGroup::head}) {
       auto& g = optimizer.group(id);
       const std::string prefix = model::group_name(id);
-      g.step = long(int_or(opt.get(), (prefix + "_step").c_str(), 0));
+      optimizer.set_steps(id, long(int_or(opt.get(), (prefix + "_step").c_str(), 0)), stream);
       g.lr = double_or(opt.get(), (prefix + "_lr").c_str(), 0);
       g.active = int_or(opt.get(), (prefix + "_active").c_str(), 0) != 0;
     }

@@ -103,13 +103,13 @@ void DistributedTraining::broadcast_initial_state(Optimizer& optimizer, compute:
   comm::Communicator& scalars = host_comm_ ? *host_comm_ : *comm_;
   std::vector<double> values;
   for (const auto& counter : store.counters()) values.push_back(double(counter.value));
-  for (auto id : {model::ParamGroup::backbone, model::ParamGroup::head}) values.push_back(double(optimizer.group(id).step));
+  for (auto id : {model::ParamGroup::backbone, model::ParamGroup::head}) values.push_back(double(optimizer.steps(id, stream)));
   if (rank_ != 0) std::fill(values.begin(), values.end(), 0.0);
   comm::HostStream host;
   scalars.all_reduce(values.data(), values.size(), comm::ReduceOp::sum, host, "broadcast counters");
   std::size_t i = 0;
   for (auto& counter : store.counters()) counter.value = static_cast<std::int64_t>(values[i++]);
-  for (auto id : {model::ParamGroup::backbone, model::ParamGroup::head}) optimizer.group(id).step = static_cast<long>(values[i++]);
+  for (auto id : {model::ParamGroup::backbone, model::ParamGroup::head}) optimizer.set_steps(id, static_cast<long>(values[i++]), stream);
 }
 
 DistributedHooks DistributedTraining::hooks() {

@@ -1,40 +1,38 @@
 #pragma once
 // Dynamic loss scaling for precision = 16-mixed, with the semantics of
 // torch.cuda.amp.GradScaler (Lightning's default for "16-mixed"): the loss
-// gradient is multiplied by scale() so small gradients survive the fp16
+// gradient is multiplied by the scale so small gradients survive the fp16
 // convolutions; after the backward pass (and after the gradient all-reduce, so
 // every rank sees the same gradients and takes the same decision) the gradients
 // are multiplied by 1/scale and checked for inf/NaN in one pass. A step with a
 // non-finite gradient is skipped and the scale halves; after `growth_interval`
 // consecutive finite steps it doubles. bf16-mixed and 32 use no scaling
-// (enabled() is false, scale() is 1, unscale_and_check does nothing and says
-// "step"), as in Lightning.
+// (enabled() is false and every call below does nothing), as in Lightning.
 //
-// Usage, in the training step:
-//   train::LossScaler scaler(backend.precision());            // once
-//   ...
-//   backend.heatmap_loss(pred, target, mask, type, loss, dpred,
-//                        loss_scale * scaler.scale(), stream);  // scaled loss gradient
+// The whole state machine runs on the device (compute/loss_scale.hpp): the scale,
+// the growth tracker and the found-inf flag live in device memory, the optimizer
+// reads the flag there to skip the step (and not count it), and nothing in a step
+// waits for the device. GradScaler reads found_inf on the host every step
+// (optimizer.step checks it); this does not, and a 16-mixed step can be recorded
+// as a CUDA graph like any other.
+//
+// Usage, in the training step (all on the scaler's stream):
+//   train::LossScaler scaler(backend, stream);                      // once
+//   backend.heatmap_loss(..., dpred, ...);  scaler.scale_gradient(dpred, n);
 //   ... backward, gradient all-reduce ...
-//   if (scaler.unscale_and_check(backend, grads, count, stream))
-//     optimizer.step(stream);                                  // else: skipped step
-//   // checkpoint: scaler.state() / scaler.restore(state)
-//
-// The host state (scale, growth tracker) lives here; the device only holds the
-// 4-byte found-inf flag.
+//   scaler.unscale_and_update(grads, count);
+//   optimizer.step(stream, scaler.skip_flag());  // skips itself when the flag is set
+//   // checkpoint: scaler.state() (waits) / scaler.restore(state)
 #include <cstddef>  // std::size_t
 
-#include "compute/backend.hpp"    // compute::Backend, DeviceBuffer, Stream
-#include "compute/host_buffer.hpp"  // compute::HostBuffer
-#include "compute/precision.hpp"  // compute::Precision
+#include "compute/backend.hpp"     // compute::Backend, DeviceBuffer, Stream
+#include "compute/loss_scale.hpp"  // compute::LossScaleRule
 
 namespace trainer::train {
 
 struct LossScalerOptions {  // torch.cuda.amp.GradScaler defaults
   float init_scale = 65536.f;
-  float growth_factor = 2.f;
-  float backoff_factor = 0.5f;
-  int growth_interval = 2000;
+  compute::LossScaleRule rule;
 };
 
 // What a checkpoint must hold to resume the scaler exactly.
@@ -45,40 +43,41 @@ struct LossScalerState {
 
 class LossScaler {
  public:
-  // Enabled only for Precision::fp16.
-  explicit LossScaler(compute::Precision precision, LossScalerOptions options = {});
+  // Enabled only when backend.precision() is fp16. Its work runs on `stream`, its
+  // state in `backend`'s memory; both must outlive it.
+  LossScaler(compute::Backend& backend, compute::Stream& stream, LossScalerOptions options = {});
   LossScaler(const LossScaler&) = delete;
   LossScaler& operator=(const LossScaler&) = delete;
 
   bool enabled() const { return enabled_; }
-  // The factor for the loss gradient (1 when disabled).
-  float scale() const { return enabled_ ? state_.scale : 1.f; }
 
-  // When enabled: grads[0..count) *= 1/scale, then the found-inf flag is read
-  // back and the scale updated. Returns whether the optimizer step should run
-  // (false: some gradient was inf/NaN; the gradients are then garbage and must not
-  // be used). Reading the flag synchronizes the stream once per step, exactly as
-  // GradScaler does with found_inf.item() (its step() checks the flag on the host);
-  // only 16-mixed pays it. When disabled: returns true and touches nothing.
-  // `backend` must be the same on every call (the flag lives in its memory).
-  bool unscale_and_check(compute::Backend& backend, float* grads, std::size_t count, compute::Stream& stream);
+  // Enqueues x[0..count) *= scale, the scale read when it runs (a loss gradient, or
+  // the map that carries the unsupervised losses' gradient).
+  void scale_gradient(float* x, std::size_t count);
+  // Enqueues, after the all-reduce: grads[0..count) *= 1/scale with the inf/NaN
+  // check, then the scale's update. Nothing waits. The gradients of a step found
+  // non-finite are garbage: skip_flag() tells the optimizer to leave them.
+  void unscale_and_update(float* grads, std::size_t count);
+  // Device memory, nonzero after unscale_and_update found an inf or NaN; null when
+  // disabled. What Optimizer::step's skip flag takes.
+  const float* skip_flag() const { return enabled_ ? state_.data() + compute::kLossScaleFoundInf : nullptr; }
 
-  // The scale update alone (what unscale_and_check does after reading the flag);
-  // public for tests and for callers that check several ranges themselves.
-  void update(bool found_inf);
-
-  LossScalerState state() const { return state_; }
-  void restore(const LossScalerState& state) { state_ = state; }
-  long skipped_steps() const { return skipped_; }  // steps skipped since construction
+  // The scale and tracker after the work queued so far (waits for the stream when
+  // enabled). Disabled: what restore() last set (the defaults at first), so a
+  // checkpoint of a 32 or bf16-mixed run carries GradScaler's initial values.
+  LossScalerState state();
+  // Enqueues the state's upload (a resumed run).
+  void restore(const LossScalerState& state);
+  // Steps skipped since construction (waits for the stream).
+  long skipped_steps();
 
  private:
+  compute::Backend& backend_;
+  compute::Stream& stream_;
   bool enabled_;
   LossScalerOptions options_;
-  LossScalerState state_;
-  long skipped_ = 0;
-  compute::Backend* backend_ = nullptr;  // where flag_ and host_flag_ live
-  compute::DeviceBuffer flag_;           // one float: found_inf
-  compute::HostBuffer<float> host_flag_;  // one float, pinned on CUDA
+  LossScalerState host_state_;  // disabled: the value state() returns
+  compute::DeviceBuffer state_;  // enabled: compute::kLossScaleSlots floats
 };
 
 }  // namespace trainer::train

@@ -30,6 +30,27 @@ Optimizer::Optimizer(model::ParameterStore& store, const OptimizerConfig& config
   m_ = compute::DeviceBuffer(store.backend(), store.parameter_count());
   v_ = compute::DeviceBuffer(store.backend(), store.parameter_count());
   factors_ = compute::DeviceBuffer(store.backend(), 2 * compute::AdamFactors::kCount);
+  counts_on_device_ = store.backend().precision() == compute::Precision::fp16;
+  if (counts_on_device_) device_steps_ = compute::DeviceBuffer(store.backend(), 4);
+}
+
+int Optimizer::index(model::ParamGroup id) { return id == model::ParamGroup::backbone ? 0 : 1; }
+
+long Optimizer::steps(model::ParamGroup id, compute::Stream& stream) {
+  if (counts_on_device_ && device_steps_set_) {
+    float counts[2];
+    store_->backend().download(counts, device_steps_.data() + 2, 2, stream);
+    stream.synchronize();
+    steps_[0] = long(counts[0]), steps_[1] = long(counts[1]);
+  }
+  return steps_[index(id)];
+}
+
+void Optimizer::set_steps(model::ParamGroup id, long steps, compute::Stream& stream) {
+  steps_[index(id)] = steps;
+  if (!counts_on_device_ || !device_steps_set_) return;
+  const float count = float(steps);
+  store_->backend().set_values(device_steps_.data() + 2 + index(id), &count, 1, stream);
 }
 
 void Optimizer::set_group(model::ParamGroup id, double lr, bool active) {
@@ -50,6 +71,12 @@ void Optimizer::prepare_step(compute::Stream& stream) {
     fence_->wait();
     fence_.reset();
   }
+  if (counts_on_device_) {
+    float values[4] = {float(groups_[0].lr), float(groups_[1].lr), float(steps_[0]), float(steps_[1])};
+    store_->backend().set_values(device_steps_.data(), values, device_steps_set_ ? 2 : 4, stream);
+    device_steps_set_ = true;
+    return;
+  }
   constexpr int kCount = compute::AdamFactors::kCount;
   float values[2 * kCount] = {};
   const bool adamw = type_ == OptimizerType::adamw;
@@ -57,16 +84,15 @@ void Optimizer::prepare_step(compute::Stream& stream) {
   for (int i = 0; i < 2; ++i) {
     Group& g = groups_[i];
     if (!g.active || g.count == 0) continue;
-    ++g.step;
     const compute::AdamFactors f =
         compute::adam_factors(float(g.lr), defaults.beta1, defaults.beta2,
-                              adamw ? float(config_.weight_decay) : 0.f, adamw, g.step);
+                              adamw ? float(config_.weight_decay) : 0.f, adamw, ++steps_[i]);
     values[i * kCount] = f.step_size, values[i * kCount + 1] = f.inv_sqrt_bc2, values[i * kCount + 2] = f.decay;
   }
   if (updated_groups() != 0) store_->backend().set_values(factors_.data(), values, 2 * kCount, stream);
 }
 
-void Optimizer::apply_step(compute::Stream& stream) {
+void Optimizer::apply_step(compute::Stream& stream, const float* skip) {
   const bool adamw = type_ == OptimizerType::adamw;
   for (int i = 0; i < 2; ++i) {
     const Group& g = groups_[i];
@@ -75,6 +101,10 @@ void Optimizer::apply_step(compute::Stream& stream) {
     p.weight_decay = adamw ? float(config_.weight_decay) : 0.f;
     p.decoupled_weight_decay = adamw;
     p.device_factors = factors_.data() + i * compute::AdamFactors::kCount;
+    p.skip = skip;
+    if (counts_on_device_)
+      store_->backend().count_adam_step(device_steps_.data() + 2 + i, factors_.data() + i * compute::AdamFactors::kCount,
+                                        device_steps_.data() + i, p, stream);
     store_->backend().adam_update(store_->params_data() + g.offset, store_->grads_data() + g.offset,
                                   m_.data() + g.offset, v_.data() + g.offset, g.count, p, stream);
   }

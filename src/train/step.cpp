@@ -20,7 +20,7 @@ StepRunner::StepRunner(compute::Backend& backend, compute::Stream& stream, model
       loss_type_(loss),
       stager_(backend),
       unlabeled_stager_(backend),
-      scaler_(backend.precision()) {
+      scaler_(backend, stream) {
   compute::ensure_capacity(backend_, loss_, 1);
   compute::ensure_capacity(backend_, loss_sum_, 1);
   loss_host_ = compute::HostBuffer<float>(backend_, 2);
@@ -135,7 +135,7 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   if (bn_sync) bn_sync->new_batch();
   const StagedBatch& b = stage(batch, true, false);  // padded rows train too, as with Lightning's DistributedSampler
   const StagedBatch* u =
-      semi ? &stage_unlabeled(*unlabeled, unsupervised_importance * micro_scale * scaler_.scale()) : nullptr;
+      semi ? &stage_unlabeled(*unlabeled, unsupervised_importance * micro_scale) : nullptr;
   if (recorder_.enabled())
     recorder_.unrecorded_step(recorded_shape(b, u, unsupervised_backward, measure_next_, train_backbone, optimizer));
   const compute::Shape4 hm = b.heatmap_shape;
@@ -173,7 +173,8 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   // (counted on the host while staging: no device round trip).
   const float loss_scale = sync.weighs_loss() ? sync.loss_scale(b.counted) : 1.f;
   backend_.heatmap_loss(heatmaps, {targets_.data(), hm}, mask_.data(), loss_type_, loss_.data(), dpred_.data(),
-                        loss_scale * micro_scale * scaler_.scale(), stream_);
+                        loss_scale * micro_scale, stream_);
+  scaler_.scale_gradient(dpred_.data(), hm.numel());
   backend_.accumulate(loss_.data(), loss_sum_.data(), 1, stream_);
   ++losses_summed_;
   model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
@@ -186,8 +187,8 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
   }
   if (!micro.steps) return;
   // After the all-reduce, so every rank sees the same gradients and skips alike.
-  if (scaler_.unscale_and_check(backend_, model_.store().grads_data() + range.offset, range.count, stream_))
-    optimizer.step(stream_);
+  scaler_.unscale_and_update(model_.store().grads_data() + range.offset, range.count);
+  optimizer.step(stream_, scaler_.skip_flag());
 }
 
 void StepRunner::prepare_draws(const data::Batch& batch, int forwards) {
@@ -196,12 +197,12 @@ void StepRunner::prepare_draws(const data::Batch& batch, int forwards) {
 }
 
 bool StepRunner::recordable(model::BatchNormSync* bn_sync, const MicroBatch& micro, const GradientSync& sync) const {
-  // The loss gradient's scale must be 1 on every step (no per-batch data-parallel
-  // weight, no accumulation divisor, no fp16 loss scale): a replay cannot change it.
-  // (The unsupervised terms' importance and keypoint maps are read from device memory.)
+  // The loss gradient's host factor must be 1 on every step (no per-batch data-parallel
+  // weight, no accumulation divisor): a replay cannot change it. (The unsupervised
+  // terms' importance and keypoint maps, and 16-mixed's loss scale, are read from
+  // device memory.)
   return recorder_.enabled() && stream_.can_record() && bn_sync == nullptr && micro.accumulate == 1 &&
-         micro.steps && held_ == 0 && sync.recordable() && !sync.weighs_loss() &&
-         !scaler_.enabled();
+         micro.steps && held_ == 0 && sync.recordable() && !sync.weighs_loss();
 }
 
 StepRecorder::Shape StepRunner::recorded_shape(const StagedBatch& b, const StagedBatch* u, bool u_backward,
@@ -297,6 +298,7 @@ void StepRunner::device_step(const StagedBatch& b, const StagedBatch* u, bool u_
                          m_confidence_.data(), stream_);
   backend_.heatmap_loss(heatmaps, {targets_.data(), hm}, mask_.data(), loss_type_, loss_.data(), dpred_.data(), 1.f,
                         stream_);
+  scaler_.scale_gradient(dpred_.data(), hm.numel());
   backend_.accumulate(loss_.data(), loss_sum_.data(), 1, stream_);
   model_.backward(ctx, {dpred_.data(), hm}, train_backbone);
   if (u) {
@@ -310,7 +312,8 @@ void StepRunner::device_step(const StagedBatch& b, const StagedBatch* u, bool u_
   }
   sync.finish(stream_);
   held_ = 0;
-  optimizer.apply_step(stream_);
+  scaler_.unscale_and_update(model_.store().grads_data() + range.offset, range.count);
+  optimizer.apply_step(stream_, scaler_.skip_flag());
 }
 
 const StagedBatch& StepRunner::stage_unlabeled(const data::Batch& frames, double factor) {
@@ -328,6 +331,7 @@ const StagedBatch& StepRunner::stage_unlabeled(const data::Batch& frames, double
   std::copy(m.back.m, m.back.m + 6, maps + 6);
   compute::ensure_capacity(backend_, u_maps_, 12);
   backend_.set_values(u_maps_.data(), maps, 12, stream_);
+  scaler_.scale_gradient(u_maps_.data() + 6, 6);  // the gradient's map: 16-mixed scales it as the loss gradient
   return u;
 }
 

@@ -81,8 +81,8 @@ class StepRunner {
 
   // Enqueues forward + loss + backward + gradient sync + optimizer step on the
   // stream and returns without waiting for the device (a host-staged gradient
-  // sync waits inside, by nature; so does 16-mixed, whose loss scaler reads its
-  // found-inf flag to decide whether the optimizer steps, as torch's GradScaler). The batch's copy to the device overlaps the
+  // sync waits inside, by nature; 16-mixed does not: its loss scaler decides on the
+  // device whether the optimizer steps). The batch's copy to the device overlaps the
   // previous step; on return the host batch is no longer needed.
   //
   // Semi-supervised (with `unlabeled` frames and set_unsupervised()): the labelled
@@ -107,8 +107,8 @@ class StepRunner {
   // step's are keyed by it and the batch's epoch and index (model::StepKey).
   void set_model_seed(std::uint64_t seed) { model_seed_ = seed; }
   // model.cuda_graphs: from now on, single-process steps, supervised or semi-supervised
-  // (a GradientSync that is recordable(), no accumulation, no synchronized batch norm,
-  // not 16-mixed) on a stream that can record run as recordings of their device work,
+  // (a GradientSync that is recordable(), no accumulation, no synchronized batch norm;
+  // any precision) on a stream that can record run as recordings of their device work,
   // one per staging slot (pair of slots) and shape (measured steps too), replayed while no device block
   // has been released since and the images keep their size (train/step_recorder.hpp:
   // an epoch's short last batch and validation keep them); the host half of the
@@ -145,7 +145,7 @@ class StepRunner {
   // Sum and number of training-step losses since the last call (waits).
   std::pair<double, long> take_loss_sum();
   // The fp16 loss scaler (disabled unless the backend computes in fp16); its
-  // state goes into checkpoints.
+  // state goes into checkpoints. It works on this runner's stream.
   LossScaler& loss_scaler() { return scaler_; }
   // lightning-pose's training.uniform_heatmaps_for_nan_keypoints (off until set): a
   // keypoint missing from the labels gets a uniform target heatmap and counts in the
@@ -194,7 +194,8 @@ class StepRunner {
   void measure_keypoints(const data::Batch& batch, compute::ConstTensorView heatmaps);
   // Stages the unlabelled frames, and writes to the device (u_maps_) the map of their
   // keypoints into the frame where the unsupervised losses are measured and the map
-  // of the losses' gradient back, times `factor` (the importance, and the loss scale).
+  // of the losses' gradient back, times `factor` (the importance) and, in 16-mixed,
+  // the loss scale (applied on the device).
   const StagedBatch& stage_unlabeled(const data::Batch& frames, double factor);
   // The unlabelled frames' pass: unsupervised_forward and, with a `listener`, its
   // backward (the listener hears each parameter's gradient become final).

@@ -73,7 +73,7 @@ class StepRecorder {
   // or run it op by op (a shape's warm-up). A moved generation drops every recording
   // first; another image size forgets everything.
   Action decide(const Shape& shape, const Key& key, std::uint64_t generation);
-  // A step that cannot be recorded (accumulation, 16-mixed) sizes its shape too.
+  // A step that cannot be recorded (accumulation, synchronized batch norm) sizes its shape too.
   void unrecorded_step(const Shape& shape);
   // Work other than training steps (validation, prediction) on images of `images`'
   // size: keeps the recordings when it is theirs (a buffer it grows moves the

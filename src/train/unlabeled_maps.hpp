@@ -5,7 +5,8 @@
 // was augmented) and into original-frame pixels (its model_to_frame: one scale per
 // video), where the unsupervised losses and their epsilons are measured; the losses'
 // gradient comes back through the first map's transposed linear part, times `factor`
-// (the annealed importance, the accumulation divisor and the fp16 loss scale). Both
+// (the annealed importance and the accumulation divisor; 16-mixed's loss scale is
+// applied on the device, by LossScaler::scale_gradient). Both
 // live in device memory, so a recorded step replays with each clip's own.
 #include <vector>  // std::vector
 

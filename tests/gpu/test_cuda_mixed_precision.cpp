@@ -11,6 +11,7 @@
 #include <limits>   // std::numeric_limits
 #include <vector>   // std::vector
 
+#include "compute/adam_factors.hpp"         // AdamFactors (count_adam_step)
 #include "compute/losses/heatmap_mse.hpp"  // heatmap_mse_loss
 #include "cast.cuh"                          // kernels::cast_to_16, cast_from_16, Dims4
 #include "compute/cuda/cuda_check.hpp"       // CUDA_CHECK
@@ -239,44 +240,105 @@ TEST_CASE("cuda unscale_and_check matches its CPU twin", "[gpu][precision]") {
   auto g = random_vector(n, 9, -1e4f, 1e4f);
   auto gg = t.device(g);
   auto flag = t.zeros(1);
-  t.gpu->unscale_and_check(gg.data(), n, 1.f / 65536, flag.data(), t.gs());
+  const float inv = 1.f / 65536;
+  auto ginv = t.device(std::vector<float>{inv});  // read from device memory when the kernel runs
+  t.gpu->unscale_and_check(gg.data(), n, ginv.data(), flag.data(), t.gs());
   std::vector<float> ref = g;
   float ref_flag = 0.f;
-  t.cpu->unscale_and_check(ref.data(), n, 1.f / 65536, &ref_flag, t.cs());
+  t.cpu->unscale_and_check(ref.data(), n, &inv, &ref_flag, t.cs());
   CHECK(t.host(gg) == ref);  // a power-of-two scale is exact on both
   CHECK(t.host(flag)[0] == 0.f);
   CHECK(ref_flag == 0.f);
   // One NaN near the end sets the flag; a later clean range keeps it.
   g[n - 3] = std::numeric_limits<float>::quiet_NaN();
   auto gg2 = t.device(g);
-  t.gpu->unscale_and_check(gg2.data(), n, 0.5f, flag.data(), t.gs());
+  auto ghalf = t.device(std::vector<float>{0.5f});
+  t.gpu->unscale_and_check(gg2.data(), n, ghalf.data(), flag.data(), t.gs());
   CHECK(t.host(flag)[0] == 1.f);
   auto clean = t.device(std::vector<float>{2.f, 4.f});
-  t.gpu->unscale_and_check(clean.data(), 2, 0.5f, flag.data(), t.gs());
+  t.gpu->unscale_and_check(clean.data(), 2, ghalf.data(), flag.data(), t.gs());
   CHECK(t.host(flag)[0] == 1.f);
   CHECK(t.host(clean) == std::vector<float>{1.f, 2.f});
 }
 
-TEST_CASE("loss scaler on the CUDA backend: skip, backoff, unscale", "[gpu][precision]") {
+TEST_CASE("cuda loss-scale update, scale_by and the device Adam count match their CPU twins", "[gpu][precision]") {
+  Twins t;
+  // The scale's state machine over a sequence of found-inf flags.
+  LossScaleRule rule;
+  rule.growth_interval = 2;
+  std::vector<float> ref(kLossScaleSlots, 0.f);
+  ref[kLossScale] = 1024.f;
+  auto state = t.device(ref);
+  for (bool inf : {false, false, true, false, false, false, true}) {
+    ref[kLossScaleFoundInf] = inf ? 1.f : 0.f;
+    const float flag = ref[kLossScaleFoundInf];
+    t.gpu->set_values(state.data() + kLossScaleFoundInf, &flag, 1, t.gs());
+    t.gpu->update_loss_scale(state.data(), rule, t.gs());
+    t.cpu->update_loss_scale(ref.data(), rule, t.cs());
+    CHECK(t.host(state) == ref);
+  }
+  CHECK(ref[kLossScaleSkipped] == 2.f);
+  // The loss gradient times the scale, read from device memory.
+  auto x = random_vector(100003, 4);
+  auto gx = t.device(x);
+  t.gpu->scale_by(gx.data(), x.size(), state.data() + kLossScale, t.gs());
+  t.cpu->scale_by(x.data(), x.size(), ref.data() + kLossScale, t.cs());
+  CHECK(t.host(gx) == x);
+  // Adam's step count and factors on one thread, skipped or not.
+  for (bool decoupled : {false, true}) {
+    AdamParams p;
+    p.weight_decay = 0.01f;
+    p.decoupled_weight_decay = decoupled;
+    std::vector<float> counts{0.f, 2e-3f}, factors(AdamFactors::kCount, 0.f);  // step, lr
+    auto gcounts = t.device(counts);
+    auto gfactors = t.device(factors);
+    auto gflag = t.zeros(1);
+    float flag = 0.f;
+    for (int attempt = 0; attempt < 6; ++attempt) {
+      flag = attempt == 2 ? 1.f : 0.f;
+      t.gpu->set_values(gflag.data(), &flag, 1, t.gs());
+      p.skip = gflag.data();
+      t.gpu->count_adam_step(gcounts.data(), gfactors.data(), gcounts.data() + 1, p, t.gs());
+      p.skip = &flag;
+      t.cpu->count_adam_step(counts.data(), factors.data(), counts.data() + 1, p, t.cs());
+      CHECK(t.host(gcounts) == counts);
+      // CUDA's double pow is within 2 ulp of the C library's: the floats agree.
+      CHECK(t.host(gfactors) == factors);
+    }
+    CHECK(counts[0] == 5.f);
+  }
+}
+
+TEST_CASE("loss scaler on the CUDA backend: skip, backoff, unscale, all on the device", "[gpu][precision]") {
   auto gpu = make_cuda_backend(0, Precision::fp16);
   Stream& s = gpu->default_stream();
-  train::LossScaler scaler(gpu->precision());
+  train::LossScaler scaler(*gpu, s);
   REQUIRE(scaler.enabled());
   DeviceBuffer grads(*gpu, 4);
   const std::vector<float> good{65536.f, 131072.f, -65536.f, 0.f};
+  const auto flag = [&] {
+    float f = -1.f;
+    gpu->download(&f, scaler.skip_flag(), 1, s);
+    s.synchronize();
+    return f;
+  };
   gpu->upload(grads.data(), good.data(), 4, s);
-  CHECK(scaler.unscale_and_check(*gpu, grads.data(), 4, s));
+  scaler.unscale_and_update(grads.data(), 4);
+  CHECK(flag() == 0.f);
   std::vector<float> out(4);
   gpu->download(out.data(), grads.data(), 4, s);
   s.synchronize();
   CHECK(out == std::vector<float>{1.f, 2.f, -1.f, 0.f});
   const std::vector<float> bad{1.f, std::numeric_limits<float>::infinity(), 0.f, 0.f};
   gpu->upload(grads.data(), bad.data(), 4, s);
-  CHECK_FALSE(scaler.unscale_and_check(*gpu, grads.data(), 4, s));
-  CHECK(scaler.scale() == 32768.f);
+  scaler.unscale_and_update(grads.data(), 4);
+  CHECK(flag() == 1.f);
+  CHECK(scaler.state().scale == 32768.f);
+  CHECK(scaler.skipped_steps() == 1);
   // The flag is cleared for the next step.
   gpu->upload(grads.data(), good.data(), 4, s);
-  CHECK(scaler.unscale_and_check(*gpu, grads.data(), 4, s));
+  scaler.unscale_and_update(grads.data(), 4);
+  CHECK(flag() == 0.f);
 }
 
 TEST_CASE("bf16 / fp16 training steps on the GPU follow the CPU emulation", "[gpu][precision][step]") {

@@ -6,7 +6,7 @@
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 #include <cmath>  // std::sqrt
 
-#include "compute/adam_factors.hpp"  // adam_factors, adam_blend
+#include "compute/adam_factors.hpp"  // adam_factors, adam_blend, count_adam_step
 #include "compute/cpu/cpu_backend.hpp"
 #include "util/error.hpp"
 
@@ -15,6 +15,7 @@ namespace trainer::compute::cpu {
 void CpuBackend::adam_update(float* params, const float* grads, float* m, float* v,
                              std::size_t count, const AdamParams& a, Stream&) {
   TRAINER_ASSERT(a.device_factors || a.step >= 1, "adam_update: step must be >= 1 (1-based), got " << a.step);
+  if (a.skip && a.skip[0] != 0.f) return;  // the step 16-mixed's loss scaler skips
   enter();
   // "Device" memory is host memory here: the factors set_values wrote, or computed now.
   AdamFactors f;
@@ -39,6 +40,11 @@ void CpuBackend::adam_update(float* params, const float* grads, float* m, float*
     p -= step_size * mi / (std::sqrt(vi) * inv_bc2_sqrt + eps);
     params[i] = p;
   }
+}
+
+void CpuBackend::count_adam_step(float* step, float* factors, const float* lr, const AdamParams& a, Stream&) {
+  compute::count_adam_step(step, factors, lr[0], a.beta1, a.beta2, a.weight_decay, a.decoupled_weight_decay,
+                           a.skip && a.skip[0] != 0.f);
 }
 
 }  // namespace trainer::compute::cpu

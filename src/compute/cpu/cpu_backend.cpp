@@ -159,9 +159,10 @@ void CpuBackend::scale(float* x, float alpha, std::size_t count, Stream&) {
 
 // CPU twin of kernels::unscale_and_check: the flag is written only when set, so
 // several ranges can share it; per-thread flags keep the loop free of races.
-void CpuBackend::unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf,
+void CpuBackend::unscale_and_check(float* grads, std::size_t count, const float* inv_scale_at, float* found_inf,
                                    Stream&) {
   enter();
+  const float inv_scale = inv_scale_at[0];
   const long n = long(count);
   int bad = 0;
 #pragma omp parallel for schedule(static) reduction(|| : bad) if (n > 65536)
@@ -171,6 +172,14 @@ void CpuBackend::unscale_and_check(float* grads, std::size_t count, float inv_sc
     if (!std::isfinite(v)) bad = 1;
   }
   if (bad) found_inf[0] = 1.f;
+}
+
+void CpuBackend::update_loss_scale(float* state, const LossScaleRule& rule, Stream&) {
+  advance_loss_scale(state, rule);
+}
+
+void CpuBackend::scale_by(float* x, std::size_t count, const float* factor, Stream& s) {
+  scale(x, factor[0], count, s);
 }
 
 }  // namespace cpu

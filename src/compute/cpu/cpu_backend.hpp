@@ -146,8 +146,12 @@ class CpuBackend final : public Backend {
   void adam_update(float* params, const float* grads, float* m, float* v, std::size_t count,
                    const AdamParams& p, Stream& s) override;
 
-  void unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf,
+  void count_adam_step(float* step, float* factors, const float* lr, const AdamParams& p, Stream& s) override;
+
+  void unscale_and_check(float* grads, std::size_t count, const float* inv_scale, float* found_inf,
                          Stream& s) override;
+  void update_loss_scale(float* state, const LossScaleRule& rule, Stream& s) override;
+  void scale_by(float* x, std::size_t count, const float* factor, Stream& s) override;
 
   // cpu_keypoint_losses.cpp
   void temporal_loss(const float* keypoints, const float* confidence, int frames, int num_keypoints,

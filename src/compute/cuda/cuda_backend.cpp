@@ -555,16 +555,30 @@ class CudaBackend final : public Backend {
   // ---- optimizer -----------------------------------------------------------------
   void adam_update(float* params, const float* grads, float* m, float* v, std::size_t count,
                    const AdamParams& p, Stream& s) override {
-    kernels::AdamStep step{p.lr,           p.beta1,                  p.beta2, p.eps,
-                           p.weight_decay, p.decoupled_weight_decay, p.step,  p.device_factors};
-    kernels::adam_update(params, grads, m, v, count, step, as_cuda(s).get());
+    kernels::adam_update(params, grads, m, v, count, adam_step(p), as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
+  }
+  void count_adam_step(float* step, float* factors, const float* lr, const AdamParams& p, Stream& s) override {
+    kernels::count_adam_step(step, factors, lr, adam_step(p), as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  static kernels::AdamStep adam_step(const AdamParams& p) {
+    return kernels::AdamStep{p.lr,           p.beta1,                  p.beta2, p.eps,           p.weight_decay,
+                             p.decoupled_weight_decay, p.step, p.device_factors, p.skip};
   }
 
   // ---- mixed precision -------------------------------------------------------------
-  void unscale_and_check(float* grads, std::size_t count, float inv_scale, float* found_inf,
+  void unscale_and_check(float* grads, std::size_t count, const float* inv_scale, float* found_inf,
                          Stream& s) override {
     kernels::unscale_and_check(grads, count, inv_scale, found_inf, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void update_loss_scale(float* state, const LossScaleRule& rule, Stream& s) override {
+    kernels::update_loss_scale(state, rule, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
+  void scale_by(float* x, std::size_t count, const float* factor, Stream& s) override {
+    kernels::scale_by(x, factor, count, as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
 

@@ -103,3 +103,53 @@ TEST_CASE("adam reads its step factors from memory as it would from its argument
     CHECK(v2 == v1);
   }
 }
+
+TEST_CASE("cpu Adam counted on the device (16-mixed): a skipped step neither updates nor counts",
+          "[compute][adam]") {
+  // count_adam_step then adam_update reading its factors must give the update with the
+  // step passed by value, for the steps that ran; a set skip flag leaves parameters,
+  // moments, the count and the factors as they were.
+  auto be = make_cpu_backend(2);
+  Stream& s = be->default_stream();
+  for (bool decoupled : {false, true}) {
+    INFO("decoupled " << decoupled);
+    const std::size_t n = 513;
+    auto by_value = random_vector(n, 4), counted = by_value;
+    std::vector<float> m1(n, 0.f), v1(n, 0.f), m2(n, 0.f), v2(n, 0.f);
+    std::vector<float> factors(AdamFactors::kCount, -1.f);
+    float step_count = 0.f, flag = 0.f;
+    const float lr = 2e-3f;
+    long taken = 0;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      const bool skipped = attempt == 1 || attempt == 3;
+      const auto g = random_vector(n, unsigned(40 + attempt));
+      AdamParams a;
+      a.weight_decay = 0.01f;
+      a.decoupled_weight_decay = decoupled;
+      a.device_factors = factors.data();
+      a.skip = &flag;
+      flag = skipped ? 1.f : 0.f;
+      const auto params_before = counted;
+      const auto factors_before = factors;
+      be->count_adam_step(&step_count, factors.data(), &lr, a, s);
+      be->adam_update(counted.data(), g.data(), m2.data(), v2.data(), n, a, s);
+      if (skipped) {
+        CHECK(counted == params_before);
+        CHECK(factors == factors_before);
+        continue;
+      }
+      ++taken;
+      CHECK(step_count == float(taken));
+      AdamParams plain;
+      plain.lr = lr;
+      plain.weight_decay = a.weight_decay;
+      plain.decoupled_weight_decay = decoupled;
+      plain.step = taken;
+      be->adam_update(by_value.data(), g.data(), m1.data(), v1.data(), n, plain, s);
+    }
+    CHECK(taken == 3);
+    CHECK(counted == by_value);
+    CHECK(m2 == m1);
+    CHECK(v2 == v1);
+  }
+}

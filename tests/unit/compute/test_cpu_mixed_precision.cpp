@@ -142,19 +142,71 @@ TEST_CASE("cpu unscale_and_check multiplies and flags inf/NaN", "[compute][preci
   std::vector<float> g = random_vector(200000, 5, -1000.f, 1000.f);
   const std::vector<float> before = g;
   float flag = 0.f;
-  be->unscale_and_check(g.data(), g.size(), 1.f / 1024, &flag, s);
+  const float inv1024 = 1.f / 1024, half = 0.5f, one = 1.f;  // read from "device" memory
+  be->unscale_and_check(g.data(), g.size(), &inv1024, &flag, s);
   CHECK(flag == 0.f);
   for (std::size_t i = 0; i < g.size(); i += 997) CHECK(g[i] == before[i] / 1024);
   g[123456] = std::numeric_limits<float>::infinity();
-  be->unscale_and_check(g.data(), g.size(), 0.5f, &flag, s);
+  be->unscale_and_check(g.data(), g.size(), &half, &flag, s);
   CHECK(flag == 1.f);
   // A later clean range does not clear the flag.
   std::vector<float> clean{1.f, 2.f};
-  be->unscale_and_check(clean.data(), clean.size(), 0.5f, &flag, s);
+  be->unscale_and_check(clean.data(), clean.size(), &half, &flag, s);
   CHECK(flag == 1.f);
   CHECK(clean == std::vector<float>{0.5f, 1.f});
   std::vector<float> nan{1.f, std::numeric_limits<float>::quiet_NaN()};
   float flag2 = 0.f;
-  be->unscale_and_check(nan.data(), nan.size(), 1.f, &flag2, s);
+  be->unscale_and_check(nan.data(), nan.size(), &one, &flag2, s);
   CHECK(flag2 == 1.f);
+}
+
+TEST_CASE("cpu scale_by reads its factor when it runs", "[compute][precision]") {
+  auto be = make_cpu_backend(2);
+  std::vector<float> x = random_vector(100000, 3, -1.f, 1.f);
+  std::vector<float> expected = x;
+  be->scale(expected.data(), 4096.f, expected.size(), be->default_stream());
+  const float factor = 4096.f;
+  be->scale_by(x.data(), x.size(), &factor, be->default_stream());
+  CHECK(x == expected);
+}
+
+TEST_CASE("loss scale update follows GradScaler: backoff on inf, growth after the interval, no overflow",
+          "[compute][precision]") {
+  auto be = make_cpu_backend(1);
+  Stream& s = be->default_stream();
+  LossScaleRule rule;
+  rule.growth_interval = 3;
+  float state[kLossScaleSlots] = {};
+  state[kLossScale] = 1024.f;
+  const auto step = [&](bool inf) {
+    state[kLossScaleFoundInf] = inf ? 1.f : 0.f;
+    be->update_loss_scale(state, rule, s);
+  };
+  step(false);
+  step(false);
+  CHECK(state[kLossScale] == 1024.f);
+  CHECK(state[kLossScaleGrowthTracker] == 2.f);
+  step(false);  // the third finite step in a row doubles it
+  CHECK(state[kLossScale] == 2048.f);
+  CHECK(state[kLossScaleInverse] == 1.f / 2048);
+  CHECK(state[kLossScaleGrowthTracker] == 0.f);
+  step(false);
+  step(true);  // backoff, the tracker restarts, the step counts as skipped
+  CHECK(state[kLossScale] == 1024.f);
+  CHECK(state[kLossScaleInverse] == 1.f / 1024);
+  CHECK(state[kLossScaleGrowthTracker] == 0.f);
+  CHECK(state[kLossScaleSkipped] == 1.f);
+  CHECK(state[kLossScaleFoundInf] == 1.f);  // left for the optimizer to read
+  // Growth that would overflow keeps the scale (torch keeps the old one).
+  state[kLossScale] = std::numeric_limits<float>::max();
+  for (int i = 0; i < 3; ++i) step(false);
+  CHECK(state[kLossScale] == std::numeric_limits<float>::max());
+  CHECK(state[kLossScaleGrowthTracker] == 0.f);
+  // GradScaler's defaults: 2000 finite steps double 65536.
+  LossScaleRule defaults;
+  float d[kLossScaleSlots] = {65536.f};
+  for (int i = 0; i < 1999; ++i) be->update_loss_scale(d, defaults, s);
+  CHECK(d[kLossScale] == 65536.f);
+  be->update_loss_scale(d, defaults, s);
+  CHECK(d[kLossScale] == 131072.f);
 }

@@ -103,7 +103,7 @@ TEST_CASE("accumulated gradients are the mean of the batches' gradients, one ste
   const auto first = alone.grads();
   alone.runner.train_step(*src.next(), alone.optimizer, local, true, nullptr);
   const auto second = alone.grads();
-  CHECK(alone.optimizer.group(model::ParamGroup::head).step == 2);
+  CHECK(alone.optimizer.steps(model::ParamGroup::head, alone.backend->default_stream()) == 2);
 
   Run grouped(2);
   set_lr0(grouped);
@@ -115,14 +115,14 @@ TEST_CASE("accumulated gradients are the mean of the batches' gradients, one ste
   CHECK(sync.begins == 0);
   CHECK(sync.announced == 0);
   CHECK(grouped.runner.holds_gradients());
-  CHECK(grouped.optimizer.group(model::ParamGroup::head).step == 0);
+  CHECK(grouped.optimizer.steps(model::ParamGroup::head, grouped.backend->default_stream()) == 0);
   grouped.runner.train_step(*src.next(), grouped.optimizer, sync, true, nullptr, nullptr, 0.0,
                             train::MicroBatch{2, true});
   CHECK(sync.begins == 1);
   CHECK(sync.finishes == 1);
   CHECK(sync.announced > 0);
   CHECK_FALSE(grouped.runner.holds_gradients());
-  CHECK(grouped.optimizer.group(model::ParamGroup::head).step == 1);
+  CHECK(grouped.optimizer.steps(model::ParamGroup::head, grouped.backend->default_stream()) == 1);
   const auto summed = grouped.grads();
   REQUIRE(summed.size() == first.size());
   double worst = 0, scale = 0;
@@ -149,7 +149,7 @@ TEST_CASE("the loop steps once per accumulate_grad_batches batches and at each e
   const auto state = loop.run({});
   // Per epoch: batches 1-2 step, batch 3 (the last) steps alone.
   CHECK(state.global_step == 4);
-  CHECK(r.optimizer.group(model::ParamGroup::head).step == 4);
+  CHECK(r.optimizer.steps(model::ParamGroup::head, r.backend->default_stream()) == 4);
   CHECK_FALSE(r.runner.holds_gradients());
   // The epoch rows name the optimizer steps; the mean loss is over all 3 batches.
   const auto lines = lines_of(dir + "/metrics.csv");

@@ -167,7 +167,7 @@ namespace {
 // semi-supervised with the temporal loss on the unlabelled frames (every move
 // penalized) when asked.
 struct RecordingRun {
-  std::unique_ptr<compute::Backend> backend = compute::make_cpu_backend(2);
+  std::unique_ptr<compute::Backend> backend;
   PretendRecordingStream stream{backend->default_stream()};
   model::HeatmapModel net;
   train::Optimizer optimizer;
@@ -181,8 +181,10 @@ struct RecordingRun {
     c.temporal_prob_threshold = 0.0;
     return c;
   }
-  explicit RecordingRun(bool record = true, bool semi = false)
-      : net(*backend, model::ModelSpec{"resnet18", 2, 2}),
+  explicit RecordingRun(bool record = true, bool semi = false,
+                        compute::Precision precision = compute::Precision::fp32)
+      : backend(compute::make_cpu_backend(2, precision)),
+        net(*backend, model::ModelSpec{"resnet18", 2, 2}),
         optimizer(net.store(), train::OptimizerConfig{}),
         runner(*backend, stream, net, compute::heatmap_mse_loss()) {
     net.initialize(0, stream);
@@ -200,7 +202,7 @@ struct RecordingRun {
     return std::vector<float>(s.params_data(), s.params_data() + s.parameter_count());
   }
   std::int64_t bn_batches() const { return net.store().counters().at(0).value; }
-  long optimizer_steps() const { return optimizer.group(model::ParamGroup::backbone).step; }
+  long optimizer_steps() { return optimizer.steps(model::ParamGroup::backbone, stream); }
 };
 
 }  // namespace
@@ -381,4 +383,44 @@ TEST_CASE("semi-supervised steps record with their unlabelled frames; recorded, 
   CHECK(r.runner.recording_counts().recorded == before.recorded + 1);
   CHECK(r.runner.recorded_steps() == 3);  // the warm-up's two beside the new one
   CHECK(r.warnings.empty());
+}
+
+TEST_CASE("16-mixed steps record: the loss scale, the skipped step and the Adam count live on the device",
+          "[train][cuda_graphs][precision]") {
+  // The scaler's whole decision is device work, so a recorded 16-mixed step must give
+  // the op-by-op step bit for bit, an overflowing (skipped) step included, supervised
+  // and semi-supervised (whose gradient map carries the scale too).
+  for (const bool semi : {false, true}) {
+    INFO((semi ? "semi-supervised" : "supervised"));
+    RecordingRun recorded(true, semi, compute::Precision::fp16), plain(false, semi, compute::Precision::fp16);
+    REQUIRE(recorded.runner.loss_scaler().enabled());
+    train::LocalGradientSync sync;
+    train_test::MemorySource labelled(8, 4, 32, 2, 5), video(8, 4, 32, 2, 9);
+    labelled.start_epoch(0);
+    video.start_epoch(0);
+    const data::Batch batch = *labelled.next(), frames = *video.next();
+    const auto step = [&](RecordingRun& r) {
+      r.runner.train_step(batch, r.optimizer, sync, true, nullptr, semi ? &frames : nullptr, 0.5);
+    };
+    for (int i = 0; i < 3; ++i) {  // run, record (slot 2), record (slot 1)
+      // The middle step's scale overflows fp16 in the emulated backward: it is skipped.
+      if (i == 1) for (RecordingRun* r : {&recorded, &plain}) r->runner.loss_scaler().restore({1e30f, 0});
+      if (i == 2) for (RecordingRun* r : {&recorded, &plain}) r->runner.loss_scaler().restore({1024.f, 0});
+      const auto before = plain.params();
+      step(recorded);
+      step(plain);
+      CHECK(recorded.params() == plain.params());
+      CHECK((plain.params() == before) == (i == 1));
+    }
+    CHECK(recorded.warnings.empty());
+    CHECK(recorded.runner.recording_counts().recorded == 2);
+    for (RecordingRun* r : {&recorded, &plain}) {
+      CHECK(r->runner.loss_scaler().skipped_steps() == 1);
+      CHECK(r->optimizer_steps() == 2);  // the skipped step does not count
+      CHECK(r->runner.loss_scaler().state().scale == 1024.f);
+      CHECK(r->runner.loss_scaler().state().growth_tracker == 1);
+    }
+    CHECK(recorded.runner.take_loss_sum() == plain.runner.take_loss_sum());
+    if (semi) CHECK(recorded.runner.take_unsupervised_sums() == plain.runner.take_unsupervised_sums());
+  }
 }
