@@ -14,6 +14,7 @@
 #include <iostream>  // std::cout
 #include <memory>    // std::unique_ptr
 #include <optional>  // std::optional: a watchdog stage that ends early
+#include <sstream>   // std::ostringstream (the 16-mixed line)
 #include <string>    // std::string
 
 #include <boost/program_options.hpp>  // options_description
@@ -513,6 +514,15 @@ int run_train(const Args& args) {
     log.info("model.cuda_graphs: " + std::to_string(c.replayed) + " of " + std::to_string(c.steps) +
              " training steps replayed a recording (" + std::to_string(c.recorded) + " recorded; a buffer that "
              "moves, or work at another image size, starts them again)");
+  if (train::LossScaler& scaler = runner.loss_scaler(); scaler.enabled()) {
+    // GradScaler skips a step silently; one line says how often it did in this run.
+    const long skipped = scaler.skipped_steps();
+    std::ostringstream line;
+    line << "16-mixed: loss scale " << scaler.state().scale << " at the end; " << skipped
+         << " step(s) of this run skipped for inf/NaN gradients";
+    if (skipped > 0) line << " (the scale then halves; a few early on are normal)";
+    log.info(line.str());
+  }
   if (trainer.stopped_by_signal() != 0)
     return finish_stopped_run(trainer.stopped_by_signal(), config, env, log, state.global_step, out_dir);
   log.info(time_report(setup_seconds, trainer.timing()));

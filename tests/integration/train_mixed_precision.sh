@@ -30,6 +30,11 @@ scale=$(h5dump -a /state/loss_scale "$SCRATCH/fp16/checkpoints/last.h5" | grep -
 [[ -n $scale ]] || fail "no /state/loss_scale in the checkpoint"
 echo "16-mixed loss scale after 2 epochs: $scale"
 python3 -c "import sys; s = float(sys.argv[1]); assert 1 <= s <= 65536 * 2, s" "$scale" || fail "loss scale $scale"
+# The run's last lines say the scale the checkpoint holds and how many steps were skipped.
+summary=$(grep -E "16-mixed: loss scale [0-9.e+]+ at the end; [0-9]+ step\(s\) of this run skipped" "$SCRATCH/fp16.log") ||
+  { cat "$SCRATCH/fp16.log"; fail "no 16-mixed summary line"; }
+python3 -c "import sys; assert float(sys.argv[1].split()[3]) == float(sys.argv[2]), sys.argv[1:]" "$summary" "$scale" ||
+  fail "the summary's scale ($summary) is not the checkpoint's ($scale)"
 
 # Resume one more epoch from the 16-mixed checkpoint.
 $MPIRUN -np 2 "$TRAINER" train --config "$SCRATCH/fp16/config.ini" --training.max_epochs 3 \
