@@ -665,8 +665,8 @@ std::vector<ConfigKey> build_table() {
           .lp("(torch.backends.cudnn.benchmark)"),
       boolean("model", "cuda_graphs", field(M, &MC::cuda_graphs),
               "GPUs: record a training step's device work once per batch shape as a CUDA graph and "
-              "replay it while no buffer moves (one process, no accumulation, not 16-mixed; "
-              "other runs go op by op); not yet measured on a GPU (docs/GPU.md); ignored on CPUs"),
+              "replay it while no buffer moves (one process, no accumulation; other runs go op by "
+              "op); not yet measured on a GPU (docs/GPU.md); ignored on CPUs"),
       // [distributed]
       choice("distributed", "backend", field(X, &XC::backend), runtime::backend_names(),
              "gradient all-reduce backend; auto: nccl on GPUs, gloo on CPUs")

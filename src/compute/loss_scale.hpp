@@ -11,7 +11,7 @@
 
 namespace trainer::compute {
 
-// Where each value sits in the LossScaleSlot::count floats of device memory. The
+// Where each value sits in the kLossScaleSlots floats of device memory. The
 // counts are floats, exact up to 2^24.
 enum LossScaleSlot : int {
   kLossScale = 0,           // the factor of the loss gradient
@@ -34,13 +34,15 @@ TRAINER_HOST_DEVICE inline float loss_scale_inverse(float scale) { return float(
 
 // After the found-inf check: a step with an inf or NaN halves the scale (backoff)
 // and restarts the tracker; growth_interval finite steps in a row double it, unless
-// that would overflow (torch keeps the old scale then).
+// that would overflow (torch keeps the old scale then). The tracker must reach the
+// interval exactly, as torch's: a restored tracker beyond it grows nothing until a
+// backoff restarts it.
 TRAINER_HOST_DEVICE inline void advance_loss_scale(float* state, const LossScaleRule& rule) {
   if (state[kLossScaleFoundInf] != 0.f) {
     state[kLossScale] *= rule.backoff_factor;
     state[kLossScaleGrowthTracker] = 0.f;
     state[kLossScaleSkipped] += 1.f;
-  } else if (state[kLossScaleGrowthTracker] + 1.f >= float(rule.growth_interval)) {
+  } else if (state[kLossScaleGrowthTracker] + 1.f == float(rule.growth_interval)) {
     const float grown = state[kLossScale] * rule.growth_factor;
     if (grown <= FLT_MAX) state[kLossScale] = grown;
     state[kLossScaleGrowthTracker] = 0.f;

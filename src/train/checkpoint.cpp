@@ -150,6 +150,12 @@ void take_snapshot(CheckpointSnapshot& snap, model::ParameterStore& store, Optim
     if (defer) snap.deferred.push_back({dst, src, count});
     else backend.download(dst, src, count, stream);
   };
+  // The optimizer's step counts first: in 16-mixed reading them waits for the stream,
+  // which must not wait for the large copies below too.
+  long steps[2] = {0, 0};
+  if (optimizer != nullptr)
+    for (auto id : {model::ParamGroup::backbone, model::ParamGroup::head})
+      steps[id == model::ParamGroup::backbone ? 0 : 1] = optimizer->steps(id, stream);
   // One copy of each flat buffer; the writer slices per tensor.
   compute::ensure_capacity(backend, snap.params, store.parameter_count());
   compute::ensure_capacity(backend, snap.buffers, store.buffer_count());
@@ -168,7 +174,8 @@ void take_snapshot(CheckpointSnapshot& snap, model::ParameterStore& store, Optim
     snap.weight_decay = optimizer->config().weight_decay;
     for (auto id : {model::ParamGroup::backbone, model::ParamGroup::head}) {
       const auto& g = optimizer->group(id);
-      snap.groups[id == model::ParamGroup::backbone ? 0 : 1] = {optimizer->steps(id, stream), g.lr, g.active};
+      snap.groups[id == model::ParamGroup::backbone ? 0 : 1] = {steps[id == model::ParamGroup::backbone ? 0 : 1],
+                                                                g.lr, g.active};
     }
   }
   snap.copied = stream.record();

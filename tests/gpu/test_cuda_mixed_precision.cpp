@@ -302,8 +302,10 @@ TEST_CASE("cuda loss-scale update, scale_by and the device Adam count match thei
       p.skip = &flag;
       t.cpu->count_adam_step(counts.data(), factors.data(), counts.data() + 1, p, t.cs());
       CHECK(t.host(gcounts) == counts);
-      // CUDA's double pow is within 2 ulp of the C library's: the floats agree.
-      CHECK(t.host(gfactors) == factors);
+      // CUDA's double pow is within 2 ulp of the C library's: after the rounding to
+      // float the factors agree, but for a rare one-ulp tie.
+      const auto got = t.host(gfactors);
+      for (int i = 0; i < AdamFactors::kCount; ++i) CHECK(got[std::size_t(i)] == Approx(factors[std::size_t(i)]).epsilon(2e-7));
     }
     CHECK(counts[0] == 5.f);
   }
