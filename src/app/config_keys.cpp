@@ -587,7 +587,8 @@ std::vector<ConfigKey> build_table() {
       boolean("training", "drop_last", field(T, &TC::drop_last),
               "drop the last incomplete training batch of each epoch"),
       boolean("training", "early_stopping", field(T, &TC::early_stopping),
-              "stop when the validation loss has not improved in early_stop_patience checks (after min_epochs)")
+              "stop when the validation loss has not improved in early_stop_patience checks, or is not finite "
+              "(after min_epochs)")
           .lp("training.early_stopping"),
       integer("training", "ckpt_every_n_epochs", field(T, &TC::ckpt_every_n_epochs), 0, kIntMax,
               "also keep checkpoints/epoch=E-step=S.h5 every n epochs, all of them (Lightning's "

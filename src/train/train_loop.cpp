@@ -161,6 +161,9 @@ TrainingState TrainLoop::run(TrainingState state) {
     double loss = 0, rmse = 0, rmse_input = 0, seconds = 0;
     bool improved = false;
   };
+  // Set by a validation loss that is not finite; as Lightning's trainer.should_stop it
+  // stays set, and ends the run at the first epoch end from min_epochs on.
+  bool non_finite_validation = false;
   const auto run_validation = [&](int epoch) {
     const auto val_start = Clock::now();
     const EvalSums v = validate();
@@ -169,7 +172,16 @@ TrainingState TrainLoop::run(TrainingState state) {
     out.loss = v.loss_count > 0 ? v.loss_weighted / v.loss_count : 0;
     out.rmse = v.rmse_count > 0 ? v.rmse_sum / v.rmse_count : 0;
     out.rmse_input = v.rmse_count > 0 ? v.rmse_input_sum / v.rmse_count : 0;
-    if (out.loss < state.best_val_loss) {
+    if (!std::isfinite(out.loss)) {
+      // Lightning's EarlyStopping(check_finite=True): a loss that is not finite signals
+      // the stop (from min_epochs on) and does not count as a check without improvement.
+      if (!non_finite_validation)
+        log_.warn("the validation loss is " + std::string(std::isnan(out.loss) ? "NaN" : "infinite") +
+                  " at epoch " + std::to_string(epoch) + ": training diverged" +
+                  (config_.early_stopping ? " (early stopping ends the run from training.min_epochs on)" : "") +
+                  "; a lower training.learning_rate may avoid it");
+      non_finite_validation = true;
+    } else if (out.loss < state.best_val_loss) {
       state.best_val_loss = out.loss;
       state.bad_checks = 0;
       out.improved = true;
@@ -184,6 +196,13 @@ TrainingState TrainLoop::run(TrainingState state) {
     return out;
   };
   const auto should_stop_early = [&](int epochs_done) {
+    if (config_.early_stopping && non_finite_validation && epochs_done >= config_.min_epochs) {
+      char line[160];
+      std::snprintf(line, sizeof line, "early stopping: the validation loss is not finite (the best was %.6g)",
+                    state.best_val_loss);
+      log_.info(line);
+      return true;
+    }
     if (!(config_.early_stopping && state.bad_checks >= config_.early_stop_patience &&
           epochs_done >= config_.min_epochs))
       return false;
@@ -438,6 +457,8 @@ TrainingState TrainLoop::run(TrainingState state) {
       row.val_rmse_input = end_validation.rmse_input;
       improved = end_validation.improved;
       if (should_stop_early(epoch + 1)) stop = true;
+    } else if (non_finite_validation && should_stop_early(epoch + 1)) {
+      stop = true;
     }
     // Checkpoint cadence (Lightning's ModelCheckpoint): best.h5 when validation
     // improves (every epoch without a validation set), last.h5 every

@@ -2,6 +2,8 @@
 // and an interrupted + resumed run ends with bit-identical weights.
 #include <catch2/catch.hpp>
 
+#include <algorithm>  // std::fill
+#include <limits>     // std::numeric_limits
 #include <stdexcept>  // std::runtime_error
 #include <vector>     // std::vector
 
@@ -264,4 +266,48 @@ TEST_CASE("on_epoch_end hears every epoch; a throwing listener warns and trainin
   const auto state = loop.run({});
   CHECK(state.epochs_completed == 3);
   CHECK(heard == std::vector<int>{1, 2});  // no calls after the one that threw
+}
+
+TEST_CASE("a validation loss that is not finite stops the run from min_epochs on, as Lightning's check_finite",
+          "[train]") {
+  // EarlyStopping(check_finite=True), lightning-pose's: NaN signals the stop without
+  // counting as a check without improvement; the trainer's should_stop stays set until
+  // min_epochs allows it, also at an epoch end without validation.
+  for (const int check_every : {1, 3}) {
+    INFO("check_val_every_n_epoch " << check_every);
+    const unit_test::ScratchDir scratch_dir("loop-nan");
+    Run r("resnet18", 2);
+    float* params = r.net.store().params_data();  // CPU: host memory
+    std::fill(params, params + r.net.store().parameter_count(), std::numeric_limits<float>::quiet_NaN());
+    train_test::MemorySource src(8, 4, 32, 2, 3), val(4, 4, 32, 2, 9);
+    train::LoopConfig c = loop_config(scratch_dir.str(), 8);
+    c.early_stopping = true;
+    c.early_stop_patience = 100;  // the patience alone would train all 8 epochs
+    c.min_epochs = 4;
+    c.check_val_every_n_epoch = check_every;
+    train::TrainLoop loop(r.runner, r.net, r.optimizer, src, &val, c, {}, Log(0, true),
+                          r.backend->default_stream());
+    train::TrainingState st;
+    st.backbone = "resnet18";
+    st.config_text = "[training]\nmax_epochs = 8\n";
+    st.model_type = "heatmap";
+    st = loop.run(st);
+    // every 1: NaN from the first check, stopped at the 4th epoch's; every 3: NaN at
+    // the 3rd epoch's check, stopped at the 4th epoch's end, which has no validation.
+    CHECK(st.epochs_completed == 4);
+    CHECK(st.bad_checks == 0);
+  }
+  // Without early stopping the run goes on (and says so once, in a warning).
+  const unit_test::ScratchDir scratch_dir("loop-nan-on");
+  Run r("resnet18", 2);
+  float* params = r.net.store().params_data();
+  std::fill(params, params + r.net.store().parameter_count(), std::numeric_limits<float>::quiet_NaN());
+  train_test::MemorySource src(8, 4, 32, 2, 3), val(4, 4, 32, 2, 9);
+  train::TrainLoop loop(r.runner, r.net, r.optimizer, src, &val, loop_config(scratch_dir.str(), 3), {}, Log(0, true),
+                        r.backend->default_stream());
+  train::TrainingState st;
+  st.backbone = "resnet18";
+  st.config_text = "[training]\nmax_epochs = 3\n";
+  st.model_type = "heatmap";
+  CHECK(loop.run(st).epochs_completed == 3);
 }
