@@ -1,6 +1,7 @@
 // Mixed-precision kernels; see cast.cuh.
 #include "cast.cuh"
 
+#include "compute/filter_layout.hpp"  // krsc_source_index
 #include "compute/float16.hpp"  // f16::float_to_bf16, float_to_half, bf16_to_float, half_to_float
 #include "launch.cuh"           // blocks_for, kThreads
 
@@ -106,6 +107,19 @@ __global__ void unscale_kernel(float* grads, std::size_t n, const float* inv_sca
   if (__any_sync(0xffffffffu, bad) && threadIdx.x % 32 == 0) *found_inf = 1.f;
 }
 
+// grid (value blocks, filters): each block row walks one filter's KRSC copy, writes
+// coalesced; the reads stride by the kernel area (1 for the 1x1 convolutions, most
+// of a bottleneck ResNet's).
+template <bool kHalf>
+__global__ void filters_to16_kernel(const FilterCast* table) {
+  const FilterCast f = table[blockIdx.y];
+  const int total = f.k * f.c * f.rs;
+  for (int j = blockIdx.x * blockDim.x + threadIdx.x; j < total; j += blockDim.x * gridDim.x) {
+    const float v = f.src[compute::krsc_source_index(j, f.c, f.rs)];
+    f.dst[j] = kHalf ? compute::f16::float_to_half(v) : compute::f16::float_to_bf16(v);
+  }
+}
+
 __global__ void update_loss_scale_kernel(float* state, compute::LossScaleRule rule) {
   compute::advance_loss_scale(state, rule);
 }
@@ -153,6 +167,14 @@ void cast_from_16(const std::uint16_t* src, float* dst, Dims4 d, Format16 f, boo
 
 void unscale_and_check(float* grads, std::size_t n, const float* inv_scale, float* found_inf, cudaStream_t s) {
   if (n) unscale_kernel<<<blocks_for(n), kThreads, 0, s>>>(grads, n, inv_scale, found_inf);
+}
+
+void cast_filters_to_16(const FilterCast* table, int count, std::size_t max_values, Format16 f, cudaStream_t s) {
+  if (count <= 0 || max_values == 0) return;
+  const unsigned blocks = blocks_for(max_values) < 512u ? blocks_for(max_values) : 512u;
+  const dim3 grid(blocks, unsigned(count));
+  if (f == Format16::fp16) filters_to16_kernel<true><<<grid, kThreads, 0, s>>>(table);
+  else filters_to16_kernel<false><<<grid, kThreads, 0, s>>>(table);
 }
 
 void update_loss_scale(float* state, const compute::LossScaleRule& rule, cudaStream_t s) {

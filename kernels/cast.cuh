@@ -30,6 +30,19 @@ void cast_rows_to_16(const float* src, long long src_ld, std::uint16_t* dst, lon
 // dst = float(src): src NHWC when `nhwc`, else NCHW; dst fp32 NCHW.
 void cast_from_16(const std::uint16_t* src, float* dst, Dims4 d, Format16 f, bool nhwc, cudaStream_t stream);
 
+// One filter of cast_filters_to_16: src fp32 OIHW [k][c][r][r] (rs = r * r values
+// per plane), dst its 16-bit KRSC copy, as cast_to_16 with nhwc writes it.
+struct FilterCast {
+  const float* src;
+  std::uint16_t* dst;
+  int k, c, rs;
+};
+// Every filter of `table` (device memory, `count` entries, the largest `max_values`
+// values) cast in one launch (compute::krsc_source_index), each value rounded as
+// cast_to_16 rounds it.
+void cast_filters_to_16(const FilterCast* table, int count, std::size_t max_values, Format16 f,
+                        cudaStream_t stream);
+
 // grads[i] *= inv_scale[0] (device memory, read when the kernel runs); found_inf[0]
 // = 1 when any result is inf or NaN (never cleared here, so ranges can share the
 // flag; the caller zeroes it first).

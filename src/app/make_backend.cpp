@@ -35,6 +35,15 @@ Nhwc16Choice nhwc16_from_env(const Env& env) {
                   "keeps 16-bit NHWC activations in bf16-mixed / 16-mixed, also on CPUs (emulated); unset: on GPUs");
 }
 
+bool filter_cache_from_env(const Env& env) {
+  const std::string value = env_get(env, "TRAINER_FILTER_CACHE").value_or("");
+  if (value.empty() || value == "1") return true;
+  if (value == "0") return false;
+  throw UserError("TRAINER_FILTER_CACHE must be 0 or 1, not '" + value + "'",
+                  "0 casts each convolution's filter to 16 bits at every use (the path before 2026-11-27); unset "
+                  "it for one cast of every filter per forward");
+}
+
 bool vit_autocast_from_env(const Env& env) {
   const std::string value = env_get(env, "TRAINER_VIT_AUTOCAST").value_or("");
   if (value.empty() || value == "1") return true;
@@ -49,6 +58,7 @@ namespace {
 std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> backend) {
   const Env env = capture_environment();
   backend->set_fuses_norm_activation(fused_norm_from_env(env));
+  backend->set_caches_filters16(filter_cache_from_env(env));
   backend->transformer_ops().set_autocast(vit_autocast_from_env(env));
   return backend;
 }

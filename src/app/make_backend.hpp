@@ -54,6 +54,13 @@ bool fused_norm_from_env(const Env& env);
 enum class Nhwc16Choice { device_default, on, off };
 Nhwc16Choice nhwc16_from_env(const Env& env);
 
+// TRAINER_FILTER_CACHE (bf16-mixed / 16-mixed on GPUs): 1 or unset = a ResNet's
+// filters cast to 16 bits once per forward, in one launch, and read by its
+// convolutions and their backward (compute::Backend::cache_filters16); 0 = each
+// convolution casts its filter at every use (the path before 2026-11-27, which ran on
+// GPUs). Anything else is a UserError.
+bool filter_cache_from_env(const Env& env);
+
 // TRAINER_VIT_AUTOCAST (the ViTs' products in bf16-mixed / 16-mixed,
 // compute::TransformerOps::set_autocast): 1 or unset = 16-bit operands with fp32
 // accumulation, as torch.autocast; 0 = the fp32 ViT ops of before 2026-11-26

@@ -132,6 +132,23 @@ class Backend {
     conv2d_backward_weights(x, dy, dw, g, s);
     if (dx.data) conv2d_backward_data(dy, w, dx, g, s);
   }
+  // 16-bit filter copies (bf16 / fp16 precisions): casts every listed fp32 filter
+  // [out_channels, in_channels, kernel, kernel] into the 16-bit layout the
+  // convolutions read, in one pass; until the next call, or until adam_update writes
+  // parameters, the convolutions given one of these filters read its copy instead of
+  // casting it themselves (twice a step each). The same rounding, so the same bits.
+  // A model calls it at the start of each forward, after any change of its weights.
+  // The CPU backend (whose emulation rounds the filter as it convolves) and fp32 ignore
+  // it, and so does the CUDA backend with TRAINER_FILTER_CACHE=0 (set_caches_filters16).
+  struct Filter {
+    const float* weight;
+    int out_channels, in_channels, kernel;
+  };
+  virtual void cache_filters16(const Filter* filters, std::size_t count, Stream& s) {
+    (void)filters, (void)count, (void)s;
+  }
+  bool caches_filters16() const { return cache_filters16_; }
+  void set_caches_filters16(bool on) { cache_filters16_ = on; }
 
   // ---- transposed convolution (PyTorch ConvTranspose2d, with bias) --------
   // w is IOHW [in_channels, out_channels, k, k]; bias [out_channels] may be null.
@@ -353,6 +370,7 @@ class Backend {
 
  private:
   bool fuse_norm_activation_ = true;
+  bool cache_filters16_ = true;
   Storage activation_storage_ = Storage::f32_nchw;
 };
 

@@ -23,6 +23,7 @@ const char* op_category_name(OpCategory c) {
 ProfilingBackend::ProfilingBackend(Backend& inner) : inner_(inner) {
   set_fuses_norm_activation(inner.fuses_norm_activation());
   set_activation_storage(inner.activation_storage());
+  set_caches_filters16(inner.caches_filters16());
 }
 
 template <typename Op>
@@ -308,6 +309,9 @@ void ProfilingBackend::soft_argmax(ConstTensorView heatmaps, int downsample_fact
 void ProfilingBackend::soft_argmax_backward(ConstTensorView heatmaps, int downsample_factor, float temperature,
                                             const float* dcoords, TensorView dheatmaps, Stream& s) {
   TRAINER_TIMED(head_loss, soft_argmax_backward(heatmaps, downsample_factor, temperature, dcoords, dheatmaps, s));
+}
+void ProfilingBackend::cache_filters16(const Filter* filters, std::size_t count, Stream& s) {
+  TRAINER_TIMED(convolution, cache_filters16(filters, count, s));
 }
 void ProfilingBackend::adam_update(float* params, const float* grads, float* m, float* v, std::size_t count,
                                    const AdamParams& p, Stream& s) {

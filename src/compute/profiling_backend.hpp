@@ -81,6 +81,7 @@ class ProfilingBackend final : public Backend {
                             Stream& s) override;
   void conv2d_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw, const ConvGeometry& g,
                                Stream& s) override;
+  void cache_filters16(const Filter* filters, std::size_t count, Stream& s) override;
   void conv2d_backward(ConstTensorView x, ConstTensorView dy, const float* w, float* dw, TensorView dx,
                        const ConvGeometry& g, Stream& s) override;
   void deconv2d_forward(ConstTensorView x, const float* w, const float* bias, TensorView y, const ConvGeometry& g,

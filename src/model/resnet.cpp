@@ -53,6 +53,9 @@ ResNet::ResNet(ParameterStore& store, const ResNetSpec& spec, const std::string&
       inplanes = planes * expansion;
     }
   }
+  store_ = &store;
+  first_param_ = conv1_.weight_index();  // conv1 registers the network's first parameter
+  end_param_ = store.parameters().size();
 }
 
 compute::TensorView ResNet::forward(const Context& ctx, compute::ConstTensorView x) {
@@ -61,6 +64,11 @@ compute::TensorView ResNet::forward(const Context& ctx, compute::ConstTensorView
                     "set data.image_resize_height/width to multiples of 32");
   // In 16-bit storage the images are converted once here and every layer after
   // keeps its input's storage; the features go back to fp32 NCHW for the head.
+  if (ctx.backend.precision() != compute::Precision::fp32) {
+    // The 16-bit copies of every filter in one pass, read by this forward and its backward.
+    const auto& filters = convolution_filters();
+    ctx.backend.cache_filters16(filters.data(), filters.size(), ctx.stream);
+  }
   const compute::Storage storage = ctx.backend.activation_storage();
   compute::ConstTensorView input = x;
   if (compute::is_16bit(storage)) {
@@ -78,6 +86,15 @@ compute::TensorView ResNet::forward(const Context& ctx, compute::ConstTensorView
   auto features = features32_.ensure(ctx.backend, h.shape);
   ctx.backend.convert_storage(h, features, ctx.stream);
   return features;
+}
+
+const std::vector<compute::Backend::Filter>& ResNet::convolution_filters() {
+  filters_.clear();
+  for (std::size_t i = first_param_; i < end_param_; ++i) {
+    const TensorEntry& e = store_->parameters()[i];
+    if (e.shape.size() == 4) filters_.push_back({store_->param(i), e.shape[0], e.shape[1], e.shape[2]});
+  }
+  return filters_;
 }
 
 void ResNet::backward(const Context& ctx, compute::TensorView dy) {

@@ -38,6 +38,9 @@ class ResNet final : public Backbone {
   compute::TensorView forward(const Context& ctx, compute::ConstTensorView x) override;
   // dy may be overwritten. The input gradient is never needed (images).
   void backward(const Context& ctx, compute::TensorView dy) override;
+  // Every convolution filter (after the store's allocate()), as forward lists them for
+  // Backend::cache_filters16 in a 16-bit precision.
+  const std::vector<compute::Backend::Filter>& convolution_filters();
 
  private:
   ResNetSpec spec_;
@@ -50,6 +53,12 @@ class ResNet final : public Backbone {
   // 16-bit activation storage only: the images converted into it, the features
   // converted back to fp32 for the head, and the head's gradient converted into it.
   Activation input16_, features32_, dfeatures16_;
+  // The convolution filters (every 4-D parameter among this network's, which are
+  // [first_param_, end_param_) of the store), listed for Backend::cache_filters16 at
+  // the start of each forward in a 16-bit precision.
+  ParameterStore* store_ = nullptr;
+  std::size_t first_param_ = 0, end_param_ = 0;
+  std::vector<compute::Backend::Filter> filters_;
 };
 
 // The registry's factory for resnet18 | resnet34 | resnet50.

@@ -22,6 +22,7 @@
 #include "compute/cuda/cuda_stream.hpp"   // CudaStream, as_cuda
 #include "compute/cuda/cuda_transformer_ops.hpp"  // CudaTransformerOps
 #include "compute/cuda/cudnn_raii.hpp"    // CudnnHandle, CublasHandle
+#include "compute/cuda/filter_cache.hpp"  // FilterCache (cache_filters16)
 #include "elementwise.cuh"                // kernels::fill, relu, ...
 #include "heatmap.cuh"                    // kernels::heatmap_targets, spatial_softmax_*, soft_argmax
 #include "heatmap_loss.cuh"               // kernels::count_loss_planes, heatmap_loss_total
@@ -164,6 +165,11 @@ class CudaBackend final : public Backend {
   }
 
   // ---- convolution ----------------------------------------------------------
+  void cache_filters16(const Filter* filters, std::size_t count, Stream& s) override {
+    if (options_.precision == Precision::fp32 || !caches_filters16()) return;
+    filter_cache_.cast(filters, count, format16(), as_cuda(s));
+  }
+
   void conv2d_forward(ConstTensorView x, const float* w, TensorView y, const ConvGeometry& g,
                       Stream& s) override {
     const ConvProblem p = conv_problem(x.shape, y.shape, g);
@@ -557,6 +563,7 @@ class CudaBackend final : public Backend {
                    const AdamParams& p, Stream& s) override {
     kernels::adam_update(params, grads, m, v, count, adam_step(p), as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
+    filter_cache_.invalidate();  // the parameters change: the next forward casts them again
   }
   void count_adam_step(float* step, float* factors, const float* lr, const AdamParams& p, Stream& s) override {
     kernels::count_adam_step(step, factors, lr, adam_step(p), as_cuda(s).get());
@@ -707,6 +714,12 @@ class CudaBackend final : public Backend {
     return copy;
   }
   static std::size_t copy_size(const ConvTensor& t, kernels::Dims4 d) { return t.is16 ? 0 : d.numel(); }
+  // The 16-bit filter cuDNN reads: the copy cache_filters16 made, else w cast into `copy`.
+  const std::uint16_t* filter16(const float* w, std::uint16_t* copy, const ConvProblem& p, Stream& s) {
+    if (const std::uint16_t* cached = filter_cache_.find(w, p.k, p.c, p.r)) return cached;
+    to16(w, copy, w_dims(p), s);
+    return copy;
+  }
   void require_fp32(std::initializer_list<ConvTensor> tensors) const {
     for (const ConvTensor& t : tensors) SHAPE_CHECK(!t.is16, "16-bit storage in an fp32 convolution");
   }
@@ -722,9 +735,9 @@ class CudaBackend final : public Backend {
     }
     const Carve16 c = carve16(s, copy_size(x, x_dims(p)), w_dims(p).numel(), copy_size(y, y_dims(p)), ws_bytes);
     const std::uint16_t* x16 = operand16(x, c.a, x_dims(p), s);
-    to16(w, c.b, w_dims(p), s);
+    const std::uint16_t* w16 = filter16(w, c.b, p, s);
     std::uint16_t* y16 = y.is16 ? as16_out(y) : c.out;
-    convs_.run(h, p, ConvPass::forward, x16, c.b, y16, c.ws, ws_bytes);
+    convs_.run(h, p, ConvPass::forward, x16, w16, y16, c.ws, ws_bytes);
     if (!y.is16) from16(c.out, as_out(y), y_dims(p), s);
   }
 
@@ -739,9 +752,9 @@ class CudaBackend final : public Backend {
     }
     const Carve16 c = carve16(s, copy_size(dy, y_dims(p)), w_dims(p).numel(), copy_size(dx, x_dims(p)), ws_bytes);
     const std::uint16_t* dy16 = operand16(dy, c.a, y_dims(p), s);
-    to16(w, c.b, w_dims(p), s);
+    const std::uint16_t* w16 = filter16(w, c.b, p, s);
     std::uint16_t* dx16 = dx.is16 ? as16_out(dx) : c.out;
-    convs_.run(h, p, ConvPass::backward_data, dy16, c.b, dx16, c.ws, ws_bytes);
+    convs_.run(h, p, ConvPass::backward_data, dy16, w16, dx16, c.ws, ws_bytes);
     if (!dx.is16) from16(c.out, as_out(dx), x_dims(p), s);
   }
 
@@ -778,14 +791,14 @@ class CudaBackend final : public Backend {
     auto* base = static_cast<char*>(as_cuda(s).scratch(sy + sx + sw + so + ws_bytes));
     auto* dy_copy = reinterpret_cast<std::uint16_t*>(base);
     auto* x_copy = reinterpret_cast<std::uint16_t*>(base + sy);
-    auto* w16 = reinterpret_cast<std::uint16_t*>(base + sy + sx);
+    auto* w_copy = reinterpret_cast<std::uint16_t*>(base + sy + sx);
     auto* out = reinterpret_cast<std::uint16_t*>(base + sy + sx + sw);
     void* ws = ws_bytes ? base + sy + sx + sw + so : nullptr;
     const std::uint16_t* x16 = operand16(x, x_copy, x_dims(p), s);
     const std::uint16_t* dy16 = operand16(dy, dy_copy, y_dims(p), s);
     convs_.run(h, p, ConvPass::backward_filter, x16, dy16, out, ws, filter_bytes);
     from16(out, dw, w_dims(p), s);
-    to16(w, w16, w_dims(p), s);
+    const std::uint16_t* w16 = filter16(w, w_copy, p, s);
     std::uint16_t* dx16 = dx.is16 ? as16_out(dx) : out;
     convs_.run(h, p, ConvPass::backward_data, dy16, w16, dx16, ws, data_bytes);
     if (!dx.is16) from16(out, as_out(dx), x_dims(p), s);
@@ -821,6 +834,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::CudnnHandle> cudnn_;
   std::unique_ptr<cuda::CublasHandle> cublas_;
   cuda::ConvRunner convs_;
+  cuda::FilterCache filter_cache_{*this};
   cuda::CudaTransformerOps transformer_ops_{options_.allow_tf32, options_.precision};  // after options_: reads it
 };
 

@@ -65,6 +65,7 @@ class CudaStream final : public Stream {
   void begin_recording() override;
   std::unique_ptr<RecordedWork> end_recording() override;
   void abandon_recording() noexcept override;
+  bool recording() const { return recording_; }
 
  private:
   cudaStream_t stream_ = nullptr;

@@ -1,5 +1,5 @@
 // The environment switches of the compute backends (app/make_backend.hpp):
-// TRAINER_FUSED_NORM, TRAINER_NHWC16 and TRAINER_VIT_AUTOCAST, each keeping the previous GPU path
+// TRAINER_FUSED_NORM, TRAINER_NHWC16, TRAINER_VIT_AUTOCAST and TRAINER_FILTER_CACHE, each keeping the previous GPU path
 // selectable, and refusing anything but their documented values.
 #include <catch2/catch.hpp>
 
@@ -50,4 +50,17 @@ TEST_CASE("TRAINER_VIT_AUTOCAST keeps the fp32 ViT products selectable", "[app][
   const bool on = app::vit_autocast_from_env(capture_environment());
   CHECK(backend->transformer_ops().autocast_precision() ==
         (on ? compute::Precision::bf16 : compute::Precision::fp32));
+}
+
+TEST_CASE("TRAINER_FILTER_CACHE keeps the per-convolution filter casts selectable", "[app][storage16]") {
+  CHECK(app::filter_cache_from_env({}));
+  CHECK(app::filter_cache_from_env({{"TRAINER_FILTER_CACHE", "1"}}));
+  CHECK_FALSE(app::filter_cache_from_env({{"TRAINER_FILTER_CACHE", "0"}}));
+  CHECK_THROWS_AS(app::filter_cache_from_env({{"TRAINER_FILTER_CACHE", "no"}}), UserError);
+  app::BackendRequest request;
+  request.precision = "bf16-mixed";
+  request.cpu_threads = 1;
+  Log log;
+  auto backend = app::make_backend(request, log);
+  CHECK(backend->caches_filters16() == app::filter_cache_from_env(capture_environment()));
 }
