@@ -16,13 +16,20 @@ std::string cpu_precision_warning(const std::string& precision) {
          " on CPU emulates the 16-bit rounding of the GPU path in fp32: same numerics, no speed-up";
 }
 
-bool fused_norm_from_env(const Env& env) {
-  const std::string value = env_get(env, "TRAINER_FUSED_NORM").value_or("");
+namespace {
+// A switch between a new path (1 or unset) and the one that ran before (0).
+bool on_unless_zero(const Env& env, const char* name, const std::string& hint) {
+  const std::string value = env_get(env, name).value_or("");
   if (value.empty() || value == "1") return true;
   if (value == "0") return false;
-  throw UserError("TRAINER_FUSED_NORM must be 0 or 1, not '" + value + "'",
-                  "0 runs batch norm, residual add and ReLU as separate ops (the path of 2026-11-22); unset it "
-                  "for the fused ops");
+  throw UserError(std::string(name) + " must be 0 or 1, not '" + value + "'", hint);
+}
+}  // namespace
+
+bool fused_norm_from_env(const Env& env) {
+  return on_unless_zero(env, "TRAINER_FUSED_NORM",
+                        "0 runs batch norm, residual add and ReLU as separate ops (the path of 2026-11-22); unset it "
+                        "for the fused ops");
 }
 
 Nhwc16Choice nhwc16_from_env(const Env& env) {
@@ -36,21 +43,15 @@ Nhwc16Choice nhwc16_from_env(const Env& env) {
 }
 
 bool filter_cache_from_env(const Env& env) {
-  const std::string value = env_get(env, "TRAINER_FILTER_CACHE").value_or("");
-  if (value.empty() || value == "1") return true;
-  if (value == "0") return false;
-  throw UserError("TRAINER_FILTER_CACHE must be 0 or 1, not '" + value + "'",
-                  "0 casts each convolution's filter to 16 bits at every use (the path before 2026-11-27); unset "
-                  "it for one cast of every filter per forward");
+  return on_unless_zero(env, "TRAINER_FILTER_CACHE",
+                        "0 casts each convolution's filter to 16 bits at every use (the path before 2026-11-27); "
+                        "unset it for one cast of every filter per forward");
 }
 
 bool vit_autocast_from_env(const Env& env) {
-  const std::string value = env_get(env, "TRAINER_VIT_AUTOCAST").value_or("");
-  if (value.empty() || value == "1") return true;
-  if (value == "0") return false;
-  throw UserError("TRAINER_VIT_AUTOCAST must be 0 or 1, not '" + value + "'",
-                  "0 keeps the ViTs' matrix products in fp32 under bf16-mixed / 16-mixed (the path before "
-                  "2026-11-26); unset it for 16-bit products with fp32 accumulation, as torch.autocast");
+  return on_unless_zero(env, "TRAINER_VIT_AUTOCAST",
+                        "0 keeps the ViTs' matrix products in fp32 under bf16-mixed / 16-mixed (the path before "
+                        "2026-11-26); unset it for 16-bit products with fp32 accumulation, as torch.autocast");
 }
 
 namespace {
