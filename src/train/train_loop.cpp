@@ -161,9 +161,15 @@ TrainingState TrainLoop::run(TrainingState state) {
     double loss = 0, rmse = 0, rmse_input = 0, seconds = 0;
     bool improved = false;
   };
-  // Set by a validation loss that is not finite; as Lightning's trainer.should_stop it
-  // stays set, and ends the run at the first epoch end from min_epochs on.
-  bool non_finite_validation = false;
+  // Why early stopping signalled the stop (empty: not yet), as Lightning's
+  // EarlyStopping sets trainer.should_stop: at a validation whose loss is not finite
+  // (check_finite, which does not count against the patience) or that leaves
+  // early_stop_patience checks without improvement. Like should_stop it stays set (a
+  // later improvement does not clear it), and the run ends at that check or at the
+  // first epoch end from min_epochs on. A resumed run signals again at its next check
+  // (Lightning keeps the patience count in the checkpoint, not the flag).
+  std::string stop_signal;
+  bool warned_non_finite = false;
   const auto run_validation = [&](int epoch) {
     const auto val_start = Clock::now();
     const EvalSums v = validate();
@@ -172,21 +178,28 @@ TrainingState TrainLoop::run(TrainingState state) {
     out.loss = v.loss_count > 0 ? v.loss_weighted / v.loss_count : 0;
     out.rmse = v.rmse_count > 0 ? v.rmse_sum / v.rmse_count : 0;
     out.rmse_input = v.rmse_count > 0 ? v.rmse_input_sum / v.rmse_count : 0;
-    if (!std::isfinite(out.loss)) {
-      // Lightning's EarlyStopping(check_finite=True): a loss that is not finite signals
-      // the stop (from min_epochs on) and does not count as a check without improvement.
-      if (!non_finite_validation)
+    const bool finite = std::isfinite(out.loss);
+    if (!finite) {
+      if (!warned_non_finite)
         log_.warn("the validation loss is " + std::string(std::isnan(out.loss) ? "NaN" : "infinite") +
                   " at epoch " + std::to_string(epoch) + ": training diverged" +
                   (config_.early_stopping ? " (early stopping ends the run from training.min_epochs on)" : "") +
                   "; a lower training.learning_rate may avoid it");
-      non_finite_validation = true;
+      warned_non_finite = true;
     } else if (out.loss < state.best_val_loss) {
       state.best_val_loss = out.loss;
       state.bad_checks = 0;
       out.improved = true;
     } else {
       ++state.bad_checks;
+    }
+    if (config_.early_stopping && stop_signal.empty()) {
+      char why[160] = "";
+      if (!finite)
+        std::snprintf(why, sizeof why, "the validation loss is not finite (the best was %.6g)", state.best_val_loss);
+      else if (state.bad_checks >= config_.early_stop_patience)
+        std::snprintf(why, sizeof why, "no improvement of the validation loss in %d checks", state.bad_checks);
+      stop_signal = why;
     }
     char line[256];
     std::snprintf(line, sizeof line, "epoch %d  step %ld  validation: loss %.6g  pixel error %.3f px  RMSE %.3f px%s",
@@ -196,18 +209,8 @@ TrainingState TrainLoop::run(TrainingState state) {
     return out;
   };
   const auto should_stop_early = [&](int epochs_done) {
-    if (config_.early_stopping && non_finite_validation && epochs_done >= config_.min_epochs) {
-      char line[160];
-      std::snprintf(line, sizeof line, "early stopping: the validation loss is not finite (the best was %.6g)",
-                    state.best_val_loss);
-      log_.info(line);
-      return true;
-    }
-    if (!(config_.early_stopping && state.bad_checks >= config_.early_stop_patience &&
-          epochs_done >= config_.min_epochs))
-      return false;
-    log_.info("early stopping: no improvement of the validation loss in " + std::to_string(state.bad_checks) +
-              " checks");
+    if (stop_signal.empty() || epochs_done < config_.min_epochs) return false;
+    log_.info("early stopping: " + stop_signal);
     return true;
   };
   // Lightning's ModelCheckpoint(every_n_epochs=n, save_top_k=-1): its default name.
@@ -456,10 +459,10 @@ TrainingState TrainLoop::run(TrainingState state) {
       row.val_rmse = end_validation.rmse;
       row.val_rmse_input = end_validation.rmse_input;
       improved = end_validation.improved;
-      if (should_stop_early(epoch + 1)) stop = true;
-    } else if (non_finite_validation && should_stop_early(epoch + 1)) {
-      stop = true;
     }
+    // At this epoch's validation, or a signal from an earlier one now that min_epochs
+    // allows it (not again after a stop inside the epoch).
+    if (!stop && should_stop_early(epoch + 1)) stop = true;
     // Checkpoint cadence (Lightning's ModelCheckpoint): best.h5 when validation
     // improves (every epoch without a validation set), last.h5 every
     // checkpoint_every_n_epochs (default: at each validation) and at the end, and the

@@ -27,31 +27,40 @@ std::size_t values_of(const Backend::Filter& f) {
 void FilterCache::rebuild(const Backend::Filter* filters, std::size_t count, CudaStream& s) {
   if (s.recording())
     throw SystemError("16-bit filter copies: the list of filters changed while recording a step");
+  // Built aside and committed at the end: a failed allocation or upload leaves an
+  // empty cache (every convolution casts for itself), never a half-updated one.
   valid_ = false;
-  filters_.assign(filters, filters + count);
+  filters_.clear();
   index_.clear();
+  table_host_.clear();
+  std::unordered_map<const float*, std::size_t> index;
   std::vector<std::size_t> offsets;
-  std::size_t total = 0;
-  max_values_ = 0;
+  std::size_t total = 0, max_values = 0;
   for (std::size_t i = 0; i < count; ++i) {
-    index_[filters[i].weight] = i;
+    index[filters[i].weight] = i;
     offsets.push_back(total);
     const std::size_t n = values_of(filters[i]);
     total += (n + 127) / 128 * 128;  // each copy 256-byte aligned, as cuDNN prefers
-    if (n > max_values_) max_values_ = n;
+    if (n > max_values) max_values = n;
   }
-  copies_ = DeviceBuffer(backend_, (total + 1) / 2);
-  auto* base = reinterpret_cast<std::uint16_t*>(copies_.data());
-  table_host_.clear();
+  DeviceBuffer copies(backend_, (total + 1) / 2);
+  auto* base = reinterpret_cast<std::uint16_t*>(copies.data());
+  std::vector<kernels::FilterCast> table_host;
   for (std::size_t i = 0; i < count; ++i) {
     const Backend::Filter& f = filters[i];
-    table_host_.push_back({f.weight, base + offsets[i], f.out_channels, f.in_channels, f.kernel * f.kernel});
+    table_host.push_back({f.weight, base + offsets[i], f.out_channels, f.in_channels, f.kernel * f.kernel});
   }
-  const std::size_t table_bytes = table_host_.size() * sizeof(kernels::FilterCast);
-  table_ = DeviceBuffer(backend_, (table_bytes + sizeof(float) - 1) / sizeof(float));
-  // Pageable host memory: the copy is complete when the call returns.
-  CUDA_CHECK(cudaMemcpyAsync(table_.data(), table_host_.data(), table_bytes, cudaMemcpyHostToDevice, s.get()));
+  const std::size_t table_bytes = table_host.size() * sizeof(kernels::FilterCast);
+  DeviceBuffer table(backend_, (table_bytes + sizeof(float) - 1) / sizeof(float));
+  // Pageable host memory: the copy is complete when the synchronization returns.
+  CUDA_CHECK(cudaMemcpyAsync(table.data(), table_host.data(), table_bytes, cudaMemcpyHostToDevice, s.get()));
   CUDA_CHECK(cudaStreamSynchronize(s.get()));
+  copies_ = std::move(copies);
+  table_ = std::move(table);
+  table_host_ = std::move(table_host);
+  index_ = std::move(index);
+  max_values_ = max_values;
+  filters_.assign(filters, filters + count);
 }
 
 void FilterCache::cast(const Backend::Filter* filters, std::size_t count, kernels::Format16 format, CudaStream& s) {
@@ -61,10 +70,11 @@ void FilterCache::cast(const Backend::Filter* filters, std::size_t count, kernel
                               format, s.get());
   CUDA_CHECK_LAUNCH();
   valid_ = true;
+  generation_ = backend_.released_blocks();
 }
 
 const std::uint16_t* FilterCache::find(const float* w, int k, int c, int kernel) const {
-  if (!valid_) return nullptr;
+  if (!valid_ || backend_.released_blocks() != generation_) return nullptr;
   const auto it = index_.find(w);
   if (it == index_.end()) return nullptr;
   const Backend::Filter& f = filters_[it->second];

@@ -4,7 +4,11 @@
 // and each convolution of that forward and its backward reads its filter's copy
 // instead of casting the fp32 filter itself (which cost two casts and two launches
 // per convolution per step). The copies hold until the list is cast again or
-// invalidate() (the optimizer's update) says the parameters changed.
+// invalidate() says the parameters may have changed (the backend calls it on the
+// optimizer's update), or until the backend releases a device block (so a freed
+// filter's address, reused by another, cannot reach an old copy). A model must call
+// cache_filters16 again after any other change of its weights; a ResNet does so at
+// every forward, before any of its convolutions.
 #include <cstddef>        // std::size_t
 #include <cstdint>        // std::uint16_t
 #include <unordered_map>  // std::unordered_map
@@ -41,6 +45,7 @@ class FilterCache {
   DeviceBuffer copies_, table_;  // the 16-bit copies (two per float), the launch's table
   std::size_t max_values_ = 0;
   bool valid_ = false;
+  std::uint64_t generation_ = 0;  // backend_.released_blocks() when the copies were made
 };
 
 }  // namespace trainer::compute::cuda
