@@ -6,6 +6,8 @@
 #include <cfloat>   // FLT_MAX
 #include <climits>  // INT_MAX
 
+#include <math_constants.h>  // CUDART_NAN_F
+
 #include "compute/keypoint_rule.hpp"    // keypoint_counts, wants_uniform_target
 #include "compute/subpixel_maxima.hpp"  // the soft-argmax's per-element formulas (shared with the CPU)
 #include "launch.cuh"                   // blocks_for, kThreads, block_sum, block_max
@@ -204,6 +206,11 @@ __global__ void __launch_bounds__(sp::kPlaneThreads)
   const PlaneSoftmax sm = plane_softmax(maps + blockIdx.x * size, ep, h, w, temperature);
   if (threadIdx.x != 0) return;  // block_sum's barrier made every e visible
   const double ex = sp::expectation_at(sm.c0, sm.ex_rel), ey = sp::expectation_at(sm.r0, sm.ey_rel);
+  if (!isfinite(ex) || !isfinite(ey)) {  // a diverged network: NaN keypoints and confidence, as the CPU twin
+    coords[2 * blockIdx.x] = coords[2 * blockIdx.x + 1] = CUDART_NAN_F;
+    if (confidence) confidence[blockIdx.x] = CUDART_NAN_F;
+    return;
+  }
   const int cx = static_cast<int>(ex), cy = static_cast<int>(ey);  // truncation, as .type(torch.int64)
   double conf = 0.0;
   for (int r = cy - 2; r <= cy + 2; ++r)

@@ -3,6 +3,7 @@
 // kernels/; semantics follow lightning-pose and are written out in docs/COMPUTE.md.
 #include <algorithm>
 #include <cmath>
+#include <limits>  // std::numeric_limits (NaN keypoints)
 #include <vector>
 
 #include "compute/cpu/cpu_backend.hpp"
@@ -386,6 +387,13 @@ void CpuBackend::soft_argmax(ConstTensorView heatmaps, int downsample_factor, fl
                                                    downsample_factor, temperature, plane, tmp, sm);
       const int h = u.h, w = u.w;
       const double ex = u.ex(), ey = u.ey();
+      if (!std::isfinite(ex) || !std::isfinite(ey)) {
+        // A diverged network's NaN heatmap: NaN keypoints and confidence (casting
+        // NaN to int, as below, is undefined; the kernel follows the same rule).
+        coords[2 * i] = coords[2 * i + 1] = std::numeric_limits<float>::quiet_NaN();
+        if (confidence) confidence[i] = std::numeric_limits<float>::quiet_NaN();
+        continue;
+      }
       const int cx = int(ex), cy = int(ey);  // truncation, as .type(torch.int64)
       double conf = 0;
       for (int r = cy - 2; r <= cy + 2; ++r)

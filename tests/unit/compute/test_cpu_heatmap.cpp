@@ -302,3 +302,19 @@ TEST_CASE("soft-argmax backward matches central differences of the coordinates",
     CHECK(worst < 2e-3 * scale + 1e-4);
   }
 }
+
+TEST_CASE("soft-argmax of a diverged network's NaN heatmap gives NaN keypoints, defined", "[compute]") {
+  // Casting the NaN expectation to the window's integer centre was undefined behaviour
+  // (UBSan stopped a NaN-loss test there); the keypoints and confidence are NaN.
+  auto be = make_cpu_backend(1);
+  const Shape4 s{1, 2, 8, 8};
+  std::vector<float> maps(s.numel(), 0.f);
+  for (int i = 0; i < 64; ++i) maps[std::size_t(i)] = std::numeric_limits<float>::quiet_NaN();  // plane 0 only
+  std::vector<float> coords(4, 0.f), confidence(2, 0.f);
+  be->soft_argmax({maps.data(), s}, 2, 1.f, coords.data(), confidence.data(), be->default_stream());
+  CHECK(std::isnan(coords[0]));
+  CHECK(std::isnan(coords[1]));
+  CHECK(std::isnan(confidence[0]));
+  CHECK(std::isfinite(coords[2]));  // the other plane is untouched
+  CHECK(std::isfinite(confidence[1]));
+}
