@@ -56,7 +56,9 @@
 #   9-vit          vits_dino 256x256 batch 64: trainer training and prediction vs
 #                  PyTorch's ViT-S/16 (scaled_dot_product_attention; fp32, TF32, bf16),
 #                  then bf16 training with the ViT's products in fp32
-#                  (TRAINER_VIT_AUTOCAST=0, the path before its 16-bit products);
+#                  (TRAINER_VIT_AUTOCAST=0, the path before its 16-bit products), and
+#                  with the batched-matmul attention instead of cuDNN's fused one
+#                  (TRAINER_VIT_FUSED_ATTENTION=0), and the fused step's profile;
 #                  last, so the ResNet steps keep their time
 #   10-mirror-mouse  (only with --only 10: about 3 minutes) the wall-time goal:
 #                  lightning-pose's mirror-mouse example, ResNet-18 at 128x128, 300
@@ -318,6 +320,15 @@ vit_run() {
   echo "--- TRAINER_VIT_AUTOCAST=0 (vits_dino, bf16-mixed, batch 64, training)"
   TRAINER_VIT_AUTOCAST=0 "$trainer" bench step --accelerator gpu --backbone vits_dino --size 256 --batch 64 \
     --precision bf16-mixed --steps 20 --warmup 5
+  # cuDNN's fused attention (the default above, never run before) against the
+  # batched 16-bit products and softmax kernel it replaced; then the split by op
+  # category of the fused step (the attention's share).
+  echo "--- TRAINER_VIT_FUSED_ATTENTION=0 (vits_dino, bf16-mixed, batch 64, training)"
+  TRAINER_VIT_FUSED_ATTENTION=0 "$trainer" bench step --accelerator gpu --backbone vits_dino --size 256 --batch 64 \
+    --precision bf16-mixed --steps 20 --warmup 5
+  echo "--- profile (vits_dino, bf16-mixed, batch 64, fused attention)"
+  "$trainer" bench step --accelerator gpu --backbone vits_dino --size 256 --batch 64 --precision bf16-mixed \
+    --steps 3 --warmup 2 --profile 3
 }
 
 # The GPU-speed issue's mirror-mouse goal: whole-process wall time of 300 epochs,
@@ -411,7 +422,7 @@ step 5-vs-torch 200 vs_torch_run
 step 6-predict 90 predict_run
 step 7-profile 90 profile_run
 [[ $has_gpu == 0 ]] && step 8-unit-tests 120 unit_tests_run
-step 9-vit 105 vit_run
+step 9-vit 140 vit_run
 # Only when asked for (--only 10) on a GPU: it needs about 3 minutes of its own.
 if [[ $has_gpu == 0 || $only == *",10,"* ]]; then step 10-mirror-mouse 240 mirror_mouse_run; fi
 

@@ -5,7 +5,10 @@
 // size, batch and precision, have a cuDNN engine on that GPU, and how much workspace
 // does it take" from a login node or CI. The convolutions come from the model
 // itself: one forward of a one-image batch on the CPU through a recording wrapper,
-// each problem then taken at --batch.
+// each problem then taken at --batch. A ViT's attention is built too, as cuDNN's fused
+// attention (forward and backward at --batch; 16-bit precisions only, as the GPU runs
+// it); its engines are runtime-compiled, so without a GPU the check ends at cuDNN
+// accepting the graph, and needs a loadable libcuda (attention_graphs.hpp).
 #include <cstdio>    // std::printf
 #include <iostream>  // std::cout
 #include <random>    // std::mt19937 (the one input image)
@@ -31,7 +34,8 @@
 #include "util/input_file.hpp"            // read_input_file
 #include "util/name_list.hpp"             // join_names
 #ifdef TRAINER_WITH_CUDA
-#include "compute/cuda/conv_graphs.hpp"  // build_conv_graph_deviceless
+#include "compute/cuda/attention_graphs.hpp"  // build_attention_graph_deviceless
+#include "compute/cuda/conv_graphs.hpp"       // build_conv_graph_deviceless
 #endif
 
 namespace po = boost::program_options;
@@ -39,10 +43,13 @@ namespace po = boost::program_options;
 namespace trainer::app {
 namespace {
 
-// The model's forward convolutions, recorded on the CPU with a one-image batch
-// (called only by the GPU build).
-[[maybe_unused]] std::vector<compute::ConvCall> model_convolutions(const std::string& backbone, int size, int keypoints,
-                                                  int downsample) {
+// The model's forward convolutions and attention, recorded on the CPU with a one-image
+// batch (called only by the GPU build).
+struct ModelCalls {
+  std::vector<compute::ConvCall> convolutions;
+  std::vector<compute::AttentionShape> attention;
+};
+[[maybe_unused]] ModelCalls model_calls(const std::string& backbone, int size, int keypoints, int downsample) {
   auto cpu = compute::make_cpu_backend(0, compute::Precision::fp32);
   compute::ProfilingBackend recorder(*cpu);
   auto& stream = recorder.default_stream();
@@ -67,8 +74,44 @@ namespace {
   recorder.set_enabled(true);
   runner.predict(b, predictions);
   recorder.set_enabled(false);
-  return recorder.conv_calls();
+  return {recorder.conv_calls(), recorder.attention_calls()};
 }
+
+#ifdef TRAINER_WITH_CUDA
+// Builds each distinct attention shape's fused forward and backward at `batch`;
+// counts them into built / failed (and those built only as far as a driver allows
+// into `accepted` as well) and prints a line each.
+void build_attention_graphs(const std::string& json, std::vector<compute::AttentionShape> shapes, int batch,
+                            compute::Precision precision, int& built, int& failed, int& accepted) {
+  std::set<std::tuple<int, int, int>> seen;
+  for (compute::AttentionShape a : shapes) {
+    a.batch = batch;
+    if (!seen.insert({a.tokens, a.heads, a.head_dim}).second) continue;
+    if (!compute::cuda::fused_attention_takes(a, precision)) {
+      std::printf("  --   attention of %d tokens, %d heads of %d: not fused in precision %s (the batched-matmul "
+                  "attention runs it)\n",
+                  a.tokens, a.heads, a.head_dim, compute::precision_name(precision));
+      continue;
+    }
+    for (auto pass : {compute::cuda::AttentionPass::forward, compute::cuda::AttentionPass::backward}) {
+      const compute::cuda::DevicelessBuild r =
+          compute::cuda::build_attention_graph_deviceless(json, a, precision, pass);
+      const bool ok = r.built || r.needs_driver;
+      (ok ? built : failed) += 1;
+      if (!r.built && r.needs_driver) ++accepted;
+      std::printf("  %-4s attention %-8s batch %d, %d tokens, %d heads of %d: %d candidates, %s", ok ? "ok" : "NONE",
+                  compute::cuda::attention_pass_name(pass), a.batch, a.tokens, a.heads, a.head_dim, r.candidates,
+                  r.engine.c_str());
+      if (r.built)
+        std::printf(", workspace %.1f MiB\n", double(r.workspace) / (1024.0 * 1024.0));
+      else if (r.needs_driver)
+        std::printf(" (accepted; its kernel loads through the driver at a GPU)\n");
+      else
+        std::printf("\n");
+    }
+  }
+}
+#endif
 
 }  // namespace
 
@@ -125,7 +168,8 @@ int bench_plans(const Args& args) {
   // cuDNN's serialization is a few KiB; the bound keeps /dev/zero from running away.
   const std::string json = read_input_file(properties, "bench plans: cannot read --device-properties " + properties,
                                            1 << 20, "the device check saves it as logs/cudnn-device-properties.json");
-  const std::vector<compute::ConvCall> calls = model_convolutions(backbone, size, keypoints, downsample);
+  const ModelCalls model = model_calls(backbone, size, keypoints, downsample);
+  const std::vector<compute::ConvCall>& calls = model.convolutions;
 
   // Distinct problems at --batch, in the order the model first runs them.
   std::vector<compute::cuda::ConvProblem> problems;
@@ -140,6 +184,9 @@ int bench_plans(const Args& args) {
                                                   static_cast<std::size_t>(workspace_mib * 1024 * 1024)};
   std::printf("bench plans: %s %dx%d batch %d, precision %s: %zu convolutions, %zu distinct problems, 3 passes each\n",
               backbone.c_str(), size, size, batch, precision_name.c_str(), calls.size(), problems.size());
+  if (!model.attention.empty())
+    std::printf("bench plans: %zu attention layers, as cuDNN's fused attention (forward and backward)\n",
+                model.attention.size());
   int built = 0, failed = 0;
   for (const auto& p : problems) {
     for (auto pass : {compute::cuda::ConvPass::forward, compute::cuda::ConvPass::backward_data,
@@ -152,7 +199,11 @@ int bench_plans(const Args& args) {
       if (r.built) std::printf(", workspace %.1f MiB\n", double(r.workspace) / (1024.0 * 1024.0));
     }
   }
-  std::printf("bench plans: %d of %d graphs built for the device in %s\n", built, built + failed, properties.c_str());
+  int accepted = 0;
+  build_attention_graphs(json, model.attention, batch, precision, built, failed, accepted);
+  std::printf("bench plans: %d of %d graphs built for the device in %s", built, built + failed, properties.c_str());
+  if (accepted > 0) std::printf(" (%d of them accepted by cuDNN, their kernels loaded only at a GPU)", accepted);
+  std::printf("\n");
   return failed == 0 ? 0 : 1;
 #endif
 }

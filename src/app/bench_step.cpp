@@ -265,6 +265,9 @@ int bench_step(const Args& args) {
   // work (use OMP_WAIT_POLICY=passive so idle threads do not spin).
   std::printf("trainer: %.2f images per CPU-second (%.3f CPU s/step)\n", batch * steps / cpu_seconds,
               cpu_seconds / steps);
+  // A ViT whose attention could have been fused but ran as batched products says why.
+  if (const std::string note = backend->transformer_ops().fused_attention_note(); !note.empty())
+    std::printf("note: fused attention: %s\n", note.c_str());
   if (cuda_graphs)
     std::printf("cuda graphs: %zu recorded step(s) replayed (one per staging slot; 0: every step ran op by op)\n",
                 runner.recorded_steps());

@@ -54,6 +54,12 @@ bool vit_autocast_from_env(const Env& env) {
                         "2026-11-26); unset it for 16-bit products with fp32 accumulation, as torch.autocast");
 }
 
+bool vit_fused_attention_from_env(const Env& env) {
+  return on_unless_zero(env, "TRAINER_VIT_FUSED_ATTENTION",
+                        "0 keeps the ViTs' attention as batched 16-bit products and a softmax kernel under "
+                        "bf16-mixed / 16-mixed (the path before 2026-11-27); unset it for cuDNN's fused attention");
+}
+
 namespace {
 // The environment's switches between measured and new paths (docs/GPU.md).
 std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> backend) {
@@ -61,6 +67,7 @@ std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> 
   backend->set_fuses_norm_activation(fused_norm_from_env(env));
   backend->set_caches_filters16(filter_cache_from_env(env));
   backend->transformer_ops().set_autocast(vit_autocast_from_env(env));
+  backend->transformer_ops().set_fused_attention(vit_fused_attention_from_env(env));
   return backend;
 }
 }  // namespace

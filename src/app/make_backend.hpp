@@ -67,6 +67,13 @@ bool filter_cache_from_env(const Env& env);
 // (the 16-bit path has not run on a GPU yet). Anything else is a UserError.
 bool vit_autocast_from_env(const Env& env);
 
+// TRAINER_VIT_FUSED_ATTENTION (the ViTs' attention in bf16-mixed / 16-mixed on GPUs,
+// compute::TransformerOps::set_fused_attention): 1 or unset = cuDNN's fused attention
+// where cuDNN takes the shape (the [tokens, tokens] planes never written); 0 = batched
+// 16-bit products and a softmax kernel (the path before 2026-11-27). Neither has run
+// on a GPU yet. Anything else is a UserError.
+bool vit_fused_attention_from_env(const Env& env);
+
 // The warning for a mixed `precision` ("bf16-mixed", "16-mixed") on the CPU.
 std::string cpu_precision_warning(const std::string& precision);
 

@@ -126,13 +126,15 @@ class ProfilingBackend::TimedTransformerOps final : public TransformerOps {
   }
   void attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                          const AttentionShape& a, Stream& s) override {
+    if (owner_.enabled_) owner_.attention_calls_.push_back(a);
     TRAINER_TIMED_OP(attention, attention_forward(q, k, v, probs, out, a, s));
   }
-  void attention_backward(const float* q, const float* k, const float* v, const float* probs, const float* dout,
-                          float* dq, float* dk, float* dv, float* scratch, const AttentionShape& a,
+  void attention_backward(const float* q, const float* k, const float* v, const float* probs, const float* out,
+                          const float* dout, float* dq, float* dk, float* dv, float* scratch, const AttentionShape& a,
                           Stream& s) override {
-    TRAINER_TIMED_OP(attention, attention_backward(q, k, v, probs, dout, dq, dk, dv, scratch, a, s));
+    TRAINER_TIMED_OP(attention, attention_backward(q, k, v, probs, out, dout, dq, dk, dv, scratch, a, s));
   }
+  std::string fused_attention_note() const override { return inner_.fused_attention_note(); }
 #undef TRAINER_TIMED_OP
 
  private:

@@ -55,6 +55,8 @@ class ProfilingBackend final : public Backend {
   OpProfile take_profile();
   // The forward convolutions run while enabled, in call order.
   const std::vector<ConvCall>& conv_calls() const { return conv_calls_; }
+  // The attention forwards run while enabled (a ViT's), in call order.
+  const std::vector<AttentionShape>& attention_calls() const { return attention_calls_; }
 
   DeviceKind kind() const override { return inner_.kind(); }
   std::string description() const override { return inner_.description(); }
@@ -165,6 +167,7 @@ class ProfilingBackend final : public Backend {
   bool enabled_ = false;
   std::vector<Record> records_;
   std::vector<ConvCall> conv_calls_;
+  std::vector<AttentionShape> attention_calls_;
   std::unique_ptr<TransformerOps> transformer_ops_;  // a TimedTransformerOps, made on first use
 };
 

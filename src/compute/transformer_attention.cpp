@@ -65,8 +65,8 @@ void TransformerOps::attention_forward(const float* q, const float* k, const flo
 }
 
 void TransformerOps::attention_backward(const float* q, const float* k, const float* v, const float* probs,
-                                        const float* dout, float* dq, float* dk, float* dv, float* scratch,
-                                        const AttentionShape& a, Stream& s) {
+                                        const float* /*out: the probabilities suffice*/, const float* dout, float* dq,
+                                        float* dk, float* dv, float* scratch, const AttentionShape& a, Stream& s) {
   check_attention_shape(a);
   const int T = a.tokens, H = a.heads;
   const std::size_t rows = std::size_t(T) * a.width(), planes = std::size_t(H) * T * T;

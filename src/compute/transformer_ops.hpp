@@ -11,6 +11,7 @@
 // Semantics follow PyTorch: nn.Linear, nn.LayerNorm, nn.GELU() (exact, erf), softmax
 // over the last dimension; docs/COMPUTE.md, "Transformer ops".
 #include <cstddef>  // std::size_t
+#include <string>   // std::string
 
 #include "compute/precision.hpp"  // Precision
 #include "compute/stream.hpp"     // Stream
@@ -164,17 +165,30 @@ class TransformerOps {
   // Attention, written once over matmul and softmax (transformer_attention.cpp); a
   // device may override it with a fused kernel. Forward: probs = softmax(q k^T /
   // sqrt(head_dim)) per batch row and head, out = probs v ([batch, tokens, width]).
+  // `probs` (a.probs_count() floats) is the state the backward reads: the
+  // probabilities here; a fused attention keeps its own, smaller state there instead
+  // (CUDA's: one softmax statistic per query row), so only the backward reads it.
   virtual void attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                                  const AttentionShape& a, Stream& s);
-  // Backward from the forward's probs: dq, dk, dv (each [batch, tokens, width]);
+  // Backward from the forward's state (`probs`) and output (`out`, as the forward
+  // wrote it; a fused backward reads it): dq, dk, dv (each [batch, tokens, width]);
   // `scratch` holds a.scratch_count() floats.
   virtual void attention_backward(const float* q, const float* k, const float* v, const float* probs,
-                                  const float* dout, float* dq, float* dk, float* dv, float* scratch,
-                                  const AttentionShape& a, Stream& s);
+                                  const float* out, const float* dout, float* dq, float* dk, float* dv,
+                                  float* scratch, const AttentionShape& a, Stream& s);
+  // Whether a device may run attention as one fused operation (CUDA: cuDNN's, in a
+  // 16-bit autocast precision, where the shape allows); false keeps the batched-matmul
+  // attention above (TRAINER_VIT_FUSED_ATTENTION=0). CPUs have only that one.
+  bool fused_attention() const { return fused_attention_; }
+  void set_fused_attention(bool on) { fused_attention_ = on; }
+  // Why an attention that could have been fused ran unfused ("" if none did): the
+  // first reason, for `bench step` to print.
+  virtual std::string fused_attention_note() const { return {}; }
 
  private:
   Precision precision_;
   bool autocast_ = true;
+  bool fused_attention_ = true;
 };
 
 // The products of attention over one batch row (all heads of it in one batched

@@ -393,8 +393,8 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
   }
   linear_backward(ctx, b.proj, b.context.data(), d_attention, d_tmp_.data());
   const compute::AttentionShape a{batch_, tokens_, spec_.heads, C / spec_.heads};
-  ops.attention_backward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), d_tmp_.data(), d_q_.data(), d_k_.data(),
-                         d_v_.data(), d_scratch_.data(), a, s);
+  ops.attention_backward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), b.context.data(), d_tmp_.data(),
+                         d_q_.data(), d_k_.data(), d_v_.data(), d_scratch_.data(), a, s);
   if (spec_.dinov3) {  // back through the rotations to the projections' outputs
     ops.rotary_backward(d_q_.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
     ops.rotary_backward(d_k_.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);

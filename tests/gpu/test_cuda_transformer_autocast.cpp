@@ -78,6 +78,9 @@ TEST_CASE("cuda transformer 16-bit attention matches the CPU emulation", "[gpu][
   INFO(precision_name(p) << (autocast ? ", autocast" : ", autocast off"));
   MixedTwins t(p);
   t.gpu->transformer_ops().set_autocast(autocast);
+  // The batched-matmul attention (TRAINER_VIT_FUSED_ATTENTION=0), whose probabilities
+  // are compared below; the fused one keeps other state (next case).
+  t.gpu->transformer_ops().set_fused_attention(false);
   t.cpu->transformer_ops().set_autocast(autocast);
   AttentionShape a;
   a.batch = kBatch, a.tokens = kTokens, a.heads = kHeads, a.head_dim = kHeadDim;
@@ -95,21 +98,69 @@ TEST_CASE("cuda transformer 16-bit attention matches the CPU emulation", "[gpu][
   CHECK(rel_error(t.host(go), o) < rounded);
   // Backward from the CPU's probabilities on both sides, so each product's inputs agree.
   auto gp_cpu = t.device(pr);
-  t.gpu->transformer_ops().attention_backward(gq.data(), gk.data(), gv.data(), gp_cpu.data(), gdout.data(), gdq.data(),
-                                              gdk.data(), gdv.data(), gscratch.data(), a, t.gs());
-  t.cpu->transformer_ops().attention_backward(q.data(), k.data(), v.data(), pr.data(), dout.data(), dq.data(),
+  t.gpu->transformer_ops().attention_backward(gq.data(), gk.data(), gv.data(), gp_cpu.data(), go.data(), gdout.data(),
+                                              gdq.data(), gdk.data(), gdv.data(), gscratch.data(), a, t.gs());
+  t.cpu->transformer_ops().attention_backward(q.data(), k.data(), v.data(), pr.data(), o.data(), dout.data(), dq.data(),
                                               dk.data(), dv.data(), scratch.data(), a, t.cs());
   CHECK(rel_error(t.host(gdv), dv) < product);
   CHECK(rel_error(t.host(gdq), dq) < rounded);
   CHECK(rel_error(t.host(gdk), dk) < rounded);
 }
 
+// cuDNN's fused attention (cuda_transformer_attention_fused.cpp) against the CPU
+// emulation of the batched-matmul attention. They differ by more than the summation
+// order: the fused attention rounds its unnormalized probabilities (the CPU its
+// normalized ones) before the second product, and rounds the output and dq, dk, dv to
+// 16 bits. Hence twice the batched path's bounds; a wrong layout or scale gives O(1).
+TEST_CASE("cuda fused attention (cuDNN) matches the CPU emulation", "[gpu][transformer][autocast][fused_attention]") {
+  const Precision p = GENERATE(Precision::bf16, Precision::fp16);
+  // ViT-S at 256x256 (CLS + 256 patches), DINOv3's 4 registers more, and a 64x64 image.
+  const int tokens = GENERATE(kTokens, kTokens + 4, 17);
+  INFO(precision_name(p) << ", " << tokens << " tokens");
+  MixedTwins t(p);
+  auto& g_ops = t.gpu->transformer_ops();
+  REQUIRE(g_ops.fused_attention());
+  const AttentionShape a{kBatch, tokens, kHeads, kHeadDim};
+  const std::size_t n = std::size_t(kBatch) * tokens * kWidth;
+  auto q = random_vector(n, 24), k = random_vector(n, 25), v = random_vector(n, 26), dout = random_vector(n, 27);
+  auto gq = t.device(q), gk = t.device(k), gv = t.device(v), gdout = t.device(dout);
+  auto gstate = t.zeros(a.probs_count()), go = t.zeros(n), gdq = t.zeros(n), gdk = t.zeros(n), gdv = t.zeros(n),
+       gscratch = t.zeros(a.scratch_count());
+  std::vector<float> pr(a.probs_count()), o(n), dq(n), dk(n), dv(n), scratch(a.scratch_count());
+  g_ops.attention_forward(gq.data(), gk.data(), gv.data(), gstate.data(), go.data(), a, t.gs());
+  INFO("fused attention note: " << g_ops.fused_attention_note());
+  REQUIRE(g_ops.fused_attention_note().empty());  // cuDNN took the shape: the fused path ran
+  t.cpu->transformer_ops().attention_forward(q.data(), k.data(), v.data(), pr.data(), o.data(), a, t.cs());
+  const double tolerance = 2 * rounded_tolerance(p);
+  const std::vector<float> fused_out = t.host(go);
+  CHECK(rel_error(fused_out, o) < tolerance);
+  // The backward from the fused forward's own state and output.
+  g_ops.attention_backward(gq.data(), gk.data(), gv.data(), gstate.data(), go.data(), gdout.data(), gdq.data(),
+                           gdk.data(), gdv.data(), gscratch.data(), a, t.gs());
+  t.cpu->transformer_ops().attention_backward(q.data(), k.data(), v.data(), pr.data(), o.data(), dout.data(), dq.data(),
+                                              dk.data(), dv.data(), scratch.data(), a, t.cs());
+  CHECK(rel_error(t.host(gdv), dv) < tolerance);
+  CHECK(rel_error(t.host(gdq), dq) < tolerance);
+  CHECK(rel_error(t.host(gdk), dk) < tolerance);
+  // Switched off, the same ops run the batched-matmul attention: the probabilities
+  // are written again, and the output agrees with the fused one.
+  g_ops.set_fused_attention(false);
+  auto go_batched = t.zeros(n);
+  g_ops.attention_forward(gq.data(), gk.data(), gv.data(), gstate.data(), go_batched.data(), a, t.gs());
+  CHECK(rel_error(t.host(gstate), pr) < kProductTolerance);
+  CHECK(rel_error(t.host(go_batched), fused_out) < tolerance);
+}
+
 TEST_CASE("cuda ViT step at bf16-mixed / 16-mixed follows the CPU emulation", "[gpu][vit][autocast]") {
   const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov3");
   const Precision p = GENERATE(Precision::bf16, Precision::fp16);
-  INFO(name << " " << precision_name(p));
+  const bool fused = GENERATE(true, false);  // false: TRAINER_VIT_FUSED_ATTENTION=0
+  INFO(name << " " << precision_name(p) << (fused ? ", fused attention" : ", batched-matmul attention"));
   // The ViT keeps fp32 activations either way.
-  const auto fp32_activations = [](Backend& b) { b.set_activation_storage(Storage::f32_nchw); };
+  const auto fp32_activations = [fused](Backend& b) {
+    b.set_activation_storage(Storage::f32_nchw);
+    b.transformer_ops().set_fused_attention(fused);
+  };
   test_shared::ModelStep cpu(make_cpu_backend(2, p), name, fp32_activations),
       gpu(make_cuda_backend(0, p), name, fp32_activations);
   const Shape4 in{2, 3, 128, 128};
@@ -120,6 +171,8 @@ TEST_CASE("cuda ViT step at bf16-mixed / 16-mixed follows the CPU emulation", "[
   const auto dy = random_vector(std::size_t(2) * 3 * 32 * 32, 2, -1e-2f * loss_scale, 1e-2f * loss_scale);
   cpu.run(images, in, dy);
   gpu.run(images, in, dy);
+  INFO("fused attention note: " << gpu.backend->transformer_ops().fused_attention_note());
+  CHECK(gpu.backend->transformer_ops().fused_attention_note().empty());  // fused where asked: cuDNN took it
   // Each 16-bit rounding point can move a value one step apart between the twins;
   // twelve blocks and the head's convolutions add those up.
   const double tolerance = p == Precision::bf16 ? 5e-2 : 1e-2;

@@ -124,10 +124,10 @@ TEST_CASE("cuda attention forward and backward match the CPU", "[gpu][transforme
   t.cpu->transformer_ops().attention_forward(q.data(), k.data(), v.data(), p.data(), o.data(), a, t.cs());
   CHECK(rel_error(t.host(gp), p) < kTolerance);
   CHECK(rel_error(t.host(go), o) < kTolerance);
-  t.gpu->transformer_ops().attention_backward(gq.data(), gk.data(), gv.data(), gp.data(), gdout.data(), gdq.data(),
-                                              gdk.data(), gdv.data(), gscratch.data(), a, t.gs());
-  t.cpu->transformer_ops().attention_backward(q.data(), k.data(), v.data(), p.data(), dout.data(), dq.data(), dk.data(),
-                                              dv.data(), scratch.data(), a, t.cs());
+  t.gpu->transformer_ops().attention_backward(gq.data(), gk.data(), gv.data(), gp.data(), go.data(), gdout.data(),
+                                              gdq.data(), gdk.data(), gdv.data(), gscratch.data(), a, t.gs());
+  t.cpu->transformer_ops().attention_backward(q.data(), k.data(), v.data(), p.data(), o.data(), dout.data(), dq.data(),
+                                              dk.data(), dv.data(), scratch.data(), a, t.cs());
   CHECK(rel_error(t.host(gdq), dq) < kTolerance);
   CHECK(rel_error(t.host(gdk), dk) < kTolerance);
   CHECK(rel_error(t.host(gdv), dv) < kTolerance);

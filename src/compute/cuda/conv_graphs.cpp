@@ -3,17 +3,13 @@
 #include "util/error.hpp"  // SystemError, UserError
 
 #if TRAINER_HAVE_CUDNN_FRONTEND
-#include <dlfcn.h>  // dladdr, dlopen: the loaded libcudnn for the frontend
-
-#include <cudnn_frontend.h>
-
 #include <map>      // std::map
-#include <mutex>    // std::once_flag
-#include <regex>    // the device properties' deviceVer
 #include <tuple>    // std::tie
 #include <unordered_map>
 #include <utility>  // std::pair
 #include <vector>   // std::vector
+
+#include "compute/cuda/cudnn_frontend_util.hpp"  // load_cudnn_for_frontend, FE_CHECK, device properties
 #endif
 
 namespace trainer::compute::cuda {
@@ -49,52 +45,12 @@ DevicelessBuild build_conv_graph_deviceless(const std::string&, const ConvProble
 
 #else  // TRAINER_HAVE_CUDNN_FRONTEND
 
-}  // namespace trainer::compute::cuda
-
-// The frontend, built with NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING, reaches cuDNN through
-// this handle, which it declares and leaves to the program to define: the libcudnn
-// this process already links (set once, in load_cudnn_for_frontend).
-namespace cudnn_frontend {
-void* cudnn_dlhandle = nullptr;
-}
-
-namespace trainer::compute::cuda {
 namespace {
 
 namespace fe = cudnn_frontend;
 
-void load_cudnn_for_frontend() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    Dl_info info{};
-    if (dladdr(reinterpret_cast<void*>(&cudnnGetVersion), &info) == 0 || info.dli_fname == nullptr)
-      throw SystemError("cuDNN's graph API: cannot locate the loaded libcudnn");
-    fe::cudnn_dlhandle = dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-    if (fe::cudnn_dlhandle == nullptr)
-      throw SystemError(std::string("cuDNN's graph API: dlopen(") + info.dli_fname + ") failed: " + dlerror());
-  });
-}
-
 std::string describe(const ConvProblem& p, ConvPass pass) {
   return std::string(conv_pass_name(pass)) + " of " + cuda::describe(p);
-}
-
-// A frontend call that must succeed (its error_t is [[nodiscard]]).
-#define FE_CHECK(expr, what)                                                                                     \
-  do {                                                                                                           \
-    fe::error_t fe_status_ = (expr);                                                                             \
-    if (fe_status_.is_bad())                                                                                     \
-      throw SystemError(std::string("cuDNN graph API: ") + #expr + " failed for " + (what) + ": " +              \
-                        fe_status_.get_message() + " (" + __FILE__ + ":" + std::to_string(__LINE__) + ")");     \
-  } while (0)
-
-fe::DataType_t io_type(Precision p) {
-  switch (p) {
-    case Precision::bf16: return fe::DataType_t::BFLOAT16;
-    case Precision::fp16: return fe::DataType_t::HALF;
-    case Precision::fp32: break;
-  }
-  return fe::DataType_t::FLOAT;
 }
 
 // Dims and strides of a [n, c, h, w] tensor (or [k, c, r, r] filter) in the layout the
@@ -119,7 +75,7 @@ std::shared_ptr<fe::graph::Tensor_attributes> operand(fe::graph::Graph& g, const
 // The one-node graph of (p, pass): operands a, b, out with the uids above.
 std::shared_ptr<fe::graph::Graph> describe_graph(const ConvProblem& p, ConvPass pass) {
   auto g = std::make_shared<fe::graph::Graph>();
-  g->set_io_data_type(io_type(p.precision))
+  g->set_io_data_type(io_data_type(p.precision))
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
   const std::vector<std::int64_t> pad{p.pad, p.pad}, stride{p.stride, p.stride}, dilation{1, 1};
@@ -147,7 +103,7 @@ std::shared_ptr<fe::graph::Graph> describe_graph(const ConvProblem& p, ConvPass 
       break;
     }
   }
-  out->set_uid(kUidOut).set_output(true).set_data_type(io_type(p.precision));
+  out->set_uid(kUidOut).set_output(true).set_data_type(io_data_type(p.precision));
   return g;
 }
 
@@ -199,14 +155,6 @@ std::vector<std::int64_t> build_plans(fe::graph::Graph& g, int count, int wanted
                     std::to_string(candidates) +
                     " candidates; check the workspace limit and the math mode, or use model.conv_algorithms "
                     "heuristics)");
-}
-
-int sm_version_of(const std::string& json) {
-  static const std::regex device_ver("\"deviceVer\"\\s*:\\s*([0-9]+)");
-  std::smatch m;
-  if (!std::regex_search(json, m, device_ver))
-    throw UserError("cuDNN device properties without \"deviceVer\"");
-  return std::stoi(m[1]) / 10;  // 900 -> 90
 }
 
 }  // namespace
@@ -286,15 +234,7 @@ std::size_t ConvGraphCache::size() const { return impl_->entries.size(); }
 
 DevicelessBuild build_conv_graph_deviceless(const std::string& device_properties_json, const ConvProblem& p,
                                             ConvPass pass, const ConvGraphSettings& settings) {
-  load_cudnn_for_frontend();
-  std::vector<std::uint8_t> bytes(device_properties_json.begin(), device_properties_json.end());
-  bytes.push_back(0);
-  auto props = std::make_shared<fe::DeviceProperties>();
-  fe::error_t accepted = props->deserialize(bytes);
-  if (accepted.is_bad())
-    throw UserError("cuDNN does not accept these device properties: " + accepted.get_message(),
-                    "use the file the device check saves (logs/cudnn-device-properties.json); "
-                    "CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=stderr names the missing field");
+  auto props = deserialize_device_properties(device_properties_json);
   auto g = describe_graph(p, pass);
   g->set_device_properties(props).set_sm_version(sm_version_of(device_properties_json));
   DevicelessBuild result;

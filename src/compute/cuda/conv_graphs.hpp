@@ -77,6 +77,10 @@ struct DevicelessBuild {
   int candidates = 0;           // engine configurations the heuristics offered
   std::int64_t workspace = 0;   // bytes, of the engine chosen
   std::string engine;           // the chosen engine's tag, or why none was built
+  // Not built, but only because finalizing the chosen engine's plan loads its kernel
+  // through the CUDA driver (cuDNN's runtime-compiled engines, e.g. fused attention),
+  // and this machine has none: cuDNN accepted the graph for that device.
+  bool needs_driver = false;
 };
 
 // Builds (p, pass) for the GPU that `device_properties_json` describes (cuDNN's

@@ -6,6 +6,7 @@
 #include <cublas_v2.h>  // cublasGemmStridedBatchedEx
 
 #include "cast.cuh"                      // kernels::cast_to_16, cast_rows_to_16
+#include "compute/cuda/attention_graphs.hpp"  // AttentionGraphCache (the unique_ptr's destructor)
 #include "compute/cuda/cuda_check.hpp"   // CUBLAS_CHECK, CUDA_CHECK_LAUNCH
 #include "compute/cuda/cuda_stream.hpp"  // as_cuda
 #include "compute/cuda/scratch_carve.hpp"  // ScratchCarve
@@ -30,6 +31,10 @@ kernels::Format16 format16_of(Precision autocast) {
 }
 
 }  // namespace
+
+CudaTransformerOps::CudaTransformerOps(bool allow_tf32, Precision precision)
+    : TransformerOps(precision), allow_tf32_(allow_tf32) {}
+CudaTransformerOps::~CudaTransformerOps() = default;
 
 cublasHandle_t CudaTransformerOps::cublas_on(Stream& s) {
   if (!cublas_) {
@@ -102,14 +107,16 @@ void CudaTransformerOps::cast16(const float* src, std::uint16_t* dst, std::size_
 void CudaTransformerOps::attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                                            const AttentionShape& a, Stream& s) {
   if (autocast_precision() == Precision::fp32) return TransformerOps::attention_forward(q, k, v, probs, out, a, s);
+  if (fused_attention_ready(a, s)) return attention_forward_fused(q, k, v, probs, out, a, s);
   attention_forward16(q, k, v, probs, out, a, s);
 }
 
 void CudaTransformerOps::attention_backward(const float* q, const float* k, const float* v, const float* probs,
-                                            const float* dout, float* dq, float* dk, float* dv, float* scratch,
-                                            const AttentionShape& a, Stream& s) {
+                                            const float* out, const float* dout, float* dq, float* dk, float* dv,
+                                            float* scratch, const AttentionShape& a, Stream& s) {
   if (autocast_precision() == Precision::fp32)
-    return TransformerOps::attention_backward(q, k, v, probs, dout, dq, dk, dv, scratch, a, s);
+    return TransformerOps::attention_backward(q, k, v, probs, out, dout, dq, dk, dv, scratch, a, s);
+  if (fused_attention_ready(a, s)) return attention_backward_fused(q, k, v, probs, out, dout, dq, dk, dv, a, s);
   attention_backward16(q, k, v, probs, dout, dq, dk, dv, scratch, a, s);
 }
 

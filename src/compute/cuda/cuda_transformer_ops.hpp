@@ -8,20 +8,28 @@
 // and multiplies them with CUDA_R_16BF / CUDA_R_16F inputs, fp32 accumulation
 // (CUBLAS_COMPUTE_32F) and an fp32 result, so nothing is cast back. Attention casts
 // q, k, v (and dout, the probabilities) once per call rather than per product
-// (cuda_transformer_attention16.cpp). The CPU twin rounds the same operands.
+// (cuda_transformer_attention16.cpp), or runs it as cuDNN's fused attention
+// (cuda_transformer_attention_fused.cpp, attention_graphs.hpp) where cuDNN takes the
+// shape and fused_attention() is on. The CPU twin rounds the same operands.
 #include <cstdint>  // std::uint16_t
+#include <map>      // std::map
 #include <memory>   // std::unique_ptr
+#include <string>   // std::string
+#include <tuple>    // std::tuple
 
-#include "compute/cuda/cudnn_raii.hpp"  // CublasHandle
+#include "compute/cuda/cudnn_raii.hpp"  // CublasHandle, CudnnHandle
 #include "compute/transformer_ops.hpp"  // TransformerOps
 
 namespace trainer::compute::cuda {
+
+class AttentionGraphCache;
 
 class CudaTransformerOps final : public TransformerOps {
  public:
   // The cuBLAS handle is made at the first product, on the device current then
   // (the backend's: it selects its device before any op runs).
-  CudaTransformerOps(bool allow_tf32, Precision precision) : TransformerOps(precision), allow_tf32_(allow_tf32) {}
+  CudaTransformerOps(bool allow_tf32, Precision precision);
+  ~CudaTransformerOps() override;
 
   void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) override;
   void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
@@ -47,12 +55,14 @@ class CudaTransformerOps final : public TransformerOps {
                  int rows, int cols, Stream& s) override;
   void patchify(const float* images, float* patches, int batch, int channels, int height, int width, int patch,
                 Stream& s) override;
-  // fp32: the generic attention over matmul; 16-bit: cuda_transformer_attention16.cpp.
+  // fp32: the generic attention over matmul; 16-bit: cuDNN's fused attention where
+  // fused_attention_ready(), else cuda_transformer_attention16.cpp.
   void attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                          const AttentionShape& a, Stream& s) override;
-  void attention_backward(const float* q, const float* k, const float* v, const float* probs, const float* dout,
-                          float* dq, float* dk, float* dv, float* scratch, const AttentionShape& a,
+  void attention_backward(const float* q, const float* k, const float* v, const float* probs, const float* out,
+                          const float* dout, float* dq, float* dk, float* dv, float* scratch, const AttentionShape& a,
                           Stream& s) override;
+  std::string fused_attention_note() const override { return fused_note_; }
 
  private:
   cublasHandle_t cublas_on(Stream& s);  // the handle, bound to `s`
@@ -67,8 +77,25 @@ class CudaTransformerOps final : public TransformerOps {
                            const AttentionShape& a, Stream& s);
   void attention_backward16(const float* q, const float* k, const float* v, const float* probs, const float* dout,
                             float* dq, float* dk, float* dv, float* scratch, const AttentionShape& a, Stream& s);
+  // cuDNN's fused attention (cuda_transformer_attention_fused.cpp). Ready: on, a
+  // 16-bit autocast precision, a shape cuDNN takes, and both passes' plans built; the
+  // answer is kept per shape, so a forward and its backward take the same path.
+  bool fused_attention_ready(const AttentionShape& a, Stream& s);
+  void attention_forward_fused(const float* q, const float* k, const float* v, float* stats, float* out,
+                               const AttentionShape& a, Stream& s);
+  void attention_backward_fused(const float* q, const float* k, const float* v, const float* stats,
+                                const float* out, const float* dout, float* dq, float* dk, float* dv,
+                                const AttentionShape& a, Stream& s);
+  cudnnHandle_t cudnn_on(Stream& s);  // the handle, bound to `s`
+  // float(src[0, count)) of the autocast precision's 16-bit values.
+  void widen16(const std::uint16_t* src, float* dst, std::size_t count, Stream& s);
   bool allow_tf32_;
   std::unique_ptr<CublasHandle> cublas_;
+  std::unique_ptr<CudnnHandle> cudnn_;
+  std::unique_ptr<AttentionGraphCache> attention_graphs_;
+  // (batch, tokens, heads, head_dim, precision) -> whether the fused attention runs it.
+  std::map<std::tuple<int, int, int, int, Precision>, bool> fused_ready_;
+  std::string fused_note_;  // the first reason a shape runs unfused
 };
 
 }  // namespace trainer::compute::cuda

@@ -1,5 +1,6 @@
 // The environment switches of the compute backends (app/make_backend.hpp):
-// TRAINER_FUSED_NORM, TRAINER_NHWC16, TRAINER_VIT_AUTOCAST and TRAINER_FILTER_CACHE, each keeping the previous GPU path
+// TRAINER_FUSED_NORM, TRAINER_NHWC16, TRAINER_VIT_AUTOCAST, TRAINER_FILTER_CACHE and
+// TRAINER_VIT_FUSED_ATTENTION, each keeping the previous GPU path
 // selectable, and refusing anything but their documented values.
 #include <catch2/catch.hpp>
 
@@ -63,4 +64,19 @@ TEST_CASE("TRAINER_FILTER_CACHE keeps the per-convolution filter casts selectabl
   Log log;
   auto backend = app::make_backend(request, log);
   CHECK(backend->caches_filters16() == app::filter_cache_from_env(capture_environment()));
+}
+
+TEST_CASE("TRAINER_VIT_FUSED_ATTENTION keeps the batched-matmul attention selectable", "[app][autocast]") {
+  CHECK(app::vit_fused_attention_from_env({}));
+  CHECK(app::vit_fused_attention_from_env({{"TRAINER_VIT_FUSED_ATTENTION", "1"}}));
+  CHECK_FALSE(app::vit_fused_attention_from_env({{"TRAINER_VIT_FUSED_ATTENTION", "0"}}));
+  CHECK_THROWS_AS(app::vit_fused_attention_from_env({{"TRAINER_VIT_FUSED_ATTENTION", "false"}}), UserError);
+  app::BackendRequest request;
+  request.precision = "bf16-mixed";
+  request.cpu_threads = 1;
+  Log log;
+  auto backend = app::make_backend(request, log);
+  CHECK(backend->transformer_ops().fused_attention() == app::vit_fused_attention_from_env(capture_environment()));
+  // The CPU has the batched-matmul attention only, and says nothing about fusing.
+  CHECK(backend->transformer_ops().fused_attention_note().empty());
 }

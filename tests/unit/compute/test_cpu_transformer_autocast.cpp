@@ -168,8 +168,8 @@ TEST_CASE("autocast attention on the CPU: 16-bit products, fp32 softmax and prob
   CHECK(rel_error(out, out_expected) < 1e-5);
 
   std::vector<float> dq(n), dk(n), dv(n), scratch(a.scratch_count());
-  m.attention_backward(q.data(), k.data(), v.data(), probs.data(), dout.data(), dq.data(), dk.data(), dv.data(),
-                       scratch.data(), a, mixed->default_stream());
+  m.attention_backward(q.data(), k.data(), v.data(), probs.data(), out.data(), dout.data(), dq.data(), dk.data(),
+                       dv.data(), scratch.data(), a, mixed->default_stream());
   CHECK(rel_error(dv, dv_expected) < 1e-5);
   // dS is rounded from fp32 in the op and from double here: an element on a rounding
   // boundary may land one 16-bit step apart, hence the looser bound (1e-5 measured).

@@ -308,8 +308,8 @@ TEST_CASE("cpu attention: per-head softmax(q k^T / sqrt(d)) v, finite difference
 
   const auto r = random_values(n, 23);
   std::vector<float> dq(n), dk(n), dv(n), scratch(a.scratch_count());
-  t.ops.attention_backward(q.data(), k.data(), v.data(), probs.data(), r.data(), dq.data(), dk.data(), dv.data(),
-                           scratch.data(), a, t.s);
+  t.ops.attention_backward(q.data(), k.data(), v.data(), probs.data(), out.data(), r.data(), dq.data(), dk.data(),
+                           dv.data(), scratch.data(), a, t.s);
   check_gradient("dq", q, dq, forward, r);
   check_gradient("dk", k, dk, forward, r);
   check_gradient("dv", v, dv, forward, r);
