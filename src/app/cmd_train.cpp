@@ -514,6 +514,9 @@ int run_train(const Args& args) {
     log.info("model.cuda_graphs: " + std::to_string(c.replayed) + " of " + std::to_string(c.steps) +
              " training steps replayed a recording (" + std::to_string(c.recorded) + " recorded; a buffer that "
              "moves, or work at another image size, starts them again)");
+  // A ViT whose attention cuDNN could not fuse ran the batched products: slower, same results.
+  if (const std::string note = backend->transformer_ops().fused_attention_note(); !note.empty())
+    log.warn("fused attention: " + note);
   if (train::LossScaler& scaler = runner.loss_scaler(); scaler.enabled()) {
     // GradScaler skips a step silently; one line says how often it did in this run.
     const long skipped = scaler.skipped_steps();

@@ -135,6 +135,7 @@ class ProfilingBackend::TimedTransformerOps final : public TransformerOps {
     TRAINER_TIMED_OP(attention, attention_backward(q, k, v, probs, out, dout, dq, dk, dv, scratch, a, s));
   }
   std::string fused_attention_note() const override { return inner_.fused_attention_note(); }
+  std::size_t attention_state_count(const AttentionShape& a) override { return inner_.attention_state_count(a); }
 #undef TRAINER_TIMED_OP
 
  private:

@@ -5,32 +5,31 @@
 
 namespace trainer::compute {
 
+LinearProducts linear_products(int rows, int in, int out) {
+  LinearProducts p;
+  p.y.m = rows, p.y.n = out, p.y.k = in;  // y[rows, out] = x[rows, in] w[out, in]^T
+  p.y.transpose_b = true;
+  p.y.lda = in, p.y.ldb = in, p.y.ldc = out;
+  p.dx.m = rows, p.dx.n = in, p.dx.k = out;  // dx[rows, in] = dy[rows, out] w[out, in]
+  p.dx.lda = out, p.dx.ldb = in, p.dx.ldc = in;
+  p.dw.m = out, p.dw.n = in, p.dw.k = rows;  // dw[out, in] = dy^T x
+  p.dw.transpose_a = true;
+  p.dw.lda = out, p.dw.ldb = in, p.dw.ldc = in;
+  p.y.autocast = p.dx.autocast = p.dw.autocast = true;
+  return p;
+}
+
 void TransformerOps::linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in,
                                     int out, Stream& s) {
-  MatmulShape g;  // y[rows, out] = x[rows, in] w[out, in]^T
-  g.m = rows, g.n = out, g.k = in;
-  g.transpose_b = true;
-  g.lda = in, g.ldb = in, g.ldc = out;
-  g.autocast = true;
-  matmul(g, x, w, y, s);
+  matmul(linear_products(rows, in, out).y, x, w, y, s);
   if (bias) add_bias(y, bias, rows, out, s);  // fp32: the product's result is not rounded
 }
 
 void TransformerOps::linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
                                      float* dbias, int rows, int in, int out, Stream& s) {
-  if (dx) {
-    MatmulShape g;  // dx[rows, in] = dy[rows, out] w[out, in]
-    g.m = rows, g.n = in, g.k = out;
-    g.lda = out, g.ldb = in, g.ldc = in;
-    g.autocast = true;
-    matmul(g, dy, w, dx, s);
-  }
-  MatmulShape g;  // dw[out, in] = dy^T x
-  g.m = out, g.n = in, g.k = rows;
-  g.transpose_a = true;
-  g.lda = out, g.ldb = in, g.ldc = in;
-  g.autocast = true;
-  matmul(g, dy, x, dw, s);
+  const LinearProducts p = linear_products(rows, in, out);
+  if (dx) matmul(p.dx, dy, w, dx, s);
+  matmul(p.dw, dy, x, dw, s);
   if (dbias) column_sums(dy, dbias, rows, out, s);  // from the unrounded fp32 dy
 }
 

@@ -165,7 +165,7 @@ class TransformerOps {
   // Attention, written once over matmul and softmax (transformer_attention.cpp); a
   // device may override it with a fused kernel. Forward: probs = softmax(q k^T /
   // sqrt(head_dim)) per batch row and head, out = probs v ([batch, tokens, width]).
-  // `probs` (a.probs_count() floats) is the state the backward reads: the
+  // `probs` (attention_state_count(a) floats) is the state the backward reads: the
   // probabilities here; a fused attention keeps its own, smaller state there instead
   // (CUDA's: one softmax statistic per query row), so only the backward reads it.
   virtual void attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
@@ -176,6 +176,10 @@ class TransformerOps {
   virtual void attention_backward(const float* q, const float* k, const float* v, const float* probs,
                                   const float* out, const float* dout, float* dq, float* dk, float* dv,
                                   float* scratch, const AttentionShape& a, Stream& s);
+  // The floats attention_forward keeps in `probs` for this shape: a.probs_count()
+  // here, less where a device fuses it. Asked again before every forward (a buffer
+  // sized once may have to grow when the switch below is turned off).
+  virtual std::size_t attention_state_count(const AttentionShape& a) { return a.probs_count(); }
   // Whether a device may run attention as one fused operation (CUDA: cuDNN's, in a
   // 16-bit autocast precision, where the shape allows); false keeps the batched-matmul
   // attention above (TRAINER_VIT_FUSED_ATTENTION=0). CPUs have only that one.
@@ -203,6 +207,15 @@ struct AttentionProducts {
   MatmulShape dq;       // dS_h k_h / sqrt(d)
   MatmulShape dk;       // dS_h^T q_h / sqrt(d)
 };
+// The products of nn.Linear (transformer_linear.cpp), shared by the generic Linear
+// and any device's own, so that both run the same products. All are autocast products.
+struct LinearProducts {
+  MatmulShape y;   // x w^T
+  MatmulShape dx;  // dy w
+  MatmulShape dw;  // dy^T x
+};
+LinearProducts linear_products(int rows, int in, int out);
+
 // Throws SystemError for a shape with a non-positive extent.
 void check_attention_shape(const AttentionShape& a);
 AttentionProducts attention_products(const AttentionShape& a);

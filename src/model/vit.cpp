@@ -176,7 +176,9 @@ VisionTransformer::VisionTransformer(ParameterStore& store, const VitSpec& spec,
 void VisionTransformer::ensure_buffers(compute::Backend& backend) {
   const std::size_t R = std::size_t(batch_) * tokens_, C = std::size_t(spec_.hidden), M = std::size_t(spec_.mlp);
   const std::size_t N = std::size_t(tokens_) - spec_.prefix_tokens(), P = std::size_t(spec_.patch);
-  const std::size_t probs = std::size_t(batch_) * spec_.heads * tokens_ * tokens_;
+  // The attention's saved state: its probabilities, or far less where a device fuses it.
+  const std::size_t probs = backend.transformer_ops().attention_state_count(
+      compute::AttentionShape{batch_, tokens_, spec_.heads, spec_.hidden / spec_.heads});
   ensure_capacity(backend, patches_, std::size_t(batch_) * N * 3 * P * P);
   ensure_capacity(backend, positions_, std::size_t(tokens_) * C);
   for (auto& h : hidden_) ensure_capacity(backend, h, R * C);

@@ -124,12 +124,15 @@ TEST_CASE("cuda fused attention (cuDNN) matches the CPU emulation", "[gpu][trans
   const std::size_t n = std::size_t(kBatch) * tokens * kWidth;
   auto q = random_vector(n, 24), k = random_vector(n, 25), v = random_vector(n, 26), dout = random_vector(n, 27);
   auto gq = t.device(q), gk = t.device(k), gv = t.device(v), gdout = t.device(dout);
-  auto gstate = t.zeros(a.probs_count()), go = t.zeros(n), gdq = t.zeros(n), gdk = t.zeros(n), gdv = t.zeros(n),
+  // The fused state: one softmax statistic per query row, not the probability planes.
+  const std::size_t state = g_ops.attention_state_count(a);
+  INFO("fused attention note: " << g_ops.fused_attention_note());
+  REQUIRE(g_ops.fused_attention_note().empty());  // cuDNN built both passes: the fused path runs
+  CHECK(state == std::size_t(kBatch) * kHeads * tokens);
+  auto gstate = t.zeros(state), go = t.zeros(n), gdq = t.zeros(n), gdk = t.zeros(n), gdv = t.zeros(n),
        gscratch = t.zeros(a.scratch_count());
   std::vector<float> pr(a.probs_count()), o(n), dq(n), dk(n), dv(n), scratch(a.scratch_count());
   g_ops.attention_forward(gq.data(), gk.data(), gv.data(), gstate.data(), go.data(), a, t.gs());
-  INFO("fused attention note: " << g_ops.fused_attention_note());
-  REQUIRE(g_ops.fused_attention_note().empty());  // cuDNN took the shape: the fused path ran
   t.cpu->transformer_ops().attention_forward(q.data(), k.data(), v.data(), pr.data(), o.data(), a, t.cs());
   const double tolerance = 2 * rounded_tolerance(p);
   const std::vector<float> fused_out = t.host(go);
@@ -142,12 +145,18 @@ TEST_CASE("cuda fused attention (cuDNN) matches the CPU emulation", "[gpu][trans
   CHECK(rel_error(t.host(gdv), dv) < tolerance);
   CHECK(rel_error(t.host(gdq), dq) < tolerance);
   CHECK(rel_error(t.host(gdk), dk) < tolerance);
-  // Switched off, the same ops run the batched-matmul attention: the probabilities
-  // are written again, and the output agrees with the fused one.
+  // A backward after the switch is turned off still follows its forward's (fused) path.
   g_ops.set_fused_attention(false);
-  auto go_batched = t.zeros(n);
-  g_ops.attention_forward(gq.data(), gk.data(), gv.data(), gstate.data(), go_batched.data(), a, t.gs());
-  CHECK(rel_error(t.host(gstate), pr) < kProductTolerance);
+  CHECK(g_ops.attention_state_count(a) == a.probs_count());
+  auto gdq_again = t.zeros(n);
+  g_ops.attention_backward(gq.data(), gk.data(), gv.data(), gstate.data(), go.data(), gdout.data(), gdq_again.data(),
+                           gdk.data(), gdv.data(), gscratch.data(), a, t.gs());
+  CHECK(rel_error(t.host(gdq_again), dq) < tolerance);
+  // Switched off, the same ops run the batched-matmul attention: the probabilities are
+  // written (into a buffer of their size), and the output agrees with the fused one.
+  auto gprobs = t.zeros(a.probs_count()), go_batched = t.zeros(n);
+  g_ops.attention_forward(gq.data(), gk.data(), gv.data(), gprobs.data(), go_batched.data(), a, t.gs());
+  CHECK(rel_error(t.host(gprobs), pr) < kProductTolerance);
   CHECK(rel_error(t.host(go_batched), fused_out) < tolerance);
 }
 

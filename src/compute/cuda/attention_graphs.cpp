@@ -30,7 +30,7 @@ bool fused_attention_takes(const AttentionShape& a, Precision p) {
 
 struct AttentionGraphCache::Impl {};
 AttentionGraphCache::AttentionGraphCache() {
-  throw SystemError("this trainer was built without cudnn-frontend's headers, so without cuDNN's fused attention; "
+  throw AttentionUnsupported("this trainer was built without cudnn-frontend's headers, so without cuDNN's fused attention; "
                     "run scripts/fetch_cudnn_frontend.sh and rebuild");
 }
 AttentionGraphCache::~AttentionGraphCache() = default;
@@ -112,16 +112,18 @@ std::shared_ptr<fe::graph::Graph> describe_graph(const AttentionShape& a, Precis
   return g;
 }
 
-// validate -> operation graph -> heuristics (mode A, then the fallback list); the
-// number of candidates left (0: none). handle == nullptr: deviceless.
-int query_candidates(fe::graph::Graph& g, cudnnHandle_t handle, const std::string& what) {
-  FE_CHECK(g.validate(), what);
-  if (handle)
-    FE_CHECK(g.build_operation_graph(handle), what);
-  else
-    FE_CHECK(g.build_operation_graph(), what);
-  if (g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}).is_bad()) return 0;
-  if (g.check_support().is_bad()) return 0;
+// validate -> operation graph -> heuristics (mode A, then the fallback list): the
+// number of candidates left, and when none, cuDNN's reason in `why`. handle ==
+// nullptr: deviceless.
+int query_candidates(fe::graph::Graph& g, cudnnHandle_t handle, std::string& why) {
+  fe::error_t status = g.validate();
+  if (status.is_good()) status = handle ? g.build_operation_graph(handle) : g.build_operation_graph();
+  if (status.is_good()) status = g.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK});
+  if (status.is_good()) status = g.check_support();
+  if (status.is_bad()) {
+    why = status.get_message();
+    return 0;
+  }
   return static_cast<int>(g.get_execution_plan_count());
 }
 
@@ -151,8 +153,8 @@ struct AttentionGraphCache::Impl {
     const std::string what = describe(a, p, pass);
     Entry e;
     e.graph = describe_graph(a, p, pass);
-    const int candidates = query_candidates(*e.graph, handle, what);
     std::string last_error = "cuDNN offered no engine";
+    const int candidates = query_candidates(*e.graph, handle, last_error);
     for (std::int64_t i = 0; i < candidates; ++i) {
       fe::error_t built = e.graph->build_plan_at_index(i);
       if (built.is_bad()) {
@@ -165,8 +167,8 @@ struct AttentionGraphCache::Impl {
       e.workspace = static_cast<std::size_t>(bytes);
       return entries.emplace(key, std::move(e)).first->second;
     }
-    throw SystemError("cuDNN's fused attention has no usable engine for the " + what + " (" +
-                      std::to_string(candidates) + " candidates; " + last_error + ")");
+    throw AttentionUnsupported("cuDNN's fused attention has no usable engine for the " + what + " (" +
+                               std::to_string(candidates) + " candidates; " + last_error + ")");
   }
 };
 
@@ -198,10 +200,14 @@ DevicelessBuild build_attention_graph_deviceless(const std::string& device_prope
                           sm_version_of(device_properties_json));
   const std::string what = describe(a, p, pass);
   DevicelessBuild result;
-  result.candidates = query_candidates(*g, nullptr, what);
+  std::string why;
+  result.candidates = query_candidates(*g, nullptr, why);
   if (result.candidates == 0) {
-    result.engine = "no engine (cuDNN's attention engines need a loadable libcuda: a driver, or the CUDA toolkit's "
-                    "stub on LD_LIBRARY_PATH)";
+    result.engine = "no engine: " + why;
+    // cuDNN's message when no libcuda can be loaded names neither; say what serves.
+    if (why.empty() || why.find("No valid engine") != std::string::npos)
+      result.engine += " (cuDNN's attention engines need a loadable libcuda: a driver, or the CUDA toolkit's stub on "
+                       "LD_LIBRARY_PATH)";
     return result;
   }
   bool every_failure_needs_driver = true;

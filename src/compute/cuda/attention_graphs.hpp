@@ -28,6 +28,7 @@
 #include "compute/cuda/conv_graphs.hpp"  // DevicelessBuild, cudnn_graph_api_built
 #include "compute/precision.hpp"         // Precision
 #include "compute/transformer_ops.hpp"   // AttentionShape
+#include "util/error.hpp"                // SystemError
 
 namespace trainer::compute::cuda {
 
@@ -35,9 +36,18 @@ enum class AttentionPass { forward, backward };
 const char* attention_pass_name(AttentionPass pass);
 
 // Whether the fused attention takes this shape and precision: 16-bit, head_dim a
-// multiple of 8 (16-byte rows for the engines' loads) and at most 128 (the backward
-// engines' limit on Hopper).
+// multiple of 8 (16-byte rows for the engines' loads) and at most 128 (every
+// lightning-pose ViT has 64; cuDNN's Hopper engines go to 256, Ampere's backward to
+// 128).
 bool fused_attention_takes(const AttentionShape& a, Precision p);
+
+// cuDNN does not run this attention here: no graph API in this build, a graph the
+// frontend refuses, or no engine that builds. A caller may fall back to the batched
+// products on this (and only this: CUDA and memory errors are SystemErrors as usual).
+class AttentionUnsupported : public SystemError {
+ public:
+  using SystemError::SystemError;
+};
 
 // One call's device buffers (raw 16-bit values in the precision's type, except stats).
 // forward: reads q, k, v; writes o and stats. backward: reads q, k, v, o, dout and
@@ -56,13 +66,13 @@ struct AttentionOperands {
 
 class AttentionGraphCache {
  public:
-  AttentionGraphCache();  // SystemError without the graph API
+  AttentionGraphCache();  // AttentionUnsupported without the graph API
   ~AttentionGraphCache();
   AttentionGraphCache(const AttentionGraphCache&) = delete;
   AttentionGraphCache& operator=(const AttentionGraphCache&) = delete;
 
   // The workspace bytes run() needs for (a, p, pass), building its plan on first use.
-  // SystemError when cuDNN has no engine for it.
+  // AttentionUnsupported when cuDNN refuses the graph or has no engine for it.
   std::size_t prepare(cudnnHandle_t handle, const AttentionShape& a, Precision p, AttentionPass pass);
   // Runs (a, p, pass) on the handle's stream; workspace holds prepare()'s bytes.
   void run(cudnnHandle_t handle, const AttentionShape& a, Precision p, AttentionPass pass,

@@ -16,7 +16,6 @@
 // The backward takes the forward's output as fp32 (`out`, the widened 16-bit values):
 // casting it back gives the forward's 16-bit output exactly.
 #include <cstdint>  // std::uint16_t
-#include <exception>  // std::exception
 #include <string>   // std::string
 
 #include "cast.cuh"                          // kernels::cast_from_16
@@ -28,9 +27,13 @@
 
 namespace trainer::compute::cuda {
 
-cudnnHandle_t CudaTransformerOps::cudnn_on(Stream& s) {
+cudnnHandle_t CudaTransformerOps::cudnn_handle() {
   if (!cudnn_) cudnn_ = std::make_unique<CudnnHandle>();
-  CUDNN_CHECK(cudnnSetStream(*cudnn_, as_cuda(s).get()));
+  return *cudnn_;
+}
+
+cudnnHandle_t CudaTransformerOps::cudnn_on(Stream& s) {
+  CUDNN_CHECK(cudnnSetStream(cudnn_handle(), as_cuda(s).get()));
   return *cudnn_;
 }
 
@@ -44,7 +47,7 @@ void CudaTransformerOps::widen16(const std::uint16_t* src, float* dst, std::size
   CUDA_CHECK_LAUNCH();
 }
 
-bool CudaTransformerOps::fused_attention_ready(const AttentionShape& a, Stream& s) {
+bool CudaTransformerOps::fused_attention_ready(const AttentionShape& a) {
   const Precision p = autocast_precision();
   if (!fused_attention() || !fused_attention_takes(a, p)) return false;
   const auto key = std::make_tuple(a.batch, a.tokens, a.heads, a.head_dim, p);
@@ -53,15 +56,24 @@ bool CudaTransformerOps::fused_attention_ready(const AttentionShape& a, Stream& 
   try {
     // Both passes now, so that a forward never keeps statistics its backward cannot use.
     if (!attention_graphs_) attention_graphs_ = std::make_unique<AttentionGraphCache>();
-    attention_graphs_->prepare(cudnn_on(s), a, p, AttentionPass::forward);
-    attention_graphs_->prepare(cudnn_on(s), a, p, AttentionPass::backward);
+    attention_graphs_->prepare(cudnn_handle(), a, p, AttentionPass::forward);
+    attention_graphs_->prepare(cudnn_handle(), a, p, AttentionPass::backward);
     ready = true;
-  } catch (const std::exception& e) {
-    if (fused_note_.empty())
-      fused_note_ = std::string(e.what()) + "; the batched-matmul attention runs it instead";
+  } catch (const AttentionUnsupported& e) {  // CUDA and memory errors go on up
+    if (fused_note_.empty()) fused_note_ = std::string(e.what()) + "; the batched-matmul attention runs it instead";
   }
   fused_ready_.emplace(key, ready);
   return ready;
+}
+
+bool CudaTransformerOps::state_is_fused(const float* state, const AttentionShape& a) {
+  const auto it = fused_state_.find(state);
+  return it != fused_state_.end() ? it->second : fused_attention_ready(a);
+}
+
+std::size_t CudaTransformerOps::attention_state_count(const AttentionShape& a) {
+  if (autocast_precision() == Precision::fp32 || !fused_attention_ready(a)) return a.probs_count();
+  return std::size_t(a.batch) * a.heads * a.tokens;  // one softmax statistic per query row
 }
 
 void CudaTransformerOps::attention_forward_fused(const float* q, const float* k, const float* v, float* stats,

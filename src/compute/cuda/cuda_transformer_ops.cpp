@@ -73,6 +73,28 @@ void CudaTransformerOps::matmul(const MatmulShape& g, const float* a, const floa
                                           int(g.ldc), g.stride_c, g.batch, compute, CUBLAS_GEMM_DEFAULT));
 }
 
+void CudaTransformerOps::linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
+                                         float* dbias, int rows, int in, int out, Stream& s) {
+  if (autocast_precision() == Precision::fp32)
+    return TransformerOps::linear_backward(x, w, dy, dx, dw, dbias, rows, in, out, s);
+  const LinearProducts p = linear_products(rows, in, out);
+  // dy is the first operand of both products, read over the same span.
+  const std::size_t dy_span = matmul_span_a(p.dw), x_span = matmul_span_b(p.dw), w_span = matmul_span_b(p.dx);
+  constexpr std::size_t h = sizeof(std::uint16_t);
+  ScratchCarve carve(as_cuda(s), {dy_span * h, x_span * h, dx ? w_span * h : 0});
+  auto* dy16 = carve.as<std::uint16_t>(0);
+  auto* x16 = carve.as<std::uint16_t>(1);
+  auto* w16 = carve.as<std::uint16_t>(2);
+  cast16(dy, dy16, dy_span, s);
+  if (dx) {
+    cast16(w, w16, w_span, s);
+    gemm16(p.dx, dy16, w16, dx, s);
+  }
+  cast16(x, x16, x_span, s);
+  gemm16(p.dw, dy16, x16, dw, s);
+  if (dbias) column_sums(dy, dbias, rows, out, s);  // from the unrounded fp32 dy, as the generic Linear
+}
+
 void CudaTransformerOps::gemm16(const MatmulShape& g, const std::uint16_t* a, const std::uint16_t* b, float* c,
                                 Stream& s) {
   const cudaDataType_t type = autocast_precision() == Precision::fp16 ? CUDA_R_16F : CUDA_R_16BF;
@@ -107,7 +129,9 @@ void CudaTransformerOps::cast16(const float* src, std::uint16_t* dst, std::size_
 void CudaTransformerOps::attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                                            const AttentionShape& a, Stream& s) {
   if (autocast_precision() == Precision::fp32) return TransformerOps::attention_forward(q, k, v, probs, out, a, s);
-  if (fused_attention_ready(a, s)) return attention_forward_fused(q, k, v, probs, out, a, s);
+  const bool fused = fused_attention_ready(a);
+  fused_state_[probs] = fused;
+  if (fused) return attention_forward_fused(q, k, v, probs, out, a, s);
   attention_forward16(q, k, v, probs, out, a, s);
 }
 
@@ -116,7 +140,7 @@ void CudaTransformerOps::attention_backward(const float* q, const float* k, cons
                                             float* scratch, const AttentionShape& a, Stream& s) {
   if (autocast_precision() == Precision::fp32)
     return TransformerOps::attention_backward(q, k, v, probs, out, dout, dq, dk, dv, scratch, a, s);
-  if (fused_attention_ready(a, s)) return attention_backward_fused(q, k, v, probs, out, dout, dq, dk, dv, a, s);
+  if (state_is_fused(probs, a)) return attention_backward_fused(q, k, v, probs, out, dout, dq, dk, dv, a, s);
   attention_backward16(q, k, v, probs, dout, dq, dk, dv, scratch, a, s);
 }
 

@@ -32,6 +32,10 @@ class CudaTransformerOps final : public TransformerOps {
   ~CudaTransformerOps() override;
 
   void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) override;
+  // In a 16-bit autocast precision dy is cast once for both products (the generic
+  // Linear's two products would cast it twice); the same products otherwise.
+  void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* dbias, int rows,
+                       int in, int out, Stream& s) override;
   void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
                           float* rstd, int rows, int width, float eps, Stream& s) override;
   void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
@@ -63,6 +67,7 @@ class CudaTransformerOps final : public TransformerOps {
                           const float* dout, float* dq, float* dk, float* dv, float* scratch, const AttentionShape& a,
                           Stream& s) override;
   std::string fused_attention_note() const override { return fused_note_; }
+  std::size_t attention_state_count(const AttentionShape& a) override;
 
  private:
   cublasHandle_t cublas_on(Stream& s);  // the handle, bound to `s`
@@ -78,14 +83,18 @@ class CudaTransformerOps final : public TransformerOps {
   void attention_backward16(const float* q, const float* k, const float* v, const float* probs, const float* dout,
                             float* dq, float* dk, float* dv, float* scratch, const AttentionShape& a, Stream& s);
   // cuDNN's fused attention (cuda_transformer_attention_fused.cpp). Ready: on, a
-  // 16-bit autocast precision, a shape cuDNN takes, and both passes' plans built; the
-  // answer is kept per shape, so a forward and its backward take the same path.
-  bool fused_attention_ready(const AttentionShape& a, Stream& s);
+  // 16-bit autocast precision, a shape cuDNN takes, and both passes' plans built
+  // (tried once per shape).
+  bool fused_attention_ready(const AttentionShape& a);
+  // Whether the forward that wrote `state` fused (the backward takes its path, even
+  // if the switch changed since); unknown state: fused_attention_ready(a).
+  bool state_is_fused(const float* state, const AttentionShape& a);
   void attention_forward_fused(const float* q, const float* k, const float* v, float* stats, float* out,
                                const AttentionShape& a, Stream& s);
   void attention_backward_fused(const float* q, const float* k, const float* v, const float* stats,
                                 const float* out, const float* dout, float* dq, float* dk, float* dv,
                                 const AttentionShape& a, Stream& s);
+  cudnnHandle_t cudnn_handle();       // made at first use (plans are built on it unbound)
   cudnnHandle_t cudnn_on(Stream& s);  // the handle, bound to `s`
   // float(src[0, count)) of the autocast precision's 16-bit values.
   void widen16(const std::uint16_t* src, float* dst, std::size_t count, Stream& s);
@@ -95,6 +104,7 @@ class CudaTransformerOps final : public TransformerOps {
   std::unique_ptr<AttentionGraphCache> attention_graphs_;
   // (batch, tokens, heads, head_dim, precision) -> whether the fused attention runs it.
   std::map<std::tuple<int, int, int, int, Precision>, bool> fused_ready_;
+  std::map<const float*, bool> fused_state_;  // attention state buffer -> its forward fused
   std::string fused_note_;  // the first reason a shape runs unfused
 };
 
