@@ -70,6 +70,14 @@ class ProfilingBackend::TimedTransformerOps final : public TransformerOps {
                        int in, int out, Stream& s) override {
     TRAINER_TIMED_OP(matmul, linear_backward(x, w, dy, dx, dw, dbias, rows, in, out, s));
   }
+  void linears_forward(const float* x, const SharedInputLinear* layers, int count, int rows, int in,
+                       Stream& s) override {
+    TRAINER_TIMED_OP(matmul, linears_forward(x, layers, count, rows, in, s));
+  }
+  void linears_backward(const float* x, const SharedInputLinear* layers, int count, float* dx, int rows, int in,
+                        Stream& s) override {
+    TRAINER_TIMED_OP(matmul, linears_backward(x, layers, count, dx, rows, in, s));
+  }
   void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
                           int rows, int width, float eps, Stream& s) override {
     TRAINER_TIMED_OP(normalization, layer_norm_forward(x, gamma, beta, y, mean, rstd, rows, width, eps, s));

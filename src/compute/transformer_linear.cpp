@@ -33,4 +33,21 @@ void TransformerOps::linear_backward(const float* x, const float* w, const float
   if (dbias) column_sums(dy, dbias, rows, out, s);  // from the unrounded fp32 dy
 }
 
+void TransformerOps::linears_forward(const float* x, const SharedInputLinear* layers, int count, int rows, int in,
+                                     Stream& s) {
+  for (int i = 0; i < count; ++i) linear_forward(x, layers[i].w, layers[i].bias, layers[i].y, rows, in, layers[i].out, s);
+}
+
+void TransformerOps::linears_backward(const float* x, const SharedInputLinear* layers, int count, float* dx, int rows,
+                                      int in, Stream& s) {
+  for (int i = 0; i < count; ++i) {
+    const SharedInputLinear& l = layers[i];
+    linear_backward(x, l.w, l.dy, i == 0 ? dx : nullptr, l.dw, l.dbias, rows, in, l.out, s);
+    if (i == 0 || !dx) continue;
+    MatmulShape add = linear_products(rows, in, l.out).dx;  // the rest of dx: dx += dy_i w_i
+    add.beta = 1.f;
+    matmul(add, l.dy, l.w, dx, s);
+  }
+}
+
 }  // namespace trainer::compute

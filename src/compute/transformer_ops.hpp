@@ -39,6 +39,18 @@ struct MatmulShape {
   bool autocast = false;
 };
 
+// One of several nn.Linear layers reading the same input (attention's query, key and
+// value): TransformerOps::linears_forward / linears_backward.
+struct SharedInputLinear {
+  int out = 0;
+  const float* w = nullptr;     // [out, in]
+  const float* bias = nullptr;  // [out]; null: none
+  float* y = nullptr;           // forward: [rows, out]
+  const float* dy = nullptr;    // backward: [rows, out]
+  float* dw = nullptr;          // backward: [out, in]
+  float* dbias = nullptr;       // backward: [out]; null: skipped
+};
+
 // How many elements of A (B) a product reads from its first: the last problem's
 // last stored row's end, (batch - 1) * stride + (rows - 1) * ld + cols, of the
 // matrix as stored (before op). A 16-bit copy of that span keeps every offset, so
@@ -102,6 +114,15 @@ class TransformerOps {
   // dbias = the column sums of dy (skipped when dbias is null).
   virtual void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* dbias,
                                int rows, int in, int out, Stream& s);
+
+  // Several Linear layers on one input x[rows, in]: each layer's y. Written once over
+  // linear_forward (transformer_linear.cpp); a device may cast x once for all.
+  virtual void linears_forward(const float* x, const SharedInputLinear* layers, int count, int rows, int in,
+                               Stream& s);
+  // Their gradients: each layer's dw and dbias, and dx = sum_i dy_i w_i (the first
+  // layer's product writes, the others add, in order; skipped when dx is null).
+  virtual void linears_backward(const float* x, const SharedInputLinear* layers, int count, float* dx, int rows,
+                                int in, Stream& s);
 
   // nn.LayerNorm over the last dimension: y = (x - mean) * rstd * gamma + beta, with
   // the biased variance and rstd = 1 / sqrt(var + eps); mean and rstd [rows] are

@@ -17,6 +17,7 @@ namespace {
 using compute::DeviceBuffer;
 using compute::ensure_capacity;
 using compute::MatmulShape;
+using compute::SharedInputLinear;
 
 // Hugging Face's ViT initialises weights N(0, 0.02) (truncated at +-2 sigma; this
 // one is not), biases 0, LayerNorm 1 and 0. Pretrained weights replace all of it.
@@ -204,6 +205,17 @@ void VisionTransformer::linear_forward(const Context& ctx, const Linear& l, cons
                                                y, batch_ * tokens_, l.in, l.out, ctx.stream);
 }
 
+compute::SharedInputLinear VisionTransformer::shared_input(const Linear& l, float* y) {
+  compute::SharedInputLinear s;
+  s.out = l.out;
+  s.w = store_->param(l.weight);
+  s.bias = l.has_bias ? store_->param(l.bias) : nullptr;
+  s.y = y;
+  s.dw = store_->grad(l.weight);
+  s.dbias = l.has_bias ? store_->grad(l.bias) : nullptr;
+  return s;
+}
+
 void VisionTransformer::linear_backward(const Context& ctx, const Linear& l, const float* x, const float* dy,
                                         float* dx) {
   ctx.backend.transformer_ops().linear_backward(x, store_->param(l.weight), dy, dx, store_->grad(l.weight),
@@ -339,9 +351,9 @@ void VisionTransformer::block_forward(const Context& ctx, Block& b, const float*
   const std::size_t RC = std::size_t(R) * C;
   ops.layer_norm_forward(x, store_->param(b.before.weight), store_->param(b.before.bias), b.ln1.data(),
                          b.mean1.data(), b.rstd1.data(), R, C, spec_.layer_norm_eps, s);
-  linear_forward(ctx, b.query, b.ln1.data(), b.q.data());
-  linear_forward(ctx, b.key, b.ln1.data(), b.k.data());
-  linear_forward(ctx, b.value, b.ln1.data(), b.v.data());
+  const SharedInputLinear qkv[3] = {shared_input(b.query, b.q.data()), shared_input(b.key, b.k.data()),
+                                     shared_input(b.value, b.v.data())};
+  ops.linears_forward(b.ln1.data(), qkv, 3, R, C, s);
   if (spec_.dinov3) {  // q and k are kept turned: the attention's backward reads them
     ops.rotary_forward(b.q.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
     ops.rotary_forward(b.k.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
@@ -401,17 +413,13 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
     ops.rotary_backward(d_q_.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
     ops.rotary_backward(d_k_.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
   }
-  // d LN(x) = dq Wq + dk Wk + dv Wv: the first product writes, the others add.
-  linear_backward(ctx, b.query, b.ln1.data(), d_q_.data(), d_tmp_.data());
-  MatmulShape accumulate;
-  accumulate.m = R, accumulate.n = C, accumulate.k = C;
-  accumulate.lda = C, accumulate.ldb = C, accumulate.ldc = C;
-  accumulate.beta = 1.f;
-  accumulate.autocast = true;  // the rest of nn.Linear's dx
-  for (const auto& [linear, d] : {std::pair<const Linear*, const float*>{&b.key, d_k_.data()}, {&b.value, d_v_.data()}}) {
-    linear_backward(ctx, *linear, b.ln1.data(), d, nullptr);
-    ops.matmul(accumulate, d, store_->param(linear->weight), d_tmp_.data(), s);
-  }
+  // d LN(x) = dq Wq + dk Wk + dv Wv (the first product writes, the others add), and
+  // the three layers' weight and bias gradients.
+  SharedInputLinear qkv[3] = {shared_input(b.query, nullptr), shared_input(b.key, nullptr),
+                              shared_input(b.value, nullptr)};
+  const float* d_qkv[3] = {d_q_.data(), d_k_.data(), d_v_.data()};
+  for (int i = 0; i < 3; ++i) qkv[i].dy = d_qkv[i];
+  ops.linears_backward(b.ln1.data(), qkv, 3, d_tmp_.data(), R, C, s);
   ops.layer_norm_backward(x, store_->param(b.before.weight), b.mean1.data(), b.rstd1.data(), d_tmp_.data(), dx,
                           store_->grad(b.before.weight), store_->grad(b.before.bias), R, C, s);
   ops.add(dx, d_mid_.data(), dx, RC, s);

@@ -107,6 +107,9 @@ class VisionTransformer final : public Backbone {
   void linear_forward(const Context& ctx, const Linear& l, const float* x, float* y);
   // Gradients of a Linear's weight and bias from x and dy; dx too when not null.
   void linear_backward(const Context& ctx, const Linear& l, const float* x, const float* dy, float* dx);
+  // l as one of several layers on one input (query, key, value): its weights and
+  // gradients, with output y (forward; null for the backward).
+  compute::SharedInputLinear shared_input(const Linear& l, float* y);
   void block_forward(const Context& ctx, Block& b, const float* x, float* out);
   // dout: the gradient of the block's output (kept); dx: of its input (written).
   void block_backward(const Context& ctx, Block& b, const float* x, const float* dout, float* dx);

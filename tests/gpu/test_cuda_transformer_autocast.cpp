@@ -45,6 +45,7 @@ TEST_CASE("cuda transformer 16-bit linear and matmul match the CPU emulation", "
   auto& c_ops = t.cpu->transformer_ops();
   REQUIRE(g_ops.autocast_precision() == p);
   const LinearTwinRun l = check_linear_twins(t, kProductTolerance, kTolerance);  // the bias gradient stays fp32
+  check_shared_linears_twins(t, kProductTolerance, kTolerance);
 
   // The 16-bit path really rounds: fp32 products of the same inputs differ.
   auto fp32_cpu = make_cpu_backend(2);

@@ -18,6 +18,7 @@ TEST_CASE("cuda transformer matmul and linear match the CPU", "[gpu][transformer
   auto& g_ops = t.gpu->transformer_ops();
   auto& c_ops = t.cpu->transformer_ops();
   check_linear_twins(t, kTolerance, kTolerance);
+  check_shared_linears_twins(t, kTolerance, kTolerance);
 
   // A strided, transposed, batched product with alpha and beta.
   MatmulShape g;

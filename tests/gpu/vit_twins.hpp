@@ -1,7 +1,7 @@
 #pragma once
 // What the CUDA TransformerOps twin tests share (test_cuda_transformer_ops.cpp in
 // fp32, test_cuda_transformer_autocast.cpp in bf16 / fp16): ViT-S's sizes and the
-// Linear layer's check.
+// Linear layers' checks.
 #include <catch2/catch.hpp>
 
 #include <cstddef>  // std::size_t
@@ -43,6 +43,54 @@ inline LinearTwinRun check_linear_twins(Twins& t, double product_tolerance, doub
   CHECK(rel_error(t.host(gdw), dw) < product_tolerance);
   CHECK(rel_error(t.host(gdb), db) < bias_tolerance);
   return {in, out, x, w, bias, gpu_y};
+}
+
+// Attention's query, key and value as three Linear layers on one input
+// (linears_forward / linears_backward; the key without a bias, as DINOv3's): each y,
+// dw and the summed dx within `product_tolerance`, the bias gradients within
+// `bias_tolerance`.
+inline void check_shared_linears_twins(Twins& t, double product_tolerance, double bias_tolerance) {
+  auto& g_ops = t.gpu->transformer_ops();
+  auto& c_ops = t.cpu->transformer_ops();
+  const int C = kWidth;
+  const std::size_t n = std::size_t(kRows) * C, nw = std::size_t(C) * C;
+  const auto x = random_vector(n, 31);
+  std::vector<std::vector<float>> w, bias, dy;
+  for (unsigned i = 0; i < 3; ++i) {
+    w.push_back(random_vector(nw, 32 + i, -0.05f, 0.05f));
+    bias.push_back(random_vector(C, 35 + i));
+    dy.push_back(random_vector(n, 38 + i));
+  }
+  auto gx = t.device(x);
+  std::vector<DeviceBuffer> gw, gb, gdy, gy, gdw, gdb;
+  std::vector<std::vector<float>> y(3, std::vector<float>(n)), dw(3, std::vector<float>(nw)),
+      db(3, std::vector<float>(C));
+  SharedInputLinear g[3], c[3];
+  for (int i = 0; i < 3; ++i) {
+    gw.push_back(t.device(w[i])), gb.push_back(t.device(bias[i])), gdy.push_back(t.device(dy[i]));
+    gy.push_back(t.zeros(n)), gdw.push_back(t.zeros(nw)), gdb.push_back(t.zeros(C));
+    const bool has_bias = i != 1;
+    g[i].out = c[i].out = C;
+    g[i].w = gw[i].data(), c[i].w = w[i].data();
+    g[i].bias = has_bias ? gb[i].data() : nullptr, c[i].bias = has_bias ? bias[i].data() : nullptr;
+    g[i].y = gy[i].data(), c[i].y = y[i].data();
+    g[i].dy = gdy[i].data(), c[i].dy = dy[i].data();
+    g[i].dw = gdw[i].data(), c[i].dw = dw[i].data();
+    g[i].dbias = has_bias ? gdb[i].data() : nullptr, c[i].dbias = has_bias ? db[i].data() : nullptr;
+  }
+  g_ops.linears_forward(gx.data(), g, 3, kRows, C, t.gs());
+  c_ops.linears_forward(x.data(), c, 3, kRows, C, t.cs());
+  auto gdx = t.zeros(n);
+  std::vector<float> dx(n);
+  g_ops.linears_backward(gx.data(), g, 3, gdx.data(), kRows, C, t.gs());
+  c_ops.linears_backward(x.data(), c, 3, dx.data(), kRows, C, t.cs());
+  for (int i = 0; i < 3; ++i) {
+    INFO("layer " << i);
+    CHECK(rel_error(t.host(gy[i]), y[i]) < product_tolerance);
+    CHECK(rel_error(t.host(gdw[i]), dw[i]) < product_tolerance);
+    if (i != 1) CHECK(rel_error(t.host(gdb[i]), db[i]) < bias_tolerance);
+  }
+  CHECK(rel_error(t.host(gdx), dx) < product_tolerance);
 }
 
 }  // namespace trainer::compute::gpu_test

@@ -1,6 +1,7 @@
 // TransformerOps on CUDA (see cuda_transformer_ops.hpp).
 #include "compute/cuda/cuda_transformer_ops.hpp"
 
+#include <algorithm>  // std::max
 #include <string>  // std::to_string
 
 #include <cublas_v2.h>  // cublasGemmStridedBatchedEx
@@ -93,6 +94,59 @@ void CudaTransformerOps::linear_backward(const float* x, const float* w, const f
   cast16(x, x16, x_span, s);
   gemm16(p.dw, dy16, x16, dw, s);
   if (dbias) column_sums(dy, dbias, rows, out, s);  // from the unrounded fp32 dy, as the generic Linear
+}
+
+void CudaTransformerOps::linears_forward(const float* x, const SharedInputLinear* layers, int count, int rows, int in,
+                                         Stream& s) {
+  if (autocast_precision() == Precision::fp32) return TransformerOps::linears_forward(x, layers, count, rows, in, s);
+  std::size_t w_span = 0;
+  for (int i = 0; i < count; ++i) w_span = std::max(w_span, matmul_span_b(linear_products(rows, in, layers[i].out).y));
+  const std::size_t x_span = std::size_t(rows) * in;
+  constexpr std::size_t h = sizeof(std::uint16_t);
+  ScratchCarve carve(as_cuda(s), {x_span * h, w_span * h});
+  auto* x16 = carve.as<std::uint16_t>(0);
+  auto* w16 = carve.as<std::uint16_t>(1);  // each layer's in turn (stream order)
+  cast16(x, x16, x_span, s);
+  for (int i = 0; i < count; ++i) {
+    const SharedInputLinear& l = layers[i];
+    const MatmulShape y = linear_products(rows, in, l.out).y;
+    cast16(l.w, w16, matmul_span_b(y), s);
+    gemm16(y, x16, w16, l.y, s);
+    if (l.bias) add_bias(l.y, l.bias, rows, l.out, s);  // fp32, as the generic Linear
+  }
+}
+
+void CudaTransformerOps::linears_backward(const float* x, const SharedInputLinear* layers, int count, float* dx,
+                                          int rows, int in, Stream& s) {
+  if (autocast_precision() == Precision::fp32)
+    return TransformerOps::linears_backward(x, layers, count, dx, rows, in, s);
+  std::size_t dy_span = 0, w_span = 0;
+  for (int i = 0; i < count; ++i) {
+    const LinearProducts p = linear_products(rows, in, layers[i].out);
+    dy_span = std::max(dy_span, matmul_span_a(p.dw));
+    w_span = std::max(w_span, matmul_span_b(p.dx));
+  }
+  const std::size_t x_span = std::size_t(rows) * in;
+  constexpr std::size_t h = sizeof(std::uint16_t);
+  ScratchCarve carve(as_cuda(s), {x_span * h, dy_span * h, dx ? w_span * h : 0});
+  auto* x16 = carve.as<std::uint16_t>(0);
+  auto* dy16 = carve.as<std::uint16_t>(1);  // each layer's in turn (stream order)
+  auto* w16 = carve.as<std::uint16_t>(2);
+  cast16(x, x16, x_span, s);
+  for (int i = 0; i < count; ++i) {
+    const SharedInputLinear& l = layers[i];
+    LinearProducts p = linear_products(rows, in, l.out);
+    cast16(l.dy, dy16, matmul_span_a(p.dw), s);
+    if (dx) {
+      cast16(l.w, w16, matmul_span_b(p.dx), s);
+      p.dx.beta = i == 0 ? 0.f : 1.f;  // the first writes dx, the others add
+      gemm16(p.dx, dy16, w16, dx, s);
+    }
+    gemm16(p.dw, dy16, x16, l.dw, s);
+  }
+  // The bias gradients last: column_sums takes the stream's scratch, where the copies live.
+  for (int i = 0; i < count; ++i)
+    if (layers[i].dbias) column_sums(layers[i].dy, layers[i].dbias, rows, layers[i].out, s);
 }
 
 void CudaTransformerOps::gemm16(const MatmulShape& g, const std::uint16_t* a, const std::uint16_t* b, float* c,

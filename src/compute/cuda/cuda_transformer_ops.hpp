@@ -36,6 +36,12 @@ class CudaTransformerOps final : public TransformerOps {
   // Linear's two products would cast it twice); the same products otherwise.
   void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* dbias, int rows,
                        int in, int out, Stream& s) override;
+  // In a 16-bit autocast precision x is cast once for every layer (and, backward, each
+  // dy once for its two products); the same products otherwise.
+  void linears_forward(const float* x, const SharedInputLinear* layers, int count, int rows, int in,
+                       Stream& s) override;
+  void linears_backward(const float* x, const SharedInputLinear* layers, int count, float* dx, int rows, int in,
+                        Stream& s) override;
   void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
                           float* rstd, int rows, int width, float eps, Stream& s) override;
   void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
