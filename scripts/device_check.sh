@@ -124,6 +124,11 @@ wheel_dir() {
 export CUDA_HOME CUDNN_HOME NCCL_HOME
 # shellcheck disable=SC1091
 source "$bundle/bin/trainer-env.sh"
+# cuDNN's runtime-compiled engines (the ViTs' fused attention) dlopen NVRTC; after the
+# toolkit's own, PyTorch's wheel has the one its cuDNN was built with.
+NVRTC_DIR="$(wheel_dir cuda_nvrtc)"
+export NVRTC_DIR
+if [[ -n "$NVRTC_DIR" && -d "$NVRTC_DIR/lib" ]]; then export LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$NVRTC_DIR/lib"; fi
 export PATH="$CUDA_HOME/bin:$PATH"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 trainer="$bundle/bin/trainer"
@@ -175,7 +180,13 @@ gpu_step() {  # like step, but SKIPPED on a dry run
 
 env_report() {
   echo "kit: $kit ($(stat -c %s "$kit") bytes), unpacked to $bundle"
-  echo "CUDA_HOME=$CUDA_HOME CUDNN_HOME=$CUDNN_HOME NCCL_HOME=$NCCL_HOME"
+  echo "CUDA_HOME=$CUDA_HOME CUDNN_HOME=$CUDNN_HOME NCCL_HOME=$NCCL_HOME NVRTC_DIR=${NVRTC_DIR:-none}"
+  # What cuDNN's runtime-compiled engines (fused attention) can load.
+  local d
+  local IFS=:
+  for d in $LD_LIBRARY_PATH; do ls "$d"/libnvrtc*.so* 2>/dev/null; done | head -6
+  unset IFS
+  ls "$CUDNN_HOME"/lib/libcudnn.so* 2>/dev/null | head -2
   if [[ $has_gpu == 1 ]]; then
     nvidia-smi -L
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstddef>  // std::size_t
+#include <limits>   // std::numeric_limits (NaN)
 #include <vector>   // std::vector
 
 #include "gpu_test_util.hpp"  // Twins, random_vector, rel_error
@@ -46,31 +47,34 @@ inline LinearTwinRun check_linear_twins(Twins& t, double product_tolerance, doub
 }
 
 // Attention's query, key and value as three Linear layers on one input
-// (linears_forward / linears_backward; the key without a bias, as DINOv3's): each y,
-// dw and the summed dx within `product_tolerance`, the bias gradients within
-// `bias_tolerance`.
+// (linears_forward / linears_backward; the key without a bias, as DINOv3's, and with
+// half the outputs, so the layers' spans differ): each y, dw and the summed dx within
+// `product_tolerance`, the bias gradients within `bias_tolerance`. The GPU's outputs
+// start as NaN: a product that added where it should write would show.
 inline void check_shared_linears_twins(Twins& t, double product_tolerance, double bias_tolerance) {
   auto& g_ops = t.gpu->transformer_ops();
   auto& c_ops = t.cpu->transformer_ops();
-  const int C = kWidth;
-  const std::size_t n = std::size_t(kRows) * C, nw = std::size_t(C) * C;
+  const int C = kWidth, outs[3] = {C, C / 2, C};
+  const std::size_t n = std::size_t(kRows) * C;
   const auto x = random_vector(n, 31);
-  std::vector<std::vector<float>> w, bias, dy;
+  const auto nan = [](std::size_t count) { return std::vector<float>(count, std::numeric_limits<float>::quiet_NaN()); };
+  std::vector<std::vector<float>> w, bias, dy, y, dw, db;
   for (unsigned i = 0; i < 3; ++i) {
-    w.push_back(random_vector(nw, 32 + i, -0.05f, 0.05f));
-    bias.push_back(random_vector(C, 35 + i));
-    dy.push_back(random_vector(n, 38 + i));
+    const std::size_t out = std::size_t(outs[i]);
+    w.push_back(random_vector(out * C, 32 + i, -0.05f, 0.05f));
+    bias.push_back(random_vector(out, 35 + i));
+    dy.push_back(random_vector(kRows * out, 38 + i));
+    y.emplace_back(kRows * out), dw.emplace_back(out * C), db.emplace_back(out);
   }
   auto gx = t.device(x);
   std::vector<DeviceBuffer> gw, gb, gdy, gy, gdw, gdb;
-  std::vector<std::vector<float>> y(3, std::vector<float>(n)), dw(3, std::vector<float>(nw)),
-      db(3, std::vector<float>(C));
   SharedInputLinear g[3], c[3];
   for (int i = 0; i < 3; ++i) {
     gw.push_back(t.device(w[i])), gb.push_back(t.device(bias[i])), gdy.push_back(t.device(dy[i]));
-    gy.push_back(t.zeros(n)), gdw.push_back(t.zeros(nw)), gdb.push_back(t.zeros(C));
+    gy.push_back(t.device(nan(y[i].size()))), gdw.push_back(t.device(nan(dw[i].size())));
+    gdb.push_back(t.device(nan(db[i].size())));
     const bool has_bias = i != 1;
-    g[i].out = c[i].out = C;
+    g[i].out = c[i].out = outs[i];
     g[i].w = gw[i].data(), c[i].w = w[i].data();
     g[i].bias = has_bias ? gb[i].data() : nullptr, c[i].bias = has_bias ? bias[i].data() : nullptr;
     g[i].y = gy[i].data(), c[i].y = y[i].data();
@@ -80,7 +84,7 @@ inline void check_shared_linears_twins(Twins& t, double product_tolerance, doubl
   }
   g_ops.linears_forward(gx.data(), g, 3, kRows, C, t.gs());
   c_ops.linears_forward(x.data(), c, 3, kRows, C, t.cs());
-  auto gdx = t.zeros(n);
+  auto gdx = t.device(nan(n));
   std::vector<float> dx(n);
   g_ops.linears_backward(gx.data(), g, 3, gdx.data(), kRows, C, t.gs());
   c_ops.linears_backward(x.data(), c, 3, dx.data(), kRows, C, t.cs());
@@ -91,6 +95,13 @@ inline void check_shared_linears_twins(Twins& t, double product_tolerance, doubl
     if (i != 1) CHECK(rel_error(t.host(gdb[i]), db[i]) < bias_tolerance);
   }
   CHECK(rel_error(t.host(gdx), dx) < product_tolerance);
+  // Without dx (a first layer's input needs none): the weight gradients alone.
+  for (int i = 0; i < 3; ++i) t.gpu->fill(gdw[i].data(), std::numeric_limits<float>::quiet_NaN(), dw[i].size(), t.gs());
+  g_ops.linears_backward(gx.data(), g, 3, nullptr, kRows, C, t.gs());
+  for (int i = 0; i < 3; ++i) {
+    INFO("layer " << i << ", no dx");
+    CHECK(rel_error(t.host(gdw[i]), dw[i]) < product_tolerance);
+  }
 }
 
 }  // namespace trainer::compute::gpu_test
