@@ -27,7 +27,9 @@
 # carry ["device-kit"], timeout_s 420.
 #
 # Steps (each logged to its own file; all logs are packed into OUT/logs.tar.gz):
-#   1-env          nvidia-smi, trainer --version, every bundled program's libraries
+#   1-env          nvidia-smi, trainer --version, every bundled program's libraries,
+#                  the libnvrtc and libcudnn found (PyTorch's nvidia.cuda_nvrtc wheel is
+#                  appended to LD_LIBRARY_PATH for cuDNN's runtime-compiled engines)
 #   2-gpu-tests    every gpu_tests case (ops vs their CPU twins, mixed precision, NCCL
 #                  with 1 rank, GPU vs CPU training and semi-supervised steps); saves
 #                  cuDNN's serialized device properties (logs/cudnn-device-properties.json)

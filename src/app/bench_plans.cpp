@@ -130,7 +130,7 @@ int bench_plans(const Args& args) {
       ("size", po::value(&size)->default_value(size), "square input size in pixels (multiple of 32)")
       ("batch", po::value(&batch)->default_value(batch), "images per step")
       ("precision", po::value(&precision_name)->default_value(precision_name),
-       (join_names(compute::precision_names(), " | ") + ": the convolutions' precision").c_str())
+       (join_names(compute::precision_names(), " | ") + ": the convolutions' precision (and the attention's: fused in the 16-bit ones)").c_str())
       ("float32-matmul-precision", po::value(&fp32_precision)->default_value(fp32_precision),
        "highest | high: with --precision 32, high allows TF32 engines")
       ("keypoints", po::value(&keypoints)->default_value(keypoints), "keypoints (heatmap channels)")
@@ -184,7 +184,7 @@ int bench_plans(const Args& args) {
                                                   static_cast<std::size_t>(workspace_mib * 1024 * 1024)};
   std::printf("bench plans: %s %dx%d batch %d, precision %s: %zu convolutions, %zu distinct problems, 3 passes each\n",
               backbone.c_str(), size, size, batch, precision_name.c_str(), calls.size(), problems.size());
-  if (!model.attention.empty())
+  if (!model.attention.empty() && precision != compute::Precision::fp32)
     std::printf("bench plans: %zu attention layers, as cuDNN's fused attention (forward and backward)\n",
                 model.attention.size());
   int built = 0, failed = 0;

@@ -12,8 +12,8 @@ int run_bench(const Args& args) {
       "  loader     data loader frames/s per worker and in total\n"
       "  step       training images/s of one rank\n"
       "  allreduce  all-reduce time, algbw and busbw per message size (run under mpirun)\n"
-      "  plans      cuDNN graph-API plans of a model's convolutions for a GPU described by its device\n"
-      "             properties, built without that GPU (GPU build)\n"
+      "  plans      cuDNN graph-API plans of a model's convolutions (and a ViT's fused attention) for a\n"
+      "             GPU described by its device properties, built without that GPU (GPU build)\n"
       "Run `trainer bench <what> --help` for its options.\n";
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::cout << usage;

@@ -188,7 +188,8 @@ class TransformerOps {
   // sqrt(head_dim)) per batch row and head, out = probs v ([batch, tokens, width]).
   // `probs` (attention_state_count(a) floats) is the state the backward reads: the
   // probabilities here; a fused attention keeps its own, smaller state there instead
-  // (CUDA's: one softmax statistic per query row), so only the backward reads it.
+  // (CUDA's: one softmax statistic per query row), so callers must not read it as
+  // probabilities.
   virtual void attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                                  const AttentionShape& a, Stream& s);
   // Backward from the forward's state (`probs`) and output (`out`, as the forward

@@ -211,12 +211,14 @@ DevicelessBuild build_attention_graph_deviceless(const std::string& device_prope
     return result;
   }
   bool every_failure_needs_driver = true;
+  std::string last_error;
   for (std::int64_t i = 0; i < result.candidates; ++i) {
     fe::error_t built = g->build_plan_at_index(i);
     if (built.is_bad()) {
       // Finalizing a runtime-compiled engine's plan loads its kernel through the
       // driver: without a GPU that is as far as a plan gets.
-      if (built.get_message().find("CUDA_DRIVER") == std::string::npos) every_failure_needs_driver = false;
+      last_error = built.get_message();
+      if (last_error.find("CUDA_DRIVER") == std::string::npos) every_failure_needs_driver = false;
       continue;
     }
     result.built = true;
@@ -227,7 +229,7 @@ DevicelessBuild build_attention_graph_deviceless(const std::string& device_prope
   result.needs_driver = every_failure_needs_driver;
   if (g->get_plan_name_at_index(0, result.engine).is_bad() || result.engine.empty())
     result.engine = "engine 0";
-  if (!result.needs_driver) result.engine = "no candidate built";
+  if (!result.needs_driver) result.engine = "no candidate built: " + last_error;
   return result;
 }
 
