@@ -5,7 +5,8 @@
 
 #include <cmath>  // INFINITY
 
-#include "launch.cuh"  // blocks_for, kThreads
+#include "compute/float16.hpp"  // f16::float_to_bf16, float_to_half
+#include "launch.cuh"            // blocks_for, kThreads
 
 namespace trainer::kernels {
 namespace {
@@ -35,8 +36,14 @@ __device__ inline int warp_row(int rows) {
 }
 inline unsigned int row_blocks(int rows) { return static_cast<unsigned int>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock); }
 
+// The 16-bit bits of v in format f (the rules of cast_to_16).
+__device__ inline std::uint16_t to_16(float v, Format16 f) {
+  return f == Format16::bf16 ? compute::f16::float_to_bf16(v) : compute::f16::float_to_half(v);
+}
+
 __global__ void layer_norm_forward_kernel(const float* x, const float* gamma, const float* beta, float* y,
-                                          float* mean, float* rstd, int rows, int width, float eps) {
+                                          std::uint16_t* y16, Format16 f, float* mean, float* rstd, int rows,
+                                          int width, float eps) {
   const int row = warp_row(rows), lane = threadIdx.x % 32;
   if (row < 0) return;
   const float* xr = x + std::size_t(row) * width;
@@ -47,7 +54,12 @@ __global__ void layer_norm_forward_kernel(const float* x, const float* gamma, co
   for (int j = lane; j < width; j += 32) sq += (xr[j] - mu) * (xr[j] - mu);
   const float r = rsqrtf(warp_all_sum(sq) / width + eps);
   float* yr = y + std::size_t(row) * width;
-  for (int j = lane; j < width; j += 32) yr[j] = (xr[j] - mu) * r * gamma[j] + beta[j];
+  std::uint16_t* y16r = y16 ? y16 + std::size_t(row) * width : nullptr;
+  for (int j = lane; j < width; j += 32) {
+    const float out = (xr[j] - mu) * r * gamma[j] + beta[j];
+    yr[j] = out;
+    if (y16r) y16r[j] = to_16(out, f);
+  }
   if (lane == 0) {
     mean[row] = mu;
     rstd[row] = r;
@@ -141,10 +153,12 @@ __global__ void column_sums_kernel(const float* a, const float* b, float* out, d
   });
 }
 
-__global__ void gelu_forward_kernel(const float* x, float* y, std::size_t n) {
+__global__ void gelu_forward_kernel(const float* x, float* y, std::uint16_t* y16, Format16 f, std::size_t n) {
   GRID_STRIDE(i, n) {
     const float v = x[i];
-    y[i] = 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
+    const float out = 0.5f * v * (1.f + erff(v * 0.70710678118654752f));
+    y[i] = out;
+    if (y16) y16[i] = to_16(out, f);
   }
 }
 __global__ void gelu_backward_kernel(const float* x, const float* dy, float* dx, std::size_t n) {
@@ -236,10 +250,11 @@ void patchify(const float* images, float* patches, int batch, int channels, int 
   patchify_kernel<<<blocks_for(n), kThreads, 0, stream>>>(images, patches, channels, height, width, patch, n);
 }
 
-void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
-                        int rows, int width, float eps, cudaStream_t stream) {
+void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, std::uint16_t* y16,
+                        Format16 f, float* mean, float* rstd, int rows, int width, float eps, cudaStream_t stream) {
   if (rows <= 0) return;
-  layer_norm_forward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(x, gamma, beta, y, mean, rstd, rows, width, eps);
+  layer_norm_forward_kernel<<<row_blocks(rows), kThreads, 0, stream>>>(x, gamma, beta, y, y16, f, mean, rstd, rows,
+                                                                       width, eps);
 }
 
 void layer_norm_backward_input(const float* x, const float* gamma, const float* mean, const float* rstd,
@@ -276,9 +291,9 @@ void layer_norm_backward_params(const float* x, const float* mean, const float* 
   finish_columns(partials, rows, width, dbeta, stream);
 }
 
-void gelu_forward(const float* x, float* y, std::size_t n, cudaStream_t stream) {
+void gelu_forward(const float* x, float* y, std::uint16_t* y16, Format16 f, std::size_t n, cudaStream_t stream) {
   if (n == 0) return;
-  gelu_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, n);
+  gelu_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, y16, f, n);
 }
 
 void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n, cudaStream_t stream) {

@@ -6,12 +6,16 @@
 // row-major [rows, width]. Reductions over rows run in a fixed order (no atomics).
 #include <cuda_runtime_api.h>  // cudaStream_t
 #include <cstddef>             // std::size_t
+#include <cstdint>             // std::uint16_t
+
+#include "cast.cuh"  // Format16
 
 namespace trainer::kernels {
 
-// nn.LayerNorm over each row; mean and rstd [rows] kept for the backward.
-void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
-                        int rows, int width, float eps, cudaStream_t stream);
+// nn.LayerNorm over each row; mean and rstd [rows] kept for the backward. y16 (null:
+// none): y's values rounded to `f` too (compute/float16.hpp), the bits cast_to_16 gives.
+void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, std::uint16_t* y16,
+                        Format16 f, float* mean, float* rstd, int rows, int width, float eps, cudaStream_t stream);
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * gamma.
 void layer_norm_backward_input(const float* x, const float* gamma, const float* mean, const float* rstd,
                                const float* dy, float* dx, int rows, int width, cudaStream_t stream);
@@ -24,8 +28,8 @@ std::size_t column_reduce_scratch_bytes(int rows, int width);
 void layer_norm_backward_params(const float* x, const float* mean, const float* rstd, const float* dy, float* dgamma,
                                 float* dbeta, double* partials, int rows, int width, cudaStream_t stream);
 
-// Exact GELU: y = x * Phi(x); dx = dy * (Phi(x) + x * phi(x)).
-void gelu_forward(const float* x, float* y, std::size_t n, cudaStream_t stream);
+// Exact GELU: y = x * Phi(x); dx = dy * (Phi(x) + x * phi(x)). y16 as layer_norm_forward's.
+void gelu_forward(const float* x, float* y, std::uint16_t* y16, Format16 f, std::size_t n, cudaStream_t stream);
 void gelu_backward(const float* x, const float* dy, float* dx, std::size_t n, cudaStream_t stream);
 
 // Softmax of each row (y may be x); backward dx = y * (dy - sum(dy * y)) (dx may be dy).

@@ -293,6 +293,9 @@ int bench_step(const Args& args) {
         std::printf("  %-14s %9.3f ms %5.1f%%  %6.1f calls\n", compute::op_category_name(compute::OpCategory(i)),
                   p.ms[i] / profile, total > 0 ? 100 * p.ms[i] / total : 0.0, double(p.calls[i]) / profile);
     std::printf("  %-14s %9.3f ms         %6.1f calls\n", "all ops", total / profile, double(calls) / profile);
+    if (p.copy_reads > 0)  // a ViT in bf16-mixed / 16-mixed (TRAINER_VIT_16BIT_COPIES)
+      std::printf("  %6.1f ViT product calls per %s read a 16-bit activation copy instead of casting\n",
+                  double(p.copy_reads) / profile, predicting ? "batch" : "step");
     std::printf("  %-14s %9.3f ms (wall; minus the ops: time between them, host work, waits)\n", "step",
                 wall_ms / profile);
   }

@@ -60,6 +60,13 @@ bool vit_fused_attention_from_env(const Env& env) {
                         "bf16-mixed / 16-mixed (the path before 2026-11-27); unset it for cuDNN's fused attention");
 }
 
+bool vit_activation_copies_from_env(const Env& env) {
+  return on_unless_zero(env, "TRAINER_VIT_16BIT_COPIES",
+                        "0 makes every 16-bit ViT product cast its operands under bf16-mixed / 16-mixed (the path "
+                        "before 2026-11-27); unset it for the 16-bit activation copies that LayerNorm, GELU and the "
+                        "fused attention write");
+}
+
 namespace {
 // The environment's switches between measured and new paths (docs/GPU.md).
 std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> backend) {
@@ -68,6 +75,7 @@ std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> 
   backend->set_caches_filters16(filter_cache_from_env(env));
   backend->transformer_ops().set_autocast(vit_autocast_from_env(env));
   backend->transformer_ops().set_fused_attention(vit_fused_attention_from_env(env));
+  backend->transformer_ops().set_activation_copies(vit_activation_copies_from_env(env));
   return backend;
 }
 }  // namespace

@@ -74,6 +74,14 @@ bool vit_autocast_from_env(const Env& env);
 // on a GPU yet. Anything else is a UserError.
 bool vit_fused_attention_from_env(const Env& env);
 
+// TRAINER_VIT_16BIT_COPIES (the ViTs in bf16-mixed / 16-mixed,
+// compute::TransformerOps::set_activation_copies): 1 or unset = LayerNorm, GELU and the
+// fused attention write 16-bit copies of their outputs beside the fp32 values, which
+// the Linear layers read in both passes instead of casting the fp32 values again (the
+// same bits); 0 = every product casts its operands (the path before 2026-11-27). Neither
+// has run on a GPU yet. Anything else is a UserError.
+bool vit_activation_copies_from_env(const Env& env);
+
 // The warning for a mixed `precision` ("bf16-mixed", "16-mixed") on the CPU.
 std::string cpu_precision_warning(const std::string& precision);
 

@@ -48,6 +48,8 @@ OpProfile ProfilingBackend::take_profile() {
     ++out.calls[i];
   }
   records_.clear();
+  out.copy_reads = copy_reads_;
+  copy_reads_ = 0;
   return out;
 }
 
@@ -62,32 +64,42 @@ class ProfilingBackend::TimedTransformerOps final : public TransformerOps {
   void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) override {
     TRAINER_TIMED_OP(matmul, matmul(g, a, b, c, s));
   }
-  void linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in, int out,
-                      Stream& s) override {
-    TRAINER_TIMED_OP(matmul, linear_forward(x, w, bias, y, rows, in, out, s));
+  void matmul_with_copies(const MatmulShape& g, const float* a, const std::uint16_t* a16, const float* b,
+                          const std::uint16_t* b16, float* c, Stream& s) override {
+    count_copy_read(a16 || b16);
+    TRAINER_TIMED_OP(matmul, matmul_with_copies(g, a, a16, b, b16, c, s));
   }
-  void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* dbias, int rows,
-                       int in, int out, Stream& s) override {
-    TRAINER_TIMED_OP(matmul, linear_backward(x, w, dy, dx, dw, dbias, rows, in, out, s));
+  bool activation_copies() const override { return inner_.activation_copies(); }
+  void linear_forward(const float* x, const std::uint16_t* x16, const float* w, const float* bias, float* y, int rows,
+                      int in, int out, Stream& s) override {
+    count_copy_read(x16);
+    TRAINER_TIMED_OP(matmul, linear_forward(x, x16, w, bias, y, rows, in, out, s));
   }
-  void linears_forward(const float* x, const SharedInputLinear* layers, int count, int rows, int in,
-                       Stream& s) override {
-    TRAINER_TIMED_OP(matmul, linears_forward(x, layers, count, rows, in, s));
+  void linear_backward(const float* x, const std::uint16_t* x16, const float* w, const float* dy, float* dx,
+                       float* dw, float* dbias, int rows, int in, int out, Stream& s) override {
+    count_copy_read(x16);
+    TRAINER_TIMED_OP(matmul, linear_backward(x, x16, w, dy, dx, dw, dbias, rows, in, out, s));
   }
-  void linears_backward(const float* x, const SharedInputLinear* layers, int count, float* dx, int rows, int in,
-                        Stream& s) override {
-    TRAINER_TIMED_OP(matmul, linears_backward(x, layers, count, dx, rows, in, s));
+  void linears_forward(const float* x, const std::uint16_t* x16, const SharedInputLinear* layers, int count, int rows,
+                       int in, Stream& s) override {
+    count_copy_read(x16);
+    TRAINER_TIMED_OP(matmul, linears_forward(x, x16, layers, count, rows, in, s));
   }
-  void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean, float* rstd,
-                          int rows, int width, float eps, Stream& s) override {
-    TRAINER_TIMED_OP(normalization, layer_norm_forward(x, gamma, beta, y, mean, rstd, rows, width, eps, s));
+  void linears_backward(const float* x, const std::uint16_t* x16, const SharedInputLinear* layers, int count,
+                        float* dx, int rows, int in, Stream& s) override {
+    count_copy_read(x16);
+    TRAINER_TIMED_OP(matmul, linears_backward(x, x16, layers, count, dx, rows, in, s));
+  }
+  void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, std::uint16_t* y16,
+                          float* mean, float* rstd, int rows, int width, float eps, Stream& s) override {
+    TRAINER_TIMED_OP(normalization, layer_norm_forward(x, gamma, beta, y, y16, mean, rstd, rows, width, eps, s));
   }
   void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd, const float* dy,
                            float* dx, float* dgamma, float* dbeta, int rows, int width, Stream& s) override {
     TRAINER_TIMED_OP(normalization, layer_norm_backward(x, gamma, mean, rstd, dy, dx, dgamma, dbeta, rows, width, s));
   }
-  void gelu_forward(const float* x, float* y, std::size_t count, Stream& s) override {
-    TRAINER_TIMED_OP(elementwise, gelu_forward(x, y, count, s));
+  void gelu_forward(const float* x, float* y, std::uint16_t* y16, std::size_t count, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, gelu_forward(x, y, y16, count, s));
   }
   void gelu_backward(const float* x, const float* dy, float* dx, std::size_t count, Stream& s) override {
     TRAINER_TIMED_OP(elementwise, gelu_backward(x, dy, dx, count, s));
@@ -144,9 +156,15 @@ class ProfilingBackend::TimedTransformerOps final : public TransformerOps {
   }
   std::string fused_attention_note() const override { return inner_.fused_attention_note(); }
   std::size_t attention_state_count(const AttentionShape& a) override { return inner_.attention_state_count(a); }
+  const std::uint16_t* attention_output16(const float* state, const AttentionShape& a) override {
+    return inner_.attention_output16(state, a);
+  }
 #undef TRAINER_TIMED_OP
 
  private:
+  void count_copy_read(bool read) {
+    if (read && owner_.enabled_) ++owner_.copy_reads_;
+  }
   ProfilingBackend& owner_;
   TransformerOps& inner_;
 };

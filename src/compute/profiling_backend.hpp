@@ -44,6 +44,9 @@ struct ConvCall {
 struct OpProfile {
   std::array<double, kOpCategories> ms{};  // device (GPU) or host (CPU) milliseconds per category
   std::array<long, kOpCategories> calls{};  // backend calls per category
+  // ViT product calls (a Linear, the query/key/value layers, a matmul) that read a
+  // 16-bit activation copy instead of casting (TransformerOps::activation_copies).
+  long copy_reads = 0;
 };
 
 class ProfilingBackend final : public Backend {
@@ -168,6 +171,7 @@ class ProfilingBackend final : public Backend {
   std::vector<Record> records_;
   std::vector<ConvCall> conv_calls_;
   std::vector<AttentionShape> attention_calls_;
+  long copy_reads_ = 0;  // while enabled, since the last take_profile
   std::unique_ptr<TransformerOps> transformer_ops_;  // a TimedTransformerOps, made on first use
 };
 

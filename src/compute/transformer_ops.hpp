@@ -11,6 +11,7 @@
 // Semantics follow PyTorch: nn.Linear, nn.LayerNorm, nn.GELU() (exact, erf), softmax
 // over the last dimension; docs/COMPUTE.md, "Transformer ops".
 #include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint16_t
 #include <string>   // std::string
 
 #include "compute/precision.hpp"  // Precision
@@ -38,6 +39,13 @@ struct MatmulShape {
   // precision (e.g. the position embeddings' bicubic resize, fp32 under autocast).
   bool autocast = false;
 };
+
+// 16-bit activation copies (TransformerOps::activation_copies): an activation that
+// autocast products read (a LayerNorm's or GELU's output, attention's output) can come
+// with a copy of its values in the autocast precision's 16-bit format (raw bits), which
+// its producer writes beside the fp32 values. A product then reads the copy instead of
+// rounding the fp32 values again: the same bits, so results do not change, and on a GPU
+// one cast kernel less per product. A null copy means "round the fp32 values".
 
 // One of several nn.Linear layers reading the same input (attention's query, key and
 // value): TransformerOps::linears_forward / linears_backward.
@@ -105,36 +113,57 @@ class TransformerOps {
   void set_autocast(bool on) { autocast_ = on; }
 
   virtual void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) = 0;
+  // The same product with A's and/or B's 16-bit copy (a16 / b16; null: none), which an
+  // autocast product in a 16-bit precision reads instead of rounding a / b (the same
+  // bits). Here the copies are ignored; a device that can use them overrides this.
+  virtual void matmul_with_copies(const MatmulShape& g, const float* a, const std::uint16_t* a16, const float* b,
+                                  const std::uint16_t* b16, float* c, Stream& s) {
+    (void)a16, (void)b16;
+    matmul(g, a, b, c, s);
+  }
+
+  // Whether the model should keep 16-bit copies of the activations its autocast
+  // products read and pass them along (see "16-bit activation copies" above): in a
+  // 16-bit autocast precision, unless turned off (TRAINER_VIT_16BIT_COPIES=0 keeps the
+  // path where every product casts its operands). Virtual so that a wrapper answers
+  // for the ops it forwards to.
+  virtual bool activation_copies() const { return activation_copies_ && autocast_precision() != Precision::fp32; }
+  void set_activation_copies(bool on) { activation_copies_ = on; }
 
   // nn.Linear: y[rows, out] = x[rows, in] * w^T + bias; w is [out, in]; bias may be null.
-  // Written once over matmul and add_bias (transformer_linear.cpp).
-  virtual void linear_forward(const float* x, const float* w, const float* bias, float* y, int rows, int in,
-                              int out, Stream& s);
+  // x16: x's 16-bit copy or null (both passes). Written once over matmul_with_copies
+  // and add_bias (transformer_linear.cpp).
+  virtual void linear_forward(const float* x, const std::uint16_t* x16, const float* w, const float* bias, float* y,
+                              int rows, int in, int out, Stream& s);
   // Its gradients: dx = dy * w (skipped when dx is null), dw = dy^T * x, and
   // dbias = the column sums of dy (skipped when dbias is null).
-  virtual void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* dbias,
-                               int rows, int in, int out, Stream& s);
+  virtual void linear_backward(const float* x, const std::uint16_t* x16, const float* w, const float* dy, float* dx,
+                               float* dw, float* dbias, int rows, int in, int out, Stream& s);
 
-  // Several Linear layers on one input x[rows, in]: each layer's y. Written once over
-  // linear_forward (transformer_linear.cpp); a device may cast x once for all.
-  virtual void linears_forward(const float* x, const SharedInputLinear* layers, int count, int rows, int in,
-                               Stream& s);
+  // Several Linear layers on one input x[rows, in] (x16: its copy or null): each
+  // layer's y. Written once over linear_forward (transformer_linear.cpp); a device may
+  // cast x once for all.
+  virtual void linears_forward(const float* x, const std::uint16_t* x16, const SharedInputLinear* layers, int count,
+                               int rows, int in, Stream& s);
   // Their gradients: each layer's dw and dbias, and dx = sum_i dy_i w_i (the first
   // layer's product writes, the others add, in order; skipped when dx is null).
-  virtual void linears_backward(const float* x, const SharedInputLinear* layers, int count, float* dx, int rows,
-                                int in, Stream& s);
+  virtual void linears_backward(const float* x, const std::uint16_t* x16, const SharedInputLinear* layers, int count,
+                                float* dx, int rows, int in, Stream& s);
 
   // nn.LayerNorm over the last dimension: y = (x - mean) * rstd * gamma + beta, with
   // the biased variance and rstd = 1 / sqrt(var + eps); mean and rstd [rows] are
-  // kept for the backward.
-  virtual void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
-                                  float* rstd, int rows, int width, float eps, Stream& s) = 0;
+  // kept for the backward. y16 (null: none; only in a 16-bit autocast precision): y's
+  // 16-bit copy, written too.
+  virtual void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
+                                  std::uint16_t* y16, float* mean, float* rstd, int rows, int width, float eps,
+                                  Stream& s) = 0;
   virtual void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
                                    const float* dy, float* dx, float* dgamma, float* dbeta, int rows, int width,
                                    Stream& s) = 0;
 
-  // nn.GELU() (HF's "gelu"): y = x * Phi(x), Phi the normal CDF through erf.
-  virtual void gelu_forward(const float* x, float* y, std::size_t count, Stream& s) = 0;
+  // nn.GELU() (HF's "gelu"): y = x * Phi(x), Phi the normal CDF through erf; y16 as
+  // layer_norm_forward's.
+  virtual void gelu_forward(const float* x, float* y, std::uint16_t* y16, std::size_t count, Stream& s) = 0;
   virtual void gelu_backward(const float* x, const float* dy, float* dx, std::size_t count, Stream& s) = 0;
 
   // Softmax of each row of [rows, cols] (y may be x). The backward:
@@ -207,6 +236,13 @@ class TransformerOps {
   // attention above (TRAINER_VIT_FUSED_ATTENTION=0). CPUs have only that one.
   bool fused_attention() const { return fused_attention_; }
   void set_fused_attention(bool on) { fused_attention_ = on; }
+  // The 16-bit copy of the output of the attention_forward that wrote `state`, where
+  // that forward made one (a fused attention computes its output in 16-bit and keeps
+  // it for its backward); null here.
+  virtual const std::uint16_t* attention_output16(const float* state, const AttentionShape& a) {
+    (void)state, (void)a;
+    return nullptr;
+  }
   // Why an attention that could have been fused ran unfused ("" if none did): the
   // first reason, for `bench step` to print.
   virtual std::string fused_attention_note() const { return {}; }
@@ -215,6 +251,7 @@ class TransformerOps {
   Precision precision_;
   bool autocast_ = true;
   bool fused_attention_ = true;
+  bool activation_copies_ = true;
 };
 
 // The products of attention over one batch row (all heads of it in one batched

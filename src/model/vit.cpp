@@ -193,6 +193,11 @@ void VisionTransformer::ensure_buffers(compute::Backend& backend) {
     }
     ensure_capacity(backend, b.fc1_out, R * M);
     ensure_capacity(backend, b.gelu_out, R * M);
+    if (copies_) {  // 16-bit values, two to a float
+      ensure_capacity(backend, b.ln1_16, (R * C + 1) / 2);
+      ensure_capacity(backend, b.ln2_16, (R * C + 1) / 2);
+      ensure_capacity(backend, b.gelu_16, (R * M + 1) / 2);
+    }
   }
   ensure_capacity(backend, final_out_, R * C);
   ensure_capacity(backend, final_mean_, R);
@@ -200,9 +205,15 @@ void VisionTransformer::ensure_buffers(compute::Backend& backend) {
   ensure_capacity(backend, features_, std::size_t(batch_) * C * N);
 }
 
-void VisionTransformer::linear_forward(const Context& ctx, const Linear& l, const float* x, float* y) {
-  ctx.backend.transformer_ops().linear_forward(x, store_->param(l.weight), l.has_bias ? store_->param(l.bias) : nullptr,
-                                               y, batch_ * tokens_, l.in, l.out, ctx.stream);
+void VisionTransformer::linear_forward(const Context& ctx, const Linear& l, const float* x, const std::uint16_t* x16,
+                                       float* y) {
+  ctx.backend.transformer_ops().linear_forward(x, x16, store_->param(l.weight),
+                                               l.has_bias ? store_->param(l.bias) : nullptr, y, batch_ * tokens_, l.in,
+                                               l.out, ctx.stream);
+}
+
+std::uint16_t* VisionTransformer::copy16(DeviceBuffer& buffer) const {
+  return copies_ ? reinterpret_cast<std::uint16_t*>(buffer.data()) : nullptr;
 }
 
 compute::SharedInputLinear VisionTransformer::shared_input(const Linear& l, float* y) {
@@ -216,9 +227,9 @@ compute::SharedInputLinear VisionTransformer::shared_input(const Linear& l, floa
   return s;
 }
 
-void VisionTransformer::linear_backward(const Context& ctx, const Linear& l, const float* x, const float* dy,
-                                        float* dx) {
-  ctx.backend.transformer_ops().linear_backward(x, store_->param(l.weight), dy, dx, store_->grad(l.weight),
+void VisionTransformer::linear_backward(const Context& ctx, const Linear& l, const float* x, const std::uint16_t* x16,
+                                        const float* dy, float* dx) {
+  ctx.backend.transformer_ops().linear_backward(x, x16, store_->param(l.weight), dy, dx, store_->grad(l.weight),
                                                 l.has_bias ? store_->grad(l.bias) : nullptr, batch_ * tokens_, l.in,
                                                 l.out, ctx.stream);
 }
@@ -237,6 +248,7 @@ compute::TensorView VisionTransformer::forward(const Context& ctx, compute::Cons
   const int N = grid_h_ * grid_w_, prefix = spec_.prefix_tokens();
   tokens_ = prefix + N;
   const int T = tokens_, K = 3 * P * P;
+  copies_ = ops.activation_copies();
   ensure_buffers(ctx.backend);
   embedding_rows(ctx);
 
@@ -257,8 +269,8 @@ compute::TensorView VisionTransformer::forward(const Context& ctx, compute::Cons
 
   for (std::size_t l = 0; l < blocks_.size(); ++l) block_forward(ctx, blocks_[l], hidden_[l].data(), hidden_[l + 1].data());
   ops.layer_norm_forward(hidden_.back().data(), store_->param(final_norm_.weight), store_->param(final_norm_.bias),
-                         final_out_.data(), final_mean_.data(), final_rstd_.data(), batch_ * T, C, spec_.layer_norm_eps,
-                         s);
+                         final_out_.data(), nullptr, final_mean_.data(), final_rstd_.data(), batch_ * T, C,
+                         spec_.layer_norm_eps, s);
   // The CLS (and register) tokens are dropped; patch tokens [N, C] become the map [C, h, w].
   ops.transpose(final_out_.data() + std::size_t(prefix) * C, C, static_cast<long long>(T) * C, features_.data(),
                 static_cast<long long>(C) * N, batch_, N, C, s);
@@ -350,32 +362,34 @@ void VisionTransformer::block_forward(const Context& ctx, Block& b, const float*
   const int R = batch_ * tokens_, C = spec_.hidden;
   const std::size_t RC = std::size_t(R) * C;
   ops.layer_norm_forward(x, store_->param(b.before.weight), store_->param(b.before.bias), b.ln1.data(),
-                         b.mean1.data(), b.rstd1.data(), R, C, spec_.layer_norm_eps, s);
+                         copy16(b.ln1_16), b.mean1.data(), b.rstd1.data(), R, C, spec_.layer_norm_eps, s);
   const SharedInputLinear qkv[3] = {shared_input(b.query, b.q.data()), shared_input(b.key, b.k.data()),
                                      shared_input(b.value, b.v.data())};
-  ops.linears_forward(b.ln1.data(), qkv, 3, R, C, s);
+  ops.linears_forward(b.ln1.data(), copy16(b.ln1_16), qkv, 3, R, C, s);
   if (spec_.dinov3) {  // q and k are kept turned: the attention's backward reads them
     ops.rotary_forward(b.q.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
     ops.rotary_forward(b.k.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
   }
   const compute::AttentionShape a{batch_, tokens_, spec_.heads, C / spec_.heads};
   ops.attention_forward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), b.context.data(), a, s);
+  // A fused attention's own 16-bit output, where it kept one.
+  const std::uint16_t* context16 = copies_ ? ops.attention_output16(b.probs.data(), a) : nullptr;
   if (spec_.layer_scale()) {
-    linear_forward(ctx, b.proj, b.context.data(), b.attention_out.data());
+    linear_forward(ctx, b.proj, b.context.data(), context16, b.attention_out.data());
     ops.layer_scale_forward(b.attention_out.data(), store_->param(b.layer_scale1), b.mid.data(), R, C, s);
   } else {
-    linear_forward(ctx, b.proj, b.context.data(), b.mid.data());
+    linear_forward(ctx, b.proj, b.context.data(), context16, b.mid.data());
   }
   ops.add(b.mid.data(), x, b.mid.data(), RC, s);  // residual
   ops.layer_norm_forward(b.mid.data(), store_->param(b.after.weight), store_->param(b.after.bias), b.ln2.data(),
-                         b.mean2.data(), b.rstd2.data(), R, C, spec_.layer_norm_eps, s);
-  linear_forward(ctx, b.fc1, b.ln2.data(), b.fc1_out.data());
-  ops.gelu_forward(b.fc1_out.data(), b.gelu_out.data(), std::size_t(R) * spec_.mlp, s);
+                         copy16(b.ln2_16), b.mean2.data(), b.rstd2.data(), R, C, spec_.layer_norm_eps, s);
+  linear_forward(ctx, b.fc1, b.ln2.data(), copy16(b.ln2_16), b.fc1_out.data());
+  ops.gelu_forward(b.fc1_out.data(), b.gelu_out.data(), copy16(b.gelu_16), std::size_t(R) * spec_.mlp, s);
   if (spec_.layer_scale()) {
-    linear_forward(ctx, b.fc2, b.gelu_out.data(), b.mlp_out.data());
+    linear_forward(ctx, b.fc2, b.gelu_out.data(), copy16(b.gelu_16), b.mlp_out.data());
     ops.layer_scale_forward(b.mlp_out.data(), store_->param(b.layer_scale2), out, R, C, s);
   } else {
-    linear_forward(ctx, b.fc2, b.gelu_out.data(), out);
+    linear_forward(ctx, b.fc2, b.gelu_out.data(), copy16(b.gelu_16), out);
   }
   ops.add(out, b.mid.data(), out, RC, s);  // residual
 }
@@ -392,9 +406,9 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
                              store_->grad(b.layer_scale2), R, C, s);
     d_mlp = d_branch_.data();
   }
-  linear_backward(ctx, b.fc2, b.gelu_out.data(), d_mlp, d_wide_.data());
+  linear_backward(ctx, b.fc2, b.gelu_out.data(), copy16(b.gelu_16), d_mlp, d_wide_.data());
   ops.gelu_backward(b.fc1_out.data(), d_wide_.data(), d_wide_.data(), std::size_t(R) * spec_.mlp, s);
-  linear_backward(ctx, b.fc1, b.ln2.data(), d_wide_.data(), d_tmp_.data());
+  linear_backward(ctx, b.fc1, b.ln2.data(), copy16(b.ln2_16), d_wide_.data(), d_tmp_.data());
   ops.layer_norm_backward(b.mid.data(), store_->param(b.after.weight), b.mean2.data(), b.rstd2.data(), d_tmp_.data(),
                           d_mid_.data(), store_->grad(b.after.weight), store_->grad(b.after.bias), R, C, s);
   ops.add(d_mid_.data(), dout, d_mid_.data(), RC, s);
@@ -405,8 +419,9 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
                              store_->grad(b.layer_scale1), R, C, s);
     d_attention = d_branch_.data();
   }
-  linear_backward(ctx, b.proj, b.context.data(), d_attention, d_tmp_.data());
   const compute::AttentionShape a{batch_, tokens_, spec_.heads, C / spec_.heads};
+  const std::uint16_t* context16 = copies_ ? ops.attention_output16(b.probs.data(), a) : nullptr;
+  linear_backward(ctx, b.proj, b.context.data(), context16, d_attention, d_tmp_.data());
   ops.attention_backward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), b.context.data(), d_tmp_.data(),
                          d_q_.data(), d_k_.data(), d_v_.data(), d_scratch_.data(), a, s);
   if (spec_.dinov3) {  // back through the rotations to the projections' outputs
@@ -419,7 +434,7 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
                               shared_input(b.value, nullptr)};
   const float* d_qkv[3] = {d_q_.data(), d_k_.data(), d_v_.data()};
   for (int i = 0; i < 3; ++i) qkv[i].dy = d_qkv[i];
-  ops.linears_backward(b.ln1.data(), qkv, 3, d_tmp_.data(), R, C, s);
+  ops.linears_backward(b.ln1.data(), copy16(b.ln1_16), qkv, 3, d_tmp_.data(), R, C, s);
   ops.layer_norm_backward(x, store_->param(b.before.weight), b.mean1.data(), b.rstd1.data(), d_tmp_.data(), dx,
                           store_->grad(b.before.weight), store_->grad(b.before.bias), R, C, s);
   ops.add(dx, d_mid_.data(), dx, RC, s);

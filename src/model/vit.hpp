@@ -26,6 +26,7 @@
 // mlp.up_proj/down_proj, norm), in the state_dict's order. Every op goes through
 // compute::TransformerOps.
 #include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint16_t
 #include <memory>   // std::unique_ptr
 #include <string>   // std::string
 #include <utility>  // std::pair
@@ -90,6 +91,9 @@ class VisionTransformer final : public Backbone {
     std::size_t layer_scale1 = 0, layer_scale2 = 0;  // DINOv2 and DINOv3 only
     compute::DeviceBuffer ln1, mean1, rstd1, q, k, v, probs, context, mid, ln2, mean2, rstd2, fc1_out, gelu_out;
     compute::DeviceBuffer attention_out, mlp_out;  // the branches before their layer scale (DINOv2, DINOv3)
+    // The 16-bit copies of ln1, ln2 and gelu_out that their producers write and the
+    // Linear layers read (compute::TransformerOps::activation_copies; empty without).
+    compute::DeviceBuffer ln1_16, ln2_16, gelu_16;
   };
 
   Linear add_linear(ParameterStore& store, const std::string& name, int in, int out, bool bias = true);
@@ -104,9 +108,13 @@ class VisionTransformer final : public Backbone {
   // eval-mode ones, or in a training forward with a drawn factor, tables made from it.
   void rope_tables_for_forward(const Context& ctx);
   compute::RotaryShape rotary_shape() const;
-  void linear_forward(const Context& ctx, const Linear& l, const float* x, float* y);
+  // x16: x's 16-bit copy, or null.
+  void linear_forward(const Context& ctx, const Linear& l, const float* x, const std::uint16_t* x16, float* y);
   // Gradients of a Linear's weight and bias from x and dy; dx too when not null.
-  void linear_backward(const Context& ctx, const Linear& l, const float* x, const float* dy, float* dx);
+  void linear_backward(const Context& ctx, const Linear& l, const float* x, const std::uint16_t* x16,
+                       const float* dy, float* dx);
+  // A 16-bit copy buffer as what it holds, or null when this step's forward keeps none.
+  std::uint16_t* copy16(compute::DeviceBuffer& buffer) const;
   // l as one of several layers on one input (query, key, value): its weights and
   // gradients, with output y (forward; null for the backward).
   compute::SharedInputLinear shared_input(const Linear& l, float* y);
@@ -128,6 +136,7 @@ class VisionTransformer final : public Backbone {
 
   // The step's geometry (set by forward).
   int batch_ = 0, grid_h_ = 0, grid_w_ = 0, tokens_ = 0;  // tokens: prefix + patches
+  bool copies_ = false;  // the forward keeps 16-bit activation copies (its backward reads them)
   int resized_h_ = 0, resized_w_ = 0;       // the grid resize_ was made for
   std::vector<float> resize_host_;          // its host copy (an upload reads it later on a GPU stream)
   compute::DeviceBuffer resize_;            // [patches, pretrained_grid^2]: bicubic position-embedding resize

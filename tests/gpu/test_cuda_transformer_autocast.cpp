@@ -14,8 +14,12 @@
 // test_cuda_mixed_precision.cpp).
 #include <catch2/catch.hpp>
 
-#include <string>  // std::string
-#include <vector>  // std::vector
+#include <cstdint>  // std::uint16_t
+#include <cstring>  // std::memcpy
+#include <string>   // std::string
+#include <vector>   // std::vector
+
+#include "compute/float16.hpp"  // f16::float_to_bf16, float_to_half, bf16_to_float, half_to_float
 
 #include "gpu_test_util.hpp"
 #include "vit_twins.hpp"  // kBatch, kTokens, ..., check_linear_twins
@@ -34,7 +38,29 @@ struct MixedTwins : Twins {
     cpu = make_cpu_backend(2, p);
     gpu = make_cuda_backend(0, p);
   }
+  // `count` 16-bit values of device memory.
+  std::vector<std::uint16_t> host16(const std::uint16_t* device_ptr, std::size_t count) {
+    const std::vector<float> words = host(reinterpret_cast<const float*>(device_ptr), (count + 1) / 2);
+    std::vector<std::uint16_t> out(count);
+    std::memcpy(out.data(), words.data(), count * sizeof(std::uint16_t));
+    return out;
+  }
 };
+
+std::uint16_t bits16(Precision p, float v) {
+  return p == Precision::bf16 ? f16::float_to_bf16(v) : f16::float_to_half(v);
+}
+float widen16(Precision p, std::uint16_t v) {
+  return p == Precision::bf16 ? f16::bf16_to_float(v) : f16::half_to_float(v);
+}
+
+// How many of `copy` are not the 16-bit bits of `values`.
+std::size_t copy_mismatches(Precision p, const std::vector<std::uint16_t>& copy, const std::vector<float>& values) {
+  REQUIRE(copy.size() == values.size());
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < copy.size(); ++i) wrong += copy[i] != bits16(p, values[i]);
+  return wrong;
+}
 }  // namespace
 
 TEST_CASE("cuda transformer 16-bit linear and matmul match the CPU emulation", "[gpu][transformer][autocast]") {
@@ -50,8 +76,8 @@ TEST_CASE("cuda transformer 16-bit linear and matmul match the CPU emulation", "
   // The 16-bit path really rounds: fp32 products of the same inputs differ.
   auto fp32_cpu = make_cpu_backend(2);
   std::vector<float> y32(l.gpu_y.size());
-  fp32_cpu->transformer_ops().linear_forward(l.x.data(), l.w.data(), l.bias.data(), y32.data(), kRows, l.in, l.out,
-                                             fp32_cpu->default_stream());
+  fp32_cpu->transformer_ops().linear_forward(l.x.data(), nullptr, l.w.data(), l.bias.data(), y32.data(), kRows, l.in,
+                                             l.out, fp32_cpu->default_stream());
   CHECK(rel_error(l.gpu_y, y32) > 1e-5);
 
   // A strided, transposed, batched autocast product with alpha and beta, then the
@@ -71,6 +97,63 @@ TEST_CASE("cuda transformer 16-bit linear and matmul match the CPU emulation", "
     c_ops.matmul(g, a.data(), b.data(), c.data(), t.cs());
     CHECK(rel_error(t.host(gc), c) < (autocast ? kProductTolerance : kTolerance));
   }
+}
+
+// 16-bit activation copies (TransformerOps::activation_copies): LayerNorm and GELU write
+// the 16-bit bits of their fp32 outputs beside them, and a Linear that reads the copy
+// gives the bits of the one that casts the fp32 values (the same cuBLAS call on the same
+// operands), in both passes.
+TEST_CASE("cuda LayerNorm and GELU write 16-bit copies that the Linear layers read", "[gpu][transformer][autocast]") {
+  const Precision p = GENERATE(Precision::bf16, Precision::fp16);
+  INFO(precision_name(p));
+  MixedTwins t(p);
+  auto& g_ops = t.gpu->transformer_ops();
+  auto& c_ops = t.cpu->transformer_ops();
+  REQUIRE(g_ops.activation_copies());
+  const std::size_t n = std::size_t(kRows) * kWidth;
+  auto x = random_vector(n, 41, -3.f, 3.f), gamma = random_vector(kWidth, 42), beta = random_vector(kWidth, 43);
+  auto gx = t.device(x), gg = t.device(gamma), gb = t.device(beta);
+  auto gy = t.zeros(n), gmean = t.zeros(kRows), grstd = t.zeros(kRows), gy16 = t.zeros((n + 1) / 2);
+  auto* y16 = reinterpret_cast<std::uint16_t*>(gy16.data());
+  std::vector<float> y(n), mean(kRows), rstd(kRows);
+  g_ops.layer_norm_forward(gx.data(), gg.data(), gb.data(), gy.data(), y16, gmean.data(), grstd.data(), kRows, kWidth,
+                           1e-6f, t.gs());
+  c_ops.layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), nullptr, mean.data(), rstd.data(), kRows,
+                           kWidth, 1e-6f, t.cs());
+  const std::vector<float> gpu_y = t.host(gy);
+  CHECK(rel_error(gpu_y, y) < kTolerance);
+  CHECK(copy_mismatches(p, t.host16(y16, n), gpu_y) == 0);
+
+  const std::size_t wide = std::size_t(kRows) * 4 * kWidth;
+  auto h = random_vector(wide, 44, -4.f, 4.f);
+  auto gh = t.device(h), gg_out = t.zeros(wide), gg16 = t.zeros((wide + 1) / 2);
+  auto* g16 = reinterpret_cast<std::uint16_t*>(gg16.data());
+  std::vector<float> gelu(wide);
+  g_ops.gelu_forward(gh.data(), gg_out.data(), g16, wide, t.gs());
+  c_ops.gelu_forward(h.data(), gelu.data(), nullptr, wide, t.cs());
+  const std::vector<float> gpu_gelu = t.host(gg_out);
+  CHECK(rel_error(gpu_gelu, gelu) < kTolerance);
+  CHECK(copy_mismatches(p, t.host16(g16, wide), gpu_gelu) == 0);
+
+  // fc1 on LayerNorm's output, with and without its copy: the same bits.
+  const int out = 4 * kWidth;
+  auto w = random_vector(std::size_t(out) * kWidth, 45, -0.05f, 0.05f);
+  auto dy = random_vector(std::size_t(kRows) * out, 46);
+  auto gw = t.device(w), gdy = t.device(dy);
+  auto z = t.zeros(std::size_t(kRows) * out), z_plain = t.zeros(z.size()), dw = t.zeros(w.size()),
+       dw_plain = t.zeros(w.size()), dx = t.zeros(n), dx_plain = t.zeros(n);
+  g_ops.linear_forward(gy.data(), y16, gw.data(), nullptr, z.data(), kRows, kWidth, out, t.gs());
+  g_ops.linear_forward(gy.data(), nullptr, gw.data(), nullptr, z_plain.data(), kRows, kWidth, out, t.gs());
+  CHECK(t.host(z) == t.host(z_plain));
+  g_ops.linear_backward(gy.data(), y16, gw.data(), gdy.data(), dx.data(), dw.data(), nullptr, kRows, kWidth, out,
+                        t.gs());
+  g_ops.linear_backward(gy.data(), nullptr, gw.data(), gdy.data(), dx_plain.data(), dw_plain.data(), nullptr, kRows,
+                        kWidth, out, t.gs());
+  CHECK(t.host(dw) == t.host(dw_plain));
+  CHECK(t.host(dx) == t.host(dx_plain));
+  // The copy is what the product reads: GELU's copy in its place gives another product.
+  g_ops.linear_forward(gy.data(), g16, gw.data(), nullptr, z.data(), kRows, kWidth, out, t.gs());
+  CHECK(t.host(z) != t.host(z_plain));
 }
 
 TEST_CASE("cuda transformer 16-bit attention matches the CPU emulation", "[gpu][transformer][autocast]") {
@@ -117,19 +200,23 @@ TEST_CASE("cuda fused attention (cuDNN) matches the CPU emulation", "[gpu][trans
   const Precision p = GENERATE(Precision::bf16, Precision::fp16);
   // ViT-S at 256x256 (CLS + 256 patches), DINOv3's 4 registers more, and a 64x64 image.
   const int tokens = GENERATE(kTokens, kTokens + 4, 17);
-  INFO(precision_name(p) << ", " << tokens << " tokens");
+  const bool copies = GENERATE(true, false);  // false: TRAINER_VIT_16BIT_COPIES=0
+  INFO(precision_name(p) << ", " << tokens << " tokens" << (copies ? "" : ", no activation copies"));
   MixedTwins t(p);
   auto& g_ops = t.gpu->transformer_ops();
+  g_ops.set_activation_copies(copies);
   REQUIRE(g_ops.fused_attention());
   const AttentionShape a{kBatch, tokens, kHeads, kHeadDim};
   const std::size_t n = std::size_t(kBatch) * tokens * kWidth;
   auto q = random_vector(n, 24), k = random_vector(n, 25), v = random_vector(n, 26), dout = random_vector(n, 27);
   auto gq = t.device(q), gk = t.device(k), gv = t.device(v), gdout = t.device(dout);
-  // The fused state: one softmax statistic per query row, not the probability planes.
+  // The fused state: one softmax statistic per query row, not the probability planes
+  // (with copies: padded to 256 bytes, then the 16-bit q, k, v and output).
   const std::size_t state = g_ops.attention_state_count(a);
   INFO("fused attention note: " << g_ops.fused_attention_note());
   REQUIRE(g_ops.fused_attention_note().empty());  // cuDNN built both passes: the fused path runs
-  CHECK(state == std::size_t(kBatch) * kHeads * tokens);
+  const std::size_t stats = std::size_t(kBatch) * kHeads * tokens;
+  CHECK(state == (copies ? (stats + 63) / 64 * 64 + 2 * n : stats));
   auto gstate = t.zeros(state), go = t.zeros(n), gdq = t.zeros(n), gdk = t.zeros(n), gdv = t.zeros(n),
        gscratch = t.zeros(a.scratch_count());
   std::vector<float> pr(a.probs_count()), o(n), dq(n), dk(n), dv(n), scratch(a.scratch_count());
@@ -138,6 +225,16 @@ TEST_CASE("cuda fused attention (cuDNN) matches the CPU emulation", "[gpu][trans
   const double tolerance = 2 * rounded_tolerance(p);
   const std::vector<float> fused_out = t.host(go);
   CHECK(rel_error(fused_out, o) < tolerance);
+  // With copies the state keeps the 16-bit output that `go` was widened from, for the
+  // output projection to read.
+  const std::uint16_t* out16 = g_ops.attention_output16(gstate.data(), a);
+  CHECK((out16 != nullptr) == copies);
+  if (out16) {
+    const std::vector<std::uint16_t> kept = t.host16(out16, n);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) wrong += widen16(p, kept[i]) != fused_out[i];
+    CHECK(wrong == 0);
+  }
   // The backward from the fused forward's own state and output.
   g_ops.attention_backward(gq.data(), gk.data(), gv.data(), gstate.data(), go.data(), gdout.data(), gdq.data(),
                            gdk.data(), gdv.data(), gscratch.data(), a, t.gs());
@@ -191,5 +288,41 @@ TEST_CASE("cuda ViT step at bf16-mixed / 16-mixed follows the CPU emulation", "[
     if (test_shared::gradient_is_zero_in_exact_arithmetic(e.name)) continue;  // rounding noise on both sides
     INFO(e.name);
     CHECK(rel_error(gpu.grad(e), cpu.grad(e)) < tolerance);
+  }
+}
+
+// TRAINER_VIT_16BIT_COPIES: a ViT step whose Linear layers read the 16-bit copies that
+// LayerNorm, GELU and the fused attention write gives the step that casts its fp32
+// activations. The products get the same operand bits either way (the op-level case
+// above checks them bit for bit), but the fused backward accumulates dq with atomics,
+// and cuBLAS may pick another kernel for an operand at another address: within one
+// 16-bit step per rounding point.
+TEST_CASE("cuda ViT step with 16-bit activation copies gives the step without them", "[gpu][vit][autocast]") {
+  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2");  // dinov2: layer scale
+  const bool fused = GENERATE(true, false);
+  const Precision p = Precision::bf16;
+  INFO(name << (fused ? ", fused attention" : ", batched-matmul attention"));
+  const auto setup = [fused](bool copies) {
+    return [fused, copies](Backend& b) {
+      b.set_activation_storage(Storage::f32_nchw);
+      b.transformer_ops().set_fused_attention(fused);
+      b.transformer_ops().set_activation_copies(copies);
+    };
+  };
+  test_shared::ModelStep with(make_cuda_backend(0, p), name, setup(true)),
+      without(make_cuda_backend(0, p), name, setup(false));
+  REQUIRE(with.backend->transformer_ops().activation_copies());
+  REQUIRE_FALSE(without.backend->transformer_ops().activation_copies());
+  const Shape4 in{2, 3, 128, 128};
+  const auto images = random_vector(in.numel(), 3);
+  const auto dy = random_vector(std::size_t(2) * 3 * 32 * 32, 4, -1e-2f, 1e-2f);
+  with.run(images, in, dy);
+  without.run(images, in, dy);
+  CHECK(with.backend->transformer_ops().fused_attention_note().empty());
+  CHECK(rel_error(with.heatmaps, without.heatmaps) < rounded_tolerance(p));
+  for (const auto& e : with.net.store().parameters()) {
+    if (test_shared::gradient_is_zero_in_exact_arithmetic(e.name)) continue;
+    INFO(e.name);
+    CHECK(rel_error(with.grad(e), without.grad(e)) < rounded_tolerance(p));
   }
 }

@@ -34,12 +34,14 @@ inline LinearTwinRun check_linear_twins(Twins& t, double product_tolerance, doub
   auto gx = t.device(x), gw = t.device(w), gb = t.device(bias), gdy = t.device(dy);
   auto gy = t.zeros(std::size_t(kRows) * out), gdx = t.zeros(x.size()), gdw = t.zeros(w.size()), gdb = t.zeros(out);
   std::vector<float> y(gy.size()), dx(x.size()), dw(w.size()), db(out);
-  g_ops.linear_forward(gx.data(), gw.data(), gb.data(), gy.data(), kRows, in, out, t.gs());
-  c_ops.linear_forward(x.data(), w.data(), bias.data(), y.data(), kRows, in, out, t.cs());
+  g_ops.linear_forward(gx.data(), nullptr, gw.data(), gb.data(), gy.data(), kRows, in, out, t.gs());
+  c_ops.linear_forward(x.data(), nullptr, w.data(), bias.data(), y.data(), kRows, in, out, t.cs());
   const std::vector<float> gpu_y = t.host(gy);
   CHECK(rel_error(gpu_y, y) < product_tolerance);
-  g_ops.linear_backward(gx.data(), gw.data(), gdy.data(), gdx.data(), gdw.data(), gdb.data(), kRows, in, out, t.gs());
-  c_ops.linear_backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), kRows, in, out, t.cs());
+  g_ops.linear_backward(gx.data(), nullptr, gw.data(), gdy.data(), gdx.data(), gdw.data(), gdb.data(), kRows, in, out,
+                        t.gs());
+  c_ops.linear_backward(x.data(), nullptr, w.data(), dy.data(), dx.data(), dw.data(), db.data(), kRows, in, out,
+                        t.cs());
   CHECK(rel_error(t.host(gdx), dx) < product_tolerance);
   CHECK(rel_error(t.host(gdw), dw) < product_tolerance);
   CHECK(rel_error(t.host(gdb), db) < bias_tolerance);
@@ -82,12 +84,12 @@ inline void check_shared_linears_twins(Twins& t, double product_tolerance, doubl
     g[i].dw = gdw[i].data(), c[i].dw = dw[i].data();
     g[i].dbias = has_bias ? gdb[i].data() : nullptr, c[i].dbias = has_bias ? db[i].data() : nullptr;
   }
-  g_ops.linears_forward(gx.data(), g, 3, kRows, C, t.gs());
-  c_ops.linears_forward(x.data(), c, 3, kRows, C, t.cs());
+  g_ops.linears_forward(gx.data(), nullptr, g, 3, kRows, C, t.gs());
+  c_ops.linears_forward(x.data(), nullptr, c, 3, kRows, C, t.cs());
   auto gdx = t.device(nan(n));
   std::vector<float> dx(n);
-  g_ops.linears_backward(gx.data(), g, 3, gdx.data(), kRows, C, t.gs());
-  c_ops.linears_backward(x.data(), c, 3, dx.data(), kRows, C, t.cs());
+  g_ops.linears_backward(gx.data(), nullptr, g, 3, gdx.data(), kRows, C, t.gs());
+  c_ops.linears_backward(x.data(), nullptr, c, 3, dx.data(), kRows, C, t.cs());
   for (int i = 0; i < 3; ++i) {
     INFO("layer " << i);
     CHECK(rel_error(t.host(gy[i]), y[i]) < product_tolerance);
@@ -97,7 +99,7 @@ inline void check_shared_linears_twins(Twins& t, double product_tolerance, doubl
   CHECK(rel_error(t.host(gdx), dx) < product_tolerance);
   // Without dx (a first layer's input needs none): the weight gradients alone.
   for (int i = 0; i < 3; ++i) t.gpu->fill(gdw[i].data(), std::numeric_limits<float>::quiet_NaN(), dw[i].size(), t.gs());
-  g_ops.linears_backward(gx.data(), g, 3, nullptr, kRows, C, t.gs());
+  g_ops.linears_backward(gx.data(), nullptr, g, 3, nullptr, kRows, C, t.gs());
   for (int i = 0; i < 3; ++i) {
     INFO("layer " << i << ", no dx");
     CHECK(rel_error(t.host(gdw[i]), dw[i]) < product_tolerance);

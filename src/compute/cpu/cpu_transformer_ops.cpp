@@ -59,13 +59,20 @@ constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
 void CpuTransformerOps::enter() const { omp_set_num_threads(threads_); }
 
-const float* CpuTransformerOps::operand(int slot, const float* src, std::size_t count, bool autocast) {
+const float* CpuTransformerOps::operand(int slot, const float* src, const std::uint16_t* src16, std::size_t count,
+                                        bool autocast) {
   const Precision p = autocast_precision();
   if (!autocast || p == Precision::fp32) return src;
   std::vector<float>& dst = rounded_[slot];
   if (dst.size() < count) dst.resize(count);
   const long n = long(count);
-  if (p == Precision::bf16) {
+  if (src16 && p == Precision::bf16) {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) dst[i] = f16::bf16_to_float(src16[i]);
+  } else if (src16) {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) dst[i] = f16::half_to_float(src16[i]);
+  } else if (p == Precision::bf16) {
 #pragma omp parallel for schedule(static)
     for (long i = 0; i < n; ++i) dst[i] = f16::round_bf16(src[i]);
   } else {
@@ -75,13 +82,32 @@ const float* CpuTransformerOps::operand(int slot, const float* src, std::size_t 
   return dst.data();
 }
 
-void CpuTransformerOps::matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream&) {
+void CpuTransformerOps::write_copy(const float* y, std::uint16_t* y16, std::size_t count) const {
+  if (!y16) return;
+  const Precision p = autocast_precision();
+  if (p == Precision::fp32) throw SystemError("internal error: a 16-bit activation copy asked for in fp32");
+  const long n = long(count);
+  if (p == Precision::bf16) {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) y16[i] = f16::float_to_bf16(y[i]);
+  } else {
+#pragma omp parallel for schedule(static)
+    for (long i = 0; i < n; ++i) y16[i] = f16::float_to_half(y[i]);
+  }
+}
+
+void CpuTransformerOps::matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) {
+  matmul_with_copies(g, a, nullptr, b, nullptr, c, s);
+}
+
+void CpuTransformerOps::matmul_with_copies(const MatmulShape& g, const float* a, const std::uint16_t* a16,
+                                           const float* b, const std::uint16_t* b16, float* c, Stream&) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0)
     throw SystemError("internal error: matmul [" + std::to_string(g.m) + " x " + std::to_string(g.k) + "] * [" +
                       std::to_string(g.k) + " x " + std::to_string(g.n) + "] x " + std::to_string(g.batch));
   enter();
-  a = operand(0, a, matmul_span_a(g), g.autocast);
-  b = operand(1, b, matmul_span_b(g), g.autocast);
+  a = operand(0, a, a16, matmul_span_a(g), g.autocast);
+  b = operand(1, b, b16, matmul_span_b(g), g.autocast);
   const auto one = [&](int i) {
     sgemm(g.transpose_a, g.transpose_b, g.m, g.n, g.k, g.alpha, a + i * g.stride_a, g.lda, b + i * g.stride_b, g.ldb,
           g.beta, c + i * g.stride_c, g.ldc);
@@ -106,7 +132,8 @@ void CpuTransformerOps::matmul(const MatmulShape& g, const float* a, const float
 }
 
 void CpuTransformerOps::layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
-                                           float* mean, float* rstd, int rows, int width, float eps, Stream&) {
+                                           std::uint16_t* y16, float* mean, float* rstd, int rows, int width, float eps,
+                                           Stream&) {
   enter();
 #pragma omp parallel for schedule(static)
   for (int i = 0; i < rows; ++i) {
@@ -123,6 +150,7 @@ void CpuTransformerOps::layer_norm_forward(const float* x, const float* gamma, c
     mean[i] = m;
     rstd[i] = r;
   }
+  write_copy(y, y16, std::size_t(rows) * width);
 }
 
 void CpuTransformerOps::layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
@@ -149,10 +177,11 @@ void CpuTransformerOps::layer_norm_backward(const float* x, const float* gamma, 
   }
 }
 
-void CpuTransformerOps::gelu_forward(const float* x, float* y, std::size_t count, Stream&) {
+void CpuTransformerOps::gelu_forward(const float* x, float* y, std::uint16_t* y16, std::size_t count, Stream&) {
   enter();
 #pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < count; ++i) y[i] = float(0.5 * x[i] * (1.0 + std::erf(x[i] * kInvSqrt2)));
+  write_copy(y, y16, count);
 }
 
 void CpuTransformerOps::gelu_backward(const float* x, const float* dy, float* dx, std::size_t count, Stream&) {

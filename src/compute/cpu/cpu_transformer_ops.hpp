@@ -20,12 +20,16 @@ class CpuTransformerOps final : public TransformerOps {
   CpuTransformerOps(int threads, Precision precision) : TransformerOps(precision), threads_(threads) {}
 
   void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) override;
-  void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
-                          float* rstd, int rows, int width, float eps, Stream& s) override;
+  // An operand's 16-bit copy is widened where its fp32 values would be rounded: the
+  // same values when the copy is right, so a wrong copy shows on the CPU too.
+  void matmul_with_copies(const MatmulShape& g, const float* a, const std::uint16_t* a16, const float* b,
+                          const std::uint16_t* b16, float* c, Stream& s) override;
+  void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, std::uint16_t* y16,
+                          float* mean, float* rstd, int rows, int width, float eps, Stream& s) override;
   void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
                            const float* dy, float* dx, float* dgamma, float* dbeta, int rows, int width,
                            Stream& s) override;
-  void gelu_forward(const float* x, float* y, std::size_t count, Stream& s) override;
+  void gelu_forward(const float* x, float* y, std::uint16_t* y16, std::size_t count, Stream& s) override;
   void gelu_backward(const float* x, const float* dy, float* dx, std::size_t count, Stream& s) override;
   void softmax_forward(const float* x, float* y, int rows, int cols, Stream& s) override;
   void softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols, Stream& s) override;
@@ -47,8 +51,11 @@ class CpuTransformerOps final : public TransformerOps {
  private:
   void enter() const;  // sets the calling thread's OpenMP team size
   // `src` itself, or (an autocast product in a 16-bit autocast precision) a copy of
-  // its `count` elements rounded to that type, in rounded_[slot].
-  const float* operand(int slot, const float* src, std::size_t count, bool autocast);
+  // its `count` elements rounded to that type (widened from src16 when given), in
+  // rounded_[slot].
+  const float* operand(int slot, const float* src, const std::uint16_t* src16, std::size_t count, bool autocast);
+  // y16[0, count) = the autocast precision's 16-bit bits of y (a producer's copy).
+  void write_copy(const float* y, std::uint16_t* y16, std::size_t count) const;
   int threads_;
   std::vector<float> rounded_[2];  // A's and B's rounded copies, reused across calls
 };

@@ -1,9 +1,13 @@
 // CudaTransformerOps' attention as cuDNN's fused attention (attention_graphs.hpp), in
-// a 16-bit autocast precision where cuDNN takes the shape: q, k, v (and, backward, the
-// forward's output and dout) cast to 16-bit copies in the stream's scratch, one cuDNN
-// call, and the 16-bit result widened to fp32. The [tokens, tokens] planes are never
-// written: `probs` holds the forward's softmax statistics (batch * heads * tokens
-// floats) for the backward, which recomputes the probabilities from them.
+// a 16-bit autocast precision where cuDNN takes the shape: q, k, v cast to 16-bit
+// copies, one cuDNN call, and the 16-bit result widened to fp32. The [tokens, tokens]
+// planes are never written: the state (`probs`) holds the forward's softmax statistics
+// (batch * heads * tokens floats) for the backward, which recomputes the
+// probabilities from them. With activation copies (TransformerOps::activation_copies)
+// the state also keeps the forward's 16-bit q, k, v and output, so the backward casts
+// only dout, and the output projection reads the 16-bit output
+// (attention_output16); without, they live in the stream's scratch and the backward
+// casts q, k, v and the output again.
 //
 // Rounding, against the batched-matmul attention (cuda_transformer_attention16.cpp)
 // and its CPU twin: the same 16-bit operands; the probabilities enter the second
@@ -68,56 +72,94 @@ bool CudaTransformerOps::fused_attention_ready(const AttentionShape& a) {
 
 bool CudaTransformerOps::state_is_fused(const float* state, const AttentionShape& a) {
   const auto it = fused_state_.find(state);
-  return it != fused_state_.end() ? it->second : fused_attention_ready(a);
+  return it != fused_state_.end() ? it->second.fused : fused_attention_ready(a);
 }
+
+namespace {
+
+// The fused state's layout: the softmax statistics (one float per query row), padded
+// to 256 bytes, then (with activation copies) the forward's 16-bit q, k, v and output.
+std::size_t stats_floats(const AttentionShape& a) {
+  const std::size_t stats = std::size_t(a.batch) * a.heads * a.tokens;
+  return (stats + 63) / 64 * 64;
+}
+std::uint16_t* kept_copy(float* state, const AttentionShape& a, int which) {  // 0 q, 1 k, 2 v, 3 out
+  const std::size_t n = std::size_t(a.batch) * a.tokens * a.width();
+  return reinterpret_cast<std::uint16_t*>(state + stats_floats(a)) + std::size_t(which) * n;
+}
+
+}  // namespace
 
 std::size_t CudaTransformerOps::attention_state_count(const AttentionShape& a) {
   if (autocast_precision() == Precision::fp32 || !fused_attention_ready(a)) return a.probs_count();
-  return std::size_t(a.batch) * a.heads * a.tokens;  // one softmax statistic per query row
+  if (!activation_copies()) return std::size_t(a.batch) * a.heads * a.tokens;  // one statistic per query row
+  const std::size_t n = std::size_t(a.batch) * a.tokens * a.width();
+  return stats_floats(a) + 2 * n;  // and four 16-bit copies of n values
 }
 
-void CudaTransformerOps::attention_forward_fused(const float* q, const float* k, const float* v, float* stats,
-                                                 float* out, const AttentionShape& a, Stream& s) {
+const std::uint16_t* CudaTransformerOps::attention_output16(const float* state, const AttentionShape& a) {
+  const auto it = fused_state_.find(state);
+  if (it == fused_state_.end() || !it->second.copies) return nullptr;
+  return kept_copy(const_cast<float*>(state), a, 3);
+}
+
+void CudaTransformerOps::attention_forward_fused(const float* q, const float* k, const float* v, float* state,
+                                                 float* out, const AttentionShape& a, bool keep_copies, Stream& s) {
   const Precision p = autocast_precision();
   const std::size_t n = std::size_t(a.batch) * a.tokens * a.width();
   constexpr std::size_t h = sizeof(std::uint16_t);
   cudnnHandle_t handle = cudnn_on(s);
   const std::size_t workspace = attention_graphs_->prepare(handle, a, p, AttentionPass::forward);
-  ScratchCarve carve(as_cuda(s), {n * h, n * h, n * h, n * h, workspace});
+  // The copies live in the state when kept for the backward (and the output projection),
+  // else in the stream's scratch.
+  const std::size_t scratch_copies = keep_copies ? 0 : n * h;
+  ScratchCarve carve(as_cuda(s), {scratch_copies, scratch_copies, scratch_copies, scratch_copies, workspace});
+  std::uint16_t* copy[4];
+  for (int i = 0; i < 4; ++i) copy[i] = keep_copies ? kept_copy(state, a, i) : carve.as<std::uint16_t>(i);
+  cast16(q, copy[0], n, s);
+  cast16(k, copy[1], n, s);
+  cast16(v, copy[2], n, s);
   AttentionOperands x;
-  auto* q16 = carve.as<std::uint16_t>(0);
-  auto* k16 = carve.as<std::uint16_t>(1);
-  auto* v16 = carve.as<std::uint16_t>(2);
-  auto* o16 = carve.as<std::uint16_t>(3);
-  cast16(q, q16, n, s);
-  cast16(k, k16, n, s);
-  cast16(v, v16, n, s);
-  x.q = q16, x.k = k16, x.v = v16, x.o = o16, x.stats = stats;
+  x.q = copy[0], x.k = copy[1], x.v = copy[2], x.o = copy[3], x.stats = state;
   attention_graphs_->run(handle, a, p, AttentionPass::forward, x, carve.as<void>(4));
-  widen16(o16, out, n, s);
+  widen16(copy[3], out, n, s);
 }
 
-void CudaTransformerOps::attention_backward_fused(const float* q, const float* k, const float* v, const float* stats,
+void CudaTransformerOps::attention_backward_fused(const float* q, const float* k, const float* v, const float* state,
                                                   const float* out, const float* dout, float* dq, float* dk, float* dv,
-                                                  const AttentionShape& a, Stream& s) {
+                                                  const AttentionShape& a, bool copies_kept, Stream& s) {
   const Precision p = autocast_precision();
   const std::size_t n = std::size_t(a.batch) * a.tokens * a.width();
   constexpr std::size_t h = sizeof(std::uint16_t);
   cudnnHandle_t handle = cudnn_on(s);
   const std::size_t workspace = attention_graphs_->prepare(handle, a, p, AttentionPass::backward);
-  ScratchCarve carve(as_cuda(s), {n * h, n * h, n * h, n * h, n * h, n * h, n * h, n * h, workspace});
-  std::uint16_t* part[8];
-  for (int i = 0; i < 8; ++i) part[i] = carve.as<std::uint16_t>(i);
-  const float* inputs[5] = {q, k, v, out, dout};
-  for (int i = 0; i < 5; ++i) cast16(inputs[i], part[i], n, s);
+  // q, k, v and the output: the forward's copies, or cast again (then the cast of the
+  // widened output gives the forward's 16-bit output exactly).
+  const std::size_t recast = copies_kept ? 0 : n * h;
+  ScratchCarve carve(as_cuda(s), {recast, recast, recast, recast, n * h, n * h, n * h, n * h, workspace});
+  const std::uint16_t* forward16[4];
+  const float* forward32[4] = {q, k, v, out};
+  for (int i = 0; i < 4; ++i) {
+    if (copies_kept) {
+      forward16[i] = kept_copy(const_cast<float*>(state), a, i);
+    } else {
+      cast16(forward32[i], carve.as<std::uint16_t>(i), n, s);
+      forward16[i] = carve.as<std::uint16_t>(i);
+    }
+  }
+  std::uint16_t* part[4];  // dout, dq, dk, dv
+  for (int i = 0; i < 4; ++i) part[i] = carve.as<std::uint16_t>(4 + i);
+  cast16(dout, part[0], n, s);
   AttentionOperands x;
-  x.q = part[0], x.k = part[1], x.v = part[2], x.o = part[3], x.dout = part[4];
-  x.stats = const_cast<float*>(stats);  // read only: the graph's pack takes void*
-  x.dq = part[5], x.dk = part[6], x.dv = part[7];
+  x.q = forward16[0], x.k = forward16[1], x.v = forward16[2];
+  x.o = const_cast<std::uint16_t*>(forward16[3]);  // read only: the graph's pack takes void*
+  x.dout = part[0];
+  x.stats = const_cast<float*>(state);  // read only, as o
+  x.dq = part[1], x.dk = part[2], x.dv = part[3];
   attention_graphs_->run(handle, a, p, AttentionPass::backward, x, carve.as<void>(8));
-  widen16(part[5], dq, n, s);
-  widen16(part[6], dk, n, s);
-  widen16(part[7], dv, n, s);
+  widen16(part[1], dq, n, s);
+  widen16(part[2], dk, n, s);
+  widen16(part[3], dv, n, s);
 }
 
 }  // namespace trainer::compute::cuda

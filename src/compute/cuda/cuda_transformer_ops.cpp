@@ -31,6 +31,13 @@ kernels::Format16 format16_of(Precision autocast) {
   return autocast == Precision::fp16 ? kernels::Format16::fp16 : kernels::Format16::bf16;
 }
 
+// The format a producer writes its 16-bit copy in (none is asked in fp32).
+kernels::Format16 copy_format(const std::uint16_t* y16, Precision autocast) {
+  if (y16 && autocast == Precision::fp32)
+    throw SystemError("internal error: a 16-bit activation copy asked for in fp32");
+  return format16_of(autocast);
+}
+
 }  // namespace
 
 CudaTransformerOps::CudaTransformerOps(bool allow_tf32, Precision precision)
@@ -50,18 +57,28 @@ cublasHandle_t CudaTransformerOps::cublas_on(Stream& s) {
 // C^T = op(B)^T op(A)^T, i.e. the same call with the operands swapped and m, n
 // exchanged; each stored matrix is its own transpose in the other order.
 void CudaTransformerOps::matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) {
+  matmul_with_copies(g, a, nullptr, b, nullptr, c, s);
+}
+
+void CudaTransformerOps::matmul_with_copies(const MatmulShape& g, const float* a, const std::uint16_t* a16,
+                                            const float* b, const std::uint16_t* b16, float* c, Stream& s) {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0 || g.batch <= 0)
     throw SystemError("internal error: matmul [" + std::to_string(g.m) + " x " + std::to_string(g.k) + "] * [" +
                       std::to_string(g.k) + " x " + std::to_string(g.n) + "] x " + std::to_string(g.batch));
   if (g.autocast && autocast_precision() != Precision::fp32) {
-    // One carve of the stream's scratch for both copies (the weights are cast on
-    // every call: no 16-bit weight copy is kept between calls yet).
+    // One carve of the stream's scratch for the operands that come without a copy
+    // (the weights are cast on every call: no 16-bit weight copy is kept between calls).
     const std::size_t span_a = matmul_span_a(g), span_b = matmul_span_b(g);
-    ScratchCarve carve(as_cuda(s), {span_a * sizeof(std::uint16_t), span_b * sizeof(std::uint16_t)});
-    auto* a16 = carve.as<std::uint16_t>(0);
-    auto* b16 = carve.as<std::uint16_t>(1);
-    cast16(a, a16, span_a, s);
-    cast16(b, b16, span_b, s);
+    constexpr std::size_t h = sizeof(std::uint16_t);
+    ScratchCarve carve(as_cuda(s), {a16 ? 0 : span_a * h, b16 ? 0 : span_b * h});
+    if (!a16) {
+      cast16(a, carve.as<std::uint16_t>(0), span_a, s);
+      a16 = carve.as<std::uint16_t>(0);
+    }
+    if (!b16) {
+      cast16(b, carve.as<std::uint16_t>(1), span_b, s);
+      b16 = carve.as<std::uint16_t>(1);
+    }
     gemm16(g, a16, b16, c, s);
     return;
   }
@@ -74,39 +91,44 @@ void CudaTransformerOps::matmul(const MatmulShape& g, const float* a, const floa
                                           int(g.ldc), g.stride_c, g.batch, compute, CUBLAS_GEMM_DEFAULT));
 }
 
-void CudaTransformerOps::linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw,
-                                         float* dbias, int rows, int in, int out, Stream& s) {
+void CudaTransformerOps::linear_backward(const float* x, const std::uint16_t* x16, const float* w, const float* dy,
+                                         float* dx, float* dw, float* dbias, int rows, int in, int out, Stream& s) {
   if (autocast_precision() == Precision::fp32)
-    return TransformerOps::linear_backward(x, w, dy, dx, dw, dbias, rows, in, out, s);
+    return TransformerOps::linear_backward(x, x16, w, dy, dx, dw, dbias, rows, in, out, s);
   const LinearProducts p = linear_products(rows, in, out);
   // dy is the first operand of both products, read over the same span.
   const std::size_t dy_span = matmul_span_a(p.dw), x_span = matmul_span_b(p.dw), w_span = matmul_span_b(p.dx);
   constexpr std::size_t h = sizeof(std::uint16_t);
-  ScratchCarve carve(as_cuda(s), {dy_span * h, x_span * h, dx ? w_span * h : 0});
+  ScratchCarve carve(as_cuda(s), {dy_span * h, x16 ? 0 : x_span * h, dx ? w_span * h : 0});
   auto* dy16 = carve.as<std::uint16_t>(0);
-  auto* x16 = carve.as<std::uint16_t>(1);
   auto* w16 = carve.as<std::uint16_t>(2);
   cast16(dy, dy16, dy_span, s);
   if (dx) {
     cast16(w, w16, w_span, s);
     gemm16(p.dx, dy16, w16, dx, s);
   }
-  cast16(x, x16, x_span, s);
+  if (!x16) {
+    cast16(x, carve.as<std::uint16_t>(1), x_span, s);
+    x16 = carve.as<std::uint16_t>(1);
+  }
   gemm16(p.dw, dy16, x16, dw, s);
   if (dbias) column_sums(dy, dbias, rows, out, s);  // from the unrounded fp32 dy, as the generic Linear
 }
 
-void CudaTransformerOps::linears_forward(const float* x, const SharedInputLinear* layers, int count, int rows, int in,
-                                         Stream& s) {
-  if (autocast_precision() == Precision::fp32) return TransformerOps::linears_forward(x, layers, count, rows, in, s);
+void CudaTransformerOps::linears_forward(const float* x, const std::uint16_t* x16, const SharedInputLinear* layers,
+                                         int count, int rows, int in, Stream& s) {
+  if (autocast_precision() == Precision::fp32)
+    return TransformerOps::linears_forward(x, x16, layers, count, rows, in, s);
   std::size_t w_span = 0;
   for (int i = 0; i < count; ++i) w_span = std::max(w_span, matmul_span_b(linear_products(rows, in, layers[i].out).y));
   const std::size_t x_span = std::size_t(rows) * in;
   constexpr std::size_t h = sizeof(std::uint16_t);
-  ScratchCarve carve(as_cuda(s), {x_span * h, w_span * h});
-  auto* x16 = carve.as<std::uint16_t>(0);
+  ScratchCarve carve(as_cuda(s), {x16 ? 0 : x_span * h, w_span * h});
   auto* w16 = carve.as<std::uint16_t>(1);  // each layer's in turn (stream order)
-  cast16(x, x16, x_span, s);
+  if (!x16) {
+    cast16(x, carve.as<std::uint16_t>(0), x_span, s);
+    x16 = carve.as<std::uint16_t>(0);
+  }
   for (int i = 0; i < count; ++i) {
     const SharedInputLinear& l = layers[i];
     const MatmulShape y = linear_products(rows, in, l.out).y;
@@ -116,10 +138,10 @@ void CudaTransformerOps::linears_forward(const float* x, const SharedInputLinear
   }
 }
 
-void CudaTransformerOps::linears_backward(const float* x, const SharedInputLinear* layers, int count, float* dx,
-                                          int rows, int in, Stream& s) {
+void CudaTransformerOps::linears_backward(const float* x, const std::uint16_t* x16, const SharedInputLinear* layers,
+                                          int count, float* dx, int rows, int in, Stream& s) {
   if (autocast_precision() == Precision::fp32)
-    return TransformerOps::linears_backward(x, layers, count, dx, rows, in, s);
+    return TransformerOps::linears_backward(x, x16, layers, count, dx, rows, in, s);
   std::size_t dy_span = 0, w_span = 0;
   for (int i = 0; i < count; ++i) {
     const LinearProducts p = linear_products(rows, in, layers[i].out);
@@ -128,11 +150,13 @@ void CudaTransformerOps::linears_backward(const float* x, const SharedInputLinea
   }
   const std::size_t x_span = std::size_t(rows) * in;
   constexpr std::size_t h = sizeof(std::uint16_t);
-  ScratchCarve carve(as_cuda(s), {x_span * h, dy_span * h, dx ? w_span * h : 0});
-  auto* x16 = carve.as<std::uint16_t>(0);
+  ScratchCarve carve(as_cuda(s), {x16 ? 0 : x_span * h, dy_span * h, dx ? w_span * h : 0});
   auto* dy16 = carve.as<std::uint16_t>(1);  // each layer's in turn (stream order)
   auto* w16 = carve.as<std::uint16_t>(2);
-  cast16(x, x16, x_span, s);
+  if (!x16) {
+    cast16(x, carve.as<std::uint16_t>(0), x_span, s);
+    x16 = carve.as<std::uint16_t>(0);
+  }
   for (int i = 0; i < count; ++i) {
     const SharedInputLinear& l = layers[i];
     LinearProducts p = linear_products(rows, in, l.out);
@@ -183,9 +207,11 @@ void CudaTransformerOps::cast16(const float* src, std::uint16_t* dst, std::size_
 void CudaTransformerOps::attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                                            const AttentionShape& a, Stream& s) {
   if (autocast_precision() == Precision::fp32) return TransformerOps::attention_forward(q, k, v, probs, out, a, s);
-  const bool fused = fused_attention_ready(a);
-  fused_state_[probs] = fused;
-  if (fused) return attention_forward_fused(q, k, v, probs, out, a, s);
+  StatePath path;
+  path.fused = fused_attention_ready(a);
+  path.copies = path.fused && activation_copies();
+  fused_state_[probs] = path;
+  if (path.fused) return attention_forward_fused(q, k, v, probs, out, a, path.copies, s);
   attention_forward16(q, k, v, probs, out, a, s);
 }
 
@@ -194,13 +220,19 @@ void CudaTransformerOps::attention_backward(const float* q, const float* k, cons
                                             float* scratch, const AttentionShape& a, Stream& s) {
   if (autocast_precision() == Precision::fp32)
     return TransformerOps::attention_backward(q, k, v, probs, out, dout, dq, dk, dv, scratch, a, s);
-  if (state_is_fused(probs, a)) return attention_backward_fused(q, k, v, probs, out, dout, dq, dk, dv, a, s);
+  if (state_is_fused(probs, a)) {
+    const auto it = fused_state_.find(probs);
+    const bool copies_kept = it != fused_state_.end() && it->second.copies;
+    return attention_backward_fused(q, k, v, probs, out, dout, dq, dk, dv, a, copies_kept, s);
+  }
   attention_backward16(q, k, v, probs, dout, dq, dk, dv, scratch, a, s);
 }
 
 void CudaTransformerOps::layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,
-                                            float* mean, float* rstd, int rows, int width, float eps, Stream& s) {
-  kernels::layer_norm_forward(x, gamma, beta, y, mean, rstd, rows, width, eps, as_cuda(s).get());
+                                            std::uint16_t* y16, float* mean, float* rstd, int rows, int width,
+                                            float eps, Stream& s) {
+  kernels::layer_norm_forward(x, gamma, beta, y, y16, copy_format(y16, autocast_precision()), mean, rstd, rows,
+                              width, eps, as_cuda(s).get());
   CUDA_CHECK_LAUNCH();
 }
 
@@ -214,8 +246,8 @@ void CudaTransformerOps::layer_norm_backward(const float* x, const float* gamma,
   CUDA_CHECK_LAUNCH();
 }
 
-void CudaTransformerOps::gelu_forward(const float* x, float* y, std::size_t count, Stream& s) {
-  kernels::gelu_forward(x, y, count, as_cuda(s).get());
+void CudaTransformerOps::gelu_forward(const float* x, float* y, std::uint16_t* y16, std::size_t count, Stream& s) {
+  kernels::gelu_forward(x, y, y16, copy_format(y16, autocast_precision()), count, as_cuda(s).get());
   CUDA_CHECK_LAUNCH();
 }
 

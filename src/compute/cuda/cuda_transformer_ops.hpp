@@ -32,22 +32,28 @@ class CudaTransformerOps final : public TransformerOps {
   ~CudaTransformerOps() override;
 
   void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) override;
+  // An autocast product reads an operand's 16-bit copy where given and casts only the
+  // others.
+  void matmul_with_copies(const MatmulShape& g, const float* a, const std::uint16_t* a16, const float* b,
+                          const std::uint16_t* b16, float* c, Stream& s) override;
   // In a 16-bit autocast precision dy is cast once for both products (the generic
-  // Linear's two products would cast it twice); the same products otherwise.
-  void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* dbias, int rows,
-                       int in, int out, Stream& s) override;
-  // In a 16-bit autocast precision x is cast once for every layer (and, backward, each
-  // dy once for its two products); the same products otherwise.
-  void linears_forward(const float* x, const SharedInputLinear* layers, int count, int rows, int in,
-                       Stream& s) override;
-  void linears_backward(const float* x, const SharedInputLinear* layers, int count, float* dx, int rows, int in,
-                        Stream& s) override;
-  void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, float* mean,
-                          float* rstd, int rows, int width, float eps, Stream& s) override;
+  // Linear's two products would cast it twice), and x not at all when its copy is
+  // given; the same products otherwise.
+  void linear_backward(const float* x, const std::uint16_t* x16, const float* w, const float* dy, float* dx,
+                       float* dw, float* dbias, int rows, int in, int out, Stream& s) override;
+  // In a 16-bit autocast precision x is cast once for every layer (not at all when its
+  // copy is given; and, backward, each dy once for its two products); the same
+  // products otherwise.
+  void linears_forward(const float* x, const std::uint16_t* x16, const SharedInputLinear* layers, int count,
+                       int rows, int in, Stream& s) override;
+  void linears_backward(const float* x, const std::uint16_t* x16, const SharedInputLinear* layers, int count,
+                        float* dx, int rows, int in, Stream& s) override;
+  void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, std::uint16_t* y16,
+                          float* mean, float* rstd, int rows, int width, float eps, Stream& s) override;
   void layer_norm_backward(const float* x, const float* gamma, const float* mean, const float* rstd,
                            const float* dy, float* dx, float* dgamma, float* dbeta, int rows, int width,
                            Stream& s) override;
-  void gelu_forward(const float* x, float* y, std::size_t count, Stream& s) override;
+  void gelu_forward(const float* x, float* y, std::uint16_t* y16, std::size_t count, Stream& s) override;
   void gelu_backward(const float* x, const float* dy, float* dx, std::size_t count, Stream& s) override;
   void softmax_forward(const float* x, float* y, int rows, int cols, Stream& s) override;
   void softmax_backward(const float* y, const float* dy, float* dx, int rows, int cols, Stream& s) override;
@@ -74,6 +80,7 @@ class CudaTransformerOps final : public TransformerOps {
                           Stream& s) override;
   std::string fused_attention_note() const override { return fused_note_; }
   std::size_t attention_state_count(const AttentionShape& a) override;
+  const std::uint16_t* attention_output16(const float* state, const AttentionShape& a) override;
 
  private:
   cublasHandle_t cublas_on(Stream& s);  // the handle, bound to `s`
@@ -95,11 +102,13 @@ class CudaTransformerOps final : public TransformerOps {
   // Whether the forward that wrote `state` fused (the backward takes its path, even
   // if the switch changed since); unknown state: fused_attention_ready(a).
   bool state_is_fused(const float* state, const AttentionShape& a);
-  void attention_forward_fused(const float* q, const float* k, const float* v, float* stats, float* out,
-                               const AttentionShape& a, Stream& s);
-  void attention_backward_fused(const float* q, const float* k, const float* v, const float* stats,
+  // keep_copies: the 16-bit q, k, v and output stay in `state` after the statistics
+  // (attention_state_count made room); copies_kept: the forward did that.
+  void attention_forward_fused(const float* q, const float* k, const float* v, float* state, float* out,
+                               const AttentionShape& a, bool keep_copies, Stream& s);
+  void attention_backward_fused(const float* q, const float* k, const float* v, const float* state,
                                 const float* out, const float* dout, float* dq, float* dk, float* dv,
-                                const AttentionShape& a, Stream& s);
+                                const AttentionShape& a, bool copies_kept, Stream& s);
   cudnnHandle_t cudnn_handle();       // made at first use (plans are built on it unbound)
   cudnnHandle_t cudnn_on(Stream& s);  // the handle, bound to `s`
   // float(src[0, count)) of the autocast precision's 16-bit values.
@@ -110,7 +119,11 @@ class CudaTransformerOps final : public TransformerOps {
   std::unique_ptr<AttentionGraphCache> attention_graphs_;
   // (batch, tokens, heads, head_dim, precision) -> whether the fused attention runs it.
   std::map<std::tuple<int, int, int, int, Precision>, bool> fused_ready_;
-  std::map<const float*, bool> fused_state_;  // attention state buffer -> its forward fused
+  struct StatePath {
+    bool fused = false;
+    bool copies = false;  // the fused forward kept its 16-bit copies in the state
+  };
+  std::map<const float*, StatePath> fused_state_;  // attention state buffer -> the path its forward took
   std::string fused_note_;  // the first reason a shape runs unfused
 };
 

@@ -1,6 +1,6 @@
 // The environment switches of the compute backends (app/make_backend.hpp):
 // TRAINER_FUSED_NORM, TRAINER_NHWC16, TRAINER_VIT_AUTOCAST, TRAINER_FILTER_CACHE and
-// TRAINER_VIT_FUSED_ATTENTION, each keeping the previous GPU path
+// TRAINER_VIT_FUSED_ATTENTION and TRAINER_VIT_16BIT_COPIES, each keeping the previous GPU path
 // selectable, and refusing anything but their documented values.
 #include <catch2/catch.hpp>
 
@@ -79,4 +79,20 @@ TEST_CASE("TRAINER_VIT_FUSED_ATTENTION keeps the batched-matmul attention select
   CHECK(backend->transformer_ops().fused_attention() == app::vit_fused_attention_from_env(capture_environment()));
   // The CPU has the batched-matmul attention only, and says nothing about fusing.
   CHECK(backend->transformer_ops().fused_attention_note().empty());
+}
+
+TEST_CASE("TRAINER_VIT_16BIT_COPIES keeps the ViT products that cast every operand selectable", "[app][autocast]") {
+  CHECK(app::vit_activation_copies_from_env({}));
+  CHECK(app::vit_activation_copies_from_env({{"TRAINER_VIT_16BIT_COPIES", "1"}}));
+  CHECK_FALSE(app::vit_activation_copies_from_env({{"TRAINER_VIT_16BIT_COPIES", "0"}}));
+  CHECK_THROWS_AS(app::vit_activation_copies_from_env({{"TRAINER_VIT_16BIT_COPIES", "off"}}), UserError);
+  app::BackendRequest request;
+  request.precision = "bf16-mixed";
+  request.cpu_threads = 1;
+  Log log;
+  auto backend = app::make_backend(request, log);
+  CHECK(backend->transformer_ops().activation_copies() ==
+        app::vit_activation_copies_from_env(capture_environment()));
+  request.precision = "32";  // fp32 keeps no 16-bit copies, whatever the switch says
+  CHECK_FALSE(app::make_backend(request, log)->transformer_ops().activation_copies());
 }

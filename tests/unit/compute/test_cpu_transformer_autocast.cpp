@@ -11,7 +11,9 @@
 #include <vector>     // std::vector
 
 #include "compute/backend.hpp"    // make_cpu_backend, Backend::transformer_ops
+#include "compute/float16.hpp"    // f16::float_to_bf16, float_to_half
 #include "compute/precision.hpp"  // Precision, round_to_precision
+#include "util/error.hpp"         // SystemError
 
 using namespace trainer::compute;
 
@@ -65,16 +67,17 @@ TEST_CASE("autocast linear and matmul on the CPU are fp32 products of 16-bit-rou
   REQUIRE(xr != x);  // the rounding changes these values, so the test can tell
 
   std::vector<float> y(std::size_t(rows) * out), y_ref(y.size()), y_fp32(y.size());
-  m.linear_forward(x.data(), w.data(), bias.data(), y.data(), rows, in, out, ms);
-  f.linear_forward(xr.data(), wr.data(), bias.data(), y_ref.data(), rows, in, out, fs);
-  f.linear_forward(x.data(), w.data(), bias.data(), y_fp32.data(), rows, in, out, fs);
+  m.linear_forward(x.data(), nullptr, w.data(), bias.data(), y.data(), rows, in, out, ms);
+  f.linear_forward(xr.data(), nullptr, wr.data(), bias.data(), y_ref.data(), rows, in, out, fs);
+  f.linear_forward(x.data(), nullptr, w.data(), bias.data(), y_fp32.data(), rows, in, out, fs);
   CHECK(y == y_ref);
   CHECK(y != y_fp32);
   CHECK(rel_error(y, y_fp32) < (p == Precision::bf16 ? 2e-2 : 3e-3));
 
   std::vector<float> dx(x.size()), dw(w.size()), db(out), dx_ref(x.size()), dw_ref(w.size()), db_ref(out);
-  m.linear_backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), rows, in, out, ms);
-  f.linear_backward(xr.data(), wr.data(), dyr.data(), dx_ref.data(), dw_ref.data(), nullptr, rows, in, out, fs);
+  m.linear_backward(x.data(), nullptr, w.data(), dy.data(), dx.data(), dw.data(), db.data(), rows, in, out, ms);
+  f.linear_backward(xr.data(), nullptr, wr.data(), dyr.data(), dx_ref.data(), dw_ref.data(), nullptr, rows, in, out,
+                    fs);
   CHECK(dx == dx_ref);
   CHECK(dw == dw_ref);
   f.column_sums(dy.data(), db_ref.data(), rows, out, fs);  // the bias gradient: fp32, from the unrounded dy
@@ -103,8 +106,66 @@ TEST_CASE("autocast linear and matmul on the CPU are fp32 products of 16-bit-rou
   // TRAINER_VIT_AUTOCAST=0: the fp32 products of before.
   m.set_autocast(false);
   CHECK(m.autocast_precision() == Precision::fp32);
-  m.linear_forward(x.data(), w.data(), bias.data(), y.data(), rows, in, out, ms);
+  m.linear_forward(x.data(), nullptr, w.data(), bias.data(), y.data(), rows, in, out, ms);
   CHECK(y == y_fp32);
+}
+
+TEST_CASE("16-bit activation copies on the CPU: LayerNorm and GELU write them, a Linear reads them",
+          "[transformer][autocast]") {
+  const Precision p = GENERATE(Precision::bf16, Precision::fp16);
+  INFO(name_of(p));
+  auto mixed = make_cpu_backend(2, p);
+  auto& m = mixed->transformer_ops();
+  Stream& s = mixed->default_stream();
+  REQUIRE(m.activation_copies());
+  const auto bits = [&](const std::vector<float>& v) {
+    std::vector<std::uint16_t> out(v.size());
+    for (std::size_t i = 0; i < v.size(); ++i)
+      out[i] = p == Precision::bf16 ? f16::float_to_bf16(v[i]) : f16::float_to_half(v[i]);
+    return out;
+  };
+  const int rows = 9, width = 24, out = 20;
+  const auto x = random_values(std::size_t(rows) * width, 21, 3.f), gamma = random_values(width, 22);
+  const auto beta = random_values(width, 23);
+
+  // The producers: the fp32 output as without a copy, and the copy its 16-bit bits.
+  std::vector<float> y(x.size()), y_plain(x.size()), mean(rows), rstd(rows);
+  std::vector<std::uint16_t> y16(x.size(), 0xFFFF);
+  m.layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), y16.data(), mean.data(), rstd.data(), rows,
+                       width, 1e-5f, s);
+  m.layer_norm_forward(x.data(), gamma.data(), beta.data(), y_plain.data(), nullptr, mean.data(), rstd.data(), rows,
+                       width, 1e-5f, s);
+  CHECK(y == y_plain);
+  CHECK(y16 == bits(y));
+  std::vector<float> g(x.size()), g_plain(x.size());
+  std::vector<std::uint16_t> g16(x.size(), 0xFFFF);
+  m.gelu_forward(x.data(), g.data(), g16.data(), x.size(), s);
+  m.gelu_forward(x.data(), g_plain.data(), nullptr, x.size(), s);
+  CHECK(g == g_plain);
+  CHECK(g16 == bits(g));
+
+  // A Linear reading the copy: the same bits as rounding y, in both passes.
+  const auto w = random_values(std::size_t(out) * width, 24, 0.2f), dy = random_values(std::size_t(rows) * out, 25);
+  std::vector<float> z(std::size_t(rows) * out), z_plain(z.size()), dw(w.size()), dw_plain(w.size());
+  m.linear_forward(y.data(), y16.data(), w.data(), nullptr, z.data(), rows, width, out, s);
+  m.linear_forward(y.data(), nullptr, w.data(), nullptr, z_plain.data(), rows, width, out, s);
+  CHECK(z == z_plain);
+  m.linear_backward(y.data(), y16.data(), w.data(), dy.data(), nullptr, dw.data(), nullptr, rows, width, out, s);
+  m.linear_backward(y.data(), nullptr, w.data(), dy.data(), nullptr, dw_plain.data(), nullptr, rows, width, out, s);
+  CHECK(dw == dw_plain);
+  // ... and the copy is what it reads: another copy gives another product.
+  std::vector<std::uint16_t> other = bits(random_values(y.size(), 26));
+  m.linear_forward(y.data(), other.data(), w.data(), nullptr, z.data(), rows, width, out, s);
+  CHECK(z != z_plain);
+  m.linear_backward(y.data(), other.data(), w.data(), dy.data(), nullptr, dw.data(), nullptr, rows, width, out, s);
+  CHECK(dw != dw_plain);
+
+  // fp32 has no 16-bit format to write a copy in.
+  auto full = make_cpu_backend(2);
+  CHECK_FALSE(full->transformer_ops().activation_copies());
+  CHECK_THROWS_AS(full->transformer_ops().gelu_forward(x.data(), g.data(), g16.data(), x.size(),
+                                                       full->default_stream()),
+                  trainer::SystemError);
 }
 
 TEST_CASE("autocast attention on the CPU: 16-bit products, fp32 softmax and probabilities",

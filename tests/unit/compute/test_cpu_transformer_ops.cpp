@@ -114,7 +114,7 @@ TEST_CASE("cpu linear: y = x w^T + b with w [out, in]; gradients by formula", "[
   const int rows = 9, in = 6, out = 4;
   const auto x = random_values(rows * in, 4), w = random_values(out * in, 5), bias = random_values(out, 6);
   std::vector<float> y(rows * out);
-  t.ops.linear_forward(x.data(), w.data(), bias.data(), y.data(), rows, in, out, t.s);
+  t.ops.linear_forward(x.data(), nullptr, w.data(), bias.data(), y.data(), rows, in, out, t.s);
   std::vector<double> expected(rows * out);
   for (int i = 0; i < rows; ++i)
     for (int o = 0; o < out; ++o) {
@@ -126,7 +126,7 @@ TEST_CASE("cpu linear: y = x w^T + b with w [out, in]; gradients by formula", "[
 
   const auto dy = random_values(rows * out, 7);
   std::vector<float> dx(rows * in), dw(out * in), db(out);
-  t.ops.linear_backward(x.data(), w.data(), dy.data(), dx.data(), dw.data(), db.data(), rows, in, out, t.s);
+  t.ops.linear_backward(x.data(), nullptr, w.data(), dy.data(), dx.data(), dw.data(), db.data(), rows, in, out, t.s);
   std::vector<double> edx(rows * in, 0), edw(out * in, 0), edb(out, 0);
   for (int i = 0; i < rows; ++i)
     for (int o = 0; o < out; ++o) {
@@ -140,12 +140,12 @@ TEST_CASE("cpu linear: y = x w^T + b with w [out, in]; gradients by formula", "[
   CHECK(max_abs_diff(dw, edw) < 1e-5);
   CHECK(max_abs_diff(db, edb) < 1e-5);
   // Without a bias and without dx (the first layer's input needs no gradient).
-  t.ops.linear_forward(x.data(), w.data(), nullptr, y.data(), rows, in, out, t.s);
+  t.ops.linear_forward(x.data(), nullptr, w.data(), nullptr, y.data(), rows, in, out, t.s);
   for (int i = 0; i < rows; ++i)
     for (int o = 0; o < out; ++o) expected[i * out + o] -= bias[o];
   CHECK(max_abs_diff(y, expected) < 1e-5);
   std::fill(dw.begin(), dw.end(), 99.f);
-  t.ops.linear_backward(x.data(), w.data(), dy.data(), nullptr, dw.data(), nullptr, rows, in, out, t.s);
+  t.ops.linear_backward(x.data(), nullptr, w.data(), dy.data(), nullptr, dw.data(), nullptr, rows, in, out, t.s);
   CHECK(max_abs_diff(dw, edw) < 1e-5);
 }
 
@@ -157,8 +157,8 @@ TEST_CASE("cpu layer norm: PyTorch's formula forward, finite differences backwar
   for (auto& g : gamma) g += 1.f;
   std::vector<float> y(rows * width), mean(rows), rstd(rows);
   const auto forward = [&] {
-    t.ops.layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data(), rows, width,
-                             eps, t.s);
+    t.ops.layer_norm_forward(x.data(), gamma.data(), beta.data(), y.data(), nullptr, mean.data(), rstd.data(), rows,
+                             width, eps, t.s);
     return y;
   };
   forward();
@@ -190,7 +190,7 @@ TEST_CASE("cpu GELU: exact (erf) forward, finite differences backward", "[comput
   auto x = random_values(64, 12, 4.f);
   std::vector<float> y(x.size()), dx(x.size());
   const auto forward = [&] {
-    t.ops.gelu_forward(x.data(), y.data(), x.size(), t.s);
+    t.ops.gelu_forward(x.data(), y.data(), nullptr, x.size(), t.s);
     return y;
   };
   forward();

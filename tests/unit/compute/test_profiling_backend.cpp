@@ -81,3 +81,26 @@ TEST_CASE("profiling backend: a ViT's ops are timed too, as matmul, attention an
   CHECK(calls(OpCategory::elementwise) > 0);
   CHECK(p.ms[std::size_t(OpCategory::matmul)] > 0);
 }
+
+TEST_CASE("profiling backend: a bf16 ViT's Linear layers read 16-bit activation copies; the same bits without them",
+          "[compute][profile][vit][autocast]") {
+  auto cpu = compute::make_cpu_backend(2, compute::Precision::bf16);
+  compute::ProfilingBackend profiled(*cpu);
+  REQUIRE(profiled.transformer_ops().activation_copies());  // the wrapper answers for the ops it forwards to
+  profiled.set_enabled(true);
+  const auto with_copies = gradients(profiled, "vits_dino");
+  // Per layer and pass: the query/key/value layers read LayerNorm 1's copy, fc1
+  // LayerNorm 2's, fc2 GELU's. The output projection reads a fused attention's own
+  // 16-bit output, which the CPU's attention (not fused) does not keep.
+  CHECK(profiled.take_profile().copy_reads == 12 * 3 * 2);
+
+  // TRAINER_VIT_16BIT_COPIES=0: every product rounds its fp32 operands, to the same bits.
+  cpu->transformer_ops().set_activation_copies(false);
+  CHECK_FALSE(profiled.transformer_ops().activation_copies());
+  CHECK(gradients(profiled, "vits_dino") == with_copies);
+  CHECK(profiled.take_profile().copy_reads == 0);
+
+  // fp32 keeps no copies.
+  auto fp32 = compute::make_cpu_backend(2);
+  CHECK_FALSE(fp32->transformer_ops().activation_copies());
+}
