@@ -345,7 +345,7 @@ vit_run() {
   # (96 per ViT-S step with the fused attention: 4 Linear calls per block and pass).
   echo "--- TRAINER_VIT_16BIT_COPIES=0 (vits_dino, bf16-mixed, batch 64, training)"
   TRAINER_VIT_16BIT_COPIES=0 "$trainer" bench step --accelerator gpu --backbone vits_dino --size 256 --batch 64 \
-    --precision bf16-mixed --steps 10 --warmup 3
+    --precision bf16-mixed --steps 20 --warmup 5
   echo "--- profile (vits_dino, bf16-mixed, batch 64, fused attention)"
   "$trainer" bench step --accelerator gpu --backbone vits_dino --size 256 --batch 64 --precision bf16-mixed \
     --steps 3 --warmup 2 --profile 3
@@ -442,7 +442,7 @@ step 5-vs-torch 200 vs_torch_run
 step 6-predict 90 predict_run
 step 7-profile 90 profile_run
 [[ $has_gpu == 0 ]] && step 8-unit-tests 120 unit_tests_run
-step 9-vit 160 vit_run
+step 9-vit 170 vit_run
 # Only when asked for (--only 10) on a GPU: it needs about 3 minutes of its own.
 if [[ $has_gpu == 0 || $only == *",10,"* ]]; then step 10-mirror-mouse 240 mirror_mouse_run; fi
 

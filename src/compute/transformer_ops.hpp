@@ -228,8 +228,10 @@ class TransformerOps {
                                   const float* out, const float* dout, float* dq, float* dk, float* dv,
                                   float* scratch, const AttentionShape& a, Stream& s);
   // The floats attention_forward keeps in `probs` for this shape: a.probs_count()
-  // here, less where a device fuses it. Asked again before every forward (a buffer
-  // sized once may have to grow when the switch below is turned off).
+  // here; where a device fuses it, its own state (CUDA: the softmax statistics, and
+  // with activation copies the 16-bit q, k, v and output, which at a few tokens can
+  // exceed the planes). Asked again before every forward (a buffer sized once may
+  // have to grow when a switch below changes).
   virtual std::size_t attention_state_count(const AttentionShape& a) { return a.probs_count(); }
   // Whether a device may run attention as one fused operation (CUDA: cuDNN's, in a
   // 16-bit autocast precision, where the shape allows); false keeps the batched-matmul

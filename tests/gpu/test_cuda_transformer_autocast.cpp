@@ -154,6 +154,33 @@ TEST_CASE("cuda LayerNorm and GELU write 16-bit copies that the Linear layers re
   // The copy is what the product reads: GELU's copy in its place gives another product.
   g_ops.linear_forward(gy.data(), g16, gw.data(), nullptr, z.data(), kRows, kWidth, out, t.gs());
   CHECK(t.host(z) != t.host(z_plain));
+
+  // The query/key/value layers on LayerNorm's output, with and without its copy.
+  auto wq = t.device(random_vector(std::size_t(kWidth) * kWidth, 47, -0.05f, 0.05f));
+  auto wk = t.device(random_vector(std::size_t(kWidth) * kWidth, 48, -0.05f, 0.05f));
+  auto dq = t.device(random_vector(n, 49)), dk = t.device(random_vector(n, 50));
+  auto yq = t.zeros(n), yk = t.zeros(n), yq_plain = t.zeros(n), yk_plain = t.zeros(n);
+  auto dwq = t.zeros(std::size_t(kWidth) * kWidth), dwk = t.zeros(dwq.size()), dwq_plain = t.zeros(dwq.size()),
+       dwk_plain = t.zeros(dwq.size()), dln = t.zeros(n), dln_plain = t.zeros(n);
+  const auto layers = [&](DeviceBuffer& q_out, DeviceBuffer& k_out, DeviceBuffer& dwq_out, DeviceBuffer& dwk_out) {
+    SharedInputLinear l[2];
+    l[0].out = l[1].out = kWidth;
+    l[0].w = wq.data(), l[1].w = wk.data();
+    l[0].y = q_out.data(), l[1].y = k_out.data();
+    l[0].dy = dq.data(), l[1].dy = dk.data();
+    l[0].dw = dwq_out.data(), l[1].dw = dwk_out.data();
+    return std::vector<SharedInputLinear>(l, l + 2);
+  };
+  const auto with = layers(yq, yk, dwq, dwk), without = layers(yq_plain, yk_plain, dwq_plain, dwk_plain);
+  g_ops.linears_forward(gy.data(), y16, with.data(), 2, kRows, kWidth, t.gs());
+  g_ops.linears_forward(gy.data(), nullptr, without.data(), 2, kRows, kWidth, t.gs());
+  CHECK(t.host(yq) == t.host(yq_plain));
+  CHECK(t.host(yk) == t.host(yk_plain));
+  g_ops.linears_backward(gy.data(), y16, with.data(), 2, dln.data(), kRows, kWidth, t.gs());
+  g_ops.linears_backward(gy.data(), nullptr, without.data(), 2, dln_plain.data(), kRows, kWidth, t.gs());
+  CHECK(t.host(dwq) == t.host(dwq_plain));
+  CHECK(t.host(dwk) == t.host(dwk_plain));
+  CHECK(t.host(dln) == t.host(dln_plain));
 }
 
 TEST_CASE("cuda transformer 16-bit attention matches the CPU emulation", "[gpu][transformer][autocast]") {
@@ -293,12 +320,12 @@ TEST_CASE("cuda ViT step at bf16-mixed / 16-mixed follows the CPU emulation", "[
 
 // TRAINER_VIT_16BIT_COPIES: a ViT step whose Linear layers read the 16-bit copies that
 // LayerNorm, GELU and the fused attention write gives the step that casts its fp32
-// activations. The products get the same operand bits either way (the op-level case
-// above checks them bit for bit), but the fused backward accumulates dq with atomics,
-// and cuBLAS may pick another kernel for an operand at another address: within one
-// 16-bit step per rounding point.
+// activations. With the batched attention, bit for bit: the same cuBLAS calls on the
+// same operand bits. The fused backward accumulates dq with atomics, so two fused steps
+// differ by rounding noise whatever the copies; hence the twin test's bound there.
 TEST_CASE("cuda ViT step with 16-bit activation copies gives the step without them", "[gpu][vit][autocast]") {
-  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2");  // dinov2: layer scale
+  // dinov2: layer scale; dinov3: q and k turned in place before the attention copies them.
+  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2", "vits_dinov3");
   const bool fused = GENERATE(true, false);
   const Precision p = Precision::bf16;
   INFO(name << (fused ? ", fused attention" : ", batched-matmul attention"));
@@ -319,10 +346,14 @@ TEST_CASE("cuda ViT step with 16-bit activation copies gives the step without th
   with.run(images, in, dy);
   without.run(images, in, dy);
   CHECK(with.backend->transformer_ops().fused_attention_note().empty());
-  CHECK(rel_error(with.heatmaps, without.heatmaps) < rounded_tolerance(p));
+  CHECK(with.heatmaps == without.heatmaps);  // the forwards have no atomics
+  if (!fused) {
+    CHECK(with.grads == without.grads);
+    return;
+  }
   for (const auto& e : with.net.store().parameters()) {
     if (test_shared::gradient_is_zero_in_exact_arithmetic(e.name)) continue;
     INFO(e.name);
-    CHECK(rel_error(with.grad(e), without.grad(e)) < rounded_tolerance(p));
+    CHECK(rel_error(with.grad(e), without.grad(e)) < 5e-2);  // the CPU/GPU twin step's bf16 bound
   }
 }
