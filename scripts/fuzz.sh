@@ -30,19 +30,34 @@ trap 'rm -rf "$scratch"' EXIT
 export TMPDIR=$scratch  # the harnesses' scratch files, also those a crash leaves behind
 findings=$BUILD/findings
 mkdir -p "$findings"
-failed=()
-for harness in "${HARNESSES[@]}"; do
-  [[ -x $BUILD/$harness ]] || { echo "error: $BUILD/$harness is not built (see docs/BUILD.md, Fuzzing)" >&2; exit 2; }
-  corpus=$scratch/$harness
+# The harnesses run side by side, TRAINER_FUZZ_JOBS at a time (default: 2, or 1 on
+# one core); each is one single-threaded process, so each still gets its SECONDS of one core.
+parallel=${TRAINER_FUZZ_JOBS:-$(( $(nproc) > 1 ? 2 : 1 ))}
+run_harness() {  # run_harness NAME: its log and exit status under $scratch
+  local harness=$1 corpus=$scratch/$1
   mkdir -p "$corpus"
   [[ -d tests/fuzz/corpus/$harness ]] && cp tests/fuzz/corpus/"$harness"/* "$corpus"/
-  options=(-max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024
-           -max_len=32768 -print_final_stats=1 -artifact_prefix="$findings/$harness-")
+  local options=(-max_total_time="$SECONDS_EACH" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024
+                 -max_len=32768 -print_final_stats=1 -artifact_prefix="$findings/$harness-")
   [[ -f tests/fuzz/$harness.dict ]] && options+=(-dict="tests/fuzz/$harness.dict")
+  local rc=0
+  "$BUILD/$harness" "${options[@]}" "$corpus" >"$scratch/$harness.log" 2>&1 || rc=$?
+  echo "$rc" > "$scratch/$harness.rc"
+}
+for harness in "${HARNESSES[@]}"; do
+  [[ -x $BUILD/$harness ]] || { echo "error: $BUILD/$harness is not built (see docs/BUILD.md, Fuzzing)" >&2; exit 2; }
+done
+for harness in "${HARNESSES[@]}"; do
+  while (( $(jobs -rp | wc -l) >= parallel )); do wait -n || true; done
+  run_harness "$harness" &
+done
+wait
+failed=()
+for harness in "${HARNESSES[@]}"; do
   printf '\n--- %s: %ss on a copy of tests/fuzz/corpus/%s (%s seeds)\n' "$harness" "$SECONDS_EACH" "$harness" \
-    "$(find "$corpus" -type f | wc -l)"
+    "$(find "tests/fuzz/corpus/$harness" -type f 2>/dev/null | wc -l)"
   # Only libFuzzer's summary lines: a crash report prints in full.
-  if "$BUILD/$harness" "${options[@]}" "$corpus" >"$scratch/$harness.log" 2>&1; then
+  if [[ "$(cat "$scratch/$harness.rc" 2>/dev/null)" == 0 ]]; then
     grep -E '^(#[0-9]+[[:space:]]+DONE|stat::number_of_executed_units|Done )' "$scratch/$harness.log" || true
   else
     grep -v -E '^#[0-9]+|NEW_FUNC|^INFO:' "$scratch/$harness.log" | tail -60

@@ -295,6 +295,18 @@ struct Case {
   bool flat;
 };
 
+// Under ASan and UBSan (CI's sanitizer stage) the 64 x 64 maps stop at d = 2: their
+// d = 3 planes (512 x 512, replayed lane by lane) took most of that stage's time, and
+// the smaller maps reach the same code at d = 3. The plain build runs every case.
+bool sanitizer_skips(const Shape4& s, int d) {
+#ifdef TRAINER_SANITIZED
+  return d == 3 && s.plane() >= 64 * 64;
+#else
+  (void)s, (void)d;
+  return false;
+#endif
+}
+
 }  // namespace
 
 TEST_CASE("soft-argmax kernels on the host: the upsampling and its adjoint match the CPU twin bit for bit",
@@ -305,6 +317,7 @@ TEST_CASE("soft-argmax kernels on the host: the upsampling and its adjoint match
   unsigned seed = 500;
   for (const Case& c : cases)
     for (int d = 1; d <= 3; ++d) {
+      if (sanitizer_skips(c.s, d)) continue;
       const Shape4 s = c.s;
       INFO(s.str() << (c.flat ? " flat" : " peaked") << ", d = " << d);
       const int planes = s.n * s.c;
@@ -341,6 +354,7 @@ TEST_CASE("soft-argmax kernels on the host match the CPU twin (coords, confidenc
   unsigned seed = 600;
   for (const Case& c : cases)
     for (int d = 0; d <= 3; ++d) {
+      if (sanitizer_skips(c.s, d)) continue;
       const Shape4 s = c.s;
       INFO(s.str() << (c.flat ? " flat" : " peaked") << ", d = " << d);
       const int planes = s.n * s.c;
