@@ -70,9 +70,11 @@ bool CudaTransformerOps::fused_attention_ready(const AttentionShape& a) {
   return ready;
 }
 
-bool CudaTransformerOps::state_is_fused(const float* state, const AttentionShape& a) {
-  const auto it = fused_state_.find(state);
-  return it != fused_state_.end() ? it->second.fused : fused_attention_ready(a);
+CudaTransformerOps::StatePath CudaTransformerOps::state_path(const float* state, const AttentionShape& a) {
+  if (const auto it = fused_state_.find(state); it != fused_state_.end()) return it->second;
+  StatePath unknown;  // no forward wrote it here: what a forward would take now, without copies
+  unknown.fused = fused_attention_ready(a);
+  return unknown;
 }
 
 namespace {
@@ -99,8 +101,7 @@ std::size_t CudaTransformerOps::attention_state_count(const AttentionShape& a) {
 
 const std::uint16_t* CudaTransformerOps::attention_output16(const float* state, const AttentionShape& a) {
   const auto it = fused_state_.find(state);
-  if (it == fused_state_.end() || !it->second.copies) return nullptr;
-  return kept_copy(const_cast<float*>(state), a, 3);
+  return it != fused_state_.end() && it->second.copies ? kept_copy(const_cast<float*>(state), a, 3) : nullptr;
 }
 
 void CudaTransformerOps::attention_forward_fused(const float* q, const float* k, const float* v, float* state,
@@ -139,14 +140,9 @@ void CudaTransformerOps::attention_backward_fused(const float* q, const float* k
   ScratchCarve carve(as_cuda(s), {recast, recast, recast, recast, n * h, n * h, n * h, n * h, workspace});
   const std::uint16_t* forward16[4];
   const float* forward32[4] = {q, k, v, out};
-  for (int i = 0; i < 4; ++i) {
-    if (copies_kept) {
-      forward16[i] = kept_copy(const_cast<float*>(state), a, i);
-    } else {
-      cast16(forward32[i], carve.as<std::uint16_t>(i), n, s);
-      forward16[i] = carve.as<std::uint16_t>(i);
-    }
-  }
+  for (int i = 0; i < 4; ++i)
+    forward16[i] = copy_or_cast(forward32[i], copies_kept ? kept_copy(const_cast<float*>(state), a, i) : nullptr,
+                                carve.as<std::uint16_t>(i), n, s);
   std::uint16_t* part[4];  // dout, dq, dk, dv
   for (int i = 0; i < 4; ++i) part[i] = carve.as<std::uint16_t>(4 + i);
   cast16(dout, part[0], n, s);

@@ -71,15 +71,8 @@ void CudaTransformerOps::matmul_with_copies(const MatmulShape& g, const float* a
     const std::size_t span_a = matmul_span_a(g), span_b = matmul_span_b(g);
     constexpr std::size_t h = sizeof(std::uint16_t);
     ScratchCarve carve(as_cuda(s), {a16 ? 0 : span_a * h, b16 ? 0 : span_b * h});
-    if (!a16) {
-      cast16(a, carve.as<std::uint16_t>(0), span_a, s);
-      a16 = carve.as<std::uint16_t>(0);
-    }
-    if (!b16) {
-      cast16(b, carve.as<std::uint16_t>(1), span_b, s);
-      b16 = carve.as<std::uint16_t>(1);
-    }
-    gemm16(g, a16, b16, c, s);
+    gemm16(g, copy_or_cast(a, a16, carve.as<std::uint16_t>(0), span_a, s),
+           copy_or_cast(b, b16, carve.as<std::uint16_t>(1), span_b, s), c, s);
     return;
   }
   cublasHandle_t h = cublas_on(s);
@@ -107,11 +100,7 @@ void CudaTransformerOps::linear_backward(const float* x, const std::uint16_t* x1
     cast16(w, w16, w_span, s);
     gemm16(p.dx, dy16, w16, dx, s);
   }
-  if (!x16) {
-    cast16(x, carve.as<std::uint16_t>(1), x_span, s);
-    x16 = carve.as<std::uint16_t>(1);
-  }
-  gemm16(p.dw, dy16, x16, dw, s);
+  gemm16(p.dw, dy16, copy_or_cast(x, x16, carve.as<std::uint16_t>(1), x_span, s), dw, s);
   if (dbias) column_sums(dy, dbias, rows, out, s);  // from the unrounded fp32 dy, as the generic Linear
 }
 
@@ -125,10 +114,7 @@ void CudaTransformerOps::linears_forward(const float* x, const std::uint16_t* x1
   constexpr std::size_t h = sizeof(std::uint16_t);
   ScratchCarve carve(as_cuda(s), {x16 ? 0 : x_span * h, w_span * h});
   auto* w16 = carve.as<std::uint16_t>(1);  // each layer's in turn (stream order)
-  if (!x16) {
-    cast16(x, carve.as<std::uint16_t>(0), x_span, s);
-    x16 = carve.as<std::uint16_t>(0);
-  }
+  x16 = copy_or_cast(x, x16, carve.as<std::uint16_t>(0), x_span, s);
   for (int i = 0; i < count; ++i) {
     const SharedInputLinear& l = layers[i];
     const MatmulShape y = linear_products(rows, in, l.out).y;
@@ -153,10 +139,7 @@ void CudaTransformerOps::linears_backward(const float* x, const std::uint16_t* x
   ScratchCarve carve(as_cuda(s), {x16 ? 0 : x_span * h, dy_span * h, dx ? w_span * h : 0});
   auto* dy16 = carve.as<std::uint16_t>(1);  // each layer's in turn (stream order)
   auto* w16 = carve.as<std::uint16_t>(2);
-  if (!x16) {
-    cast16(x, carve.as<std::uint16_t>(0), x_span, s);
-    x16 = carve.as<std::uint16_t>(0);
-  }
+  x16 = copy_or_cast(x, x16, carve.as<std::uint16_t>(0), x_span, s);
   for (int i = 0; i < count; ++i) {
     const SharedInputLinear& l = layers[i];
     LinearProducts p = linear_products(rows, in, l.out);
@@ -183,6 +166,13 @@ void CudaTransformerOps::gemm16(const MatmulShape& g, const std::uint16_t* a, co
   CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, op_b, op_a, g.n, g.m, g.k, &g.alpha, b, type, int(g.ldb), g.stride_b, a,
                                           type, int(g.lda), g.stride_a, &g.beta, c, CUDA_R_32F, int(g.ldc),
                                           g.stride_c, g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+const std::uint16_t* CudaTransformerOps::copy_or_cast(const float* src, const std::uint16_t* copy,
+                                                     std::uint16_t* scratch, std::size_t count, Stream& s) {
+  if (copy) return copy;
+  cast16(src, scratch, count, s);
+  return scratch;
 }
 
 void CudaTransformerOps::cast16_rows(const float* src, std::uint16_t* dst, long long rows, int cols, long long dst_ld,
@@ -220,11 +210,8 @@ void CudaTransformerOps::attention_backward(const float* q, const float* k, cons
                                             float* scratch, const AttentionShape& a, Stream& s) {
   if (autocast_precision() == Precision::fp32)
     return TransformerOps::attention_backward(q, k, v, probs, out, dout, dq, dk, dv, scratch, a, s);
-  if (state_is_fused(probs, a)) {
-    const auto it = fused_state_.find(probs);
-    const bool copies_kept = it != fused_state_.end() && it->second.copies;
-    return attention_backward_fused(q, k, v, probs, out, dout, dq, dk, dv, a, copies_kept, s);
-  }
+  if (const StatePath path = state_path(probs, a); path.fused)
+    return attention_backward_fused(q, k, v, probs, out, dout, dq, dk, dv, a, path.copies, s);
   attention_backward16(q, k, v, probs, dout, dq, dk, dv, scratch, a, s);
 }
 

@@ -89,6 +89,9 @@ class CudaTransformerOps final : public TransformerOps {
   void gemm16(const MatmulShape& g, const std::uint16_t* a, const std::uint16_t* b, float* c, Stream& s);
   // dst = the autocast precision's 16-bit rounding of src[0, count).
   void cast16(const float* src, std::uint16_t* dst, std::size_t count, Stream& s);
+  // `copy` when given (an operand's 16-bit copy), else src[0, count) cast into `scratch`.
+  const std::uint16_t* copy_or_cast(const float* src, const std::uint16_t* copy, std::uint16_t* scratch,
+                                    std::size_t count, Stream& s);
   // The same for `rows` rows of `cols` contiguous values into rows `dst_ld` apart.
   void cast16_rows(const float* src, std::uint16_t* dst, long long rows, int cols, long long dst_ld, Stream& s);
   void attention_forward16(const float* q, const float* k, const float* v, float* probs, float* out,
@@ -99,9 +102,13 @@ class CudaTransformerOps final : public TransformerOps {
   // 16-bit autocast precision, a shape cuDNN takes, and both passes' plans built
   // (tried once per shape).
   bool fused_attention_ready(const AttentionShape& a);
-  // Whether the forward that wrote `state` fused (the backward takes its path, even
-  // if the switch changed since); unknown state: fused_attention_ready(a).
-  bool state_is_fused(const float* state, const AttentionShape& a);
+  struct StatePath {
+    bool fused = false;
+    bool copies = false;  // the fused forward kept its 16-bit copies in the state
+  };
+  // The path of the forward that wrote `state` (the backward takes it, even if a
+  // switch changed since); unknown state: fused_attention_ready(a), without copies.
+  StatePath state_path(const float* state, const AttentionShape& a);
   // keep_copies: the 16-bit q, k, v and output stay in `state` after the statistics
   // (attention_state_count made room); copies_kept: the forward did that.
   void attention_forward_fused(const float* q, const float* k, const float* v, float* state, float* out,
@@ -119,10 +126,6 @@ class CudaTransformerOps final : public TransformerOps {
   std::unique_ptr<AttentionGraphCache> attention_graphs_;
   // (batch, tokens, heads, head_dim, precision) -> whether the fused attention runs it.
   std::map<std::tuple<int, int, int, int, Precision>, bool> fused_ready_;
-  struct StatePath {
-    bool fused = false;
-    bool copies = false;  // the fused forward kept its 16-bit copies in the state
-  };
   std::map<const float*, StatePath> fused_state_;  // attention state buffer -> the path its forward took
   std::string fused_note_;  // the first reason a shape runs unfused
 };
