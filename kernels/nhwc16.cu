@@ -115,9 +115,13 @@ struct SumArgs {
   int c;
 };
 
-template <Format16 F, int VEC, SumKind K>
+// U rows in flight per thread: their loads are issued before any of their sums (U = 4,
+// BnKernels::tiled), the sums still added row by row in order, so the same bits as U = 1
+// (the 2026-11-27 kernel, which ran at about a fifth of an H200's bandwidth).
+template <Format16 F, int VEC, SumKind K, int U>
 __global__ void channel_partials_kernel(SumArgs args, int tx, int ty, double* partial) {
   using C = Codec<F>;
+  constexpr bool kTwoInputs = K == SumKind::backward || K == SumKind::relu_backward;
   __shared__ double shared[kSumThreads * VEC * 2];
   const int lx = threadIdx.x % tx, ly = threadIdx.x / tx;
   const int lane = blockIdx.y * tx + lx;
@@ -130,15 +134,12 @@ __global__ void channel_partials_kernel(SumArgs args, int tx, int ty, double* pa
     compute::BatchnormAffine affine[VEC];
     for (int j = 0; j < VEC; ++j) {
       if constexpr (K == SumKind::moments) ref[j] = C::load(args.a[c0 + j]);
-      else if constexpr (K == SumKind::backward || K == SumKind::relu_backward) ref[j] = args.mean[c0 + j];
+      else if constexpr (kTwoInputs) ref[j] = args.mean[c0 + j];
       else ref[j] = 0.f;
       if constexpr (K == SumKind::relu_backward)
         affine[j] = compute::batchnorm_affine_of(args.mean, args.invstd, args.gamma, args.beta, c0 + j);
     }
-    const std::size_t step = std::size_t(gridDim.x) * ty;
-    for (std::size_t r = std::size_t(blockIdx.x) * ty + ly; r < args.rows; r += step) {
-      const std::size_t off = r * args.c + c0;
-      const Pack<VEC> pa = load_pack<VEC>(args.a + off);
+    const auto add_row = [&](const Pack<VEC>& pa, const Pack<VEC>& px) {
       if constexpr (K == SumKind::stats || K == SumKind::moments) {
         for (int j = 0; j < VEC; ++j) {
           const double v = double(C::load(pa.v[j])) - double(ref[j]);
@@ -146,7 +147,6 @@ __global__ void channel_partials_kernel(SumArgs args, int tx, int ty, double* pa
           sb[j] += v * v;
         }
       } else {
-        const Pack<VEC> px = load_pack<VEC>(args.x + off);
         for (int j = 0; j < VEC; ++j) {
           const float xv = C::load(px.v[j]);
           float g = C::load(pa.v[j]);
@@ -155,6 +155,24 @@ __global__ void channel_partials_kernel(SumArgs args, int tx, int ty, double* pa
           sb[j] += double(g) * (double(xv) - double(ref[j]));
         }
       }
+    };
+    const std::size_t step = std::size_t(gridDim.x) * ty;
+    std::size_t r = std::size_t(blockIdx.x) * ty + ly;
+    for (; r + (U - 1) * step < args.rows; r += U * step) {
+      Pack<VEC> pa[U], px[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const std::size_t off = (r + u * step) * args.c + c0;
+        pa[u] = load_pack<VEC>(args.a + off);
+        if constexpr (kTwoInputs) px[u] = load_pack<VEC>(args.x + off);
+        else px[u] = Pack<VEC>{};
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) add_row(pa[u], px[u]);
+    }
+    for (; r < args.rows; r += step) {
+      const std::size_t off = r * args.c + c0;
+      add_row(load_pack<VEC>(args.a + off), kTwoInputs ? load_pack<VEC>(args.x + off) : Pack<VEC>{});
     }
   }
   for (int j = 0; j < VEC; ++j) {
@@ -177,44 +195,69 @@ __global__ void channel_partials_kernel(SumArgs args, int tx, int ty, double* pa
 
 // mean = shift + a / count, M2 = b - a^2 / count (kernels/batchnorm.cu's rule).
 template <Format16 F>
-__global__ void moments_kernel(const std::uint16_t* x, const double* partial, int c, int splits, double count,
-                               float* out) {
-  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
-  if (ch == 0) out[3 * c] = static_cast<float>(count);
-  if (ch >= c) return;
+__device__ inline void store_channel_moments(const std::uint16_t* x, int c, int ch, double count, double a, double b,
+                                             float* out) {
   if (count <= 0.0) {
     compute::store_moments(out, c, ch, 0.0, 0.0);
     return;
-  }
-  double a = 0.0, b = 0.0;
-  for (int s = 0; s < splits; ++s) {
-    a += partial[(std::size_t(s) * c + ch) * 2 + 0];
-    b += partial[(std::size_t(s) * c + ch) * 2 + 1];
   }
   const double m2 = b - a * a / count;
   compute::store_moments(out, c, ch, double(Codec<F>::load(x[ch])) + a / count, m2 > 0.0 ? m2 : 0.0);
 }
 
+// BnKernels::flat: one thread per channel adds its splits.
+template <Format16 F>
+__global__ void moments_kernel(const std::uint16_t* x, const double* partial, int c, int splits, double count,
+                               float* out) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch == 0) out[3 * c] = static_cast<float>(count);
+  if (ch >= c) return;
+  double a = 0.0, b = 0.0;
+  for (int s = 0; s < splits; ++s) {
+    a += partial[(std::size_t(s) * c + ch) * 2 + 0];
+    b += partial[(std::size_t(s) * c + ch) * 2 + 1];
+  }
+  store_channel_moments<F>(x, c, ch, count, a, b, out);
+}
+
+// BnKernels::tiled: the splits over kSplitLanes threads per channel (channel_partials.cuh).
+template <Format16 F>
+__global__ void __launch_bounds__(32 * kSplitLanes)
+    moments_lanes_kernel(const std::uint16_t* x, const double* partial, int c, int splits, double count, float* out) {
+  if (blockIdx.x == 0 && threadIdx.x == 0 && threadIdx.y == 0) out[3 * c] = static_cast<float>(count);
+  int ch;
+  double a, b;
+  if (!sum_split_lanes(partial, c, splits, ch, a, b)) return;
+  store_channel_moments<F>(x, c, ch, count, a, b, out);
+}
+
 template <SumKind K>
-void channel_partials(const SumArgs& args, Format16 f, double* scratch, cudaStream_t s) {
+void channel_partials(const SumArgs& args, Format16 f, BnKernels kernels, double* scratch, cudaStream_t s) {
   const SumLayout l = sum_layout(args.rows, args.c);
   dispatch(f, packs_of_8(args.c % 8 == 0, {args.a, args.x}), [&](auto v) {
     using V = decltype(v);
-    channel_partials_kernel<V::F, V::VEC, K>
-        <<<dim3(unsigned(l.splits), unsigned(l.chunks)), l.tx * l.ty, 0, s>>>(args, l.tx, l.ty, scratch);
+    const dim3 grid(unsigned(l.splits), unsigned(l.chunks));
+    if (kernels == BnKernels::tiled)
+      channel_partials_kernel<V::F, V::VEC, K, 4><<<grid, l.tx * l.ty, 0, s>>>(args, l.tx, l.ty, scratch);
+    else
+      channel_partials_kernel<V::F, V::VEC, K, 1><<<grid, l.tx * l.ty, 0, s>>>(args, l.tx, l.ty, scratch);
   });
 }
 
 template <SumKind K>
-void channel_sums(const SumArgs& args, Format16 f, float* out, double* scratch, cudaStream_t s) {
+void channel_sums(const SumArgs& args, Format16 f, BnKernels kernels, float* out, double* scratch, cudaStream_t s) {
   if (args.c <= 0) return;
   if (args.rows == 0) {
     cudaMemsetAsync(out, 0, 2 * std::size_t(args.c) * sizeof(float), s);
     return;
   }
-  channel_partials<K>(args, f, scratch, s);
-  channel_partials_sum_kernel<<<(args.c + kThreads - 1) / kThreads, kThreads, 0, s>>>(
-      scratch, args.c, sum_layout(args.rows, args.c).splits, out);
+  channel_partials<K>(args, f, kernels, scratch, s);
+  const int splits = sum_layout(args.rows, args.c).splits;
+  if (kernels == BnKernels::tiled)
+    channel_partials_sum_lanes_kernel<<<split_lanes_grid(args.c), split_lanes_block(), 0, s>>>(scratch, args.c,
+                                                                                              splits, out);
+  else
+    channel_partials_sum_kernel<<<(args.c + kThreads - 1) / kThreads, kThreads, 0, s>>>(scratch, args.c, splits, out);
 }
 
 // ---- element-wise batch norm -------------------------------------------------------
@@ -289,6 +332,117 @@ __global__ void backward_apply_kernel(const std::uint16_t* dy, const std::uint16
     }
     store_pack<VEC>(dx + off, out);
   }
+}
+
+// BnKernels::tiled: the channel sums' layout (tx channel lanes of VEC channels by ty
+// rows, one chunk of lanes per blockIdx.y), so each thread reads its channels'
+// coefficients once into registers, needs no division to find its channel, and goes
+// down its rows with U rows' loads in flight. The flat kernels above (one pack per
+// thread, a 64-bit remainder and 2 to 6 coefficient loads per value) ran at about 40%
+// of an H200's bandwidth (2026-11-27). The arithmetic per value is theirs.
+constexpr int kTileRowsPerThread = 8;  // rows per thread, about, before the grid is capped
+constexpr int kTileRowsInFlight = 4;
+
+struct TileLayout {
+  int tx, ty;
+  dim3 grid;
+};
+
+TileLayout tile_layout(std::size_t rows, int c, int vec) {
+  const int lanes = c / vec;
+  TileLayout l;
+  l.tx = lanes < kSumThreads ? lanes : kSumThreads;
+  l.ty = kSumThreads / l.tx;
+  const int chunks = (lanes + l.tx - 1) / l.tx;
+  const std::size_t per_block = std::size_t(l.ty) * kTileRowsPerThread;
+  std::size_t blocks = (rows + per_block - 1) / per_block;
+  blocks = blocks < 1 ? 1 : blocks > (std::size_t(1) << 20) ? (std::size_t(1) << 20) : blocks;
+  l.grid = dim3(unsigned(blocks), unsigned(chunks));
+  return l;
+}
+
+// Calls row(offset) for rows r = first, first + step, ... below `rows`, kTileRowsInFlight
+// at a time: load(offset, u) for all of them first, then use(offset, u).
+template <typename Load, typename Use>
+__device__ inline void tile_rows(std::size_t rows, int c, int c0, int tx, int ty, Load&& load, Use&& use) {
+  constexpr int U = kTileRowsInFlight;
+  const std::size_t step = std::size_t(gridDim.x) * ty;
+  std::size_t r = std::size_t(blockIdx.x) * ty + int(threadIdx.x) / tx;
+  for (; r + (U - 1) * step < rows; r += U * step) {
+#pragma unroll
+    for (int u = 0; u < U; ++u) load((r + u * step) * c + c0, u);
+#pragma unroll
+    for (int u = 0; u < U; ++u) use((r + u * step) * c + c0, u);
+  }
+  for (; r < rows; r += step) {
+    load(r * c + c0, 0);
+    use(r * c + c0, 0);
+  }
+}
+
+template <Format16 F, int VEC>
+__global__ void apply_tiled_kernel(const std::uint16_t* x, const std::uint16_t* residual, bool relu, std::uint16_t* y,
+                                   std::size_t rows, int tx, int ty, ApplyCoefficients k) {
+  using C = Codec<F>;
+  const int c0 = (int(blockIdx.y) * tx + int(threadIdx.x) % tx) * VEC;
+  if (c0 >= k.c) return;
+  compute::BatchnormAffine a[VEC];
+  for (int j = 0; j < VEC; ++j) a[j] = compute::BatchnormAffine{k.at(0, c0 + j), k.at(1, c0 + j)};
+  Pack<VEC> px[kTileRowsInFlight], pr[kTileRowsInFlight];
+  tile_rows(
+      rows, k.c, c0, tx, ty,
+      [&](std::size_t off, int u) {
+        px[u] = load_pack<VEC>(x + off);
+        pr[u] = residual ? load_pack<VEC>(residual + off) : Pack<VEC>{};
+      },
+      [&](std::size_t off, int u) {
+        Pack<VEC> out;
+        for (int j = 0; j < VEC; ++j) {
+          const float xv = C::load(px[u].v[j]);
+          float v;
+          if (!relu) v = compute::batchnorm_affine(xv, a[j]);
+          else if (residual) v = compute::batchnorm_add_relu(xv, a[j], C::load(pr[u].v[j]));
+          else v = compute::batchnorm_relu(xv, a[j]);
+          out.v[j] = C::store(v);
+        }
+        store_pack<VEC>(y + off, out);
+      });
+}
+
+template <Format16 F, int VEC>
+__global__ void backward_apply_tiled_kernel(const std::uint16_t* dy, const std::uint16_t* x, bool relu,
+                                            std::uint16_t* dx, std::size_t rows, int tx, int ty,
+                                            ApplyCoefficients k) {
+  using C = Codec<F>;
+  const int c0 = (int(blockIdx.y) * tx + int(threadIdx.x) % tx) * VEC;
+  if (c0 >= k.c) return;
+  compute::BatchnormAffine a[VEC];
+  float mean_dy[VEC], proj[VEC], mean[VEC], scale[VEC];
+  for (int j = 0; j < VEC; ++j) {
+    const int ch = c0 + j;
+    a[j] = relu ? compute::BatchnormAffine{k.at(0, ch), k.at(1, ch)} : compute::BatchnormAffine{0.f, 0.f};
+    mean_dy[j] = k.at(2, ch);
+    proj[j] = k.at(3, ch);
+    mean[j] = k.at(4, ch);
+    scale[j] = k.at(5, ch);
+  }
+  Pack<VEC> pd[kTileRowsInFlight], px[kTileRowsInFlight];
+  tile_rows(
+      rows, k.c, c0, tx, ty,
+      [&](std::size_t off, int u) {
+        pd[u] = load_pack<VEC>(dy + off);
+        px[u] = load_pack<VEC>(x + off);
+      },
+      [&](std::size_t off, int u) {
+        Pack<VEC> out;
+        for (int j = 0; j < VEC; ++j) {
+          const float xv = C::load(px[u].v[j]);
+          float gradient = C::load(pd[u].v[j]);
+          if (relu) gradient = compute::relu_masked(gradient, xv, a[j]);
+          out.v[j] = C::store((gradient - mean_dy[j] - (xv - mean[j]) * proj[j]) * scale[j]);
+        }
+        store_pack<VEC>(dx + off, out);
+      });
 }
 
 // ---- max pooling (pool.cuh's semantics, NHWC) -------------------------------------
@@ -380,17 +534,27 @@ std::size_t nhwc16_scratch_doubles(std::size_t rows, int c) {
 
 std::size_t nhwc16_coefficient_floats(int c) { return 6 * std::size_t(c > 0 ? c : 0); }
 
-void nhwc16_stats(const std::uint16_t* x, std::size_t rows, int c, Format16 f, float* out, double* scratch,
-                  cudaStream_t s) {
-  channel_sums<SumKind::stats>(SumArgs{x, nullptr, nullptr, nullptr, nullptr, nullptr, rows, c}, f, out, scratch, s);
+void nhwc16_stats(const std::uint16_t* x, std::size_t rows, int c, Format16 f, BnKernels kernels, float* out,
+                  double* scratch, cudaStream_t s) {
+  channel_sums<SumKind::stats>(SumArgs{x, nullptr, nullptr, nullptr, nullptr, nullptr, rows, c}, f, kernels, out,
+                               scratch, s);
 }
 
-void nhwc16_moments(const std::uint16_t* x, std::size_t rows, int c, Format16 f, float* out, double* scratch,
-                    cudaStream_t s) {
+void nhwc16_moments(const std::uint16_t* x, std::size_t rows, int c, Format16 f, BnKernels kernels, float* out,
+                    double* scratch, cudaStream_t s) {
   if (c <= 0) return;
   const SumArgs args{x, nullptr, nullptr, nullptr, nullptr, nullptr, rows, c};
-  if (rows > 0) channel_partials<SumKind::moments>(args, f, scratch, s);
+  if (rows > 0) channel_partials<SumKind::moments>(args, f, kernels, scratch, s);
   const int splits = rows > 0 ? sum_layout(rows, c).splits : 0;
+  if (kernels == BnKernels::tiled) {
+    if (f == Format16::bf16)
+      moments_lanes_kernel<Format16::bf16>
+          <<<split_lanes_grid(c), split_lanes_block(), 0, s>>>(x, scratch, c, splits, double(rows), out);
+    else
+      moments_lanes_kernel<Format16::fp16>
+          <<<split_lanes_grid(c), split_lanes_block(), 0, s>>>(x, scratch, c, splits, double(rows), out);
+    return;
+  }
   const unsigned blocks = unsigned((c + kThreads) / kThreads);  // c + 1 threads: the count too
   if (f == Format16::bf16)
     moments_kernel<Format16::bf16><<<blocks, kThreads, 0, s>>>(x, scratch, c, splits, double(rows), out);
@@ -400,7 +564,8 @@ void nhwc16_moments(const std::uint16_t* x, std::size_t rows, int c, Format16 f,
 
 void nhwc16_batchnorm_apply(const std::uint16_t* x, const float* mean, const float* invstd, const float* gamma,
                             const float* beta, const std::uint16_t* residual, bool relu, std::uint16_t* y,
-                            std::size_t rows, int c, Format16 f, float* coefficients, cudaStream_t s) {
+                            std::size_t rows, int c, Format16 f, BnKernels kernels, float* coefficients,
+                            cudaStream_t s) {
   const std::size_t total = rows * std::size_t(c > 0 ? c : 0);
   if (!total) return;
   const ApplyCoefficients k{coefficients, c};
@@ -408,6 +573,11 @@ void nhwc16_batchnorm_apply(const std::uint16_t* x, const float* mean, const flo
                                                                                1.0, k);
   dispatch(f, packs_of_8(c % 8 == 0, {x, residual, y}), [&](auto v) {
     using V = decltype(v);
+    if (kernels == BnKernels::tiled) {
+      const TileLayout l = tile_layout(rows, c, V::VEC);
+      apply_tiled_kernel<V::F, V::VEC><<<l.grid, l.tx * l.ty, 0, s>>>(x, residual, relu, y, rows, l.tx, l.ty, k);
+      return;
+    }
     const std::size_t groups = total / V::VEC;
     apply_kernel<V::F, V::VEC><<<blocks_for(groups), kThreads, 0, s>>>(x, residual, relu, y, groups, k);
   });
@@ -415,17 +585,17 @@ void nhwc16_batchnorm_apply(const std::uint16_t* x, const float* mean, const flo
 
 void nhwc16_batchnorm_backward_reduce(const std::uint16_t* dy, const std::uint16_t* x, const float* mean,
                                       const float* invstd, const float* gamma, const float* beta, bool relu,
-                                      std::size_t rows, int c, Format16 f, float* out, double* scratch,
-                                      cudaStream_t s) {
+                                      std::size_t rows, int c, Format16 f, BnKernels kernels, float* out,
+                                      double* scratch, cudaStream_t s) {
   const SumArgs args{dy, x, mean, invstd, gamma, beta, rows, c};
-  if (relu) channel_sums<SumKind::relu_backward>(args, f, out, scratch, s);
-  else channel_sums<SumKind::backward>(args, f, out, scratch, s);
+  if (relu) channel_sums<SumKind::relu_backward>(args, f, kernels, out, scratch, s);
+  else channel_sums<SumKind::backward>(args, f, kernels, out, scratch, s);
 }
 
 void nhwc16_batchnorm_backward_apply(const std::uint16_t* dy, const std::uint16_t* x, const float* mean,
                                      const float* invstd, const float* gamma, const float* beta, const float* reduce,
                                      double count, bool relu, std::uint16_t* dx, std::size_t rows, int c, Format16 f,
-                                     float* coefficients, cudaStream_t s) {
+                                     BnKernels kernels, float* coefficients, cudaStream_t s) {
   const std::size_t total = rows * std::size_t(c > 0 ? c : 0);
   if (!total) return;
   const ApplyCoefficients k{coefficients, c};
@@ -433,6 +603,11 @@ void nhwc16_batchnorm_backward_apply(const std::uint16_t* dy, const std::uint16_
                                                                                count, k);
   dispatch(f, packs_of_8(c % 8 == 0, {dy, x, dx}), [&](auto v) {
     using V = decltype(v);
+    if (kernels == BnKernels::tiled) {
+      const TileLayout l = tile_layout(rows, c, V::VEC);
+      backward_apply_tiled_kernel<V::F, V::VEC><<<l.grid, l.tx * l.ty, 0, s>>>(dy, x, relu, dx, rows, l.tx, l.ty, k);
+      return;
+    }
     const std::size_t groups = total / V::VEC;
     backward_apply_kernel<V::F, V::VEC><<<blocks_for(groups), kThreads, 0, s>>>(dy, x, relu, dx, groups, k);
   });

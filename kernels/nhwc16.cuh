@@ -18,33 +18,42 @@
 
 namespace trainer::kernels {
 
+// Which batch-norm kernels run (TRAINER_BN_KERNELS, docs/GPU.md). `tiled` (the default
+// since 2026-11-27): apply and backward apply keep each thread on fixed channels down
+// several rows, the channel sums keep four rows' loads in flight, and their splits are
+// added by 32 threads per channel. `flat`: the kernels an H200 ran on 2026-11-27. The
+// same arithmetic per value; the per-channel sums add their splits in another fixed
+// order (double sums, rounded to float).
+enum class BnKernels { tiled, flat };
+
 // Scratch (in doubles) that the per-channel sums below need.
 std::size_t nhwc16_scratch_doubles(std::size_t rows, int c);
 // Scratch (in floats) for the per-channel coefficients of apply / backward apply.
 std::size_t nhwc16_coefficient_floats(int c);
 
 // out[0..C) = sum x; out[C..2C) = sum x^2 (batchnorm_stats).
-void nhwc16_stats(const std::uint16_t* x, std::size_t rows, int c, Format16 f, float* out, double* scratch,
-                  cudaStream_t stream);
+void nhwc16_stats(const std::uint16_t* x, std::size_t rows, int c, Format16 f, BnKernels kernels, float* out,
+                  double* scratch, cudaStream_t stream);
 // Moments in compute/batchnorm_moments.hpp's layout (batchnorm_moments), from sums
 // of x - shift and (x - shift)^2, the shift being the channel's value in row 0.
-void nhwc16_moments(const std::uint16_t* x, std::size_t rows, int c, Format16 f, float* out, double* scratch,
-                    cudaStream_t stream);
+void nhwc16_moments(const std::uint16_t* x, std::size_t rows, int c, Format16 f, BnKernels kernels, float* out,
+                    double* scratch, cudaStream_t stream);
 // y = bn(x), or with `relu` y = relu(bn(x) + residual) (residual may be null).
 void nhwc16_batchnorm_apply(const std::uint16_t* x, const float* mean, const float* invstd, const float* gamma,
                             const float* beta, const std::uint16_t* residual, bool relu, std::uint16_t* y,
-                            std::size_t rows, int c, Format16 f, float* coefficients, cudaStream_t stream);
+                            std::size_t rows, int c, Format16 f, BnKernels kernels, float* coefficients,
+                            cudaStream_t stream);
 // out[0..C) = sum g; out[C..2C) = sum g * (x - mean), g = dy, or with `relu` dy
 // masked by the ReLU that followed the batch norm (recomputed from x).
 void nhwc16_batchnorm_backward_reduce(const std::uint16_t* dy, const std::uint16_t* x, const float* mean,
                                       const float* invstd, const float* gamma, const float* beta, bool relu,
-                                      std::size_t rows, int c, Format16 f, float* out, double* scratch,
-                                      cudaStream_t stream);
+                                      std::size_t rows, int c, Format16 f, BnKernels kernels, float* out,
+                                      double* scratch, cudaStream_t stream);
 // dx = (g - reduce0/count - (x - mean) invstd^2 reduce1/count) invstd gamma.
 void nhwc16_batchnorm_backward_apply(const std::uint16_t* dy, const std::uint16_t* x, const float* mean,
                                      const float* invstd, const float* gamma, const float* beta, const float* reduce,
                                      double count, bool relu, std::uint16_t* dx, std::size_t rows, int c, Format16 f,
-                                     float* coefficients, cudaStream_t stream);
+                                     BnKernels kernels, float* coefficients, cudaStream_t stream);
 // Max pooling with pool.cuh's semantics on NHWC tensors.
 void nhwc16_maxpool_forward(const std::uint16_t* x, std::uint16_t* y, const PoolShape& p, Format16 f,
                             cudaStream_t stream);

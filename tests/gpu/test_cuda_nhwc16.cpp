@@ -206,6 +206,74 @@ TEST_CASE("cuda 16-bit NHWC conversion, batch norm, pooling and elementwise kern
   }
 }
 
+// TRAINER_BN_KERNELS: the tiled batch-norm kernels (the default) against the flat ones an
+// H200 ran on 2026-11-27, on the same GPU. Element-wise results are the same bits (the
+// same arithmetic per value); per-channel sums add their double partials in another
+// fixed order before rounding to float.
+TEST_CASE("cuda tiled batch-norm kernels give the 2026-11-27 kernels' values (TRAINER_BN_KERNELS=0)",
+          "[gpu][storage16]") {
+  // 16 x 64 x 128 x 128: 262,144 rows in 256 splits, eight per lane of the split sums,
+  // and many rows per thread; 2048 channels: one chunk of 256 lanes (ResNet-50's last
+  // stage); 300 and 6 channels: one value per thread, 300 in two chunks.
+  for (const Shape4 d : {Shape4{16, 64, 128, 128}, Shape4{8, 2048, 8, 8}, Shape4{4, 300, 9, 9}, Shape4{2, 6, 33, 31}}) {
+    for (Precision p : {Precision::bf16, Precision::fp16}) {
+      INFO(precision_name(p) << " " << d.str());
+      Pair16 t{p};
+      Backend& gpu = *t.gpu;
+      Stream& gs = gpu.default_stream();
+      const int c = d.c;
+      Tensor16 x = t.make(d, random_vector(d.numel(), 511, -2.f, 2.f)), r = t.make(d, random_vector(d.numel(), 512)),
+               dy = t.make(d, random_vector(d.numel(), 513)), out = t.zeros(d);
+      auto mean = t.device(random_vector(c, 514, -0.5f, 0.5f)), invstd = t.device(random_vector(c, 515, 0.5f, 2.f)),
+           gamma = t.device(random_vector(c, 516, -1.5f, 1.5f)), beta = t.device(random_vector(c, 517, -0.5f, 0.5f)),
+           reduce = t.device(random_vector(2 * std::size_t(c), 518, -100.f, 100.f));
+      const double count = double(d.n) * d.h * d.w;
+      struct Results {
+        std::vector<float> moments, stats;
+        std::vector<std::vector<float>> reduces, elementwise;
+      };
+      const auto run = [&](bool tiled) {
+        gpu.set_tiled_batchnorm16(tiled);
+        Results res;
+        DeviceBuffer m(gpu, batchnorm_moments_size(c)), sums(gpu, 2 * std::size_t(c));
+        gpu.batchnorm_moments(x.gpu(), m.data(), gs);
+        res.moments = t.host(m);
+        gpu.batchnorm_stats(x.gpu(), sums.data(), gs);
+        res.stats = t.host(sums);
+        gpu.batchnorm_apply(x.gpu(), mean.data(), invstd.data(), gamma.data(), beta.data(), out.gpu(), gs);
+        res.elementwise.push_back(t.values(out).first);
+        for (const float* residual : {static_cast<const float*>(nullptr), static_cast<const float*>(r.device.data())}) {
+          gpu.batchnorm_apply_relu(x.gpu(), mean.data(), invstd.data(), gamma.data(), beta.data(), residual, out.gpu(),
+                                   gs);
+          res.elementwise.push_back(t.values(out).first);
+        }
+        gpu.batchnorm_backward_reduce(dy.gpu(), x.gpu(), mean.data(), sums.data(), gs);
+        res.reduces.push_back(t.host(sums));
+        gpu.batchnorm_relu_backward_reduce(dy.gpu(), x.gpu(), mean.data(), invstd.data(), gamma.data(), beta.data(),
+                                           sums.data(), gs);
+        res.reduces.push_back(t.host(sums));
+        // Both kernels sets apply the same reduce, so dx compares the apply alone.
+        gpu.batchnorm_backward_apply(dy.gpu(), x.gpu(), mean.data(), invstd.data(), gamma.data(), reduce.data(), count,
+                                     out.gpu(), gs);
+        res.elementwise.push_back(t.values(out).first);
+        gpu.batchnorm_relu_backward_apply(dy.gpu(), x.gpu(), mean.data(), invstd.data(), gamma.data(), beta.data(),
+                                          reduce.data(), count, out.gpu(), gs);
+        res.elementwise.push_back(t.values(out).first);
+        return res;
+      };
+      const Results flat = run(false), tiled = run(true);
+      CHECK(rel_error(tiled.moments, flat.moments) < 1e-6);
+      CHECK(rel_error(tiled.stats, flat.stats) < 1e-6);
+      for (std::size_t i = 0; i < flat.reduces.size(); ++i) CHECK(rel_error(tiled.reduces[i], flat.reduces[i]) < 1e-6);
+      REQUIRE(tiled.elementwise.size() == 5);
+      for (std::size_t i = 0; i < flat.elementwise.size(); ++i) {
+        INFO("element-wise op " << i << " (apply, with ReLU, with residual and ReLU, backward, through the ReLU)");
+        CHECK(tiled.elementwise[i] == flat.elementwise[i]);
+      }
+    }
+  }
+}
+
 TEST_CASE("cuda 16-bit element-wise kernels take one value per thread on views not 16-byte aligned",
           "[gpu][storage16]") {
   // 512 values, a multiple of 8: only the views' 2-byte offset keeps the 16-byte packs out.

@@ -264,15 +264,22 @@ TEST_CASE("cuda semi-supervised steps match the CPU backend step for step", "[gp
     cpu.runner.request_loss();
     gpu.runner.request_loss();
     const double lc = cpu.runner.requested_loss(), lg = gpu.runner.requested_loss();
-    const auto tc = cpu.runner.take_unsupervised_sums(), tg = gpu.runner.take_unsupervised_sums();
+    const auto tc = cpu.runner.take_unsupervised_sums(), tg = gpu.runner.take_unsupervised_sums(),
+               tn = nudged.runner.take_unsupervised_sums();
     INFO("step " << step << " supervised loss cpu " << lc << " gpu " << lg);
     CHECK(std::fabs(lg - lc) <= 1e-4 * std::fabs(lc));
     REQUIRE(tc.size() == 2);
     REQUIRE(tg.size() == 2);
+    REQUIRE(tn.size() == 2);
     for (std::size_t t = 0; t < 2; ++t) {
-      INFO("term " << t << ": cpu " << tc[t] << " gpu " << tg[t]);
+      INFO("term " << t << ": cpu " << tc[t] << " gpu " << tg[t] << " nudged cpu " << tn[t]);
       CHECK(tc[t] > 0);
-      CHECK(std::fabs(tg[t] - tc[t]) <= 1e-3 * std::fabs(tc[t]));
+      // From the second step on, the terms follow the parted trajectories: on an H200
+      // (2026-11-27) term 0 was 0.24% apart at step 2 while the supervised losses still
+      // agreed to 3e-5. The GPU may be as far from the CPU as four times the nudged
+      // CPU twin is, but never more than 1e-3 apart at the first step.
+      const double drift = step == 0 ? 0.0 : 4.0 * std::fabs(tn[t] - tc[t]);
+      CHECK(std::fabs(tg[t] - tc[t]) <= std::max(1e-3 * std::fabs(tc[t]), drift));
     }
   }
 }

@@ -107,7 +107,11 @@ TEST_CASE("recorded training steps (CUDA graphs) give the unrecorded steps' loss
     const auto counts = recorded.runner.recording_counts();
     CHECK(counts.replayed >= 2);
     WARN("recorded steps: " << counts.replayed << " replays, " << counts.recorded << " recordings of 11 steps");
-    CHECK(rel_error(recorded.params(), plain.params()) < 1e-4);
+    // Not bit for bit: cuDNN's weight-gradient kernels may split their sums and add
+    // the parts in any order, so two runs of the same steps differ. On an H200
+    // (2026-11-27) fp32 ended 1.4e-4 apart in one of two runs after eleven Adam steps,
+    // under 1e-4 in the other; a replay that read a stale batch or lr moves them by percents.
+    CHECK(rel_error(recorded.params(), plain.params()) < 5e-4);
     const auto& cp = plain.net.store().counters();
     const auto& cr = recorded.net.store().counters();
     REQUIRE(cp.size() == cr.size());

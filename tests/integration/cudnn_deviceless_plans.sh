@@ -29,6 +29,10 @@ check resnet50-bf16-b64 --backbone resnet50 --size 256 --batch 64 --precision bf
 check resnet50-fp16-b64 --backbone resnet50 --size 256 --batch 64 --precision 16-mixed
 check resnet50-fp32-b16 --backbone resnet50 --size 256 --batch 16 --precision 32
 check resnet50-tf32-b16 --backbone resnet50 --size 256 --batch 16 --precision 32 --float32-matmul-precision high
+# The same on an H200's own serialization, captured at the 2026-11-27 visit (the
+# H100's figures above are written by hand from its specifications).
+PROPS=$REPO/tests/data/cudnn-device-properties/h200-captured.json check resnet50-bf16-b64-h200 \
+  --backbone resnet50 --size 256 --batch 64 --precision bf16-mixed
 # The mirror-mouse example's model (ResNet-18 at 128x128 in the lightning-pose loop).
 check resnet18-fp32-mirror --backbone resnet18 --size 128 --batch 16 --precision 32
 check resnet18-bf16-mirror --backbone resnet18 --size 128 --batch 16 --precision bf16-mixed

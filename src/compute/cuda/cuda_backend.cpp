@@ -238,7 +238,7 @@ class CudaBackend final : public Backend {
   void batchnorm_stats(ConstTensorView x, float* stats, Stream& s) override {
     auto& cs = as_cuda(s);
     if (stored16(x.storage)) {
-      kernels::nhwc16_stats(bits(x), rows_of(x.shape), x.shape.c, format16(), stats, sum_scratch(cs, x.shape), cs.get());
+      kernels::nhwc16_stats(bits(x), rows_of(x.shape), x.shape.c, format16(), bn_kernels(), stats, sum_scratch(cs, x.shape), cs.get());
       CUDA_CHECK_LAUNCH();
       return;
     }
@@ -251,7 +251,7 @@ class CudaBackend final : public Backend {
   void batchnorm_moments(ConstTensorView x, float* moments, Stream& s) override {
     auto& cs = as_cuda(s);
     if (stored16(x.storage)) {
-      kernels::nhwc16_moments(bits(x), rows_of(x.shape), x.shape.c, format16(), moments, sum_scratch(cs, x.shape),
+      kernels::nhwc16_moments(bits(x), rows_of(x.shape), x.shape.c, format16(), bn_kernels(), moments, sum_scratch(cs, x.shape),
                               cs.get());
       CUDA_CHECK_LAUNCH();
       return;
@@ -281,7 +281,8 @@ class CudaBackend final : public Backend {
     SHAPE_CHECK(x.shape == y.shape, "batchnorm_apply shapes " << x.shape.str() << " vs " << y.shape.str());
     if (stored16(same_storage({x.storage, y.storage}))) {
       kernels::nhwc16_batchnorm_apply(bits(x), mean, invstd, gamma, beta, nullptr, /*relu=*/false, bits(y),
-                                      rows_of(x.shape), x.shape.c, format16(), coefficient_scratch(s, x.shape.c),
+                                      rows_of(x.shape), x.shape.c, format16(), bn_kernels(),
+                                      coefficient_scratch(s, x.shape.c),
                                       as_cuda(s).get());
       CUDA_CHECK_LAUNCH();
       return;
@@ -296,7 +297,7 @@ class CudaBackend final : public Backend {
     auto& cs = as_cuda(s);
     if (stored16(same_storage({dy.storage, x.storage}))) {
       kernels::nhwc16_batchnorm_backward_reduce(bits(dy), bits(x), mean, nullptr, nullptr, nullptr, /*relu=*/false,
-                                                rows_of(x.shape), x.shape.c, format16(), reduce,
+                                                rows_of(x.shape), x.shape.c, format16(), bn_kernels(), reduce,
                                                 sum_scratch(cs, x.shape), cs.get());
       CUDA_CHECK_LAUNCH();
       return;
@@ -318,7 +319,7 @@ class CudaBackend final : public Backend {
     SHAPE_CHECK(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_backward_apply shapes");
     if (stored16(same_storage({dy.storage, x.storage, dx.storage}))) {
       kernels::nhwc16_batchnorm_backward_apply(bits(dy), bits(x), mean, invstd, gamma, nullptr, reduce, count,
-                                               /*relu=*/false, bits(dx), rows_of(x.shape), x.shape.c, format16(),
+                                               /*relu=*/false, bits(dx), rows_of(x.shape), x.shape.c, format16(), bn_kernels(),
                                                coefficient_scratch(s, x.shape.c), as_cuda(s).get());
       CUDA_CHECK_LAUNCH();
       return;
@@ -332,7 +333,7 @@ class CudaBackend final : public Backend {
     SHAPE_CHECK(x.shape == y.shape, "batchnorm_apply_relu shapes " << x.shape.str() << " vs " << y.shape.str());
     if (stored16(same_storage({x.storage, y.storage}))) {
       kernels::nhwc16_batchnorm_apply(bits(x), mean, invstd, gamma, beta, reinterpret_cast<const std::uint16_t*>(residual),
-                                      /*relu=*/true, bits(y), rows_of(x.shape), x.shape.c, format16(),
+                                      /*relu=*/true, bits(y), rows_of(x.shape), x.shape.c, format16(), bn_kernels(),
                                       coefficient_scratch(s, x.shape.c), as_cuda(s).get());
       CUDA_CHECK_LAUNCH();
       return;
@@ -347,7 +348,7 @@ class CudaBackend final : public Backend {
     auto& cs = as_cuda(s);
     if (stored16(same_storage({dy.storage, x.storage}))) {
       kernels::nhwc16_batchnorm_backward_reduce(bits(dy), bits(x), mean, invstd, gamma, beta, /*relu=*/true,
-                                                rows_of(x.shape), x.shape.c, format16(), reduce,
+                                                rows_of(x.shape), x.shape.c, format16(), bn_kernels(), reduce,
                                                 sum_scratch(cs, x.shape), cs.get());
       CUDA_CHECK_LAUNCH();
       return;
@@ -364,7 +365,7 @@ class CudaBackend final : public Backend {
     SHAPE_CHECK(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_relu_backward_apply shapes");
     if (stored16(same_storage({dy.storage, x.storage, dx.storage}))) {
       kernels::nhwc16_batchnorm_backward_apply(bits(dy), bits(x), mean, invstd, gamma, beta, reduce, count,
-                                               /*relu=*/true, bits(dx), rows_of(x.shape), x.shape.c, format16(),
+                                               /*relu=*/true, bits(dx), rows_of(x.shape), x.shape.c, format16(), bn_kernels(),
                                                coefficient_scratch(s, x.shape.c), as_cuda(s).get());
       CUDA_CHECK_LAUNCH();
       return;
@@ -695,6 +696,9 @@ class CudaBackend final : public Backend {
   }
   kernels::Format16 format16() const {
     return options_.precision == Precision::fp16 ? kernels::Format16::fp16 : kernels::Format16::bf16;
+  }
+  kernels::BnKernels bn_kernels() const {
+    return tiled_batchnorm16() ? kernels::BnKernels::tiled : kernels::BnKernels::flat;
   }
   static kernels::Dims4 x_dims(const ConvProblem& p) { return {p.n, p.c, p.h, p.w}; }
   static kernels::Dims4 w_dims(const ConvProblem& p) { return {p.k, p.c, p.r, p.r}; }
