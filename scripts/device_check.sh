@@ -227,8 +227,8 @@ gpu_tests_run() {
 }
 
 # The ViT model-level twin cases, each in its own process under its own timeout: on
-# 2026-11-27 (H200) one of them was still running when step 2's time ran out, and it
-# hid every case after it. A case that hangs now names itself and the rest still run.
+# 2026-11-27 (H200) a case that hung (a test bug, since fixed) used up step 2's time and
+# hid every case after it. A case that hangs here names itself and the rest still run.
 vit_tests_run() {
   [[ -x "$gpu_tests" ]] || { echo "SKIPPED: the kit has no gpu_tests (a CPU-only build)"; return 77; }
   local rc=0 case_rc name cases

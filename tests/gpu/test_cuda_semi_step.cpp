@@ -275,11 +275,13 @@ TEST_CASE("cuda semi-supervised steps match the CPU backend step for step", "[gp
       INFO("term " << t << ": cpu " << tc[t] << " gpu " << tg[t] << " nudged cpu " << tn[t]);
       CHECK(tc[t] > 0);
       // From the second step on, the terms follow the parted trajectories: on an H200
-      // (2026-11-27) term 0 was 0.24% apart at step 2 while the supervised losses still
-      // agreed to 3e-5. The GPU may be as far from the CPU as four times the nudged
-      // CPU twin is, but never more than 1e-3 apart at the first step.
-      const double drift = step == 0 ? 0.0 : 4.0 * std::fabs(tn[t] - tc[t]);
-      CHECK(std::fabs(tg[t] - tc[t]) <= std::max(1e-3 * std::fabs(tc[t]), drift));
+      // (2026-11-27, three runs) term 0 was 0.24% apart at step 2 while the supervised
+      // losses still agreed to 3e-5 (the nudged CPU twin: 0.016%; the GPU's
+      // convolutions part further than one ulp of the weights). A stale per-step map
+      // moves a term by 10% or more (the recorded-steps case below), so 1% after the
+      // first step still catches one.
+      const double bound = step == 0 ? 1e-3 : 1e-2;
+      CHECK(std::fabs(tg[t] - tc[t]) <= bound * std::fabs(tc[t]));
     }
   }
 }
