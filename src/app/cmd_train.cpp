@@ -110,20 +110,21 @@ void warn_random_backbone(const Config& config, const Log& log) {
     log.info("backbone: random initialisation (no model.backbone_weights)");
 }
 
-// model.cuda_graphs: steps replay recordings where the run allows it (StepRunner::
-// record_steps); otherwise one line says why every step runs op by op.
+// model.cuda_graphs (on by default): steps replay recordings where the run allows it
+// (StepRunner::record_steps); otherwise one line says why every step runs op by op.
+// CPUs ignore it without a word, as they do float32_matmul_precision.
 void enable_step_recording(const Config& config, const compute::Backend& backend, int world_size,
                            train::StepRunner& runner, const Log& log) {
+  if (backend.kind() != compute::DeviceKind::cuda) return;
   std::string why_not;
-  if (backend.kind() != compute::DeviceKind::cuda) why_not = "the run is on the CPU";
-  else if (world_size > 1) why_not = "multi-process runs are not recorded yet";
+  if (world_size > 1) why_not = "multi-process runs are not recorded yet";
   else if (config.training.accumulate_grad_batches > 1) why_not = "training.accumulate_grad_batches is above 1";
   if (!why_not.empty()) {
-    log.warn("model.cuda_graphs has no effect: " + why_not + "; every step runs op by op");
+    log.info("model.cuda_graphs: " + why_not + "; every step runs op by op");
     return;
   }
   runner.record_steps([&log](const std::string& line) { log.warn(line); });
-  log.info("model.cuda_graphs: training steps of one shape replay a recorded CUDA graph (not yet measured on a GPU)");
+  log.info("model.cuda_graphs: training steps of one shape replay a recorded CUDA graph (false runs them op by op)");
 }
 
 // The run as a lightning-pose model directory (app/lp_model_dir.hpp): the best

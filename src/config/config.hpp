@@ -78,7 +78,7 @@ struct ModelConfig {
   std::string precision = "32";            // one of compute::precision_names() (emulated on CPUs)
   std::string float32_matmul_precision = "highest";  // one of compute::float32_matmul_precision_names()
   std::string conv_algorithms = "heuristics";        // one of compute::conv_algorithms_names()
-  bool cuda_graphs = false;                          // GPUs: replay each step's recorded device work
+  bool cuda_graphs = true;                           // one-GPU runs: replay each step's recorded device work
 };
 
 struct DistributedConfig {

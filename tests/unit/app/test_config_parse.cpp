@@ -107,10 +107,10 @@ TEST_CASE("negative numbers, booleans, raw devices and CRLF files", "[app][confi
   const std::string file = dir.write("crlf.cfg", "[distributed]\r\nsync_batchnorm = no\r\ndevices = [0, 1]\r\n");
   const auto cl = parse({"--config", file, "--training.max_steps", "-1", "--training.num_workers", "-1",
                          "--distributed.broadcast_buffers", "off", "--training.drop_last", "YES",
-                         "--model.cuda_graphs", "true"});
+                         "--model.cuda_graphs", "false"});
   CHECK(cl.config.training.max_steps == -1);
-  CHECK(cl.config.model.cuda_graphs);
-  CHECK_FALSE(parse({}).config.model.cuda_graphs);
+  CHECK_FALSE(cl.config.model.cuda_graphs);
+  CHECK(parse({}).config.model.cuda_graphs);  // on by default (one-GPU runs)
   CHECK(cl.config.training.num_workers == -1);
   CHECK_FALSE(cl.config.distributed.sync_batchnorm);
   CHECK_FALSE(cl.config.distributed.broadcast_buffers);
