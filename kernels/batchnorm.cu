@@ -36,6 +36,12 @@ struct StatsTerms {
   }
 };
 
+// Plain sums of x (a transposed convolution's bias gradient); b stays 0.
+struct SumTerms {
+  const float* x;
+  __device__ void operator()(std::size_t idx, int /*c*/, double& a, double& /*b*/) const { a += x[idx]; }
+};
+
 // Sums of x - shift and (x - shift)^2, shift = the channel's value at image 0,
 // position 0 (within a few standard deviations of the mean, so nothing cancels).
 struct ShiftedStatsTerms {
@@ -103,6 +109,15 @@ void channel_sums(Terms terms, int n, int c, int plane, float* out, double* scra
   channel_partials_kernel<<<dim3(c, splits), kThreads, 0, s>>>(terms, n, c, plane, scratch);
   channel_partials_sum_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(scratch, c, splits,
                                                                                  out);
+}
+
+// out[ch] = the first of each channel's partial sums, added in split order.
+__global__ void first_sums_kernel(const double* partial, int c, int splits, float* out) {
+  const int ch = blockIdx.x * blockDim.x + threadIdx.x;
+  if (ch >= c) return;
+  double a = 0.0;
+  for (int s = 0; s < splits; ++s) a += partial[(std::size_t(s) * c + ch) * 2];
+  out[ch] = static_cast<float>(a);
 }
 
 // Per channel: mean = shift + a / count, M2 = b - a^2 / count from the shifted
@@ -211,6 +226,17 @@ std::size_t batchnorm_scratch_doubles(int channels) { return std::size_t(channel
 void batchnorm_stats(const float* x, int n, int c, int plane, float* out, double* scratch,
                      cudaStream_t s) {
   channel_sums(StatsTerms{x}, n, c, plane, out, scratch, s);
+}
+
+void channel_sum(const float* dy, float* dbias, int n, int c, int plane, double* scratch, cudaStream_t s) {
+  if (c <= 0) return;
+  if (n <= 0 || plane <= 0) {
+    cudaMemsetAsync(dbias, 0, std::size_t(c) * sizeof(float), s);
+    return;
+  }
+  const int splits = splits_for(n);
+  channel_partials_kernel<<<dim3(c, splits), kThreads, 0, s>>>(SumTerms{dy}, n, c, plane, scratch);
+  first_sums_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(scratch, c, splits, dbias);
 }
 
 void batchnorm_backward_reduce(const float* dy, const float* x, const float* mean, int n, int c,

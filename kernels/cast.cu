@@ -1,7 +1,7 @@
 // Mixed-precision kernels; see cast.cuh.
 #include "cast.cuh"
 
-#include "compute/filter_layout.hpp"  // krsc_source_index
+#include "compute/filter_layout.hpp"  // krsc_source_index, krsc_index_of
 #include "compute/float16.hpp"  // f16::float_to_bf16, float_to_half, bf16_to_float, half_to_float
 #include "launch.cuh"           // blocks_for, kThreads
 
@@ -120,6 +120,17 @@ __global__ void filters_to16_kernel(const FilterCast* table) {
   }
 }
 
+// One thread per fp32 value of the OIHW gradient, written coalesced; the reads stride
+// by the input channels within a kernel window (the plain cast for 1x1 filters).
+template <bool kHalf>
+__global__ void filter_from16_kernel(const std::uint16_t* src, float* dst, int in_channels, int kernel_area,
+                                     int total) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const std::uint16_t v = src[compute::krsc_index_of(i, in_channels, kernel_area)];
+    dst[i] = kHalf ? compute::f16::half_to_float(v) : compute::f16::bf16_to_float(v);
+  }
+}
+
 __global__ void update_loss_scale_kernel(float* state, compute::LossScaleRule rule) {
   compute::advance_loss_scale(state, rule);
 }
@@ -163,6 +174,14 @@ void cast_from_16(const std::uint16_t* src, float* dst, Dims4 d, Format16 f, boo
     if (half) from16_kernel<true><<<blocks_for(total), kThreads, 0, s>>>(src, dst, total);
     else from16_kernel<false><<<blocks_for(total), kThreads, 0, s>>>(src, dst, total);
   }
+}
+
+void cast_filter_from_16(const std::uint16_t* src, float* dst, int k, int c, int rs, Format16 f, cudaStream_t s) {
+  const std::size_t total = std::size_t(k) * c * rs;
+  if (!total) return;
+  const unsigned blocks = blocks_for(total);
+  if (f == Format16::fp16) filter_from16_kernel<true><<<blocks, kThreads, 0, s>>>(src, dst, c, rs, int(total));
+  else filter_from16_kernel<false><<<blocks, kThreads, 0, s>>>(src, dst, c, rs, int(total));
 }
 
 void unscale_and_check(float* grads, std::size_t n, const float* inv_scale, float* found_inf, cudaStream_t s) {

@@ -56,18 +56,6 @@ __global__ void add_channel_bias_kernel(float* y, const float* bias, int c, int 
   GRID_STRIDE(i, n) y[i] += bias[(i / plane) % c];
 }
 // One block per channel; double accumulation keeps large sums close to the CPU's.
-__global__ void channel_sum_kernel(const float* dy, float* dbias, int n, int c, int plane) {
-  __shared__ double shared[32];
-  const int ch = blockIdx.x;
-  double acc = 0.0;
-  for (int b = 0; b < n; ++b) {
-    const float* p = dy + (std::size_t(b) * c + ch) * plane;
-    for (int i = threadIdx.x; i < plane; i += blockDim.x) acc += p[i];
-  }
-  acc = detail::block_sum(acc, shared);
-  if (threadIdx.x == 0) dbias[ch] = static_cast<float>(acc);
-}
-
 #undef GRID_STRIDE
 }  // namespace
 
@@ -102,9 +90,6 @@ void add_relu_forward(const float* a, const float* b, float* y, std::size_t n, c
 void add_channel_bias(float* y, const float* bias, int n, int c, int plane, cudaStream_t s) {
   const std::size_t total = std::size_t(n) * c * plane;
   if (total) add_channel_bias_kernel<<<blocks_for(total), kThreads, 0, s>>>(y, bias, c, plane, total);
-}
-void channel_sum(const float* dy, float* dbias, int n, int c, int plane, cudaStream_t s) {
-  if (c) channel_sum_kernel<<<c, kThreads, 0, s>>>(dy, dbias, n, c, plane);
 }
 
 }  // namespace trainer::kernels

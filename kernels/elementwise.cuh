@@ -29,7 +29,5 @@ void relu_backward(const float* y, const float* dy, float* dx, std::size_t n, cu
 void add_relu_forward(const float* a, const float* b, float* y, std::size_t n, cudaStream_t stream);
 // y[n, c, :, :] += bias[c] for an NCHW tensor.
 void add_channel_bias(float* y, const float* bias, int n, int c, int plane, cudaStream_t stream);
-// dbias[c] = sum over n, h, w of dy[n, c, h, w] (overwrites dbias).
-void channel_sum(const float* dy, float* dbias, int n, int c, int plane, cudaStream_t stream);
 
 }  // namespace trainer::kernels

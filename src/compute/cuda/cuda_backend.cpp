@@ -228,8 +228,9 @@ class CudaBackend final : public Backend {
     const ConvProblem p = deconv_problem(x.shape, dy.shape, g);
     run_backward_filter(p, fp32_operand(dy), fp32_operand(x), dw, s);
     if (dbias) {
-      kernels::channel_sum(dy.data, dbias, dy.shape.n, dy.shape.c, int(dy.shape.plane()),
-                           as_cuda(s).get());
+      auto& cs = as_cuda(s);
+      auto* scratch = static_cast<double*>(cs.scratch(kernels::batchnorm_scratch_doubles(dy.shape.c) * sizeof(double)));
+      kernels::channel_sum(dy.data, dbias, dy.shape.n, dy.shape.c, int(dy.shape.plane()), scratch, cs.get());
       CUDA_CHECK_LAUNCH();
     }
   }
@@ -711,6 +712,11 @@ class CudaBackend final : public Backend {
     kernels::cast_from_16(src, dst, d, format16(), /*nhwc=*/true, as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
+  // A 16-bit KRSC weight gradient into the fp32 OIHW parameters' gradient.
+  void filter_from16(const std::uint16_t* src, float* dw, const ConvProblem& p, Stream& s) {
+    kernels::cast_filter_from_16(src, dw, p.k, p.c, p.r * p.r, format16(), as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
+  }
   // The 16-bit operand cuDNN reads: t itself in 16-bit storage, else its cast into `copy`.
   const std::uint16_t* operand16(const ConvTensor& t, std::uint16_t* copy, kernels::Dims4 d, Stream& s) {
     if (t.is16) return as16(t);
@@ -775,7 +781,7 @@ class CudaBackend final : public Backend {
     const std::uint16_t* x16 = operand16(x, c.a, x_dims(p), s);
     const std::uint16_t* dy16 = operand16(dy, c.b, y_dims(p), s);
     convs_.run(h, p, ConvPass::backward_filter, x16, dy16, c.out, c.ws, ws_bytes);
-    from16(c.out, dw, w_dims(p), s);
+    filter_from16(c.out, dw, p, s);
   }
 
   // 16-bit only: dw = backward-filter(x, dy), then dx = backward-data(w, dy), with
@@ -801,7 +807,7 @@ class CudaBackend final : public Backend {
     const std::uint16_t* x16 = operand16(x, x_copy, x_dims(p), s);
     const std::uint16_t* dy16 = operand16(dy, dy_copy, y_dims(p), s);
     convs_.run(h, p, ConvPass::backward_filter, x16, dy16, out, ws, filter_bytes);
-    from16(out, dw, w_dims(p), s);
+    filter_from16(out, dw, p, s);
     const std::uint16_t* w16 = filter16(w, w_copy, p, s);
     std::uint16_t* dx16 = dx.is16 ? as16_out(dx) : out;
     convs_.run(h, p, ConvPass::backward_data, dy16, w16, dx16, ws, data_bytes);

@@ -1,6 +1,7 @@
 // compute::krsc_source_index (the one-pass 16-bit filter copies of
 // Backend::cache_filters16) against the layout cast_to_16 writes for a filter in
-// NHWC order, and the ResNet's list of filters.
+// NHWC order, its inverse krsc_index_of (the weight gradients' cast back), and the
+// ResNet's list of filters.
 #include <catch2/catch.hpp>
 
 #include <algorithm>  // std::sort
@@ -34,6 +35,23 @@ TEST_CASE("krsc_source_index reads each KRSC value from its OIHW place", "[compu
           }
     std::sort(sources.begin(), sources.end());  // a permutation: every source once
     for (int i = 0; i < total; ++i) REQUIRE(sources[std::size_t(i)] == i);
+  }
+}
+
+TEST_CASE("krsc_index_of takes each OIHW gradient value from its KRSC place", "[compute][storage16]") {
+  // The inverse of krsc_source_index: cuDNN's 16-bit weight gradients come back in KRSC.
+  for (const int c : {3, 8, 5, 64}) {
+    for (const int area : {1, 9, 49}) {
+      INFO(c << " input channels, kernel area " << area);
+      const int total = 4 * c * area;
+      for (int i = 0; i < total; ++i) {
+        const int j = compute::krsc_index_of(i, c, area);
+        REQUIRE(j >= 0);
+        REQUIRE(j < total);
+        CHECK(compute::krsc_source_index(j, c, area) == i);
+      }
+      if (area == 1) CHECK(compute::krsc_index_of(total - 1, c, area) == total - 1);  // 1x1: the same order
+    }
   }
 }
 
