@@ -9,7 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>  // std::max
-#include <cmath>      // std::sqrt, std::fabs
+#include <cmath>      // std::sqrt, std::fabs, std::floor, std::isnan, NAN
 #include <cstdint>    // std::uint16_t
 #include <vector>     // std::vector
 
@@ -242,7 +242,8 @@ TEST_CASE("cuda tiled batch-norm kernels give the 2026-11-27 kernels' values (TR
         res.stats = t.host(sums);
         gpu.batchnorm_apply(x.gpu(), mean.data(), invstd.data(), gamma.data(), beta.data(), out.gpu(), gs);
         res.elementwise.push_back(t.values(out).first);
-        for (const float* residual : {static_cast<const float*>(nullptr), static_cast<const float*>(r.device.data())}) {
+        const float* residuals[] = {nullptr, r.device.data()};
+        for (const float* residual : residuals) {
           gpu.batchnorm_apply_relu(x.gpu(), mean.data(), invstd.data(), gamma.data(), beta.data(), residual, out.gpu(),
                                    gs);
           res.elementwise.push_back(t.values(out).first);
@@ -270,6 +271,34 @@ TEST_CASE("cuda tiled batch-norm kernels give the 2026-11-27 kernels' values (TR
         INFO("element-wise op " << i << " (apply, with ReLU, with residual and ReLU, backward, through the ReLU)");
         CHECK(tiled.elementwise[i] == flat.elementwise[i]);
       }
+    }
+  }
+}
+
+TEST_CASE("cuda 16-bit max pooling keeps the tie and NaN rules with 8 channels a thread", "[gpu][storage16]") {
+  // Few distinct values (ties in most windows) and some NaNs; 16 channels take the
+  // 8-channel kernels, 6 the per-value ones: both must give the CPU twin's bits.
+  for (const Shape4 d : {Shape4{2, 16, 9, 11}, Shape4{2, 6, 9, 11}}) {
+    for (Precision p : {Precision::bf16, Precision::fp16}) {
+      INFO(precision_name(p) << " " << d.str());
+      Pair16 t{p};
+      std::vector<float> values = random_vector(d.numel(), 521, 0.f, 4.f);
+      for (std::size_t i = 0; i < values.size(); ++i) values[i] = i % 37 == 5 ? NAN : std::floor(values[i]);
+      const Shape4 pd{d.n, d.c, (d.h + 2 - 3) / 2 + 1, (d.w + 2 - 3) / 2 + 1};
+      Tensor16 x = t.make(d, values), y = t.zeros(pd), dy = t.make(pd, random_vector(pd.numel(), 522)),
+               dx = t.zeros(d);
+      PoolGeometry pool;
+      t.gpu->maxpool2d_forward(x.gpu(), y.gpu(), pool, t.gpu->default_stream());
+      t.cpu->maxpool2d_forward(x.cpu(), y.cpu(), pool, t.cpu->default_stream());
+      const auto [gy, hy] = t.values(y);
+      std::size_t differ = 0;  // NaN != NaN: compare the bits' meaning
+      for (std::size_t i = 0; i < gy.size(); ++i)
+        differ += !(gy[i] == hy[i] || (std::isnan(gy[i]) && std::isnan(hy[i])));
+      CHECK(differ == 0);
+      t.gpu->maxpool2d_backward(x.gpu(), dy.gpu(), dx.gpu(), pool, t.gpu->default_stream());
+      t.cpu->maxpool2d_backward(x.cpu(), dy.cpu(), dx.cpu(), pool, t.cpu->default_stream());
+      const auto [gd, hd] = t.values(dx);
+      CHECK(gd == hd);
     }
   }
 }

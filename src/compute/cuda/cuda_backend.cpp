@@ -239,7 +239,8 @@ class CudaBackend final : public Backend {
   void batchnorm_stats(ConstTensorView x, float* stats, Stream& s) override {
     auto& cs = as_cuda(s);
     if (stored16(x.storage)) {
-      kernels::nhwc16_stats(bits(x), rows_of(x.shape), x.shape.c, format16(), bn_kernels(), stats, sum_scratch(cs, x.shape), cs.get());
+      kernels::nhwc16_stats(bits(x), rows_of(x.shape), x.shape.c, format16(), bn_kernels(), stats,
+                            sum_scratch(cs, x.shape), cs.get());
       CUDA_CHECK_LAUNCH();
       return;
     }
@@ -252,8 +253,8 @@ class CudaBackend final : public Backend {
   void batchnorm_moments(ConstTensorView x, float* moments, Stream& s) override {
     auto& cs = as_cuda(s);
     if (stored16(x.storage)) {
-      kernels::nhwc16_moments(bits(x), rows_of(x.shape), x.shape.c, format16(), bn_kernels(), moments, sum_scratch(cs, x.shape),
-                              cs.get());
+      kernels::nhwc16_moments(bits(x), rows_of(x.shape), x.shape.c, format16(), bn_kernels(), moments,
+                              sum_scratch(cs, x.shape), cs.get());
       CUDA_CHECK_LAUNCH();
       return;
     }
@@ -320,7 +321,8 @@ class CudaBackend final : public Backend {
     SHAPE_CHECK(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_backward_apply shapes");
     if (stored16(same_storage({dy.storage, x.storage, dx.storage}))) {
       kernels::nhwc16_batchnorm_backward_apply(bits(dy), bits(x), mean, invstd, gamma, nullptr, reduce, count,
-                                               /*relu=*/false, bits(dx), rows_of(x.shape), x.shape.c, format16(), bn_kernels(),
+                                               /*relu=*/false, bits(dx), rows_of(x.shape), x.shape.c, format16(),
+                                               bn_kernels(),
                                                coefficient_scratch(s, x.shape.c), as_cuda(s).get());
       CUDA_CHECK_LAUNCH();
       return;
@@ -366,7 +368,8 @@ class CudaBackend final : public Backend {
     SHAPE_CHECK(x.shape == dy.shape && x.shape == dx.shape, "batchnorm_relu_backward_apply shapes");
     if (stored16(same_storage({dy.storage, x.storage, dx.storage}))) {
       kernels::nhwc16_batchnorm_backward_apply(bits(dy), bits(x), mean, invstd, gamma, beta, reduce, count,
-                                               /*relu=*/true, bits(dx), rows_of(x.shape), x.shape.c, format16(), bn_kernels(),
+                                               /*relu=*/true, bits(dx), rows_of(x.shape), x.shape.c, format16(),
+                                               bn_kernels(),
                                                coefficient_scratch(s, x.shape.c), as_cuda(s).get());
       CUDA_CHECK_LAUNCH();
       return;
