@@ -33,7 +33,7 @@ inline dim3 split_lanes_block() { return dim3(32, kSplitLanes); }
 // Every thread of the block calls it (it synchronizes); true in the thread that holds
 // channel `ch`'s sums a, b (lane 0).
 __device__ inline bool sum_split_lanes(const double* partial, int c, int splits, int& ch, double& a, double& b) {
-  __shared__ double lanes[kSplitLanes][32][2];
+  __shared__ double lanes[2][kSplitLanes][32];  // [sum][lane][channel]: no bank conflicts
   ch = int(blockIdx.x) * 32 + int(threadIdx.x);
   double sa = 0.0, sb = 0.0;
   if (ch < c) {
@@ -43,14 +43,14 @@ __device__ inline bool sum_split_lanes(const double* partial, int c, int splits,
       sb += partial[(std::size_t(s) * c + ch) * 2 + 1];
     }
   }
-  lanes[threadIdx.y][threadIdx.x][0] = sa;
-  lanes[threadIdx.y][threadIdx.x][1] = sb;
+  lanes[0][threadIdx.y][threadIdx.x] = sa;
+  lanes[1][threadIdx.y][threadIdx.x] = sb;
   __syncthreads();
   if (threadIdx.y != 0 || ch >= c) return false;
   a = b = 0.0;
   for (int l = 0; l < kSplitLanes; ++l) {
-    a += lanes[l][threadIdx.x][0];
-    b += lanes[l][threadIdx.x][1];
+    a += lanes[0][l][threadIdx.x];
+    b += lanes[1][l][threadIdx.x];
   }
   return true;
 }

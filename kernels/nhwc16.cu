@@ -1,6 +1,7 @@
 // Kernels over 16-bit NHWC activations; see nhwc16.cuh.
 #include "nhwc16.cuh"
 
+#include <algorithm>         // std::max
 #include <cmath>             // INFINITY
 #include <cstdint>           // std::uintptr_t
 #include <initializer_list>  // std::initializer_list (packs_of_8)
@@ -92,8 +93,8 @@ struct SumLayout {
   int tx, ty, chunks, splits;
 };
 
-SumLayout sum_layout(std::size_t rows, int c) {
-  const int vec = c % 8 == 0 ? 8 : 1;
+// `vec`: the channels a thread sums (8 only where the kernel takes 8-wide packs).
+SumLayout sum_layout(std::size_t rows, int c, int vec) {
   const int lanes = c / vec;
   SumLayout l;
   l.tx = lanes < kSumThreads ? lanes : kSumThreads;
@@ -231,10 +232,14 @@ __global__ void __launch_bounds__(32 * kSplitLanes)
   store_channel_moments<F>(x, c, ch, count, a, b, out);
 }
 
+// Launches the partial sums and returns how many splits each channel has. The layout
+// follows the packs the kernel takes: a view not 16-byte aligned takes one channel a
+// thread whatever c is, and needs that layout's lanes and splits.
 template <SumKind K>
-void channel_partials(const SumArgs& args, Format16 f, BnKernels kernels, double* scratch, cudaStream_t s) {
-  const SumLayout l = sum_layout(args.rows, args.c);
-  dispatch(f, packs_of_8(args.c % 8 == 0, {args.a, args.x}), [&](auto v) {
+int channel_partials(const SumArgs& args, Format16 f, BnKernels kernels, double* scratch, cudaStream_t s) {
+  const bool eight = packs_of_8(args.c % 8 == 0, {args.a, args.x});
+  const SumLayout l = sum_layout(args.rows, args.c, eight ? 8 : 1);
+  dispatch(f, eight, [&](auto v) {
     using V = decltype(v);
     const dim3 grid(unsigned(l.splits), unsigned(l.chunks));
     if (kernels == BnKernels::tiled)
@@ -242,6 +247,7 @@ void channel_partials(const SumArgs& args, Format16 f, BnKernels kernels, double
     else
       channel_partials_kernel<V::F, V::VEC, K, 1><<<grid, l.tx * l.ty, 0, s>>>(args, l.tx, l.ty, scratch);
   });
+  return l.splits;
 }
 
 template <SumKind K>
@@ -251,8 +257,7 @@ void channel_sums(const SumArgs& args, Format16 f, BnKernels kernels, float* out
     cudaMemsetAsync(out, 0, 2 * std::size_t(args.c) * sizeof(float), s);
     return;
   }
-  channel_partials<K>(args, f, kernels, scratch, s);
-  const int splits = sum_layout(args.rows, args.c).splits;
+  const int splits = channel_partials<K>(args, f, kernels, scratch, s);
   if (kernels == BnKernels::tiled)
     channel_partials_sum_lanes_kernel<<<split_lanes_grid(args.c), split_lanes_block(), 0, s>>>(scratch, args.c,
                                                                                               splits, out);
@@ -619,7 +624,11 @@ __global__ void accumulate_kernel(const std::uint16_t* x, std::uint16_t* out, st
 }  // namespace
 
 std::size_t nhwc16_scratch_doubles(std::size_t rows, int c) {
-  return std::size_t(sum_layout(rows, c > 0 ? c : 1).splits) * (c > 0 ? c : 1) * 2;
+  if (c <= 0) c = 1;
+  // Either layout: the one-channel one has the most splits (for views not aligned).
+  int splits = sum_layout(rows, c, 1).splits;
+  if (c % 8 == 0) splits = std::max(splits, sum_layout(rows, c, 8).splits);
+  return std::size_t(splits) * std::size_t(c) * 2;
 }
 
 std::size_t nhwc16_coefficient_floats(int c) { return 6 * std::size_t(c > 0 ? c : 0); }
@@ -634,8 +643,7 @@ void nhwc16_moments(const std::uint16_t* x, std::size_t rows, int c, Format16 f,
                     double* scratch, cudaStream_t s) {
   if (c <= 0) return;
   const SumArgs args{x, nullptr, nullptr, nullptr, nullptr, nullptr, rows, c};
-  if (rows > 0) channel_partials<SumKind::moments>(args, f, kernels, scratch, s);
-  const int splits = rows > 0 ? sum_layout(rows, c).splits : 0;
+  const int splits = rows > 0 ? channel_partials<SumKind::moments>(args, f, kernels, scratch, s) : 0;
   if (kernels == BnKernels::tiled) {
     if (f == Format16::bf16)
       moments_lanes_kernel<Format16::bf16>
