@@ -509,18 +509,28 @@ __global__ void pool_gather_kernel(const int* argmax, const std::uint16_t* dy, s
 // per-element kernels' cost on an H200 (2026-11-27: 1.3 ms of a bf16 ResNet-50 step
 // for the stem's pooling, against under 0.1 ms of memory traffic). Per channel the
 // same window walk, tie and NaN rules and summation order, so the same bits.
+// Where group i of `per_pixel` channel groups lies in an NHWC tensor w pixels wide, h high.
+template <typename Index>
+struct GroupAt {
+  int group, x, y;
+  Index n;
+};
+template <typename Index>
+__device__ inline GroupAt<Index> group_at(Index i, int per_pixel, int w, int h) {
+  const Index pixel = i / Index(per_pixel);
+  return {int(i % Index(per_pixel)), int(pixel % Index(w)), int((pixel / Index(w)) % Index(h)),
+          pixel / (Index(w) * Index(h))};
+}
+
 template <Format16 F, typename Index>
 __global__ void pool_forward_vec_kernel(const std::uint16_t* x, std::uint16_t* y, int* argmax, PoolShape p,
                                         Index groups) {
   using C = Codec<F>;
   const int cg = p.c / 8;
   for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < groups; i += Index(blockDim.x) * gridDim.x) {
-    const int g = int(i % Index(cg));
-    const Index pixel = i / Index(cg);
-    const int ox = int(pixel % Index(p.ow));
-    const int oy = int((pixel / Index(p.ow)) % Index(p.oh));
-    const Index n = pixel / (Index(p.ow) * Index(p.oh));
-    const std::uint16_t* image = x + std::size_t(n) * p.h * p.w * p.c + std::size_t(g) * 8;
+    const GroupAt<Index> at = group_at(i, cg, p.ow, p.oh);
+    const int ox = at.x, oy = at.y;
+    const std::uint16_t* image = x + std::size_t(at.n) * p.h * p.w * p.c + std::size_t(at.group) * 8;
     int best[8];
     float best_v[8];
     std::uint16_t best_bits[8];
@@ -570,17 +580,13 @@ __global__ void pool_gather_vec_kernel(const int* argmax, const std::uint16_t* d
   using C = Codec<F>;
   const int cg = p.c / 8;
   for (Index i = blockIdx.x * Index(blockDim.x) + threadIdx.x; i < groups; i += Index(blockDim.x) * gridDim.x) {
-    const int g = int(i % Index(cg));
-    const Index pixel = i / Index(cg);
-    const int ix = int(pixel % Index(p.w));
-    const int iy = int((pixel / Index(p.w)) % Index(p.h));
-    const Index n = pixel / (Index(p.w) * Index(p.h));
-    const int self = iy * p.w + ix;
-    const detail::CoveringOutputs c = detail::covering_outputs(p, iy, ix);
+    const GroupAt<Index> at = group_at(i, cg, p.w, p.h);
+    const int self = at.y * p.w + at.x;
+    const detail::CoveringOutputs c = detail::covering_outputs(p, at.y, at.x);
     float acc[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
     for (int oy = c.oy_lo; oy <= c.oy_hi; ++oy)
       for (int ox = c.ox_lo; ox <= c.ox_hi; ++ox) {
-        const std::size_t o = ((std::size_t(n) * p.oh + oy) * p.ow + ox) * p.c + std::size_t(g) * 8;
+        const std::size_t o = ((std::size_t(at.n) * p.oh + oy) * p.ow + ox) * p.c + std::size_t(at.group) * 8;
         const int4* packed = reinterpret_cast<const int4*>(argmax + o);
         const int4 a0 = packed[0], a1 = packed[1];
         const int am[8] = {a0.x, a0.y, a0.z, a0.w, a1.x, a1.y, a1.z, a1.w};
