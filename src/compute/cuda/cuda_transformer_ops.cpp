@@ -196,7 +196,7 @@ void CudaTransformerOps::cast16(const float* src, std::uint16_t* dst, std::size_
 
 void CudaTransformerOps::attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                                            const AttentionShape& a, Stream& s) {
-  if (autocast_precision() == Precision::fp32) return TransformerOps::attention_forward(q, k, v, probs, out, a, s);
+  if (autocast_precision() == Precision::fp32) return attention_forward32(q, k, v, probs, out, a, s);
   StatePath path;
   path.fused = fused_attention_ready(a);
   path.copies = path.fused && activation_copies();
@@ -208,8 +208,7 @@ void CudaTransformerOps::attention_forward(const float* q, const float* k, const
 void CudaTransformerOps::attention_backward(const float* q, const float* k, const float* v, const float* probs,
                                             const float* out, const float* dout, float* dq, float* dk, float* dv,
                                             float* scratch, const AttentionShape& a, Stream& s) {
-  if (autocast_precision() == Precision::fp32)
-    return TransformerOps::attention_backward(q, k, v, probs, out, dout, dq, dk, dv, scratch, a, s);
+  if (autocast_precision() == Precision::fp32) return attention_backward32(q, k, v, probs, dout, dq, dk, dv, a, s);
   if (const StatePath path = state_path(probs, a); path.fused)
     return attention_backward_fused(q, k, v, probs, out, dout, dq, dk, dv, a, path.copies, s);
   attention_backward16(q, k, v, probs, dout, dq, dk, dv, scratch, a, s);

@@ -94,6 +94,11 @@ class CudaTransformerOps final : public TransformerOps {
                                     std::size_t count, Stream& s);
   // The same for `rows` rows of `cols` contiguous values into rows `dst_ld` apart.
   void cast16_rows(const float* src, std::uint16_t* dst, long long rows, int cols, long long dst_ld, Stream& s);
+  // fp32: the generic products one head at a time over the batch (cuda_transformer_attention32.cpp).
+  void attention_forward32(const float* q, const float* k, const float* v, float* probs, float* out,
+                           const AttentionShape& a, Stream& s);
+  void attention_backward32(const float* q, const float* k, const float* v, const float* probs, const float* dout,
+                            float* dq, float* dk, float* dv, const AttentionShape& a, Stream& s);
   void attention_forward16(const float* q, const float* k, const float* v, float* probs, float* out,
                            const AttentionShape& a, Stream& s);
   void attention_backward16(const float* q, const float* k, const float* v, const float* probs, const float* dout,
