@@ -71,7 +71,8 @@ class CudaTransformerOps final : public TransformerOps {
                  int rows, int cols, Stream& s) override;
   void patchify(const float* images, float* patches, int batch, int channels, int height, int width, int patch,
                 Stream& s) override;
-  // fp32: the generic attention over matmul; 16-bit: cuDNN's fused attention where
+  // fp32: each head's products strided-batched over the batch
+  // (cuda_transformer_attention32.cpp); 16-bit: cuDNN's fused attention where
   // fused_attention_ready(), else cuda_transformer_attention16.cpp.
   void attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                          const AttentionShape& a, Stream& s) override;
