@@ -55,7 +55,6 @@ __global__ void add_relu_kernel(const float* a, const float* b, float* y, std::s
 __global__ void add_channel_bias_kernel(float* y, const float* bias, int c, int plane, std::size_t n) {
   GRID_STRIDE(i, n) y[i] += bias[(i / plane) % c];
 }
-// One block per channel; double accumulation keeps large sums close to the CPU's.
 #undef GRID_STRIDE
 }  // namespace
 

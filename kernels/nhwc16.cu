@@ -354,20 +354,15 @@ struct TileLayout {
 };
 
 TileLayout tile_layout(std::size_t rows, int c, int vec) {
-  const int lanes = c / vec;
-  TileLayout l;
-  l.tx = lanes < kSumThreads ? lanes : kSumThreads;
-  l.ty = kSumThreads / l.tx;
-  const int chunks = (lanes + l.tx - 1) / l.tx;
-  const std::size_t per_block = std::size_t(l.ty) * kTileRowsPerThread;
+  const SumLayout sums = sum_layout(rows, c, vec);  // its lanes and chunks; rows split otherwise
+  const std::size_t per_block = std::size_t(sums.ty) * kTileRowsPerThread;
   std::size_t blocks = (rows + per_block - 1) / per_block;
   blocks = blocks < 1 ? 1 : blocks > (std::size_t(1) << 20) ? (std::size_t(1) << 20) : blocks;
-  l.grid = dim3(unsigned(blocks), unsigned(chunks));
-  return l;
+  return {sums.tx, sums.ty, dim3(unsigned(blocks), unsigned(sums.chunks))};
 }
 
-// Calls row(offset) for rows r = first, first + step, ... below `rows`, kTileRowsInFlight
-// at a time: load(offset, u) for all of them first, then use(offset, u).
+// For the thread's rows r = first, first + step, ... below `rows`, kTileRowsInFlight at
+// a time: load(offset, u) for all of them first, then use(offset, u).
 template <typename Load, typename Use>
 __device__ inline void tile_rows(std::size_t rows, int c, int c0, int tx, int ty, Load&& load, Use&& use) {
   constexpr int U = kTileRowsInFlight;

@@ -229,7 +229,7 @@ class CudaBackend final : public Backend {
     run_backward_filter(p, fp32_operand(dy), fp32_operand(x), dw, s);
     if (dbias) {
       auto& cs = as_cuda(s);
-      auto* scratch = static_cast<double*>(cs.scratch(kernels::batchnorm_scratch_doubles(dy.shape.c) * sizeof(double)));
+      double* scratch = channel_scratch(cs, dy.shape.c);
       kernels::channel_sum(dy.data, dbias, dy.shape.n, dy.shape.c, int(dy.shape.plane()), scratch, cs.get());
       CUDA_CHECK_LAUNCH();
     }
@@ -244,8 +244,7 @@ class CudaBackend final : public Backend {
       CUDA_CHECK_LAUNCH();
       return;
     }
-    auto* scratch = static_cast<double*>(
-        cs.scratch(kernels::batchnorm_scratch_doubles(x.shape.c) * sizeof(double)));
+    double* scratch = channel_scratch(cs, x.shape.c);
     kernels::batchnorm_stats(x.data, x.shape.n, x.shape.c, int(x.shape.plane()), stats, scratch,
                              cs.get());
     CUDA_CHECK_LAUNCH();
@@ -258,8 +257,7 @@ class CudaBackend final : public Backend {
       CUDA_CHECK_LAUNCH();
       return;
     }
-    auto* scratch = static_cast<double*>(
-        cs.scratch(kernels::batchnorm_scratch_doubles(x.shape.c) * sizeof(double)));
+    double* scratch = channel_scratch(cs, x.shape.c);
     kernels::batchnorm_moments(x.data, x.shape.n, x.shape.c, int(x.shape.plane()), moments, scratch,
                                cs.get());
     CUDA_CHECK_LAUNCH();
@@ -304,8 +302,7 @@ class CudaBackend final : public Backend {
       CUDA_CHECK_LAUNCH();
       return;
     }
-    auto* scratch = static_cast<double*>(
-        cs.scratch(kernels::batchnorm_scratch_doubles(x.shape.c) * sizeof(double)));
+    double* scratch = channel_scratch(cs, x.shape.c);
     kernels::batchnorm_backward_reduce(dy.data, x.data, mean, x.shape.n, x.shape.c,
                                        int(x.shape.plane()), reduce, scratch, cs.get());
     CUDA_CHECK_LAUNCH();
@@ -356,8 +353,7 @@ class CudaBackend final : public Backend {
       CUDA_CHECK_LAUNCH();
       return;
     }
-    auto* scratch =
-        static_cast<double*>(cs.scratch(kernels::batchnorm_scratch_doubles(x.shape.c) * sizeof(double)));
+    double* scratch = channel_scratch(cs, x.shape.c);
     kernels::batchnorm_relu_backward_reduce(dy.data, x.data, mean, invstd, gamma, beta, x.shape.n, x.shape.c,
                                             int(x.shape.plane()), reduce, scratch, cs.get());
     CUDA_CHECK_LAUNCH();
@@ -652,6 +648,10 @@ class CudaBackend final : public Backend {
   static const std::uint16_t* bits(ConstTensorView v) { return reinterpret_cast<const std::uint16_t*>(v.data); }
   static std::uint16_t* bits(TensorView v) { return reinterpret_cast<std::uint16_t*>(v.data); }
   static std::size_t rows_of(const Shape4& d) { return std::size_t(d.n) * d.h * d.w; }
+  // The fp32 per-channel sums' partials (kernels/batchnorm.cuh) for c channels.
+  static double* channel_scratch(cuda::CudaStream& cs, int c) {
+    return static_cast<double*>(cs.scratch(kernels::batchnorm_scratch_doubles(c) * sizeof(double)));
+  }
   static double* sum_scratch(cuda::CudaStream& cs, const Shape4& d) {
     return static_cast<double*>(cs.scratch(kernels::nhwc16_scratch_doubles(rows_of(d), d.c) * sizeof(double)));
   }

@@ -1,12 +1,12 @@
 // CudaTransformerOps' attention when the autocast precision is fp32 (precision 32,
-// TF32 when allowed; or TRAINER_VIT_AUTOCAST=0): the
-// generic attention's products (compute::attention_products: the same shapes, so the
-// same sums per head and batch row), one head at a time over every batch row. For a
-// fixed head, the q, k, v and output views of consecutive batch rows lie a row block
-// (tokens x width) apart and its probability planes heads x tokens x tokens apart, so
-// one strided-batched GEMM covers the batch. The generic code goes a batch row at a
-// time over the heads: at batch 64 that was 64 x 2 GEMM launches forward and 64 x (4
-// GEMMs + a softmax) backward per block, about 5,400 small launches per ViT-S step (0.42x PyTorch's fp32
+// TF32 when allowed; or TRAINER_VIT_AUTOCAST=0): the generic attention's products
+// (compute::attention_products: the same shapes, so the same sums per head and batch
+// row), one head at a time over every batch row. For a fixed head, the q, k, v and
+// output views of consecutive batch rows lie a row block (tokens x width) apart and
+// its probability planes heads x tokens x tokens apart, so one strided-batched GEMM
+// covers the batch. The generic code goes a batch row at a time over the heads: at
+// batch 64 that was 64 x 2 GEMM launches forward and 64 x (4 GEMMs + a softmax)
+// backward per block, about 5,400 small launches per ViT-S step (0.42x PyTorch's fp32
 // step on an H200, 2026-11-27). The scores' gradient for every head and batch row
 // lives in the stream's scratch (probs_count() floats), so its softmax backward is one
 // launch; the caller's one-row `scratch` is not needed. That costs probs_count() floats
