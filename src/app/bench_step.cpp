@@ -67,7 +67,7 @@ void check_checkpoint_model(const std::string& path, const std::string& backbone
 
 int bench_step(const Args& args) {
   std::string backbone = "resnet18", export_dir, init_weights, init_checkpoint, precision_name = "32", accelerator = "cpu",
-              fp32_precision = "highest", mode = "train", conv_algorithms = "heuristics";
+              fp32_precision = "highest", mode = "train", conv_algorithms = "auto";
   int size = 128, batch = 16, keypoints = 17, steps = 10, warmup = 2, threads = 0, downsample = 2, profile = 0;
   unsigned seed = 0;
   bool cuda_graphs = false;
@@ -101,8 +101,9 @@ int bench_step(const Args& args) {
        "after the timed steps, N more with every op timed (GPU: events around each op): each category's "
        "time per step and call count (where Nsight Compute cannot run)")
       ("cuda-graphs", po::bool_switch(&cuda_graphs),
-       "GPU training: replay each step's recorded device work as a CUDA graph (model.cuda_graphs); the "
-       "first two steps (warm-up and recording) should be untimed: --warmup 3")
+       "GPUs: replay each step's (or prediction's) recorded device work as a CUDA graph "
+       "(model.cuda_graphs); the first three (warm-up, and a recording per staging slot) should be "
+       "untimed: --warmup 3")
       ("warmup", po::value(&warmup)->default_value(warmup), "untimed steps first")
       ("threads", po::value(&threads)->default_value(threads), "CPU threads (0: OMP_NUM_THREADS or all cores)")
       ("seed", po::value(&seed)->default_value(seed), "model and input seed")
@@ -140,8 +141,8 @@ int bench_step(const Args& args) {
   if (cuda_graphs && profile > 0)
     throw UserError("bench step: --profile times the ops one by one, which a replayed CUDA graph does not run",
                     "profile without --cuda-graphs");
-  if (cuda_graphs && (accelerator != "gpu" || mode != "train" || exporting))
-    throw UserError("bench step: --cuda-graphs records GPU training steps", "use it with --accelerator gpu --mode train");
+  if (cuda_graphs && (accelerator != "gpu" || exporting))
+    throw UserError("bench step: --cuda-graphs records GPU steps and predictions", "use it with --accelerator gpu");
   if (threads < 0 || warmup < 0)
     throw UserError("bench step: --threads and --warmup must be >= 0, got " + std::to_string(threads) + " and " +
                     std::to_string(warmup), "--threads 0 uses OMP_NUM_THREADS or all cores");

@@ -660,15 +660,18 @@ std::vector<ConfigKey> build_table() {
              "error); ignored on CPUs")
           .lp("(torch.set_float32_matmul_precision)"),
       choice("model", "conv_algorithms", field(M, &MC::conv_algorithms), compute::conv_algorithms_names(),
-             "how GPUs pick each convolution's cuDNN algorithm: heuristics = cuDNN's ranked choice (no "
-             "device sync; faster on an H100 in 3 of 4 measured settings); benchmark = time every "
-             "algorithm once per shape (cudnnFind, the path of 2026-11-22); ignored on CPUs")
+             "how GPUs pick each convolution's cuDNN algorithm: auto = the graph API where this build has "
+             "cudnn-frontend (1.57x the legacy calls at bf16 batch 64 on an H200), heuristics for a shape "
+             "it has no engine for, else heuristics; heuristics = the legacy calls with cuDNN's ranked "
+             "choice; benchmark = time every algorithm once per shape (cudnnFind); graph = the graph "
+             "API's first engine that builds; graph-autotune = time up to 8 of those once per shape; "
+             "ignored on CPUs")
           .lp("(torch.backends.cudnn.benchmark)"),
       boolean("model", "cuda_graphs", field(M, &MC::cuda_graphs),
-              "GPUs: record a training step's device work once per batch shape as a CUDA graph and "
-              "replay it while no buffer moves (one process, no accumulation; other runs go op by "
-              "op); 3.9x the op-by-op steps at bf16 batch 16 on an H200 (docs/GPU.md); false runs "
-              "every step op by op; ignored on CPUs"),
+              "GPUs: record a training step's (and a prediction batch's) device work once per batch "
+              "shape as a CUDA graph and replay it while no buffer moves (training: one process, no "
+              "accumulation; other runs go op by op); 1.6x the op-by-op steps at bf16 batch 64 on "
+              "an H200 (docs/GPU.md); false runs everything op by op; ignored on CPUs"),
       // [distributed]
       choice("distributed", "backend", field(X, &XC::backend), runtime::backend_names(),
              "gradient all-reduce backend; auto: nccl on GPUs, gloo on CPUs")

@@ -17,7 +17,7 @@ struct BackendRequest {
   int device = 0;
   std::string precision = "32";             // model.precision
   std::string float32_matmul = "highest";   // model.float32_matmul_precision (GPU only)
-  std::string conv_algorithms = "heuristics";  // model.conv_algorithms (GPU only)
+  std::string conv_algorithms = "auto";  // model.conv_algorithms (GPU only)
   int cpu_threads = 0;                      // 0: OMP_NUM_THREADS or all cores
 };
 

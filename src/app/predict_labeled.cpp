@@ -8,6 +8,7 @@
 
 #include "app/make_backend.hpp"     // make_predict_backend
 #include "app/pca_error_files.hpp"  // fit_pca_error_metrics, pca_error_csv, metric_error_path
+#include "app/prediction_recording.hpp"  // enable_prediction_recording, report_prediction_recording
 #include "app/run_data.hpp"         // open_run_data
 #include "app/run_options.hpp"      // predict_loader_options
 #include "compute/backend.hpp"      // compute::Backend
@@ -53,6 +54,7 @@ long predict_labeled_frames(const Config& config, const std::string& checkpoint,
   model::PoseModel& net = *network;
   train::load_model(checkpoint, net.store(), stream);
   train::StepRunner runner(*backend, stream, net, compute::heatmap_mse_loss());
+  enable_prediction_recording(config, *backend, runner, log);
   // A batch larger than the data set would only allocate more.
   data::Loader loader(dataset, predict_loader_options(config, model_type, dataset.size(), *backend));
   std::vector<data::SampleRow> rows(static_cast<std::size_t>(dataset.size()));
@@ -135,6 +137,7 @@ long predict_labeled_frames(const Config& config, const std::string& checkpoint,
       written += ", " + path;
     }
   }
+  report_prediction_recording(runner, log);
   log.info("predicted " + std::to_string(done) + " frames with " + checkpoint + " -> " + request.predictions_csv +
            " and " + written);
   return done;

@@ -22,6 +22,7 @@
 #include "app/loader_source.hpp"    // batch_allocator
 #include "app/output_files.hpp"     // run_dir_of_checkpoint, remove_stale_temp_files_in
 #include "app/pca_error_files.hpp"  // fit_pca_error_metrics, pca_error_csv
+#include "app/prediction_recording.hpp"  // enable_prediction_recording, report_prediction_recording
 #include "app/run_data.hpp"         // open_run_data
 #include "compute/backend.hpp"      // compute::Backend
 #include "compute/losses/heatmap_mse.hpp"  // the runner needs a loss; prediction computes none
@@ -247,6 +248,7 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
                                               model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
   train::load_model(request.checkpoint, network->store(), stream);
   train::StepRunner runner(*backend, stream, *network, compute::heatmap_mse_loss());
+  enable_prediction_recording(config, *backend, runner, log);
 
   data::VideoBatchOptions options;
   options.batch_size = std::max(1, config.training.test_batch_size);
@@ -308,6 +310,7 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
       }
     }
   });
+  report_prediction_recording(runner, log);
 
   // Rank 0 stitches each video's rows (ranks hold consecutive ranges, in rank order).
   std::string failure;

@@ -41,11 +41,12 @@ Float32MatmulPrecision parse_float32_matmul_precision(const std::string& name) {
 }
 
 const std::vector<std::string>& conv_algorithms_names() {
-  static const std::vector<std::string> names = {"heuristics", "benchmark", "graph", "graph-autotune"};
+  static const std::vector<std::string> names = {"auto", "heuristics", "benchmark", "graph", "graph-autotune"};
   return names;
 }
 
 ConvAlgorithms parse_conv_algorithms(const std::string& name) {
+  if (name == "auto") return ConvAlgorithms::automatic;
   if (name == "heuristics") return ConvAlgorithms::heuristics;
   if (name == "benchmark") return ConvAlgorithms::benchmark;
   if (name == "graph") return ConvAlgorithms::graph;

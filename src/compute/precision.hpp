@@ -37,12 +37,14 @@ Float32MatmulPrecision parse_float32_matmul_precision(const std::string& name);
 // How the GPU backend picks each convolution's cuDNN algorithm (model.conv_algorithms);
 // CPUs ignore it.
 enum class ConvAlgorithms {
-  heuristics,  // "heuristics": cuDNN's ranked heuristics, no device sync (the default)
+  automatic,   // "auto" (the default): graph where this build has cuDNN's graph API, with
+               // heuristics for any shape the graph API has no engine for; else heuristics
+  heuristics,  // "heuristics": cuDNN's ranked heuristics through the legacy calls, no device sync
   benchmark,   // "benchmark": run every algorithm once per shape (cudnnFind*), as on 2026-11-22
   graph,       // "graph": cuDNN's graph API (cudnn-frontend), heuristics mode A then the fallback list
   graph_autotune,  // "graph-autotune": the graph API, timing its top candidates once per shape
 };
-// The names of model.conv_algorithms: "heuristics", "benchmark", "graph", "graph-autotune".
+// The names of model.conv_algorithms: "auto", "heuristics", "benchmark", "graph", "graph-autotune".
 const std::vector<std::string>& conv_algorithms_names();
 // One of conv_algorithms_names(); throws UserError listing them for anything else.
 ConvAlgorithms parse_conv_algorithms(const std::string& name);

@@ -77,7 +77,7 @@ struct ModelConfig {
   std::vector<std::string> losses_to_use;  // unsupervised losses, each one of train::unsupervised_loss_names()
   std::string precision = "32";            // one of compute::precision_names() (emulated on CPUs)
   std::string float32_matmul_precision = "highest";  // one of compute::float32_matmul_precision_names()
-  std::string conv_algorithms = "heuristics";        // one of compute::conv_algorithms_names()
+  std::string conv_algorithms = "auto";              // one of compute::conv_algorithms_names()
   bool cuda_graphs = true;                           // one-GPU runs: replay each step's recorded device work
 };
 

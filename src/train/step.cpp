@@ -446,12 +446,24 @@ std::pair<double, long> StepRunner::take_loss_sum() {
 
 void StepRunner::keypoints_from_heatmaps(const data::Batch& batch, compute::ConstTensorView heatmaps,
                                          Predictions& out) {
-  const int n = batch.size, k = batch.num_keypoints;
   const int rows = heatmaps.shape.n;  // n * branches
-  compute::ensure_capacity(backend_, coords_, std::size_t(rows) * k * 2);
-  compute::ensure_capacity(backend_, confidence_, std::size_t(rows) * k);
+  prepare_keypoints(rows, batch.num_keypoints);
+  soft_argmax_keypoints(heatmaps);
+  download_keypoints(batch, rows, out);
+}
+
+void StepRunner::prepare_keypoints(int rows, int keypoints) {
+  compute::ensure_capacity(backend_, coords_, std::size_t(rows) * keypoints * 2);
+  compute::ensure_capacity(backend_, confidence_, std::size_t(rows) * keypoints);
+}
+
+void StepRunner::soft_argmax_keypoints(compute::ConstTensorView heatmaps) {
   backend_.soft_argmax(heatmaps, model_.spec().downsample_factor, kSoftArgmaxTemperature, coords_.data(),
                        confidence_.data(), stream_);
+}
+
+void StepRunner::download_keypoints(const data::Batch& batch, int rows, Predictions& out) {
+  const int n = batch.size, k = batch.num_keypoints;
   out.coords.resize(std::size_t(rows) * k * 2);
   out.confidence.resize(std::size_t(rows) * k);
   backend_.download(out.coords.data(), coords_.data(), out.coords.size(), stream_);
@@ -509,12 +521,53 @@ EvalSums StepRunner::evaluate(const data::Batch& batch, Predictions* predictions
   return sums;
 }
 
+void StepRunner::predict_on_device(const StagedBatch& b) {
+  model::Context ctx{backend_, stream_, false, nullptr, nullptr};
+  soft_argmax_keypoints(model_.forward(ctx, {b.images, b.image_shape}));
+}
+
 void StepRunner::predict(const data::Batch& batch, Predictions& predictions) {
   const StagedBatch& b = stage(batch, false, false);
-  recorder_.other_work(b.image_shape);
-  model::Context ctx{backend_, stream_, false, nullptr, nullptr};
-  auto heatmaps = model_.forward(ctx, {b.images, b.image_shape});
-  keypoints_from_heatmaps(batch, heatmaps, predictions);
+  const int rows = batch.size * model_.branches();
+  prepare_keypoints(rows, batch.num_keypoints);  // allocations stay outside recordings
+  if (!recorder_.enabled() || !stream_.can_record()) {
+    recorder_.other_work(b.image_shape);
+    predict_on_device(b);
+  } else {
+    StepRecorder::Shape shape;
+    shape.images = b.image_shape;
+    shape.prediction = true;
+    const StepRecorder::Key key{b.images, nullptr};
+    const std::uint64_t generation = backend_.released_blocks() + stream_.scratch_reallocations();
+    switch (recorder_.decide(shape, key, generation)) {
+      case StepRecorder::Action::run:
+        predict_on_device(b);
+        break;
+      case StepRecorder::Action::replay:
+        recorder_.recording(key).launch(stream_);
+        break;
+      case StepRecorder::Action::record: {
+        std::unique_ptr<compute::RecordedWork> work;
+        try {
+          stream_.begin_recording();
+          predict_on_device(b);
+          work = stream_.end_recording();
+        } catch (const std::exception& e) {
+          // Nothing recorded has run: this prediction (and every later one) op by op.
+          stream_.abandon_recording();
+          recorder_.fail(e.what());
+          predict_on_device(b);
+          break;
+        }
+        work->launch(stream_);
+        // An evaluation forward leaves the host counters (batch norm's
+        // num_batches_tracked) as they were: nothing for a replay to repeat.
+        recorder_.keep(key, std::move(work), std::vector<std::int64_t>(model_.store().counters().size(), 0));
+        break;
+      }
+    }
+  }
+  download_keypoints(batch, rows, predictions);
   stager_.release(stream_);
 }
 

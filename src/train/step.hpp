@@ -112,8 +112,8 @@ class StepRunner {
   // one per staging slot (pair of slots) and shape (measured steps too), replayed while no device block
   // has been released since and the images keep their size (train/step_recorder.hpp:
   // an epoch's short last batch and validation keep them); the host half of the
-  // optimizer step runs before each replay. `warn` gets one line if recording fails;
-  // the run then goes on unrecorded.
+  // optimizer step runs before each replay. Predictions record too (predict()).
+  // `warn` gets one line if recording fails; the run then goes on unrecorded.
   void record_steps(std::function<void(const std::string&)> warn) { recorder_.enable(std::move(warn)); }
   // Recordings held now (tests and bench step).
   std::size_t recorded_steps() const { return recorder_.recordings(); }
@@ -155,7 +155,9 @@ class StepRunner {
   // Forward only (running BN statistics): loss and RMSE sums over real rows;
   // predictions filled when non-null.
   EvalSums evaluate(const data::Batch& batch, Predictions* predictions = nullptr);
-  // Predicts keypoints without labels (no loss).
+  // Predicts keypoints without labels (no loss). With record_steps() on a stream that
+  // can record, predictions of one shape replay a recording per staging slot, as
+  // training steps do (after one op-by-op prediction of the shape sizes its buffers).
   void predict(const data::Batch& batch, Predictions& predictions);
 
  private:
@@ -187,6 +189,15 @@ class StepRunner {
   const StagedBatch& stage(const data::Batch& batch, bool labels, bool drop_padded_rows);
   void keypoints_from_heatmaps(const data::Batch& batch, compute::ConstTensorView heatmaps,
                                Predictions& out);
+  // keypoints_from_heatmaps in its three parts, so that a prediction can record the
+  // device part: the buffers for `rows` heatmap sets (allocations stay outside
+  // recordings), the soft-argmax into them, and the copy to the host (waits) with the
+  // branches merged and the coordinates scaled to the batch's frames.
+  void prepare_keypoints(int rows, int keypoints);
+  void soft_argmax_keypoints(compute::ConstTensorView heatmaps);
+  void download_keypoints(const data::Batch& batch, int rows, Predictions& out);
+  // A prediction's device work: the evaluation forward and the soft-argmax keypoints.
+  void predict_on_device(const StagedBatch& b);
   // The measured step's soft-argmax keypoints (device) and the batch's labels (host):
   // prepare_measurement is the host half (buffers and labels), measure_keypoints
   // both halves.

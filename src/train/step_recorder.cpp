@@ -20,7 +20,7 @@ bool same_image_size(const compute::Shape4& a, const compute::Shape4& b) { retur
 
 StepRecorder::Action StepRecorder::decide(const Shape& shape, const Key& key, std::uint64_t generation) {
   if (!enabled_) return Action::run;
-  ++counts_.steps;
+  ++(shape.prediction ? counts_.predictions : counts_.steps);
   keep_image_size(shape.images);
   if (have_generation_ && generation != generation_) slots_.clear();  // a block they may use is gone
   have_generation_ = true;
@@ -32,7 +32,7 @@ StepRecorder::Action StepRecorder::decide(const Shape& shape, const Key& key, st
     return Action::run;  // the warm-up: sizes every buffer of this shape
   }
   if (find(shape, key)) {
-    ++counts_.replayed;
+    ++(shape.prediction ? counts_.predictions_replayed : counts_.replayed);
     return Action::replay;
   }
   if (slots_.size() >= kMaxRecordings) slots_.clear();
@@ -90,8 +90,8 @@ void StepRecorder::keep(const Key& key, std::unique_ptr<compute::RecordedWork> w
 void StepRecorder::fail(const std::string& what) {
   forget();
   enabled_ = false;
-  if (warn_) warn_("model.cuda_graphs: recording a training step failed (" + what +
-                   "); training goes on without CUDA graphs");
+  if (warn_) warn_("model.cuda_graphs: recording " + std::string(current_.prediction ? "a prediction" : "a training step") +
+                   " failed (" + what + "); the run goes on without CUDA graphs");
 }
 
 }  // namespace trainer::train

@@ -1,6 +1,7 @@
 #pragma once
-// Which training steps run as recorded work (a CUDA graph per staging slot and shape)
-// and which run op by op, and the recordings themselves (model.cuda_graphs).
+// Which training steps and predictions run as recorded work (a CUDA graph per staging
+// slot and shape) and which run op by op, and the recordings themselves
+// (model.cuda_graphs).
 //
 // A recording bakes in every buffer address the step used. Buffers only grow, and a
 // grown buffer is a new block: so a recording stays valid while no device block has
@@ -49,10 +50,13 @@ class StepRecorder {
     // A step that also measures its training keypoints (the logged RMSE): its
     // soft-argmax needs stream scratch the unmeasured step may not have grown.
     bool measured = false;
+    // A prediction (StepRunner::predict): the evaluation forward and the soft-argmax
+    // keypoints, no loss, no optimizer.
+    bool prediction = false;
     bool operator==(const Shape& o) const {
       return images == o.images && heatmaps == o.heatmaps && train_backbone == o.train_backbone &&
              optimizer_groups == o.optimizer_groups && unlabeled == o.unlabeled &&
-             unlabeled_backward == o.unlabeled_backward && measured == o.measured;
+             unlabeled_backward == o.unlabeled_backward && measured == o.measured && prediction == o.prediction;
     }
   };
   enum class Action { run, record, replay };
@@ -92,10 +96,11 @@ class StepRecorder {
   void fail(const std::string& what);
 
   std::size_t recordings() const { return slots_.size(); }
-  // Since enable(): the steps decide() saw, how many of them replayed a recording,
-  // and the recordings made.
+  // Since enable(): the training steps decide() saw and how many of them replayed a
+  // recording, the same for predictions, and the recordings made (of either).
   struct Counts {
     long steps = 0, replayed = 0, recorded = 0;
+    long predictions = 0, predictions_replayed = 0;
   };
   const Counts& counts() const { return counts_; }
 

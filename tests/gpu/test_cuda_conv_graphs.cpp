@@ -1,4 +1,4 @@
-// The graph-API convolutions (model.conv_algorithms graph | graph-autotune,
+// The graph-API convolutions (model.conv_algorithms auto | graph | graph-autotune,
 // compute/cuda/conv_graphs) against the CPU twin in fp32 (TF32 off: a tensor-core
 // engine would miss 1e-5) and against the legacy path in bf16 / fp16 (both round their
 // 16-bit outputs; different engines sum in different orders, so about one 16-bit ulp).
@@ -123,11 +123,12 @@ TEST_CASE("cuda graph-API convolutions match the CPU twin in fp32", "[gpu][conv_
     WARN("SKIPPED: built without cudnn-frontend's headers (scripts/fetch_cudnn_frontend.sh)");
     return;
   }
-  for (ConvAlgorithms a : {ConvAlgorithms::graph, ConvAlgorithms::graph_autotune}) {
+  for (ConvAlgorithms a : {ConvAlgorithms::graph, ConvAlgorithms::graph_autotune, ConvAlgorithms::automatic}) {
     auto gpu = cuda_backend(Precision::fp32, a);
     auto cpu = make_cpu_backend(2);
+    if (a == ConvAlgorithms::automatic) CHECK(gpu->description().find("graph API") != std::string::npos);
     for (const ConvCase& c : conv_cases()) {
-      INFO(c.name << (a == ConvAlgorithms::graph ? ", graph" : ", graph-autotune"));
+      INFO(c.name << ", " << conv_algorithms_names()[static_cast<std::size_t>(a)]);
       check_close(run_case(*gpu, c), run_case(*cpu, c), kTolerance);
     }
     INFO("transposed convolution");
@@ -142,12 +143,13 @@ TEST_CASE("cuda graph-API convolutions match the legacy path in bf16 and fp16", 
   }
   for (Precision p : {Precision::bf16, Precision::fp16}) {
     auto legacy = cuda_backend(p, ConvAlgorithms::heuristics);
-    for (ConvAlgorithms a : {ConvAlgorithms::graph, ConvAlgorithms::graph_autotune}) {
+    CHECK(legacy->description().find("legacy calls") != std::string::npos);
+    for (ConvAlgorithms a : {ConvAlgorithms::graph, ConvAlgorithms::graph_autotune, ConvAlgorithms::automatic}) {
       auto graph = cuda_backend(p, a);
       // One ulp of the output's 16-bit format, relative to the largest value.
       const double tolerance = p == Precision::bf16 ? 1.6e-2 : 2e-3;
       for (const ConvCase& c : conv_cases()) {
-        INFO(c.name << ", " << precision_name(p) << (a == ConvAlgorithms::graph ? ", graph" : ", graph-autotune"));
+        INFO(c.name << ", " << precision_name(p) << ", " << conv_algorithms_names()[static_cast<std::size_t>(a)]);
         check_close(run_case(*graph, c), run_case(*legacy, c), tolerance);
       }
       INFO("transposed convolution, " << precision_name(p));

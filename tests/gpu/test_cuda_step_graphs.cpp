@@ -3,7 +3,8 @@
 // lr change, a short batch (a new shape, recorded beside the full batches', whose
 // recordings stay unless a block was released) and a validation batch between steps; and vits_dinov3 steps, whose replays must
 // read each step's RoPE factor from the device. The host half (tests/unit/train/
-// test_step_recorder.cpp) is checked on the CPU.
+// test_step_recorder.cpp) is checked on the CPU. Predictions record too: their
+// keypoints against the unrecorded ones.
 #include <catch2/catch.hpp>
 
 #include <cmath>   // std::fabs
@@ -174,4 +175,49 @@ TEST_CASE("recorded steps around an epoch's short last batch keep replaying", "[
   CHECK(c.replayed - warm.replayed >= 2);
   CHECK(recorded.warnings.empty());
   CHECK(rel_error(recorded.params(), plain.params()) < 1e-4);
+}
+
+TEST_CASE("recorded predictions (CUDA graphs) give the unrecorded predictions' keypoints", "[gpu][cuda_graphs]") {
+  // ResNet in bf16 (the prediction default's path) and vits_dinov3 in fp32 (its eval-mode
+  // RoPE tables are written when the image size changes, not by each prediction); a
+  // short batch and a training step between predictions.
+  struct Case {
+    compute::Precision precision;
+    const char* backbone;
+  };
+  for (const Case& c : {Case{compute::Precision::bf16, "resnet18"}, Case{compute::Precision::fp32, "vits_dinov3"}}) {
+    INFO(c.backbone << " " << compute::precision_name(c.precision));
+    GpuRun plain(c.precision, false, c.backbone), recorded(c.precision, true, c.backbone);
+    HostBatch b0(*plain.backend, 4, 64, 3, 1), b1(*plain.backend, 4, 64, 3, 2), short_batch(*plain.backend, 2, 64, 3, 3);
+    train::LocalGradientSync sync;
+    const data::Batch* schedule[] = {&b0.batch, &b1.batch, &b0.batch, &b1.batch, &short_batch.batch,
+                                     &short_batch.batch, &b0.batch, &b1.batch, &b0.batch};
+    int call = 0;
+    for (const data::Batch* b : schedule) {
+      if (call == 6) {  // a training step between predictions: new weights, same addresses
+        plain.step(b1.batch, sync, false);
+        recorded.step(b1.batch, sync, false);
+      }
+      train::Predictions pp, pr;
+      plain.runner.predict(*b, pp);
+      recorded.runner.predict(*b, pr);
+      INFO("prediction " << call);
+      REQUIRE(pr.coords.size() == pp.coords.size());
+      if (call < 6) {  // the same kernels on the same data and weights: the same bits
+        CHECK(pr.coords == pp.coords);
+        CHECK(pr.confidence == pp.confidence);
+      } else {  // after a training step, whose weight gradients cuDNN may sum in any order
+        CHECK(rel_error(pr.coords, pp.coords) < 1e-4);
+        CHECK(rel_error(pr.confidence, pp.confidence) < 1e-4);
+      }
+      ++call;
+    }
+    const auto counts = recorded.runner.recording_counts();
+    WARN(c.backbone << ": " << counts.predictions_replayed << " of " << counts.predictions
+                    << " predictions replayed, " << counts.recorded << " recordings");
+    CHECK(counts.predictions == 9);
+    CHECK(counts.predictions_replayed >= 2);  // calls 2 and 3 replay the two slots' recordings at least
+    CHECK(recorded.warnings.empty());
+    for (const auto& w : recorded.warnings) WARN(w);
+  }
 }

@@ -101,6 +101,7 @@ grep -q "| 8-unit-tests | PASS" "$SCRATCH/device-check/summary.md" || fail "the 
 grep -q "| 9-vit | PASS" "$SCRATCH/device-check/summary.md" || fail "the ViT comparison's wiring failed on the CPU"
 grep -q "| 4-sanitizer | SKIPPED (dry run" "$SCRATCH/device-check/summary.md" || fail "the dry run ran a GPU step"
 grep -q "| 12-cuda-graphs | SKIPPED (dry run" "$SCRATCH/device-check/summary.md" || fail "the dry run ran the CUDA graphs step"
+grep -q "| 13-goal-profiles | SKIPPED (dry run" "$SCRATCH/device-check/summary.md" || fail "the dry run ran the goal profiles step"
 tar -tzf "$SCRATCH/device-check/logs.tar.gz" > "$SCRATCH/logs-list.txt"  # not piped: grep -q would cut tar off
 grep -q "1-env.log" "$SCRATCH/logs-list.txt" || fail "logs.tar.gz lacks the logs"
 echo "bundle OK: device kit $((bytes / 1024 / 1024)) MiB; dry run:"

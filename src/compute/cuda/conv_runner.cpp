@@ -1,11 +1,15 @@
 #include "compute/cuda/conv_runner.hpp"
 
 #include "compute/cuda/cuda_check.hpp"  // CUDNN_CHECK
+#include "util/error.hpp"                // SystemError
 
 namespace trainer::compute::cuda {
 namespace {
 
-bool uses_graph_api(ConvAlgorithms a) { return a == ConvAlgorithms::graph || a == ConvAlgorithms::graph_autotune; }
+bool uses_graph_api(ConvAlgorithms a) {
+  return a == ConvAlgorithms::graph || a == ConvAlgorithms::graph_autotune ||
+         (a == ConvAlgorithms::automatic && cudnn_graph_api_built());
+}
 
 }  // namespace
 
@@ -14,10 +18,24 @@ ConvRunner::ConvRunner(ConvAlgorithms algorithms, bool allow_tf32, std::size_t w
   if (uses_graph_api(algorithms))
     graphs_ = std::make_unique<ConvGraphCache>(
         ConvGraphSettings{allow_tf32, algorithms == ConvAlgorithms::graph_autotune, workspace_limit});
+  legacy_fallback_ = graphs_ && algorithms == ConvAlgorithms::automatic;
+}
+
+bool ConvRunner::on_graph_api(const ConvProblem& p, ConvPass pass) const {
+  return graphs_ && legacy_shapes_.count({p, pass}) == 0;
 }
 
 std::size_t ConvRunner::prepare(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass) {
-  if (graphs_) return graphs_->prepare(handle, p, pass);
+  if (on_graph_api(p, pass)) {
+    if (!legacy_fallback_) return graphs_->prepare(handle, p, pass);
+    try {
+      return graphs_->prepare(handle, p, pass);
+    } catch (const SystemError&) {
+      // No engine (or no plan that builds) for this shape: auto runs it through the
+      // legacy calls, which pick among cuDNN's older kernels, rather than failing the run.
+      legacy_shapes_.insert({p, pass});
+    }
+  }
   ConvPlan& plan = plans_.plan(p);
   switch (pass) {
     case ConvPass::forward: plans_.select_forward(handle, plan, p); return plan.fwd_bytes;
@@ -29,7 +47,7 @@ std::size_t ConvRunner::prepare(cudnnHandle_t handle, const ConvProblem& p, Conv
 
 void ConvRunner::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b,
                      void* out, void* workspace, std::size_t bytes) {
-  if (graphs_) {
+  if (on_graph_api(p, pass)) {
     graphs_->run(handle, p, pass, a, b, out, workspace);
     return;
   }

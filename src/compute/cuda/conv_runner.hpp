@@ -3,10 +3,15 @@
 // cudnnConvolution* calls with algorithms from heuristics or cudnnFind (conv_plans),
 // or the graph API (conv_graphs). Both read and write the same buffers, described
 // the same way, so the CUDA backend's casts and scratch carving do not depend on it.
+// "auto" takes the graph API where this build has it, and the legacy heuristics for
+// a shape whose graph finds no engine, so the default never refuses a convolution
+// the legacy calls could run.
 #include <cudnn.h>  // cudnnHandle_t
 
 #include <cstddef>  // std::size_t
 #include <memory>   // std::unique_ptr
+#include <set>      // std::set
+#include <utility>  // std::pair
 
 #include "compute/cuda/conv_graphs.hpp"  // ConvGraphCache, ConvPass
 #include "compute/cuda/conv_plans.hpp"   // ConvPlanCache, ConvProblem
@@ -24,10 +29,16 @@ class ConvRunner {
   // holds the `workspace_bytes` prepare() returned.
   void run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b, void* out,
            void* workspace, std::size_t workspace_bytes);
+  // Which cuDNN path the convolutions take, for the backend's description line.
+  const char* path() const { return graphs_ ? "cuDNN graph API" : "cuDNN legacy calls"; }
 
  private:
+  bool on_graph_api(const ConvProblem& p, ConvPass pass) const;
+
   ConvPlanCache plans_;
   std::unique_ptr<ConvGraphCache> graphs_;  // null: the legacy path
+  bool legacy_fallback_ = false;            // auto: a shape without a graph engine goes legacy
+  std::set<std::pair<ConvProblem, ConvPass>> legacy_shapes_;  // those shapes (auto only)
 };
 
 }  // namespace trainer::compute::cuda

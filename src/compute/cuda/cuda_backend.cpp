@@ -96,7 +96,7 @@ class CudaBackend final : public Backend {
     os << "cuda (device " << device_ << ": " << props_.name << ", sm_" << props_.major
        << props_.minor << ", " << (props_.totalGlobalMem >> 20) << " MiB; cuDNN " << cudnn / 10000
        << "." << (cudnn / 100) % 100 << "; cuBLAS " << cublas << "; TF32 "
-       << (options_.allow_tf32 ? "on" : "off");
+       << (options_.allow_tf32 ? "on" : "off") << "; convolutions: " << convs_.path();
     if (options_.precision != Precision::fp32)
       os << "; precision " << precision_name(options_.precision) << ": 16-bit NHWC convolutions"
          << (is_16bit(activation_storage()) ? " and activations" : ", fp32 activations");

@@ -17,13 +17,15 @@ struct CudaBackendOptions {
   // (and irrelevant to the 16-bit convolutions of bf16 / fp16).
   bool allow_tf32 = false;
   // How each convolution's cuDNN algorithm is chosen (model.conv_algorithms):
-  // heuristics (cudnnGet*_v7, the first ranked algorithm that fits; the default since
-  // an H100 measured it faster than cudnnFind on 2026-11-22, ResNet-50 256x256: bf16
-  // batch 16 465 -> 656 images/s, TF32 batch 16 674 -> 695, bf16 batch 64 787 -> 796,
-  // fp32 batch 16 477 -> 469), benchmark (cudnnFind*, once per shape, which
-  // synchronizes the device during the first step), or cuDNN's graph API (graph,
-  // graph-autotune; cuda/conv_graphs.hpp; not yet measured on a GPU).
-  ConvAlgorithms conv_algorithms = ConvAlgorithms::heuristics;
+  // automatic (the default): the graph API where built, falling back to heuristics
+  // per shape. An H200 measured the graph API 1.57x the legacy calls at bf16 batch 64
+  // op by op on 2026-11-27 (ResNet-50 256x256: 3,755 against 2,387 images/s; the
+  // legacy calls' host work per call bounded the step). heuristics (cudnnGet*_v7, the
+  // first ranked algorithm that fits; the default from 2026-11-22, when an H100
+  // measured it faster than cudnnFind), benchmark (cudnnFind*, once per shape, which
+  // synchronizes the device during the first step), graph, graph-autotune
+  // (cuda/conv_graphs.hpp).
+  ConvAlgorithms conv_algorithms = ConvAlgorithms::automatic;
   // In bf16 / fp16: keep the backbone's activations and gradients in the
   // precision's 16-bit NHWC storage (Backend::activation_storage), so no convolution
   // casts them. false: fp32 NCHW activations, each convolution casting its operands
@@ -36,7 +38,8 @@ struct CudaBackendOptions {
 std::unique_ptr<Backend> make_cuda_backend(int device_ordinal, const CudaBackendOptions& options);
 
 // Whether this build has cuDNN's graph API (cudnn-frontend's headers were found at
-// build time): model.conv_algorithms graph | graph-autotune need it.
+// build time): model.conv_algorithms graph | graph-autotune need it, and auto uses it
+// when it is there.
 bool cudnn_graph_api_built();
 
 }  // namespace trainer::compute

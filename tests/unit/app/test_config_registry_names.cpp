@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/config_keys.hpp"
+#include "compute/precision.hpp"  // conv_algorithms_names
 #include "model/backbone_registry.hpp"
 #include "model/make_model.hpp"
 
@@ -25,7 +26,8 @@ TEST_CASE("model.backbone and model.model_type list the registries' names", "[ap
   const struct {
     const char* key;
     std::vector<std::string> names;
-  } cases[] = {{"backbone", trainer::model::backbone_names()}, {"model_type", trainer::model::model_type_names()}};
+  } cases[] = {{"backbone", trainer::model::backbone_names()}, {"model_type", trainer::model::model_type_names()},
+               {"conv_algorithms", trainer::compute::conv_algorithms_names()}};
   std::ifstream in(std::string(TRAINER_SOURCE_DIR) + "/docs/CONFIG.md");
   REQUIRE(in);
   std::ostringstream doc;

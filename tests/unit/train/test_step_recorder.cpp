@@ -424,3 +424,49 @@ TEST_CASE("16-mixed steps record: the loss scale, the skipped step and the Adam 
     if (semi) CHECK(recorded.runner.take_unsupervised_sums() == plain.runner.take_unsupervised_sums());
   }
 }
+
+TEST_CASE("predictions record per slot and shape beside training steps, and fail over to op by op",
+          "[train][cuda_graphs]") {
+  RecordingRun r, plain(false);
+  train_test::MemorySource src(8, 4, 32, 2, 5);
+  src.start_epoch(0);
+  const data::Batch batch = *src.next();
+  train::Predictions expected;
+  plain.runner.predict(batch, expected);
+  for (int call = 0; call < 5; ++call) {  // run, record, record, replay, replay
+    train::Predictions p;
+    r.runner.predict(batch, p);
+    INFO("prediction " << call);
+    // On the CPU a launch runs nothing: a replay hands back what the last real run
+    // left in the keypoint buffers, the same batch's, so the keypoints must match.
+    CHECK(p.coords == expected.coords);
+    CHECK(p.confidence == expected.confidence);
+  }
+  CHECK(r.warnings.empty());
+  CHECK(r.runner.recorded_steps() == 2);
+  CHECK(r.stream.launches == 4);
+  const auto c = r.runner.recording_counts();
+  CHECK(c.predictions == 5);
+  CHECK(c.predictions_replayed == 2);
+  CHECK(c.steps == 0);  // the training steps' count (cmd_train's line) leaves predictions out
+  CHECK(r.bn_batches() == 0);  // evaluation forwards leave num_batches_tracked alone
+  // Training steps at the same image size are shapes of their own: the predictions'
+  // recordings stay beside theirs.
+  train::LocalGradientSync sync;
+  r.runner.train_step(batch, r.optimizer, sync, true, nullptr);
+  CHECK(r.runner.recording_counts().steps == 1);
+  // A failed recording warns once, this prediction runs op by op, and nothing records
+  // after it.
+  train_test::MemorySource short_src(2, 2, 32, 2, 5);
+  short_src.start_epoch(0);
+  const data::Batch short_batch = *short_src.next();
+  train::Predictions warm, failed;
+  r.runner.predict(short_batch, warm);  // the short shape's warm-up
+  r.stream.fail_next = true;
+  r.runner.predict(short_batch, failed);  // its recording fails
+  CHECK(r.stream.abandoned == 1);
+  REQUIRE(r.warnings.size() == 1);
+  CHECK(r.warnings[0].find("recording a prediction failed") != std::string::npos);
+  CHECK(failed.coords == warm.coords);
+  CHECK(r.runner.recorded_steps() == 0);
+}
