@@ -17,8 +17,8 @@ void report_prediction_recording(const train::StepRunner& runner, const Log& log
   const auto& c = runner.recording_counts();
   if (c.predictions == 0) return;
   log.info("model.cuda_graphs: " + std::to_string(c.predictions_replayed) + " of " + std::to_string(c.predictions) +
-           " prediction batches replayed a recording (the first of each batch shape runs op by op; false runs "
-           "them all op by op)");
+           " prediction batches replayed a recording (each batch shape's first batch runs op by op and its "
+           "next ones record, one per staging slot; false runs them all op by op)");
 }
 
 }  // namespace trainer::app

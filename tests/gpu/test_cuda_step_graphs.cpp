@@ -203,20 +203,21 @@ TEST_CASE("recorded predictions (CUDA graphs) give the unrecorded predictions' k
       recorded.runner.predict(*b, pr);
       INFO("prediction " << call);
       REQUIRE(pr.coords.size() == pp.coords.size());
-      if (call < 6) {  // the same kernels on the same data and weights: the same bits
-        CHECK(pr.coords == pp.coords);
-        CHECK(pr.confidence == pp.confidence);
-      } else {  // after a training step, whose weight gradients cuDNN may sum in any order
-        CHECK(rel_error(pr.coords, pp.coords) < 1e-4);
-        CHECK(rel_error(pr.confidence, pp.confidence) < 1e-4);
-      }
+      // Not held to the bits: cuBLAS may pick another kernel inside a capture (no
+      // workspace of ours is set), and after the training step the two runs' weights
+      // differ by cuDNN's order of summing weight gradients. A replay of a stale batch
+      // or of the old weights moves keypoints by pixels.
+      CHECK(rel_error(pr.coords, pp.coords) < 1e-4);
+      CHECK(rel_error(pr.confidence, pp.confidence) < 1e-4);
       ++call;
     }
     const auto counts = recorded.runner.recording_counts();
     WARN(c.backbone << ": " << counts.predictions_replayed << " of " << counts.predictions
                     << " predictions replayed, " << counts.recorded << " recordings");
     CHECK(counts.predictions == 9);
-    CHECK(counts.predictions_replayed >= 2);  // calls 2 and 3 replay the two slots' recordings at least
+    // Calls 1 and 2 record the two slots, call 3 replays; after the training step
+    // (which may move the memory generation) calls 6 and 7 record again, call 8 replays.
+    CHECK(counts.predictions_replayed >= 2);
     CHECK(recorded.warnings.empty());
     for (const auto& w : recorded.warnings) WARN(w);
   }

@@ -15,10 +15,19 @@ bool uses_graph_api(ConvAlgorithms a) {
 
 ConvRunner::ConvRunner(ConvAlgorithms algorithms, bool allow_tf32, std::size_t workspace_limit)
     : plans_(ConvSettings{allow_tf32, algorithms == ConvAlgorithms::benchmark, workspace_limit}) {
-  if (uses_graph_api(algorithms))
-    graphs_ = std::make_unique<ConvGraphCache>(
-        ConvGraphSettings{allow_tf32, algorithms == ConvAlgorithms::graph_autotune, workspace_limit});
-  legacy_fallback_ = graphs_ && algorithms == ConvAlgorithms::automatic;
+  if (!uses_graph_api(algorithms)) return;
+  const ConvGraphSettings settings{allow_tf32, algorithms == ConvAlgorithms::graph_autotune, workspace_limit};
+  if (algorithms != ConvAlgorithms::automatic) {
+    graphs_ = std::make_unique<ConvGraphCache>(settings);
+    return;
+  }
+  try {
+    graphs_ = std::make_unique<ConvGraphCache>(settings);
+    legacy_fallback_ = true;
+  } catch (const SystemError&) {
+    // cudnn-frontend could not load the cuDNN library it calls: auto keeps the legacy
+    // calls, which the backend has already loaded, rather than refusing the run.
+  }
 }
 
 bool ConvRunner::on_graph_api(const ConvProblem& p, ConvPass pass) const {

@@ -3,9 +3,10 @@
 // cudnnConvolution* calls with algorithms from heuristics or cudnnFind (conv_plans),
 // or the graph API (conv_graphs). Both read and write the same buffers, described
 // the same way, so the CUDA backend's casts and scratch carving do not depend on it.
-// "auto" takes the graph API where this build has it, and the legacy heuristics for
-// a shape whose graph finds no engine, so the default never refuses a convolution
-// the legacy calls could run.
+// "auto" takes the graph API where this build has it (and cudnn-frontend can load
+// cuDNN), and the legacy heuristics for a shape whose graph finds no engine, so the
+// default never refuses a convolution the legacy calls could run. The fallback is
+// silent: the legacy path computes the same convolution.
 #include <cudnn.h>  // cudnnHandle_t
 
 #include <cstddef>  // std::size_t
