@@ -1,18 +1,28 @@
 // CudaTransformerOps' attention in a 16-bit autocast precision (bf16-mixed /
-// 16-mixed): the generic attention's products (compute::attention_products, the
-// same shapes as transformer_attention.cpp) on 16-bit copies made once per call,
-// where the generic code over matmul would cast q, k, v once per batch row and
-// product. Scores, probabilities and their gradient stay fp32 (torch.autocast keeps
-// softmax in fp32); only the probabilities and the scores' gradient are cast again
-// to enter the products that read them. CPU twin: the generic attention with its
-// autocast products (cpu_transformer_ops.cpp rounds the same operands).
+// 16-mixed) when cuDNN's fused attention is off or cannot take the shape: the generic
+// attention's products (compute::attention_products, the same shapes as
+// transformer_attention.cpp) on 16-bit copies made once per call, one head at a time
+// over the batch (attention_over_batch.hpp), as the fp32 path does. Scores,
+// probabilities and their gradient stay fp32 (torch.autocast keeps softmax in fp32);
+// only the probabilities and the scores' gradient are cast again to enter the products
+// that read them. CPU twin: the generic attention with its autocast products
+// (cpu_transformer_ops.cpp rounds the same operands).
+//
+// Until the evening of 2026-11-27 it went a batch row at a time (batch x 2 GEMM
+// launches forward, batch x (4 GEMMs + softmax + cast) backward per block: 856 images/s
+// for ViT-S at batch 64 on an H200 against the fused attention's 2,789). Over heads the
+// backward holds the scores' gradient of every row: probs_count() floats and their
+// 16-bit copy in the stream's scratch (about 150 MB for ViT-S at batch 64, 256x256)
+// while it runs. Never run on a GPU since.
 //
 // The 16-bit planes' rows are padded to a multiple of 8 tokens: at 257 tokens (CLS +
 // 16 x 16 patches) an unpadded row or plane starts 2-byte aligned, and cuBLAS then
 // leaves its aligned tensor-core kernels for four of the six products (a reviewer's
 // reading; unmeasured). The padding is never read: the products span the tokens.
+#include <cstddef>  // std::size_t
 #include <cstdint>  // std::uint16_t
 
+#include "compute/cuda/attention_over_batch.hpp"  // over_batch, kPlaneByTokens, kTokensByTokens
 #include "compute/cuda/cuda_check.hpp"     // CUDA_CHECK_LAUNCH
 #include "compute/cuda/cuda_stream.hpp"    // as_cuda
 #include "compute/cuda/cuda_transformer_ops.hpp"
@@ -26,11 +36,15 @@ namespace {
 // Tokens per 16-bit plane row: a multiple of 8 (16 bytes).
 long long padded_tokens(int tokens) { return (static_cast<long long>(tokens) + 7) / 8 * 8; }
 
-// A product whose first operand is a probability (or score-gradient) plane, read from
-// the padded 16-bit planes.
-MatmulShape on_padded_planes(MatmulShape g, int tokens) {
-  g.lda = padded_tokens(tokens);
-  g.stride_a = tokens * padded_tokens(tokens);
+// One head's padded 16-bit plane, and every head's of one batch row.
+long long padded_plane(const AttentionShape& a) { return a.tokens * padded_tokens(a.tokens); }
+long long padded_planes(const AttentionShape& a) { return padded_plane(a) * a.heads; }
+
+// A product over the batch (over_batch) whose first operand is a probability (or
+// score-gradient) plane, read from the padded 16-bit planes.
+MatmulShape on_padded_planes(MatmulShape g, const AttentionShape& a) {
+  g.lda = padded_tokens(a.tokens);
+  g.stride_a = padded_planes(a);
   return g;
 }
 
@@ -39,12 +53,10 @@ MatmulShape on_padded_planes(MatmulShape g, int tokens) {
 void CudaTransformerOps::attention_forward16(const float* q, const float* k, const float* v, float* probs, float* out,
                                              const AttentionShape& a, Stream& s) {
   check_attention_shape(a);
-  const int T = a.tokens;
-  const std::size_t rows = std::size_t(T) * a.width(), planes = std::size_t(a.heads) * T * T;
-  const std::size_t n = rows * a.batch;
-  const std::size_t planes16 = std::size_t(a.heads) * T * padded_tokens(T);
+  const int T = a.tokens, D = a.head_dim;
+  const std::size_t plane = std::size_t(T) * T, n = std::size_t(T) * a.width() * a.batch;
   constexpr std::size_t h = sizeof(std::uint16_t);
-  ScratchCarve carve(as_cuda(s), {n * h, n * h, n * h, planes16 * a.batch * h});
+  ScratchCarve carve(as_cuda(s), {n * h, n * h, n * h, std::size_t(padded_planes(a)) * a.batch * h});
   auto* q16 = carve.as<std::uint16_t>(0);
   auto* k16 = carve.as<std::uint16_t>(1);
   auto* v16 = carve.as<std::uint16_t>(2);
@@ -53,47 +65,55 @@ void CudaTransformerOps::attention_forward16(const float* q, const float* k, con
   cast16(k, k16, n, s);
   cast16(v, v16, n, s);
   const AttentionProducts p = attention_products(a);
-  for (int b = 0; b < a.batch; ++b) gemm16(p.scores, q16 + b * rows, k16 + b * rows, probs + b * planes, s);
+  const MatmulShape scores = over_batch(p.scores, a, kTokensByTokens);
+  const MatmulShape context = on_padded_planes(over_batch(p.context, a, kPlaneByTokens), a);
+  for (int head = 0; head < a.heads; ++head) gemm16(scores, q16 + head * D, k16 + head * D, probs + head * plane, s);
   kernels::softmax_forward(probs, probs, a.batch * a.heads * T, T, as_cuda(s).get());
   CUDA_CHECK_LAUNCH();
   cast16_rows(probs, p16, static_cast<long long>(a.batch) * a.heads * T, T, padded_tokens(T), s);
-  const MatmulShape context = on_padded_planes(p.context, T);
-  for (int b = 0; b < a.batch; ++b) gemm16(context, p16 + b * planes16, v16 + b * rows, out + b * rows, s);
+  for (int head = 0; head < a.heads; ++head)
+    gemm16(context, p16 + head * padded_plane(a), v16 + head * D, out + head * D, s);
 }
 
 void CudaTransformerOps::attention_backward16(const float* q, const float* k, const float* v, const float* probs,
-                                              const float* dout, float* dq, float* dk, float* dv, float* scratch,
+                                              const float* dout, float* dq, float* dk, float* dv,
                                               const AttentionShape& a, Stream& s) {
   check_attention_shape(a);
-  const int T = a.tokens, H = a.heads;
-  const std::size_t rows = std::size_t(T) * a.width(), planes = std::size_t(H) * T * T;
-  const std::size_t n = rows * a.batch;
-  const std::size_t planes16 = std::size_t(H) * T * padded_tokens(T);
+  const int T = a.tokens, D = a.head_dim;
+  const std::size_t plane = std::size_t(T) * T, n = std::size_t(T) * a.width() * a.batch;
+  const std::size_t planes16 = std::size_t(padded_planes(a)) * a.batch;
   constexpr std::size_t h = sizeof(std::uint16_t);
-  ScratchCarve carve(as_cuda(s), {n * h, n * h, n * h, n * h, planes16 * a.batch * h, planes16 * h});
+  ScratchCarve carve(as_cuda(s),
+                     {n * h, n * h, n * h, n * h, planes16 * h, planes16 * h, a.probs_count() * sizeof(float)});
   auto* q16 = carve.as<std::uint16_t>(0);
   auto* k16 = carve.as<std::uint16_t>(1);
   auto* v16 = carve.as<std::uint16_t>(2);
   auto* dout16 = carve.as<std::uint16_t>(3);
   auto* p16 = carve.as<std::uint16_t>(4);
-  auto* ds16 = carve.as<std::uint16_t>(5);  // one batch row's scores gradient
+  auto* ds16 = carve.as<std::uint16_t>(5);
+  float* dscores = carve.as<float>(6);
   cast16(q, q16, n, s);
   cast16(k, k16, n, s);
   cast16(v, v16, n, s);
   cast16(dout, dout16, n, s);
-  cast16_rows(probs, p16, static_cast<long long>(a.batch) * H * T, T, padded_tokens(T), s);
+  const long long rows = static_cast<long long>(a.batch) * a.heads * T;
+  cast16_rows(probs, p16, rows, T, padded_tokens(T), s);
   const AttentionProducts p = attention_products(a);
-  const MatmulShape dv_product = on_padded_planes(p.dv, T), dq_product = on_padded_planes(p.dq, T),
-                    dk_product = on_padded_planes(p.dk, T);
-  for (int b = 0; b < a.batch; ++b) {
-    gemm16(dv_product, p16 + b * planes16, dout16 + b * rows, dv + b * rows, s);
-    gemm16(p.dprobs, dout16 + b * rows, v16 + b * rows, scratch, s);
-    // The scores' gradient from the fp32 probabilities (before the scale), as the generic code.
-    kernels::softmax_backward(probs + b * planes, scratch, scratch, H * T, T, as_cuda(s).get());
-    CUDA_CHECK_LAUNCH();
-    cast16_rows(scratch, ds16, static_cast<long long>(H) * T, T, padded_tokens(T), s);
-    gemm16(dq_product, ds16, k16 + b * rows, dq + b * rows, s);
-    gemm16(dk_product, ds16, q16 + b * rows, dk + b * rows, s);
+  const MatmulShape dprobs = over_batch(p.dprobs, a, kTokensByTokens);
+  const MatmulShape dv_product = on_padded_planes(over_batch(p.dv, a, kPlaneByTokens), a);
+  const MatmulShape dq_product = on_padded_planes(over_batch(p.dq, a, kPlaneByTokens), a);
+  const MatmulShape dk_product = on_padded_planes(over_batch(p.dk, a, kPlaneByTokens), a);
+  for (int head = 0; head < a.heads; ++head) {
+    gemm16(dv_product, p16 + head * padded_plane(a), dout16 + head * D, dv + head * D, s);
+    gemm16(dprobs, dout16 + head * D, v16 + head * D, dscores + head * plane, s);
+  }
+  // The scores' gradient from the fp32 probabilities (before the scale), as the generic code.
+  kernels::softmax_backward(probs, dscores, dscores, rows, T, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+  cast16_rows(dscores, ds16, rows, T, padded_tokens(T), s);
+  for (int head = 0; head < a.heads; ++head) {
+    gemm16(dq_product, ds16 + head * padded_plane(a), k16 + head * D, dq + head * D, s);
+    gemm16(dk_product, ds16 + head * padded_plane(a), q16 + head * D, dk + head * D, s);
   }
 }
 

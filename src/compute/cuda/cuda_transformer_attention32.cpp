@@ -1,13 +1,11 @@
 // CudaTransformerOps' attention when the autocast precision is fp32 (precision 32,
 // TF32 when allowed; or TRAINER_VIT_AUTOCAST=0): the generic attention's products
 // (compute::attention_products: the same shapes, so the same sums per head and batch
-// row), one head at a time over every batch row. For a fixed head, the q, k, v and
-// output views of consecutive batch rows lie a row block (tokens x width) apart and
-// its probability planes heads x tokens x tokens apart, so one strided-batched GEMM
-// covers the batch. The generic code goes a batch row at a time over the heads: at
-// batch 64 that was 64 x 2 GEMM launches forward and 64 x (4 GEMMs + a softmax)
-// backward per block, about 5,400 small launches per ViT-S step (0.42x PyTorch's fp32
-// step on an H200, 2026-11-27). The scores' gradient for every head and batch row
+// row), one head at a time over every batch row (attention_over_batch.hpp). The
+// generic code goes a batch row at a time over the heads: at batch 64 that was 64 x 2
+// GEMM launches forward and 64 x (4 GEMMs + a softmax) backward per block, about 5,400
+// small launches per ViT-S step (0.42x PyTorch's fp32 step on an H200, 2026-11-27;
+// 1.06x over heads that evening, TF32). The scores' gradient for every head and batch row
 // lives in the stream's scratch (probs_count() floats), so its softmax backward is one
 // launch; the caller's one-row `scratch` is not needed. That costs probs_count() floats
 // of the stream's scratch while a backward runs (about 100 MB for ViT-S at batch 64,
@@ -16,43 +14,14 @@
 // generic attention.
 #include <cstddef>  // std::size_t
 
+#include "compute/cuda/attention_over_batch.hpp"  // over_batch, kPlaneByTokens, kTokensByTokens
 #include "compute/cuda/cuda_check.hpp"     // CUDA_CHECK_LAUNCH
 #include "compute/cuda/cuda_stream.hpp"    // as_cuda
 #include "compute/cuda/cuda_transformer_ops.hpp"
 #include "compute/cuda/scratch_carve.hpp"  // ScratchCarve
 #include "transformer.cuh"                 // kernels::softmax_forward, softmax_backward
-#include "util/error.hpp"                  // TRAINER_ASSERT
 
 namespace trainer::compute::cuda {
-
-namespace {
-
-// Which operands of a product are token-major head views (the others: probability
-// planes), as compute::attention_products lays them out.
-struct TokenMajor {
-  bool a, b, c;
-};
-constexpr TokenMajor kPlaneByTokens{false, true, true};   // context, dv, dq, dk: plane x tokens -> tokens
-constexpr TokenMajor kTokensByTokens{true, true, false};  // scores, dprobs: tokens x tokens -> plane
-
-// A per-head product of compute::attention_products re-strided for one head over the
-// batch: token-major operands step by a row block, probability planes by all heads'.
-MatmulShape over_batch(MatmulShape g, const AttentionShape& a, TokenMajor token_major) {
-  const long long rows = static_cast<long long>(a.tokens) * a.width();
-  const long long plane = static_cast<long long>(a.tokens) * a.tokens, planes = plane * a.heads;
-  // attention_products' per-head strides: the head step of a token-major view, or one plane.
-  TRAINER_ASSERT(g.stride_a == (token_major.a ? a.head_dim : plane) &&
-                     g.stride_b == (token_major.b ? a.head_dim : plane) &&
-                     g.stride_c == (token_major.c ? a.head_dim : plane),
-                 "attention product laid out other than over_batch assumes");
-  g.stride_a = token_major.a ? rows : planes;
-  g.stride_b = token_major.b ? rows : planes;
-  g.stride_c = token_major.c ? rows : planes;
-  g.batch = a.batch;
-  return g;
-}
-
-}  // namespace
 
 void CudaTransformerOps::attention_forward32(const float* q, const float* k, const float* v, float* probs,
                                              float* out, const AttentionShape& a, Stream& s) {

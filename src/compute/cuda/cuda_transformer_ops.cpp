@@ -207,11 +207,12 @@ void CudaTransformerOps::attention_forward(const float* q, const float* k, const
 
 void CudaTransformerOps::attention_backward(const float* q, const float* k, const float* v, const float* probs,
                                             const float* out, const float* dout, float* dq, float* dk, float* dv,
-                                            float* scratch, const AttentionShape& a, Stream& s) {
+                                            float* /*scratch: each GPU path carves its own*/, const AttentionShape& a,
+                                            Stream& s) {
   if (autocast_precision() == Precision::fp32) return attention_backward32(q, k, v, probs, dout, dq, dk, dv, a, s);
   if (const StatePath path = state_path(probs, a); path.fused)
     return attention_backward_fused(q, k, v, probs, out, dout, dq, dk, dv, a, path.copies, s);
-  attention_backward16(q, k, v, probs, dout, dq, dk, dv, scratch, a, s);
+  attention_backward16(q, k, v, probs, dout, dq, dk, dv, a, s);
 }
 
 void CudaTransformerOps::layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y,

@@ -102,8 +102,10 @@ class CudaTransformerOps final : public TransformerOps {
                             float* dq, float* dk, float* dv, const AttentionShape& a, Stream& s);
   void attention_forward16(const float* q, const float* k, const float* v, float* probs, float* out,
                            const AttentionShape& a, Stream& s);
+  // 16-bit: the same over 16-bit copies (cuda_transformer_attention16.cpp), where
+  // cuDNN's fused attention is off or cannot take the shape.
   void attention_backward16(const float* q, const float* k, const float* v, const float* probs, const float* dout,
-                            float* dq, float* dk, float* dv, float* scratch, const AttentionShape& a, Stream& s);
+                            float* dq, float* dk, float* dv, const AttentionShape& a, Stream& s);
   // cuDNN's fused attention (cuda_transformer_attention_fused.cpp). Ready: on, a
   // 16-bit autocast precision, a shape cuDNN takes, and both passes' plans built
   // (tried once per shape).
