@@ -223,6 +223,19 @@ std::vector<std::int64_t> counter_values(const model::ParameterStore& store) {
 
 }  // namespace
 
+template <typename Work>
+std::unique_ptr<compute::RecordedWork> StepRunner::record_work(Work&& work) {
+  try {
+    stream_.begin_recording();
+    work();
+    return stream_.end_recording();
+  } catch (const std::exception& e) {
+    stream_.abandon_recording();
+    recorder_.fail(e.what());
+    return nullptr;
+  }
+}
+
 void StepRunner::recorded_train_step(const data::Batch& batch, Optimizer& optimizer, GradientSync& sync,
                                      bool train_backbone, const data::Batch* unlabeled, double importance) {
   const StagedBatch& b = stage(batch, true, false);
@@ -252,19 +265,13 @@ void StepRunner::recorded_train_step(const data::Batch& batch, Optimizer& optimi
     }
     case StepRecorder::Action::record: {
       const std::vector<std::int64_t> before = counter_values(model_.store());
-      std::unique_ptr<compute::RecordedWork> work;
-      try {
-        stream_.begin_recording();
-        device_step(b, u, u_backward, optimizer, sync, train_backbone, measured_);
-        work = stream_.end_recording();
-      } catch (const std::exception& e) {
+      auto work = record_work([&] { device_step(b, u, u_backward, optimizer, sync, train_backbone, measured_); });
+      if (!work) {
         // Nothing recorded has run: undo the host side and run this step (and every
         // later one) op by op.
-        stream_.abandon_recording();
         for (std::size_t i = 0; i < counters.size(); ++i) counters[i].value = before[i];
         prepare_draws(batch, u ? 2 : 1);  // the recorded forwards took the step's draws
         held_ = 0;
-        recorder_.fail(e.what());
         device_step(b, u, u_backward, optimizer, sync, train_backbone, measured_);
         break;
       }
@@ -547,15 +554,8 @@ void StepRunner::predict(const data::Batch& batch, Predictions& predictions) {
         recorder_.recording(key).launch(stream_);
         break;
       case StepRecorder::Action::record: {
-        std::unique_ptr<compute::RecordedWork> work;
-        try {
-          stream_.begin_recording();
-          predict_on_device(b);
-          work = stream_.end_recording();
-        } catch (const std::exception& e) {
-          // Nothing recorded has run: this prediction (and every later one) op by op.
-          stream_.abandon_recording();
-          recorder_.fail(e.what());
+        auto work = record_work([&] { predict_on_device(b); });
+        if (!work) {  // nothing recorded has run: this prediction (and every later one) op by op
           predict_on_device(b);
           break;
         }

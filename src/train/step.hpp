@@ -198,6 +198,11 @@ class StepRunner {
   void download_keypoints(const data::Batch& batch, int rows, Predictions& out);
   // A prediction's device work: the evaluation forward and the soft-argmax keypoints.
   void predict_on_device(const StagedBatch& b);
+  // `work` (device work only) as a recording, returned unlaunched; null when recording
+  // failed: the stream has left capture, nothing of it ran, and the recorder has
+  // warned and stopped (the caller undoes its host side and runs the work op by op).
+  template <typename Work>
+  std::unique_ptr<compute::RecordedWork> record_work(Work&& work);
   // The measured step's soft-argmax keypoints (device) and the batch's labels (host):
   // prepare_measurement is the host half (buffers and labels), measure_keypoints
   // both halves.
