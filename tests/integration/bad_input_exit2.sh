@@ -146,6 +146,9 @@ for option in --cores-per-node --cpus-per-task --ranks-per-node; do
   expect_one_error "$option cannot be negative, got -3" "$TRAINER" plan --nodes 1 "$option" -3
 done
 expect_one_error "bench step: --threads and --warmup must be >= 0" "$TRAINER" bench step --threads -1 --steps 1
+expect_one_error "bench step: --cuda-graphs records GPU steps and predictions" \
+  "$TRAINER" bench step --accelerator cpu --mode predict --cuda-graphs --steps 1
+expect_one_error "unknown conv_algorithms 'fastest'" "$TRAINER" bench step --conv-algorithms fastest --steps 1
 printf 'model:\n  model_name: "abc\n' >"$S/quote.yaml"
 expect_one_error "quote.yaml:2: not valid YAML: the quoted value that starts here is never closed" \
   "$TRAINER" plan "$S/quote.yaml"
