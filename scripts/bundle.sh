@@ -4,8 +4,8 @@
 #   scripts/bundle.sh [--build-dir build] [--out bundle] [--no-mpi] [--with-tests]
 #                     [--media] [--pack FILE.tar.xz] [--max-packed-mib 45]
 #
-# --with-tests  adds OUT/bin/gpu_tests (when the GPU path is built) and
-#               OUT/bin/unit_tests (same RPATH), for scripts/device_check.sh, and
+# --with-tests  adds OUT/bin/gpu_tests (when the GPU path is built; same RPATH), for
+#               scripts/device_check.sh, and
 #               OUT/share/mirror-mouse/ (lightning-pose's example from $MIRROR_MOUSE_DIR,
 #               default ../shared/data/mirror-mouse-example, when it is there).
 # --media       adds the media module (lib/libtrainer_media.so: image and video files,
@@ -143,8 +143,8 @@ install_program() {  # install_program BUILT_BINARY TARGET_NAME CMAKE_TARGET_DIR
 }
 install_program "$trainer" trainer "$build_dir/CMakeFiles/trainer.dir"
 if [[ $with_tests == 1 ]]; then
-  [[ -x "$build_dir/tests/unit_tests" ]] || die "no $build_dir/tests/unit_tests" "build the tests first: cmake --build $build_dir"
-  install_program "$build_dir/tests/unit_tests" unit_tests "$build_dir/tests/CMakeFiles/unit_tests.dir"
+  # No unit_tests: a visit never ran them (ctest runs them on the build machine), and
+  # their 22 MB took the kit to within 2 MiB of what a visit carries.
   if [[ -x "$build_dir/tests/gpu_tests" ]]; then
     install_program "$build_dir/tests/gpu_tests" gpu_tests "$build_dir/tests/CMakeFiles/gpu_tests.dir"
   else

@@ -60,7 +60,6 @@
 #                  (`bench step --profile`), again with TRAINER_BN_KERNELS=0, and
 #                  Nsight Compute's per-kernel times of the
 #                  same step grouped by scripts/ncu_summary.py where ncu runs
-#   8-unit-tests   (dry run only) the kit's unit_tests start without the media module
 #   9-vit          vits_dino 256x256 batch 64: trainer training and prediction vs
 #                  PyTorch's ViT-S/16 (scaled_dot_product_attention; fp32, TF32, bf16;
 #                  the trainer's training steps recorded), then bf16 training op by
@@ -205,7 +204,7 @@ env_report() {
   fi
   "$trainer" --version || return 1
   local missing=0 program
-  for program in "$bundle"/bin/trainer "$bundle"/bin/gpu_tests "$bundle"/bin/unit_tests; do
+  for program in "$bundle"/bin/trainer "$bundle"/bin/gpu_tests; do
     [[ -x "$program" ]] || continue
     if ldd "$program" | grep "not found"; then
       echo "$program: libraries not found (above)"
@@ -506,17 +505,9 @@ goal_profiles_run() {
   done
 }
 
-# The kit's unit_tests start and run without the media module: the data layer's cases
-# (the whole suite is ctest's job on the build machine).
-unit_tests_run() {
-  [[ -x "$bundle/bin/unit_tests" ]] || { echo "SKIPPED: the kit has no unit_tests"; return 77; }
-  # One spec, so the terms are ANDed: data cases, no media module, no shared data, no hidden cases.
-  (cd "$logs" && "$bundle/bin/unit_tests" "[data]~[media]~[shared]~[.]" --reporter compact)
-}
-
 export repo kit logs bundle trainer gpu_tests has_gpu sanitized_cases py
 export -f seconds_since env_report gpu_tests_run vit_tests_run graphs_run sanitizer_run integration_run cpu_training_run has_torch vs_torch_run \
-  predict_run op_profile profile_run goal_profiles_run unit_tests_run vit_run mirror_mouse_run
+  predict_run op_profile profile_run goal_profiles_run vit_run mirror_mouse_run
 step 1-env 60 env_report
 # In order of what a visit needs most; a step the budget no longer fits says so.
 if [[ $has_gpu == 1 ]]; then
@@ -530,7 +521,6 @@ fi
 step 5-vs-torch 200 vs_torch_run
 gpu_step 12-cuda-graphs 120 graphs_run
 step 7-profile 90 profile_run
-[[ $has_gpu == 0 ]] && step 8-unit-tests 120 unit_tests_run
 step 9-vit 170 vit_run
 step 6-predict 90 predict_run
 gpu_step 13-goal-profiles 120 goal_profiles_run

@@ -12,7 +12,6 @@ source "$(dirname "$0")/lib/common.sh"
 build_dir="$(dirname "$TRAINER")"
 [[ -f "$build_dir/CMakeFiles/trainer.dir/link.txt" ]] || command -v patchelf >/dev/null ||
   skip "needs patchelf or the CMake build folder of $TRAINER"
-[[ -x "$build_dir/tests/unit_tests" ]] || skip "needs the unit tests built beside $TRAINER"
 limit_mib=45
 
 # ---- the device kit -------------------------------------------------------------------
@@ -37,8 +36,8 @@ for node_lib in libc.so libcuda.so libcudart libcudnn libcublas libnccl; do
   ! compgen -G "$out/lib/$node_lib*" >/dev/null || fail "lib/ must not contain the node's $node_lib"
 done
 ls "$out"/lib/openmpi/mca_*.so >/dev/null 2>&1 || fail "no Open MPI plugins in lib/openmpi"
-[[ -x "$out/bin/mpirun" && -f "$out/bin/trainer-env.sh" && -x "$out/bin/unit_tests" ]] ||
-  fail "no bundled mpirun / trainer-env.sh / unit_tests"
+[[ -x "$out/bin/mpirun" && -f "$out/bin/trainer-env.sh" ]] || fail "no bundled mpirun / trainer-env.sh"
+[[ ! -e "$out/bin/unit_tests" ]] || fail "the kit carries unit_tests (22 MB no visit runs)"
 if [[ -x "$build_dir/tests/gpu_tests" ]]; then
   readelf -d "$out/bin/gpu_tests" | grep -E 'R(UN)?PATH' | grep -qF '[$ORIGIN/../lib]' || fail "bin/gpu_tests lacks its RPATH"
 fi
@@ -97,7 +96,6 @@ bash "$REPO/scripts/device_check.sh" --kit "$kit" --out "$SCRATCH/device-check" 
 files=$(find "$SCRATCH/device-check" -type f | wc -l)
 (( files <= 8 )) || fail "the device check left $files files, more than the 8 a visit returns"
 grep -q "| 3-integration | PASS" "$SCRATCH/device-check/summary.md" || fail "no CPU training through the kit"
-grep -q "| 8-unit-tests | PASS" "$SCRATCH/device-check/summary.md" || fail "the kit's unit tests did not pass"
 grep -q "| 9-vit | PASS" "$SCRATCH/device-check/summary.md" || fail "the ViT comparison's wiring failed on the CPU"
 grep -q "| 4-sanitizer | SKIPPED (dry run" "$SCRATCH/device-check/summary.md" || fail "the dry run ran a GPU step"
 grep -q "| 12-cuda-graphs | SKIPPED (dry run" "$SCRATCH/device-check/summary.md" || fail "the dry run ran the CUDA graphs step"
