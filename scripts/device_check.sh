@@ -65,7 +65,8 @@
 #                  the trainer's training steps recorded), then bf16 training op by
 #                  op, and with the batched-matmul attention instead of cuDNN's fused one
 #                  (TRAINER_VIT_FUSED_ATTENTION=0), and without the 16-bit
-#                  activation copies (TRAINER_VIT_16BIT_COPIES=0), and the fused step's profile
+#                  activation copies (TRAINER_VIT_16BIT_COPIES=0), and the fused step's profile,
+#                  then with the biases in cuBLASLt's epilogue (TRAINER_VIT_BIAS_EPILOGUE=1)
 #   13-goal-profiles  Nsight Compute per-kernel times, next to the images/s, of
 #                  fp32 (TF32 off) training at batch 16 and bf16 prediction at batch
 #                  64: the two goals of issue 25 missed on 2026-11-27; each also
@@ -410,6 +411,15 @@ vit_run() {
   echo "--- profile (vits_dino, bf16-mixed, batch 64, fused attention)"
   "$trainer" bench step --accelerator gpu --backbone vits_dino --size 256 --batch 64 --precision bf16-mixed \
     --steps 3 --warmup 2 --profile 3
+  # The Linear biases inside cuBLASLt's products (new since 2026-11-28, off by default):
+  # recorded and op by op, against the rows above; its twin test is step 2's
+  # "[bias_epilogue]" case. Last, so a failure costs nothing above.
+  local graphs
+  for graphs in --cuda-graphs ""; do
+    echo "--- TRAINER_VIT_BIAS_EPILOGUE=1 ${graphs:-op by op} (vits_dino, bf16-mixed, batch 64, training)"
+    TRAINER_VIT_BIAS_EPILOGUE=1 "$trainer" bench step --accelerator gpu --backbone vits_dino --size 256 --batch 64 \
+      --precision bf16-mixed --steps 20 --warmup 5 $graphs || return
+  done
 }
 
 # Seconds since a `date +%s.%N` stamp; GPU nodes may lack bc (2026-11-27).

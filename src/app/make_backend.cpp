@@ -66,6 +66,15 @@ bool vit_fused_attention_from_env(const Env& env) {
                         "bf16-mixed / 16-mixed (the path before 2026-11-27); unset it for cuDNN's fused attention");
 }
 
+bool vit_bias_epilogue_from_env(const Env& env) {
+  const std::string value = env_get(env, "TRAINER_VIT_BIAS_EPILOGUE").value_or("");
+  if (value.empty() || value == "0") return false;
+  if (value == "1") return true;
+  throw UserError("TRAINER_VIT_BIAS_EPILOGUE must be 0 or 1, not '" + value + "'",
+                  "1 adds the ViTs' Linear biases inside their products on GPUs (cuBLASLt's bias epilogue, not yet "
+                  "run on a GPU); 0 or unset: a separate pass, as measured");
+}
+
 bool vit_activation_copies_from_env(const Env& env) {
   return on_unless_zero(env, "TRAINER_VIT_16BIT_COPIES",
                         "0 makes every 16-bit ViT product cast its operands under bf16-mixed / 16-mixed (the path "
@@ -92,6 +101,8 @@ std::unique_ptr<compute::Backend> make_backend(const BackendRequest& request, co
   [[maybe_unused]] const compute::ConvAlgorithms algorithms =  // validated on every build, used by the GPU path
       compute::parse_conv_algorithms(request.conv_algorithms);
   const Nhwc16Choice nhwc16 = nhwc16_from_env(capture_environment());
+  // Validated on every build; only GPUs have the epilogue.
+  [[maybe_unused]] const bool bias_epilogue = vit_bias_epilogue_from_env(capture_environment());
 #ifdef TRAINER_WITH_CUDA
   if (request.gpu) {
     compute::CudaBackendOptions options;
@@ -104,6 +115,7 @@ std::unique_ptr<compute::Backend> make_backend(const BackendRequest& request, co
                           " needs cuDNN's graph API, and this trainer was built without cudnn-frontend's headers",
                       "run scripts/fetch_cudnn_frontend.sh and rebuild, or use model.conv_algorithms heuristics");
     options.nhwc16_activations = nhwc16 != Nhwc16Choice::off;
+    options.vit_bias_epilogue = bias_epilogue;
     return with_fusion(compute::make_cuda_backend(request.device, options));
   }
 #endif

@@ -86,6 +86,12 @@ bool vit_fused_attention_from_env(const Env& env);
 // has run on a GPU yet. Anything else is a UserError.
 bool vit_activation_copies_from_env(const Env& env);
 
+// TRAINER_VIT_BIAS_EPILOGUE (the ViTs on GPUs, compute::CudaBackendOptions::
+// vit_bias_epilogue): 1 = each Linear adds its bias inside its product (cuBLASLt's bias
+// epilogue) instead of a separate pass over the output; 0 or unset = the separate pass
+// (what GPUs have run). Not yet run on a GPU. Anything else is a UserError.
+bool vit_bias_epilogue_from_env(const Env& env);
+
 // The warning for a mixed `precision` ("bf16-mixed", "16-mixed") on the CPU.
 std::string cpu_precision_warning(const std::string& precision);
 

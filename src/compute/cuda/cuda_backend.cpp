@@ -848,7 +848,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::CublasHandle> cublas_;
   cuda::ConvRunner convs_;
   cuda::FilterCache filter_cache_{*this};
-  cuda::CudaTransformerOps transformer_ops_{options_.allow_tf32, options_.precision};  // after options_: reads it
+  cuda::CudaTransformerOps transformer_ops_{options_.allow_tf32, options_.precision,
+                                            options_.vit_bias_epilogue};  // after options_: reads it
 };
 
 }  // namespace

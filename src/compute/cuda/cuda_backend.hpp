@@ -31,6 +31,10 @@ struct CudaBackendOptions {
   // casts them. false: fp32 NCHW activations, each convolution casting its operands
   // (the path measured on an H200 on 2026-11-26; TRAINER_NHWC16=0).
   bool nhwc16_activations = true;
+  // The ViTs' Linear layers add their bias inside the product (cuBLASLt's bias
+  // epilogue, cuda/lt_bias_gemm.hpp) instead of a separate pass over the output; the
+  // same fp32 sum. Off until a GPU has run it (TRAINER_VIT_BIAS_EPILOGUE=1 turns it on).
+  bool vit_bias_epilogue = false;
   // Largest cuDNN workspace one convolution may use.
   std::size_t conv_workspace_limit = std::size_t(1) << 30;
 };

@@ -10,6 +10,7 @@
 #include "compute/cuda/attention_graphs.hpp"  // AttentionGraphCache (the unique_ptr's destructor)
 #include "compute/cuda/cuda_check.hpp"   // CUBLAS_CHECK, CUDA_CHECK_LAUNCH
 #include "compute/cuda/cuda_stream.hpp"  // as_cuda
+#include "compute/cuda/lt_bias_gemm.hpp"  // LtBiasGemm
 #include "compute/cuda/scratch_carve.hpp"  // ScratchCarve
 #include "compute/rotary_shape_check.hpp"  // check_rotary_shape, check_rotary_table_shape
 #include "rotary.cuh"                    // kernels::rotary, rotary_tables
@@ -40,8 +41,8 @@ kernels::Format16 copy_format(const std::uint16_t* y16, Precision autocast) {
 
 }  // namespace
 
-CudaTransformerOps::CudaTransformerOps(bool allow_tf32, Precision precision)
-    : TransformerOps(precision), allow_tf32_(allow_tf32) {}
+CudaTransformerOps::CudaTransformerOps(bool allow_tf32, Precision precision, bool bias_epilogue)
+    : TransformerOps(precision), allow_tf32_(allow_tf32), bias_epilogue_(bias_epilogue) {}
 CudaTransformerOps::~CudaTransformerOps() = default;
 
 cublasHandle_t CudaTransformerOps::cublas_on(Stream& s) {
@@ -84,6 +85,40 @@ void CudaTransformerOps::matmul_with_copies(const MatmulShape& g, const float* a
                                           int(g.ldc), g.stride_c, g.batch, compute, CUBLAS_GEMM_DEFAULT));
 }
 
+bool CudaTransformerOps::lt_linear(const MatmulShape& g, const void* a, const void* b, float* y, const float* bias,
+                                   void* workspace, Stream& s) {
+  if (!lt_) lt_ = std::make_unique<LtBiasGemm>();
+  const Precision p = autocast_precision();
+  if (p == Precision::fp32)
+    return lt_->run(g, a, b, CUDA_R_32F, allow_tf32_ ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, y, bias,
+                    workspace, as_cuda(s).get());
+  return lt_->run(g, a, b, p == Precision::fp16 ? CUDA_R_16F : CUDA_R_16BF, CUBLAS_COMPUTE_32F, y, bias, workspace,
+                  as_cuda(s).get());
+}
+
+std::string CudaTransformerOps::bias_epilogue_note() const { return lt_ ? lt_->note() : std::string(); }
+
+void CudaTransformerOps::linear_forward(const float* x, const std::uint16_t* x16, const float* w, const float* bias,
+                                        float* y, int rows, int in, int out, Stream& s) {
+  if (!bias_epilogue_ || !bias) return TransformerOps::linear_forward(x, x16, w, bias, y, rows, in, out, s);
+  const MatmulShape g = linear_products(rows, in, out).y;
+  if (autocast_precision() == Precision::fp32) {
+    ScratchCarve carve(as_cuda(s), {LtBiasGemm::kWorkspaceBytes});
+    if (!lt_linear(g, x, w, y, bias, carve.as<void>(0), s))
+      TransformerOps::linear_forward(x, x16, w, bias, y, rows, in, out, s);
+    return;
+  }
+  // The operands as matmul_with_copies makes them, and the workspace, in one carve.
+  const std::size_t span_a = matmul_span_a(g), span_b = matmul_span_b(g);
+  constexpr std::size_t h = sizeof(std::uint16_t);
+  ScratchCarve carve(as_cuda(s), {x16 ? 0 : span_a * h, span_b * h, LtBiasGemm::kWorkspaceBytes});
+  const std::uint16_t* a16 = copy_or_cast(x, x16, carve.as<std::uint16_t>(0), span_a, s);
+  const std::uint16_t* w16 = copy_or_cast(w, nullptr, carve.as<std::uint16_t>(1), span_b, s);
+  if (lt_linear(g, a16, w16, y, bias, carve.as<void>(2), s)) return;
+  gemm16(g, a16, w16, y, s);
+  add_bias(y, bias, rows, out, s);  // fp32, as the generic Linear
+}
+
 void CudaTransformerOps::linear_backward(const float* x, const std::uint16_t* x16, const float* w, const float* dy,
                                          float* dx, float* dw, float* dbias, int rows, int in, int out, Stream& s) {
   if (autocast_precision() == Precision::fp32)
@@ -112,13 +147,14 @@ void CudaTransformerOps::linears_forward(const float* x, const std::uint16_t* x1
   for (int i = 0; i < count; ++i) w_span = std::max(w_span, matmul_span_b(linear_products(rows, in, layers[i].out).y));
   const std::size_t x_span = std::size_t(rows) * in;
   constexpr std::size_t h = sizeof(std::uint16_t);
-  ScratchCarve carve(as_cuda(s), {x16 ? 0 : x_span * h, w_span * h});
+  ScratchCarve carve(as_cuda(s), {x16 ? 0 : x_span * h, w_span * h, bias_epilogue_ ? LtBiasGemm::kWorkspaceBytes : 0});
   auto* w16 = carve.as<std::uint16_t>(1);  // each layer's in turn (stream order)
   x16 = copy_or_cast(x, x16, carve.as<std::uint16_t>(0), x_span, s);
   for (int i = 0; i < count; ++i) {
     const SharedInputLinear& l = layers[i];
     const MatmulShape y = linear_products(rows, in, l.out).y;
     cast16(l.w, w16, matmul_span_b(y), s);
+    if (bias_epilogue_ && l.bias && lt_linear(y, x16, w16, l.y, l.bias, carve.as<void>(2), s)) continue;
     gemm16(y, x16, w16, l.y, s);
     if (l.bias) add_bias(l.y, l.bias, rows, l.out, s);  // fp32, as the generic Linear
   }

@@ -23,15 +23,25 @@
 namespace trainer::compute::cuda {
 
 class AttentionGraphCache;
+class LtBiasGemm;
 
 class CudaTransformerOps final : public TransformerOps {
  public:
   // The cuBLAS handle is made at the first product, on the device current then
-  // (the backend's: it selects its device before any op runs).
-  CudaTransformerOps(bool allow_tf32, Precision precision);
+  // (the backend's: it selects its device before any op runs). bias_epilogue: a
+  // Linear's bias is added inside its product by cuBLASLt (lt_bias_gemm.hpp) where
+  // cuBLASLt has an algorithm for it, instead of add_bias's pass over the output.
+  CudaTransformerOps(bool allow_tf32, Precision precision, bool bias_epilogue = false);
   ~CudaTransformerOps() override;
 
   void matmul(const MatmulShape& g, const float* a, const float* b, float* c, Stream& s) override;
+  // With the bias epilogue on and a bias: the product and the bias in one cuBLASLt
+  // call; the generic Linear (product, then add_bias) otherwise.
+  void linear_forward(const float* x, const std::uint16_t* x16, const float* w, const float* bias, float* y,
+                      int rows, int in, int out, Stream& s) override;
+  // Why a Linear with the bias epilogue on added its bias separately (the first
+  // reason; "" if none did).
+  std::string bias_epilogue_note() const;
   // An autocast product reads an operand's 16-bit copy where given and casts only the
   // others.
   void matmul_with_copies(const MatmulShape& g, const float* a, const std::uint16_t* a16, const float* b,
@@ -88,6 +98,11 @@ class CudaTransformerOps final : public TransformerOps {
   // C (fp32) = alpha op(A) op(B) + beta C with A and B 16-bit copies in the
   // autocast precision's type (raw bits), fp32 accumulation.
   void gemm16(const MatmulShape& g, const std::uint16_t* a, const std::uint16_t* b, float* c, Stream& s);
+  // y = op(a) op(b) + bias through cuBLASLt (a and b fp32 or, in a 16-bit autocast
+  // precision, 16-bit copies); false, with nothing enqueued, where it has no algorithm.
+  // workspace: LtBiasGemm::kWorkspaceBytes of the stream's scratch.
+  bool lt_linear(const MatmulShape& g, const void* a, const void* b, float* y, const float* bias, void* workspace,
+                 Stream& s);
   // dst = the autocast precision's 16-bit rounding of src[0, count).
   void cast16(const float* src, std::uint16_t* dst, std::size_t count, Stream& s);
   // `copy` when given (an operand's 16-bit copy), else src[0, count) cast into `scratch`.
@@ -129,7 +144,9 @@ class CudaTransformerOps final : public TransformerOps {
   // float(src[0, count)) of the autocast precision's 16-bit values.
   void widen16(const std::uint16_t* src, float* dst, std::size_t count, Stream& s);
   bool allow_tf32_;
+  bool bias_epilogue_;
   std::unique_ptr<CublasHandle> cublas_;
+  std::unique_ptr<LtBiasGemm> lt_;  // made at the first Linear with the bias epilogue on
   std::unique_ptr<CudnnHandle> cudnn_;
   std::unique_ptr<AttentionGraphCache> attention_graphs_;
   // (batch, tokens, heads, head_dim, precision) -> whether the fused attention runs it.

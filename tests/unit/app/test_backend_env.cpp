@@ -1,7 +1,8 @@
 // The environment switches of the compute backends (app/make_backend.hpp):
 // TRAINER_FUSED_NORM, TRAINER_NHWC16, TRAINER_VIT_AUTOCAST, TRAINER_FILTER_CACHE and
 // TRAINER_VIT_FUSED_ATTENTION and TRAINER_VIT_16BIT_COPIES, each keeping the previous GPU path
-// selectable, and refusing anything but their documented values.
+// selectable, and TRAINER_VIT_BIAS_EPILOGUE, which turns a new one on; all refuse
+// anything but their documented values.
 #include <catch2/catch.hpp>
 
 #include "app/make_backend.hpp"
@@ -109,4 +110,12 @@ TEST_CASE("TRAINER_VIT_16BIT_COPIES keeps the ViT products that cast every opera
         (app::vit_activation_copies_from_env(env) && app::vit_autocast_from_env(env)));
   request.precision = "32";  // fp32 keeps no 16-bit copies, whatever the switch says
   CHECK_FALSE(app::make_backend(request, log)->transformer_ops().activation_copies());
+}
+
+TEST_CASE("TRAINER_VIT_BIAS_EPILOGUE is off unless asked for, and refuses other values", "[app][autocast]") {
+  // Opt-in, unlike the switches above: the epilogue has not run on a GPU yet.
+  CHECK_FALSE(app::vit_bias_epilogue_from_env({}));
+  CHECK_FALSE(app::vit_bias_epilogue_from_env({{"TRAINER_VIT_BIAS_EPILOGUE", "0"}}));
+  CHECK(app::vit_bias_epilogue_from_env({{"TRAINER_VIT_BIAS_EPILOGUE", "1"}}));
+  CHECK_THROWS_AS(app::vit_bias_epilogue_from_env({{"TRAINER_VIT_BIAS_EPILOGUE", "on"}}), UserError);
 }
