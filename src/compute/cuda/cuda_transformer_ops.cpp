@@ -147,14 +147,17 @@ void CudaTransformerOps::linears_forward(const float* x, const std::uint16_t* x1
   for (int i = 0; i < count; ++i) w_span = std::max(w_span, matmul_span_b(linear_products(rows, in, layers[i].out).y));
   const std::size_t x_span = std::size_t(rows) * in;
   constexpr std::size_t h = sizeof(std::uint16_t);
-  ScratchCarve carve(as_cuda(s), {x16 ? 0 : x_span * h, w_span * h, bias_epilogue_ ? LtBiasGemm::kWorkspaceBytes : 0});
+  bool any_bias = false;
+  for (int i = 0; i < count; ++i) any_bias = any_bias || layers[i].bias;
+  const std::size_t workspace = bias_epilogue_ && any_bias ? LtBiasGemm::kWorkspaceBytes : 0;
+  ScratchCarve carve(as_cuda(s), {x16 ? 0 : x_span * h, w_span * h, workspace});
   auto* w16 = carve.as<std::uint16_t>(1);  // each layer's in turn (stream order)
   x16 = copy_or_cast(x, x16, carve.as<std::uint16_t>(0), x_span, s);
   for (int i = 0; i < count; ++i) {
     const SharedInputLinear& l = layers[i];
     const MatmulShape y = linear_products(rows, in, l.out).y;
     cast16(l.w, w16, matmul_span_b(y), s);
-    if (bias_epilogue_ && l.bias && lt_linear(y, x16, w16, l.y, l.bias, carve.as<void>(2), s)) continue;
+    if (workspace && l.bias && lt_linear(y, x16, w16, l.y, l.bias, carve.as<void>(2), s)) continue;
     gemm16(y, x16, w16, l.y, s);
     if (l.bias) add_bias(l.y, l.bias, rows, l.out, s);  // fp32, as the generic Linear
   }

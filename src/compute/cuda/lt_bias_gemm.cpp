@@ -1,7 +1,7 @@
 // A Linear's product and bias in one cuBLASLt call (see lt_bias_gemm.hpp).
 #include "compute/cuda/lt_bias_gemm.hpp"
 
-#include <cstdint>  // std::uintptr_t, std::uint64_t, std::int64_t
+#include <cstdint>  // std::uintptr_t, std::uint64_t, std::int64_t, std::int32_t, std::uint32_t
 
 #include "compute/cuda/cuda_check.hpp"  // CUBLAS_CHECK
 
@@ -77,10 +77,11 @@ const LtBiasGemm::Plan* LtBiasGemm::plan_for(const Key& key, const MatmulShape& 
   plan->desc.reset(desc);
   const cublasOperation_t op_a = g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A: our b
   const cublasOperation_t op_b = g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's B: our a
-  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, op_a);
-  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, op_b);
-  set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, CUBLASLT_EPILOGUE_BIAS);
-  set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, CUDA_R_32F);
+  // The value types cublasLt.h documents for each attribute.
+  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSA, std::int32_t(op_a));
+  set_desc(desc, CUBLASLT_MATMUL_DESC_TRANSB, std::int32_t(op_b));
+  set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, std::uint32_t(CUBLASLT_EPILOGUE_BIAS));
+  set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, std::int32_t(CUDA_R_32F));
   set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(bias));  // its alignment counts
   // Stored shapes: our b is [k, n] row-major ([n, k] transposed), i.e. column-major
   // n x k (k x n transposed); our a likewise k x m (m x k); d is n x m.
@@ -102,15 +103,19 @@ const LtBiasGemm::Plan* LtBiasGemm::plan_for(const Key& key, const MatmulShape& 
                                                                plan->d.get(), plan->d.get(), pref_raw, 1, &result,
                                                                &count);
   if (status != CUBLAS_STATUS_SUCCESS || count == 0) {
-    if (note_.empty())
-      note_ = "cuBLASLt has no bias-epilogue algorithm for [" + std::to_string(g.m) + " x " + std::to_string(g.k) +
-              "] x [" + std::to_string(g.k) + " x " + std::to_string(g.n) + "] (" + cublasGetStatusString(status) +
-              "); that product adds its bias separately";
-    plans_.emplace(key, nullptr);
+    refuse(key, g, status == CUBLAS_STATUS_SUCCESS ? "no algorithm" : cublasGetStatusString(status));
     return nullptr;
   }
   plan->algo = result.algo;
   return plans_.emplace(key, std::move(plan)).first->second.get();
+}
+
+void LtBiasGemm::refuse(const Key& key, const MatmulShape& g, const std::string& why) {
+  if (note_.empty())
+    note_ = "cuBLASLt's bias epilogue did not take [" + std::to_string(g.m) + " x " + std::to_string(g.k) + "] x [" +
+            std::to_string(g.k) + " x " + std::to_string(g.n) + "] (" + why +
+            "); that product adds its bias separately";
+  plans_[key] = nullptr;
 }
 
 bool LtBiasGemm::run(const MatmulShape& g, const void* a, const void* b, cudaDataType_t type,
@@ -123,8 +128,17 @@ bool LtBiasGemm::run(const MatmulShape& g, const void* a, const void* b, cudaDat
   // The descriptor is the shape's, the bias this call's (same alignment: it is in the key).
   set_desc(plan->desc.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER, static_cast<const void*>(bias));
   const float one = 1.f, zero = 0.f;
-  CUBLAS_CHECK(cublasLtMatmul(handle_, plan->desc.get(), &one, b, plan->a.get(), a, plan->b.get(), &zero, d,
-                              plan->d.get(), d, plan->d.get(), &plan->algo, workspace, kWorkspaceBytes, stream));
+  // A refusal here (an algorithm the heuristic offered that then declines, as some
+  // have for a bias less aligned than they need) has enqueued nothing: the caller's
+  // separate add runs, now and for this key from now on.
+  const cublasStatus_t status = cublasLtMatmul(handle_, plan->desc.get(), &one, b, plan->a.get(), a, plan->b.get(),
+                                               &zero, d, plan->d.get(), d, plan->d.get(), &plan->algo, workspace,
+                                               kWorkspaceBytes, stream);
+  if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE) {
+    refuse(key, g, cublasGetStatusString(status));
+    return false;
+  }
+  CUBLAS_CHECK(status);
   return true;
 }
 

@@ -7,7 +7,8 @@
 // kept per shape, operand types and pointer alignments; a shape cuBLASLt has no
 // algorithm for answers false, and the caller runs its product and add_bias instead.
 // Every call enqueues on the given stream and never synchronizes (so it records into
-// CUDA graphs: the workspace is the caller's).
+// CUDA graphs: the workspace is the caller's). One host thread at a time, as the
+// cuBLAS handle beside it (each call sets the shared descriptor's bias pointer).
 #include <cstddef>  // std::size_t
 #include <map>      // std::map
 #include <memory>   // std::unique_ptr
@@ -39,7 +40,9 @@ class LtBiasGemm {
   bool run(const MatmulShape& g, const void* a, const void* b, cudaDataType_t type, cublasComputeType_t compute,
            float* d, const float* bias, void* workspace, cudaStream_t stream);
 
-  // Why the first call that answered false did (empty when none has).
+  // Why cuBLASLt first declined a shape (no algorithm, or its call refused): empty
+  // when it has taken every one. Calls this does not handle at all (a batch, alpha or
+  // beta, no bias) answer false without a note.
   const std::string& note() const { return note_; }
 
  private:
@@ -48,6 +51,7 @@ class LtBiasGemm {
   using Key = std::tuple<int, int, int, long long, long long, long long, bool, bool, int, int, int, int, int, int>;
   const Plan* plan_for(const Key& key, const MatmulShape& g, cudaDataType_t type, cublasComputeType_t compute,
                        const float* bias);
+  void refuse(const Key& key, const MatmulShape& g, const std::string& why);  // no plan for key from now on
   cublasLtHandle_t handle_ = nullptr;
   std::map<Key, std::unique_ptr<Plan>> plans_;  // null: cuBLASLt has no algorithm for that key
   std::string note_;

@@ -112,7 +112,7 @@ TEST_CASE("TRAINER_VIT_16BIT_COPIES keeps the ViT products that cast every opera
   CHECK_FALSE(app::make_backend(request, log)->transformer_ops().activation_copies());
 }
 
-TEST_CASE("TRAINER_VIT_BIAS_EPILOGUE is off unless asked for, and refuses other values", "[app][autocast]") {
+TEST_CASE("TRAINER_VIT_BIAS_EPILOGUE is off unless asked for, and refuses other values", "[app][vit]") {
   // Opt-in, unlike the switches above: the epilogue has not run on a GPU yet.
   CHECK_FALSE(app::vit_bias_epilogue_from_env({}));
   CHECK_FALSE(app::vit_bias_epilogue_from_env({{"TRAINER_VIT_BIAS_EPILOGUE", "0"}}));
