@@ -100,9 +100,10 @@ std::unique_ptr<compute::Backend> make_backend(const BackendRequest& request, co
   const compute::Precision precision = compute::parse_precision(request.precision);
   [[maybe_unused]] const compute::ConvAlgorithms algorithms =  // validated on every build, used by the GPU path
       compute::parse_conv_algorithms(request.conv_algorithms);
-  const Nhwc16Choice nhwc16 = nhwc16_from_env(capture_environment());
+  const Env env = capture_environment();
+  const Nhwc16Choice nhwc16 = nhwc16_from_env(env);
   // Validated on every build; only GPUs have the epilogue.
-  [[maybe_unused]] const bool bias_epilogue = vit_bias_epilogue_from_env(capture_environment());
+  [[maybe_unused]] const bool bias_epilogue = vit_bias_epilogue_from_env(env);
 #ifdef TRAINER_WITH_CUDA
   if (request.gpu) {
     compute::CudaBackendOptions options;

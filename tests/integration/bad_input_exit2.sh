@@ -149,6 +149,8 @@ expect_one_error "bench step: --threads and --warmup must be >= 0" "$TRAINER" be
 expect_one_error "bench step: --cuda-graphs records GPU steps and predictions" \
   "$TRAINER" bench step --accelerator cpu --mode predict --cuda-graphs --steps 1
 expect_one_error "unknown conv_algorithms 'fastest'" "$TRAINER" bench step --conv-algorithms fastest --steps 1
+expect_one_error "TRAINER_VIT_BIAS_EPILOGUE must be 0 or 1, not '2'" \
+  env TRAINER_VIT_BIAS_EPILOGUE=2 "$TRAINER" bench step --steps 1
 printf 'model:\n  model_name: "abc\n' >"$S/quote.yaml"
 expect_one_error "quote.yaml:2: not valid YAML: the quoted value that starts here is never closed" \
   "$TRAINER" plan "$S/quote.yaml"

@@ -1,6 +1,7 @@
 #pragma once
-// RAII owners for cuDNN and cuBLAS handles and cuDNN descriptors. Each owner is
+// RAII owners for cuDNN, cuBLAS and cuBLASLt handles and cuDNN descriptors. Each owner is
 // move-only; its destructor never throws (a failed destroy at exit is ignored).
+#include <cublasLt.h>   // cublasLtHandle_t
 #include <cublas_v2.h>  // cublasHandle_t
 #include <cudnn.h>      // cudnnHandle_t, descriptors
 #include <utility>      // std::exchange
@@ -56,6 +57,16 @@ struct CublasHandleTraits {
   static void destroy(Handle h) { cublasDestroy(h); }
 };
 
+struct CublasLtHandleTraits {
+  using Handle = cublasLtHandle_t;
+  static Handle create() {
+    Handle h{};
+    CUBLAS_CHECK(cublasLtCreate(&h));
+    return h;
+  }
+  static void destroy(Handle h) { cublasLtDestroy(h); }
+};
+
 struct TensorDescTraits {
   using Handle = cudnnTensorDescriptor_t;
   static Handle create() {
@@ -88,6 +99,7 @@ struct ConvDescTraits {
 
 using CudnnHandle = Owned<CudnnHandleTraits>;
 using CublasHandle = Owned<CublasHandleTraits>;
+using CublasLtHandle = Owned<CublasLtHandleTraits>;
 using TensorDesc = Owned<TensorDescTraits>;
 using FilterDesc = Owned<FilterDescTraits>;
 using ConvDesc = Owned<ConvDescTraits>;

@@ -58,10 +58,7 @@ struct LtBiasGemm::Plan {
 
 LtBiasGemm::LtBiasGemm() = default;
 
-LtBiasGemm::~LtBiasGemm() {
-  plans_.clear();  // the descriptors before the handle they were planned on
-  if (handle_) cublasLtDestroy(handle_);
-}
+LtBiasGemm::~LtBiasGemm() = default;
 
 // cuBLASLt is column-major, so the row-major d = op(a) op(b) is the column-major
 // d^T = op(b)^T op(a)^T, as CudaTransformerOps::matmul calls cuBLAS: cuBLASLt's A is our
@@ -70,7 +67,7 @@ const LtBiasGemm::Plan* LtBiasGemm::plan_for(const Key& key, const MatmulShape& 
                                              cublasComputeType_t compute, const float* bias) {
   const auto found = plans_.find(key);
   if (found != plans_.end()) return found->second.get();
-  if (!handle_) CUBLAS_CHECK(cublasLtCreate(&handle_));
+  if (!handle_) handle_ = std::make_unique<CublasLtHandle>();
   auto plan = std::make_unique<Plan>();
   cublasLtMatmulDesc_t desc = nullptr;
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, compute, CUDA_R_32F));
@@ -99,7 +96,7 @@ const LtBiasGemm::Plan* LtBiasGemm::plan_for(const Key& key, const MatmulShape& 
   set_preference(pref_raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, std::uint32_t(std::get<12>(key)));
   cublasLtMatmulHeuristicResult_t result{};
   int count = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle_, desc, plan->a.get(), plan->b.get(),
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(*handle_, desc, plan->a.get(), plan->b.get(),
                                                                plan->d.get(), plan->d.get(), pref_raw, 1, &result,
                                                                &count);
   if (status != CUBLAS_STATUS_SUCCESS || count == 0) {
@@ -131,7 +128,7 @@ bool LtBiasGemm::run(const MatmulShape& g, const void* a, const void* b, cudaDat
   // A refusal here (an algorithm the heuristic offered that then declines, as some
   // have for a bias less aligned than they need) has enqueued nothing: the caller's
   // separate add runs, now and for this key from now on.
-  const cublasStatus_t status = cublasLtMatmul(handle_, plan->desc.get(), &one, b, plan->a.get(), a, plan->b.get(),
+  const cublasStatus_t status = cublasLtMatmul(*handle_, plan->desc.get(), &one, b, plan->a.get(), a, plan->b.get(),
                                                &zero, d, plan->d.get(), d, plan->d.get(), &plan->algo, workspace,
                                                kWorkspaceBytes, stream);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE) {

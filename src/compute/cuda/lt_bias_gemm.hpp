@@ -18,7 +18,8 @@
 #include <cublasLt.h>  // cublasLtHandle_t, cublasComputeType_t
 #include <cuda_runtime_api.h>  // cudaStream_t, cudaDataType_t
 
-#include "compute/transformer_ops.hpp"  // MatmulShape
+#include "compute/cuda/cudnn_raii.hpp"  // CublasLtHandle
+#include "compute/transformer_ops.hpp"     // MatmulShape
 
 namespace trainer::compute::cuda {
 
@@ -28,7 +29,7 @@ class LtBiasGemm {
   static constexpr std::size_t kWorkspaceBytes = std::size_t(8) << 20;
 
   LtBiasGemm();  // no cuBLASLt handle yet: made at the first product, on the device current then
-  ~LtBiasGemm();
+  ~LtBiasGemm();  // the plans' descriptors, then the handle
   LtBiasGemm(const LtBiasGemm&) = delete;
   LtBiasGemm& operator=(const LtBiasGemm&) = delete;
 
@@ -52,7 +53,7 @@ class LtBiasGemm {
   const Plan* plan_for(const Key& key, const MatmulShape& g, cudaDataType_t type, cublasComputeType_t compute,
                        const float* bias);
   void refuse(const Key& key, const MatmulShape& g, const std::string& why);  // no plan for key from now on
-  cublasLtHandle_t handle_ = nullptr;
+  std::unique_ptr<CublasLtHandle> handle_;  // declared before plans_: destroyed after them
   std::map<Key, std::unique_ptr<Plan>> plans_;  // null: cuBLASLt has no algorithm for that key
   std::string note_;
 };
