@@ -66,7 +66,7 @@
 #                  op, and with the batched-matmul attention instead of cuDNN's fused one
 #                  (TRAINER_VIT_FUSED_ATTENTION=0), and without the 16-bit
 #                  activation copies (TRAINER_VIT_16BIT_COPIES=0), and the fused step's profile,
-#                  then with the biases in cuBLASLt's epilogue (TRAINER_VIT_BIAS_EPILOGUE=1)
+#                  then with the biases as a separate pass (TRAINER_VIT_BIAS_EPILOGUE=0)
 #   13-goal-profiles  Nsight Compute per-kernel times, next to the images/s, of
 #                  fp32 (TF32 off) training at batch 16 and bf16 prediction at batch
 #                  64: the two goals of issue 25 missed on 2026-11-27; each also
@@ -411,13 +411,13 @@ vit_run() {
   echo "--- profile (vits_dino, bf16-mixed, batch 64, fused attention)"
   "$trainer" bench step --accelerator gpu --backbone vits_dino --size 256 --batch 64 --precision bf16-mixed \
     --steps 3 --warmup 2 --profile 3
-  # The Linear biases inside cuBLASLt's products (new since 2026-11-28, off by default):
-  # recorded and op by op, against the rows above; its twin test is step 2's
-  # "[bias_epilogue]" case. Last, so a failure costs nothing above.
+  # The Linear biases as a separate pass (the path before 2026-11-28; the default adds
+  # them inside cuBLASLt's products): recorded and op by op, against the rows above;
+  # the epilogue's twin test is step 2's "[bias_epilogue]" case.
   local graphs
   for graphs in --cuda-graphs ""; do
-    echo "--- TRAINER_VIT_BIAS_EPILOGUE=1 ${graphs:-op by op} (vits_dino, bf16-mixed, batch 64, training)"
-    TRAINER_VIT_BIAS_EPILOGUE=1 "$trainer" bench step --accelerator gpu --backbone vits_dino --size 256 --batch 64 \
+    echo "--- TRAINER_VIT_BIAS_EPILOGUE=0 ${graphs:-op by op} (vits_dino, bf16-mixed, batch 64, training)"
+    TRAINER_VIT_BIAS_EPILOGUE=0 "$trainer" bench step --accelerator gpu --backbone vits_dino --size 256 --batch 64 \
       --precision bf16-mixed --steps 20 --warmup 5 $graphs || return
   done
 }
@@ -578,6 +578,15 @@ if [[ $has_gpu == 0 || $only == *",10,"* ]]; then step 10-mirror-mouse 240 mirro
   echo "| step | result | time |"
   echo "|---|---|---|"
   cat "$logs/steps.md"
+  # A failed step's first error lines, so the summary alone says what to fix.
+  for log in "$logs"/*.log; do
+    grep -q "^| $(basename "$log" .log) | FAIL" "$logs/steps.md" 2>/dev/null || continue
+    echo
+    echo "### $(basename "$log" .log): first errors"
+    echo '```'
+    grep -E "failed:|error:|FAILED|FAIL:|Error" "$log" | grep -v "pmix\|dlopen" | head -12 | cut -c1-400
+    echo '```'
+  done
   echo
   echo "## Numbers"
   echo '```'
@@ -619,7 +628,21 @@ if [[ $has_gpu == 0 || $only == *",10,"* ]]; then step 10-mirror-mouse 240 mirro
 find "$logs" -type f -name '*.h5*' -delete
 # The mirror-mouse runs' folders (checkpoints, predictions) would not fit the 8-file return.
 find "$logs" -mindepth 1 -maxdepth 1 -type d -name 'mirror-mouse-*' -exec rm -rf {} +
+# Files come back at most 16 MiB each (the 2026-11-28 visit lost every log to one
+# oversized archive): a log over 2 MiB keeps its first and last 512 KiB.
+while IFS= read -r -d '' big; do
+  bytes=$(stat -c %s "$big")
+  { head -c 524288 "$big"; printf '\n[... device_check.sh cut this %s-byte log to its ends ...]\n' "$bytes"
+    tail -c 524288 "$big"; } > "$big.cut" && mv "$big.cut" "$big"
+done < <(find "$logs" -type f -size +2M -print0)
 tar -C "$logs" -czf "$out/logs.tar.gz" . || failed=1
+if (( $(stat -c %s "$out/logs.tar.gz") > 15 * 1024 * 1024 )); then
+  echo "warning: logs.tar.gz is over 15 MiB and will not come back; its largest files:" | tee -a "$summary"
+  find "$logs" -type f -printf '%s %P\n' | sort -rn | head -10 | tee -a "$summary"
+  # The step logs alone, so the failures' messages still come back.
+  (cd "$logs" && find . -maxdepth 1 -type f -name '*.log' -print0 | tar --null -T - -czf "$out/step-logs.tar.gz") ||
+    failed=1
+fi
 cat "$summary"
 echo "results: $summary and $out/logs.tar.gz"
 exit $failed

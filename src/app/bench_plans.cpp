@@ -117,7 +117,7 @@ void build_attention_graphs(const std::string& json, std::vector<compute::Attent
 
 int bench_plans(const Args& args) {
   std::string backbone = "resnet50", precision_name = "bf16-mixed", fp32_precision = "highest", properties;
-  int size = 256, batch = 64, keypoints = 17, downsample = 2;
+  int size = 256, batch = 64, keypoints = 17, downsample = 2, operand_alignment = 16;
   double workspace_mib = 1024;
   std::string backbones;
   for (const auto& name : model::backbone_names()) backbones += (backbones.empty() ? "" : " | ") + name;
@@ -136,7 +136,10 @@ int bench_plans(const Args& args) {
       ("keypoints", po::value(&keypoints)->default_value(keypoints), "keypoints (heatmap channels)")
       ("downsample", po::value(&downsample)->default_value(downsample), "downsample factor d (heatmap = size / 2^d)")
       ("workspace-mib", po::value(&workspace_mib)->default_value(workspace_mib),
-       "largest workspace one convolution may use (the GPU backend's limit is 1024)");
+       "largest workspace one convolution may use (the GPU backend's limit is 1024)")
+      ("operand-alignment", po::value(&operand_alignment)->default_value(operand_alignment),
+       "16 | 8 | 4 | 2: the byte alignment the convolutions' operands declare (under 16: the plans the GPU "
+       "backend builds for operands off 16-byte alignment, e.g. a filter after an odd-length bias)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -153,6 +156,8 @@ int bench_plans(const Args& args) {
                     "the device check saves the target GPU's as logs/cudnn-device-properties.json");
   if (size < 32 || size % 32 != 0) throw UserError("bench plans: --size must be a positive multiple of 32");
   if (batch < 1 || keypoints < 1) throw UserError("bench plans: --batch and --keypoints must be >= 1");
+  if (operand_alignment != 16 && operand_alignment != 8 && operand_alignment != 4 && operand_alignment != 2)
+    throw UserError("bench plans: --operand-alignment must be 16, 8, 4 or 2");
   if (!(workspace_mib >= 0 && workspace_mib <= 1 << 20))
     throw UserError("bench plans: --workspace-mib must be between 0 and 1048576");
   const compute::Precision precision = compute::parse_precision(precision_name);
@@ -182,8 +187,11 @@ int bench_plans(const Args& args) {
   }
   const compute::cuda::ConvGraphSettings settings{allow_tf32, false,
                                                   static_cast<std::size_t>(workspace_mib * 1024 * 1024)};
-  std::printf("bench plans: %s %dx%d batch %d, precision %s: %zu convolutions, %zu distinct problems, 3 passes each\n",
+  const compute::cuda::ConvAlignment alignment{operand_alignment, operand_alignment, operand_alignment};
+  std::printf("bench plans: %s %dx%d batch %d, precision %s: %zu convolutions, %zu distinct problems, 3 passes each",
               backbone.c_str(), size, size, batch, precision_name.c_str(), calls.size(), problems.size());
+  if (!alignment.full()) std::printf(", operands aligned to %d bytes", operand_alignment);
+  std::printf("\n");
   if (!model.attention.empty() && precision != compute::Precision::fp32)
     std::printf("bench plans: %zu attention layers, as cuDNN's fused attention (forward and backward)\n",
                 model.attention.size());
@@ -191,7 +199,8 @@ int bench_plans(const Args& args) {
   for (const auto& p : problems) {
     for (auto pass : {compute::cuda::ConvPass::forward, compute::cuda::ConvPass::backward_data,
                       compute::cuda::ConvPass::backward_filter}) {
-      const compute::cuda::DevicelessBuild r = compute::cuda::build_conv_graph_deviceless(json, p, pass, settings);
+      const compute::cuda::DevicelessBuild r =
+          compute::cuda::build_conv_graph_deviceless(json, p, pass, settings, alignment);
       (r.built ? built : failed) += 1;
       std::printf("  %-4s %-15s x [%d,%d,%d,%d] w [%d,%d,%d,%d] stride %d pad %d: %d candidates, %s%s",
                   r.built ? "ok" : "NONE", compute::cuda::conv_pass_name(pass), p.n, p.c, p.h, p.w, p.k, p.c, p.r,

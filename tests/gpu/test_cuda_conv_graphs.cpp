@@ -4,7 +4,9 @@
 // 16-bit outputs; different engines sum in different orders, so about one 16-bit ulp).
 // Every pass: forward, backward-data, backward-weights, and the transposed convolution
 // that the heatmap head uses, at shapes of the ResNet stem, a bottleneck and a
-// stride-2 projection.
+// stride-2 projection. Also with every operand 4 bytes off 16-byte alignment, as the
+// flat parameter store leaves a filter after an odd-length bias (the 2026-11-28
+// visit's CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER in the heatmap head).
 #include <catch2/catch.hpp>
 
 #include <string>  // std::string
@@ -40,10 +42,12 @@ std::vector<ConvCase> conv_cases() {
           {"1x1/2 projection", {4, 64, 16, 16}, geometry(64, 128, 1, 2, 0)}};
 }
 
-std::unique_ptr<Backend> cuda_backend(Precision precision, ConvAlgorithms algorithms) {
+std::unique_ptr<Backend> cuda_backend(Precision precision, ConvAlgorithms algorithms,
+                                      std::size_t workspace_limit = std::size_t(1) << 30) {
   CudaBackendOptions o;
   o.precision = precision;
   o.conv_algorithms = algorithms;
+  o.conv_workspace_limit = workspace_limit;
   o.nhwc16_activations = false;  // fp32 views: the backend casts around each convolution
   return make_cuda_backend(0, o);
 }
@@ -52,12 +56,22 @@ std::unique_ptr<Backend> cuda_backend(Precision precision, ConvAlgorithms algori
 struct ConvResults {
   std::vector<float> y, dx, dw;
 };
+
+// A device buffer of n floats that starts `offset` floats into its allocation (1: 4
+// bytes off the allocation's 256-byte alignment).
+struct OffsetBuffer {
+  OffsetBuffer(Backend& b, std::size_t n, std::size_t offset) : buf(b, n + offset), offset(offset) {}
+  float* data() { return buf.data() + offset; }
+  DeviceBuffer buf;
+  std::size_t offset;
+};
+
 ConvResults conv_step(Backend& b, const ConvCase& c, const std::vector<float>& x, const std::vector<float>& w,
-                      const std::vector<float>& dy) {
+                      const std::vector<float>& dy, std::size_t offset) {
   const Shape4 ys{c.x.n, c.g.out_channels, c.g.conv_out(c.x.h), c.g.conv_out(c.x.w)};
   Stream& s = b.default_stream();
-  DeviceBuffer dx_buf(b, x.size()), x_buf(b, x.size()), w_buf(b, w.size()), dw_buf(b, w.size()),
-      y_buf(b, ys.numel()), dy_buf(b, dy.size());
+  OffsetBuffer dx_buf(b, x.size(), offset), x_buf(b, x.size(), offset), w_buf(b, w.size(), offset),
+      dw_buf(b, w.size(), offset), y_buf(b, ys.numel(), offset), dy_buf(b, dy.size(), offset);
   b.upload(x_buf.data(), x.data(), x.size(), s);
   b.upload(w_buf.data(), w.data(), w.size(), s);
   b.upload(dy_buf.data(), dy.data(), dy.size(), s);
@@ -72,14 +86,16 @@ ConvResults conv_step(Backend& b, const ConvCase& c, const std::vector<float>& x
   return r;
 }
 
-ConvResults run_case(Backend& b, const ConvCase& c) {
+ConvResults run_case(Backend& b, const ConvCase& c, std::size_t offset = 0) {
   const Shape4 ys{c.x.n, c.g.out_channels, c.g.conv_out(c.x.h), c.g.conv_out(c.x.w)};
   const std::size_t nw = std::size_t(c.g.out_channels) * c.g.in_channels * c.g.kernel * c.g.kernel;
-  return conv_step(b, c, random_vector(c.x.numel(), 11), random_vector(nw, 12), random_vector(ys.numel(), 13));
+  return conv_step(b, c, random_vector(c.x.numel(), 11), random_vector(nw, 12), random_vector(ys.numel(), 13),
+                   offset);
 }
 
-// The head's transposed convolution (forward and both gradients) on `b`.
-ConvResults deconv_step(Backend& b) {
+// The head's transposed convolution (forward and both gradients) on `b`; `offset`
+// floats into each allocation.
+ConvResults deconv_step(Backend& b, std::size_t offset = 0) {
   ConvGeometry g;
   g.in_channels = 32;
   g.out_channels = 17;
@@ -92,8 +108,9 @@ ConvResults deconv_step(Backend& b) {
   auto x = random_vector(xs.numel(), 21), w = random_vector(nw, 22), dy = random_vector(ys.numel(), 23);
   std::vector<float> bias(17, 0.25f);
   Stream& s = b.default_stream();
-  DeviceBuffer x_buf(b, x.size()), w_buf(b, nw), bias_buf(b, 17), y_buf(b, ys.numel()), dy_buf(b, dy.size()),
-      dx_buf(b, x.size()), dw_buf(b, nw), db_buf(b, 17);
+  OffsetBuffer x_buf(b, x.size(), offset), w_buf(b, nw, offset), bias_buf(b, 17, offset),
+      y_buf(b, ys.numel(), offset), dy_buf(b, dy.size(), offset), dx_buf(b, x.size(), offset), dw_buf(b, nw, offset),
+      db_buf(b, 17, offset);
   b.upload(x_buf.data(), x.data(), x.size(), s);
   b.upload(w_buf.data(), w.data(), nw, s);
   b.upload(bias_buf.data(), bias.data(), 17, s);
@@ -155,5 +172,45 @@ TEST_CASE("cuda graph-API convolutions match the legacy path in bf16 and fp16", 
       INFO("transposed convolution, " << precision_name(p));
       check_close(deconv_step(*graph), deconv_step(*legacy), tolerance);
     }
+  }
+}
+
+TEST_CASE("cuda graph-API convolutions take operands off 16-byte alignment", "[gpu][conv_graphs]") {
+  if (!cuda::cudnn_graph_api_built()) {
+    WARN("SKIPPED: built without cudnn-frontend's headers (scripts/fetch_cudnn_frontend.sh)");
+    return;
+  }
+  auto cpu = make_cpu_backend(2);
+  for (ConvAlgorithms a : {ConvAlgorithms::automatic, ConvAlgorithms::graph_autotune}) {
+    auto gpu = cuda_backend(Precision::fp32, a);
+    // Aligned first, then 4 bytes off: the same problems need a second plan each.
+    for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+      for (const ConvCase& c : conv_cases()) {
+        INFO(c.name << ", offset " << offset << " floats, " << conv_algorithms_names()[static_cast<std::size_t>(a)]);
+        check_close(run_case(*gpu, c, offset), run_case(*cpu, c), kTolerance);
+      }
+      INFO("transposed convolution, offset " << offset << " floats");
+      check_close(deconv_step(*gpu, offset), deconv_step(*cpu), kTolerance);
+    }
+  }
+}
+
+TEST_CASE("cuda graph-autotune times only the plans within the workspace limit", "[gpu][conv_graphs]") {
+  // cudnn-frontend's own autotune ran every plan that built, those over the limit
+  // too, on the smaller workspace (H200, 2026-11-28: an fp32 engine wanting more than
+  // 1 GiB wrote past it). With no workspace at all, any such plan would fault here.
+  if (!cuda::cudnn_graph_api_built()) {
+    WARN("SKIPPED: built without cudnn-frontend's headers (scripts/fetch_cudnn_frontend.sh)");
+    return;
+  }
+  auto cpu = make_cpu_backend(2);
+  auto gpu = cuda_backend(Precision::fp32, ConvAlgorithms::graph_autotune, 0);
+  for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+    for (const ConvCase& c : conv_cases()) {
+      INFO(c.name << ", offset " << offset << " floats");
+      check_close(run_case(*gpu, c, offset), run_case(*cpu, c), kTolerance);
+    }
+    INFO("transposed convolution, offset " << offset << " floats");
+    check_close(deconv_step(*gpu, offset), deconv_step(*cpu), kTolerance);
   }
 }

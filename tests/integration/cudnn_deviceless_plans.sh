@@ -36,6 +36,14 @@ PROPS=$REPO/tests/data/cudnn-device-properties/h200-captured.json check resnet50
 # The mirror-mouse example's model (ResNet-18 at 128x128 in the lightning-pose loop).
 check resnet18-fp32-mirror --backbone resnet18 --size 128 --batch 16 --precision 32
 check resnet18-bf16-mirror --backbone resnet18 --size 128 --batch 16 --precision bf16-mixed
+# Operands off 16-byte alignment (a filter after an odd-length bias in the flat
+# parameter store: the head's second transposed convolution with 17 keypoints) take a
+# plan built for their alignment; every problem must have one, down to one element.
+check resnet18-fp32-align4 --backbone resnet18 --size 128 --batch 16 --precision 32 --operand-alignment 4
+grep -q 'operands aligned to 4 bytes' "$SCRATCH/resnet18-fp32-align4.log" || fail "alignment not declared"
+check resnet50-tf32-align4 --backbone resnet50 --size 256 --batch 16 --precision 32 \
+  --float32-matmul-precision high --operand-alignment 4
+check resnet18-bf16-align2 --backbone resnet18 --size 128 --batch 16 --precision bf16-mixed --operand-alignment 2
 
 # fp32 without TF32 must not take tensor-core engines: its engine choices differ
 # from the TF32 setting's for at least one graph.
@@ -84,6 +92,8 @@ run_prefix=()
 # Bad input: one error line, exit 2.
 expect_fail 2 '^error: bench plans: --device-properties is required' "$TRAINER" bench plans
 expect_fail 2 '^error: bench plans: cannot read' "$TRAINER" bench plans --device-properties "$SCRATCH/missing.json"
+expect_fail 2 '^error: bench plans: --operand-alignment must be' \
+  "$TRAINER" bench plans --device-properties "$PROPS" --operand-alignment 3
 printf '{"deviceVer": 900}' > "$SCRATCH/partial.json"
 expect_fail 2 '^error: cuDNN does not accept these device properties' \
   "$TRAINER" bench plans --device-properties "$SCRATCH/partial.json"

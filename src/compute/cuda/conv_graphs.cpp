@@ -1,18 +1,37 @@
 #include "compute/cuda/conv_graphs.hpp"
 
+#include <cstdint>  // std::uintptr_t
+#include <tuple>    // std::tie
+
 #include "util/error.hpp"  // SystemError, UserError
 
 #if TRAINER_HAVE_CUDNN_FRONTEND
+#include <algorithm>  // std::min, std::max
 #include <map>      // std::map
-#include <tuple>    // std::tie
 #include <unordered_map>
 #include <utility>  // std::pair
 #include <vector>   // std::vector
 
+#include "compute/cuda/cuda_check.hpp"           // CUDA_CHECK, CUDNN_CHECK
+#include "compute/cuda/cuda_stream.hpp"          // CudaEvent
 #include "compute/cuda/cudnn_frontend_util.hpp"  // load_cudnn_for_frontend, FE_CHECK, device properties
 #endif
 
 namespace trainer::compute::cuda {
+
+bool ConvAlignment::operator<(const ConvAlignment& o) const {
+  return std::tie(a, b, out) < std::tie(o.a, o.b, o.out);
+}
+
+ConvAlignment alignment_of(const void* a, const void* b, const void* out) {
+  auto of = [](const void* ptr) {
+    const auto address = reinterpret_cast<std::uintptr_t>(ptr);
+    std::int64_t bytes = 16;
+    while (bytes > 1 && address % static_cast<std::uintptr_t>(bytes) != 0) bytes /= 2;
+    return bytes;
+  };
+  return {of(a), of(b), of(out)};
+}
 
 const char* conv_pass_name(ConvPass pass) {
   switch (pass) {
@@ -35,11 +54,12 @@ ConvGraphCache::ConvGraphCache(ConvGraphSettings) {
 }
 ConvGraphCache::~ConvGraphCache() = default;
 std::size_t ConvGraphCache::prepare(cudnnHandle_t, const ConvProblem&, ConvPass) { return 0; }
-void ConvGraphCache::run(cudnnHandle_t, const ConvProblem&, ConvPass, const void*, const void*, void*, void*) {}
+void ConvGraphCache::run(cudnnHandle_t, const ConvProblem&, ConvPass, const void*, const void*, void*, void*,
+                         std::size_t) {}
 std::size_t ConvGraphCache::size() const { return 0; }
 
 DevicelessBuild build_conv_graph_deviceless(const std::string&, const ConvProblem&, ConvPass,
-                                            const ConvGraphSettings&) {
+                                            const ConvGraphSettings&, ConvAlignment) {
   throw SystemError("this trainer was built without cudnn-frontend's headers");
 }
 
@@ -49,8 +69,12 @@ namespace {
 
 namespace fe = cudnn_frontend;
 
-std::string describe(const ConvProblem& p, ConvPass pass) {
-  return std::string(conv_pass_name(pass)) + " of " + cuda::describe(p);
+std::string describe(const ConvProblem& p, ConvPass pass, ConvAlignment al = {}) {
+  std::string what = std::string(conv_pass_name(pass)) + " of " + cuda::describe(p);
+  if (!al.full())
+    what += " with operands aligned to " + std::to_string(al.a) + "/" + std::to_string(al.b) + "/" +
+            std::to_string(al.out) + " bytes";
+  return what;
 }
 
 // Dims and strides of a [n, c, h, w] tensor (or [k, c, r, r] filter) in the layout the
@@ -64,16 +88,17 @@ enum : std::int64_t { kUidA = 1, kUidB = 2, kUidOut = 3 };
 
 std::shared_ptr<fe::graph::Tensor_attributes> operand(fe::graph::Graph& g, const char* name, std::int64_t uid,
                                                       Precision p, std::int64_t n, std::int64_t c, std::int64_t h,
-                                                      std::int64_t w) {
+                                                      std::int64_t w, std::int64_t alignment) {
   return g.tensor(fe::graph::Tensor_attributes()
                       .set_name(name)
                       .set_uid(uid)
                       .set_dim({n, c, h, w})
-                      .set_stride(strides_of(p, c, h, w)));
+                      .set_stride(strides_of(p, c, h, w))
+                      .set_alignment(alignment));
 }
 
 // The one-node graph of (p, pass): operands a, b, out with the uids above.
-std::shared_ptr<fe::graph::Graph> describe_graph(const ConvProblem& p, ConvPass pass) {
+std::shared_ptr<fe::graph::Graph> describe_graph(const ConvProblem& p, ConvPass pass, ConvAlignment al) {
   auto g = std::make_shared<fe::graph::Graph>();
   g->set_io_data_type(io_data_type(p.precision))
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
@@ -82,28 +107,28 @@ std::shared_ptr<fe::graph::Graph> describe_graph(const ConvProblem& p, ConvPass 
   std::shared_ptr<fe::graph::Tensor_attributes> out;
   switch (pass) {
     case ConvPass::forward: {
-      auto x = operand(*g, "x", kUidA, p.precision, p.n, p.c, p.h, p.w);
-      auto w = operand(*g, "w", kUidB, p.precision, p.k, p.c, p.r, p.r);
+      auto x = operand(*g, "x", kUidA, p.precision, p.n, p.c, p.h, p.w, al.a);
+      auto w = operand(*g, "w", kUidB, p.precision, p.k, p.c, p.r, p.r, al.b);
       out = g->conv_fprop(x, w, fe::graph::Conv_fprop_attributes().set_padding(pad).set_stride(stride).set_dilation(dilation));
       out->set_dim({p.n, p.k, p.oh, p.ow}).set_stride(strides_of(p.precision, p.k, p.oh, p.ow));
       break;
     }
     case ConvPass::backward_data: {
-      auto dy = operand(*g, "dy", kUidA, p.precision, p.n, p.k, p.oh, p.ow);
-      auto w = operand(*g, "w", kUidB, p.precision, p.k, p.c, p.r, p.r);
+      auto dy = operand(*g, "dy", kUidA, p.precision, p.n, p.k, p.oh, p.ow, al.a);
+      auto w = operand(*g, "w", kUidB, p.precision, p.k, p.c, p.r, p.r, al.b);
       out = g->conv_dgrad(dy, w, fe::graph::Conv_dgrad_attributes().set_padding(pad).set_stride(stride).set_dilation(dilation));
       out->set_dim({p.n, p.c, p.h, p.w}).set_stride(strides_of(p.precision, p.c, p.h, p.w));
       break;
     }
     case ConvPass::backward_filter: {
-      auto x = operand(*g, "x", kUidA, p.precision, p.n, p.c, p.h, p.w);
-      auto dy = operand(*g, "dy", kUidB, p.precision, p.n, p.k, p.oh, p.ow);
+      auto x = operand(*g, "x", kUidA, p.precision, p.n, p.c, p.h, p.w, al.a);
+      auto dy = operand(*g, "dy", kUidB, p.precision, p.n, p.k, p.oh, p.ow, al.b);
       out = g->conv_wgrad(dy, x, fe::graph::Conv_wgrad_attributes().set_padding(pad).set_stride(stride).set_dilation(dilation));
       out->set_dim({p.k, p.c, p.r, p.r}).set_stride(strides_of(p.precision, p.c, p.r, p.r));
       break;
     }
   }
-  out->set_uid(kUidOut).set_output(true).set_data_type(io_data_type(p.precision));
+  out->set_uid(kUidOut).set_output(true).set_data_type(io_data_type(p.precision)).set_alignment(al.out);
   return g;
 }
 
@@ -117,8 +142,8 @@ struct Candidates {
 // filter: what prepare() and the deviceless build share. handle == nullptr: deviceless
 // (the graph carries device properties).
 Candidates query_candidates(std::shared_ptr<fe::graph::Graph> g, cudnnHandle_t handle, const ConvProblem& p,
-                            ConvPass pass, const ConvGraphSettings& s) {
-  const std::string what = describe(p, pass);
+                            ConvPass pass, ConvAlignment al, const ConvGraphSettings& s) {
+  const std::string what = describe(p, pass, al);
   FE_CHECK(g->validate(), what);
   if (handle)
     FE_CHECK(g->build_operation_graph(handle), what);
@@ -138,20 +163,20 @@ Candidates query_candidates(std::shared_ptr<fe::graph::Graph> g, cudnnHandle_t h
 
 // Builds candidates in heuristic order until `wanted` plans fit the workspace limit;
 // returns their indices (empty: none).
-std::vector<std::int64_t> build_plans(fe::graph::Graph& g, int count, int wanted, const ConvGraphSettings& s) {
+std::vector<std::int64_t> build_plans(fe::graph::Graph& g, int count, int wanted, std::size_t workspace_limit) {
   std::vector<std::int64_t> built;
   for (std::int64_t i = 0; i < count && static_cast<int>(built.size()) < wanted; ++i) {
     if (g.build_plan_at_index(i).is_bad()) continue;
     std::int64_t bytes = 0;
     if (g.get_workspace_size_plan_at_index(i, bytes).is_bad()) continue;
-    if (bytes < 0 || static_cast<std::size_t>(bytes) > s.workspace_limit) continue;
+    if (bytes < 0 || static_cast<std::size_t>(bytes) > workspace_limit) continue;
     built.push_back(i);
   }
   return built;
 }
 
-[[noreturn]] void no_engine(const ConvProblem& p, ConvPass pass, int candidates) {
-  throw SystemError("cuDNN's graph API offers no usable engine for the " + describe(p, pass) + " (" +
+[[noreturn]] void no_engine(const ConvProblem& p, ConvPass pass, ConvAlignment al, int candidates) {
+  throw SystemError("cuDNN's graph API offers no usable engine for the " + describe(p, pass, al) + " (" +
                     std::to_string(candidates) +
                     " candidates; check the workspace limit and the math mode, or use model.conv_algorithms "
                     "heuristics)");
@@ -165,10 +190,12 @@ struct ConvGraphCache::Impl {
   struct Key {
     ConvProblem p;
     ConvPass pass;
+    ConvAlignment alignment;
     bool operator<(const Key& o) const {
       if (p < o.p) return true;
       if (o.p < p) return false;
-      return pass < o.pass;
+      if (pass != o.pass) return pass < o.pass;
+      return alignment < o.alignment;
     }
   };
   struct Entry {
@@ -176,27 +203,41 @@ struct ConvGraphCache::Impl {
     std::int64_t plan = 0;        // index of the plan run() executes
     std::size_t workspace = 0;    // its bytes (with autotune pending: the largest candidate's)
     bool tune_pending = false;    // autotune: time the candidates at the first run()
+    // autotune: the plans built within the workspace limit. Not the graph's whole
+    // list: cudnn-frontend's own autotune runs every plan that built, those over the
+    // limit too, and an fp32 engine wanting more than 1 GiB wrote past the workspace
+    // (H200, 2026-11-28: flip_filter, cudaErrorIllegalAddress).
+    std::vector<std::int64_t> candidates;
   };
   ConvGraphSettings settings;
   std::map<Key, Entry> entries;
 
-  Entry& entry(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass) {
-    const Key key{p, pass};
+  static void tune(cudnnHandle_t handle, Entry& e, std::unordered_map<std::int64_t, void*>& pack, void* workspace,
+                   const std::string& what);
+
+  // The plan of (p, pass) for operands of `alignment`, built on first use within
+  // `workspace_limit`. Autotuning applies to the 16-byte plans alone: the others are
+  // built inside run(), where the caller's workspace is already fixed.
+  Entry& entry(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, ConvAlignment alignment,
+               std::size_t workspace_limit) {
+    const Key key{p, pass, alignment};
     auto it = entries.find(key);
     if (it != entries.end()) return it->second;
-    Candidates c = query_candidates(describe_graph(p, pass), handle, p, pass, settings);
-    const int wanted = settings.autotune ? kAutotuneCandidates : 1;
-    const std::vector<std::int64_t> built = build_plans(*c.graph, c.count, wanted, settings);
-    if (built.empty()) no_engine(p, pass, c.count);
+    Candidates c = query_candidates(describe_graph(p, pass, alignment), handle, p, pass, alignment, settings);
+    const bool autotune = settings.autotune && alignment.full();
+    const std::vector<std::int64_t> built =
+        build_plans(*c.graph, c.count, autotune ? kAutotuneCandidates : 1, workspace_limit);
+    if (built.empty()) no_engine(p, pass, alignment, c.count);
     Entry e;
     e.graph = c.graph;
     e.plan = built.front();
     for (std::int64_t i : built) {
       std::int64_t bytes = 0;
-      FE_CHECK(e.graph->get_workspace_size_plan_at_index(i, bytes), describe(p, pass));
-      if (i == e.plan || settings.autotune) e.workspace = std::max(e.workspace, static_cast<std::size_t>(bytes));
+      FE_CHECK(e.graph->get_workspace_size_plan_at_index(i, bytes), describe(p, pass, alignment));
+      if (i == e.plan || autotune) e.workspace = std::max(e.workspace, static_cast<std::size_t>(bytes));
     }
-    e.tune_pending = settings.autotune && built.size() > 1;
+    e.tune_pending = autotune && built.size() > 1;
+    if (e.tune_pending) e.candidates = built;
     return entries.emplace(key, std::move(e)).first->second;
   }
 };
@@ -209,45 +250,75 @@ ConvGraphCache::ConvGraphCache(ConvGraphSettings settings) : impl_(std::make_uni
 ConvGraphCache::~ConvGraphCache() = default;
 
 std::size_t ConvGraphCache::prepare(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass) {
-  return impl_->entry(handle, p, pass).workspace;
+  return impl_->entry(handle, p, pass, ConvAlignment{}, impl_->settings.workspace_limit).workspace;
 }
 
 void ConvGraphCache::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b,
-                         void* out, void* workspace) {
-  Impl::Entry& e = impl_->entry(handle, p, pass);
+                         void* out, void* workspace, std::size_t workspace_bytes) {
+  const ConvAlignment alignment = alignment_of(a, b, out);
+  Impl::Entry& e = alignment.full()
+                       ? impl_->entry(handle, p, pass, alignment, impl_->settings.workspace_limit)
+                       : impl_->entry(handle, p, pass, alignment, std::min(workspace_bytes, impl_->settings.workspace_limit));
   std::unordered_map<std::int64_t, void*> pack{
       {kUidA, const_cast<void*>(a)}, {kUidB, const_cast<void*>(b)}, {kUidOut, out}};
-  if (e.tune_pending) {
-    // Times every built candidate on these operands (their results are overwritten
-    // below) and puts the fastest first. Synchronizes the device, once per shape.
-    FE_CHECK(e.graph->autotune(handle, pack, workspace), describe(p, pass));
-    e.tune_pending = false;
-    e.plan = 0;
-    std::int64_t bytes = 0;
-    FE_CHECK(e.graph->get_workspace_size_plan_at_index(e.plan, bytes), describe(p, pass));
-    e.workspace = static_cast<std::size_t>(bytes);  // never more than the largest candidate's
-  }
-  FE_CHECK(e.graph->execute_plan_at_index(handle, pack, workspace, e.plan), describe(p, pass));
+  if (e.tune_pending) Impl::tune(handle, e, pack, workspace, describe(p, pass, alignment));
+  FE_CHECK(e.graph->execute_plan_at_index(handle, pack, workspace, e.plan), describe(p, pass, alignment));
 }
 
 std::size_t ConvGraphCache::size() const { return impl_->entries.size(); }
 
+// Times each candidate on these operands (out is overwritten by the plan run() then
+// executes) and keeps the fastest: one warm-up, then the best of kTimedRuns, on the
+// handle's stream. Waits for that stream, once per shape. Inside a stream capture
+// nothing can be timed, so the heuristics' first choice stays.
+void ConvGraphCache::Impl::tune(cudnnHandle_t handle, Entry& e, std::unordered_map<std::int64_t, void*>& pack,
+                                void* workspace, const std::string& what) {
+  constexpr int kTimedRuns = 3;
+  e.tune_pending = false;
+  cudaStream_t stream = nullptr;
+  CUDNN_CHECK(cudnnGetStream(handle, &stream));
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture == cudaStreamCaptureStatusNone) {
+    CudaEvent start(true), stop(true);
+    double best_ms = -1;
+    for (std::int64_t i : e.candidates) {
+      FE_CHECK(e.graph->execute_plan_at_index(handle, pack, workspace, i), what);  // warm-up
+      double ms = -1;
+      for (int run = 0; run < kTimedRuns; ++run) {
+        CUDA_CHECK(cudaEventRecord(start.get(), stream));
+        FE_CHECK(e.graph->execute_plan_at_index(handle, pack, workspace, i), what);
+        CUDA_CHECK(cudaEventRecord(stop.get(), stream));
+        stop.synchronize();
+        const double t = stop.elapsed_ms_since(start);
+        if (ms < 0 || t < ms) ms = t;
+      }
+      if (best_ms < 0 || ms < best_ms) best_ms = ms, e.plan = i;
+    }
+  }
+  std::int64_t bytes = 0;
+  FE_CHECK(e.graph->get_workspace_size_plan_at_index(e.plan, bytes), what);
+  e.workspace = static_cast<std::size_t>(bytes);  // never more than the largest candidate's
+  e.candidates.clear();
+}
+
 DevicelessBuild build_conv_graph_deviceless(const std::string& device_properties_json, const ConvProblem& p,
-                                            ConvPass pass, const ConvGraphSettings& settings) {
+                                            ConvPass pass, const ConvGraphSettings& settings,
+                                            ConvAlignment alignment) {
   auto props = deserialize_device_properties(device_properties_json);
-  auto g = describe_graph(p, pass);
+  auto g = describe_graph(p, pass, alignment);
   g->set_device_properties(props).set_sm_version(sm_version_of(device_properties_json));
   DevicelessBuild result;
-  Candidates c = query_candidates(g, nullptr, p, pass, settings);
+  Candidates c = query_candidates(g, nullptr, p, pass, alignment, settings);
   result.candidates = c.count;
-  const std::vector<std::int64_t> built = build_plans(*c.graph, c.count, 1, settings);
+  const std::vector<std::int64_t> built = build_plans(*c.graph, c.count, 1, settings.workspace_limit);
   if (built.empty()) {
     result.engine = "no candidate built within the workspace limit";
     return result;
   }
   result.built = true;
-  FE_CHECK(c.graph->get_workspace_size_plan_at_index(built.front(), result.workspace), describe(p, pass));
-  FE_CHECK(c.graph->get_plan_name_at_index(built.front(), result.engine), describe(p, pass));
+  FE_CHECK(c.graph->get_workspace_size_plan_at_index(built.front(), result.workspace), describe(p, pass, alignment));
+  FE_CHECK(c.graph->get_plan_name_at_index(built.front(), result.engine), describe(p, pass, alignment));
   return result;
 }
 

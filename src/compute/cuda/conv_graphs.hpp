@@ -3,8 +3,8 @@
 // conv_plans' legacy cudnnConvolution* calls: model.conv_algorithms = graph takes the
 // first engine that cuDNN's heuristics (mode A, then the fallback list) rank, that
 // builds and fits the workspace limit; graph-autotune builds up to
-// kAutotuneCandidates of them and times each once per shape on its first call (a
-// device sync per shape, as model.conv_algorithms = benchmark does). Plans are built
+// kAutotuneCandidates of them and times each once per shape on its first call (it
+// waits for the stream once per shape, as model.conv_algorithms = benchmark does). Plans are built
 // once per problem and pass and kept for the life of the backend.
 //
 // Why: the legacy API reaches only cuDNN's older engines (the H100's profile had
@@ -15,6 +15,14 @@
 // paths: fp32 NCHW with OIHW filters, or the precision's 16-bit NHWC with KRSC
 // filters, fp32 accumulation. fp32 without TF32 excludes tensor-core engines (parity
 // with the CPU backend).
+//
+// Operand alignment: cudnn-frontend declares every tensor 16-byte aligned unless told,
+// and an engine chosen on that promise refuses a pointer that breaks it at execution
+// (CUDNN_STATUS_BAD_PARAM_MISALIGNED_POINTER). The flat parameter store packs tensors
+// back to back, so a filter after an odd-length bias (the heatmap head's second
+// transposed convolution, after 17 keypoints' biases) sits 4 bytes off. run() reads
+// each operand's alignment and, where one is under 16 bytes, executes a plan built
+// for exactly that alignment, within the workspace prepare() sized.
 //
 // Deviceless building (build_conv_graph_deviceless): cuDNN >= 9.11 builds plans from
 // serialized device properties alone, so CI checks on CPU that every graph a step
@@ -45,6 +53,15 @@ struct ConvGraphSettings {
   std::size_t workspace_limit = std::size_t(1) << 30;  // bytes per convolution call
 };
 
+// The byte alignment of each operand (a, b, out as ConvPass documents) that a plan may
+// assume: 16, or the largest power of two under it that divides the address.
+struct ConvAlignment {
+  std::int64_t a = 16, b = 16, out = 16;
+  bool full() const { return a == 16 && b == 16 && out == 16; }
+  bool operator<(const ConvAlignment& o) const;
+};
+ConvAlignment alignment_of(const void* a, const void* b, const void* out);
+
 // How many heuristic candidates graph-autotune builds and times per shape.
 inline constexpr int kAutotuneCandidates = 8;
 
@@ -61,9 +78,11 @@ class ConvGraphCache {
   // The workspace bytes run() needs for (p, pass), building its plan on first use.
   // With autotune this is the largest candidate's until the first run() has timed them.
   std::size_t prepare(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass);
-  // out = pass(a, b) on the handle's stream; workspace holds prepare()'s bytes.
+  // out = pass(a, b) on the handle's stream; workspace holds workspace_bytes, at least
+  // prepare()'s. Operands under 16-byte alignment take a plan built for their
+  // alignment (first use: built then, without autotuning, within workspace_bytes).
   void run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b, void* out,
-           void* workspace);
+           void* workspace, std::size_t workspace_bytes);
   std::size_t size() const;
 
  private:
@@ -85,9 +104,11 @@ struct DevicelessBuild {
 
 // Builds (p, pass) for the GPU that `device_properties_json` describes (cuDNN's
 // serialized device properties, as the device check saves them), without a device:
-// the same graph and the same engine choice as ConvGraphCache::prepare, minus
-// autotuning. UserError if cuDNN does not accept the properties.
+// the same graph and the same engine choice as ConvGraphCache::prepare (or, with an
+// alignment under 16 bytes, as run() makes for such operands), minus autotuning.
+// UserError if cuDNN does not accept the properties.
 DevicelessBuild build_conv_graph_deviceless(const std::string& device_properties_json, const ConvProblem& p,
-                                            ConvPass pass, const ConvGraphSettings& settings);
+                                            ConvPass pass, const ConvGraphSettings& settings,
+                                            ConvAlignment alignment = {});
 
 }  // namespace trainer::compute::cuda

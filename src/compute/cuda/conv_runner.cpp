@@ -57,7 +57,7 @@ std::size_t ConvRunner::prepare(cudnnHandle_t handle, const ConvProblem& p, Conv
 void ConvRunner::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b,
                      void* out, void* workspace, std::size_t bytes) {
   if (on_graph_api(p, pass)) {
-    graphs_->run(handle, p, pass, a, b, out, workspace);
+    graphs_->run(handle, p, pass, a, b, out, workspace, bytes);
     return;
   }
   const ConvPlan& plan = plans_.plan(p);  // its algorithms were chosen by prepare()
