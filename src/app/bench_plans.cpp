@@ -161,6 +161,8 @@ int bench_plans(const Args& args) {
   if (!(workspace_mib >= 0 && workspace_mib <= 1 << 20))
     throw UserError("bench plans: --workspace-mib must be between 0 and 1048576");
   const compute::Precision precision = compute::parse_precision(precision_name);
+  if (operand_alignment < 4 && precision == compute::Precision::fp32)
+    throw UserError("bench plans: --operand-alignment 2 is below an fp32 element's 4 bytes");
   const bool allow_tf32 =
       compute::parse_float32_matmul_precision(fp32_precision) == compute::Float32MatmulPrecision::high;
 #ifndef TRAINER_WITH_CUDA

@@ -41,6 +41,9 @@ check resnet18-bf16-mirror --backbone resnet18 --size 128 --batch 16 --precision
 # plan built for their alignment; every problem must have one, down to one element.
 check resnet18-fp32-align4 --backbone resnet18 --size 128 --batch 16 --precision 32 --operand-alignment 4
 grep -q 'operands aligned to 4 bytes' "$SCRATCH/resnet18-fp32-align4.log" || fail "alignment not declared"
+# The declared alignment reaches cuDNN: its candidates differ from the 16-byte ones.
+diff <(grep '^  ok' "$SCRATCH/resnet18-fp32-mirror.log") <(grep '^  ok' "$SCRATCH/resnet18-fp32-align4.log") \
+  > /dev/null && fail "cuDNN offered the same candidates at 4-byte as at 16-byte alignment"
 check resnet50-tf32-align4 --backbone resnet50 --size 256 --batch 16 --precision 32 \
   --float32-matmul-precision high --operand-alignment 4
 check resnet18-bf16-align2 --backbone resnet18 --size 128 --batch 16 --precision bf16-mixed --operand-alignment 2
@@ -94,6 +97,8 @@ expect_fail 2 '^error: bench plans: --device-properties is required' "$TRAINER" 
 expect_fail 2 '^error: bench plans: cannot read' "$TRAINER" bench plans --device-properties "$SCRATCH/missing.json"
 expect_fail 2 '^error: bench plans: --operand-alignment must be' \
   "$TRAINER" bench plans --device-properties "$PROPS" --operand-alignment 3
+expect_fail 2 '^error: bench plans: --operand-alignment 2 is below' \
+  "$TRAINER" bench plans --device-properties "$PROPS" --precision 32 --operand-alignment 2
 printf '{"deviceVer": 900}' > "$SCRATCH/partial.json"
 expect_fail 2 '^error: cuDNN does not accept these device properties' \
   "$TRAINER" bench plans --device-properties "$SCRATCH/partial.json"

@@ -205,8 +205,8 @@ struct ConvGraphCache::Impl {
     bool tune_pending = false;    // autotune: time the candidates at the first run()
     // autotune: the plans built within the workspace limit. Not the graph's whole
     // list: cudnn-frontend's own autotune runs every plan that built, those over the
-    // limit too, and an fp32 engine wanting more than 1 GiB wrote past the workspace
-    // (H200, 2026-11-28: flip_filter, cudaErrorIllegalAddress).
+    // limit too, which most likely made an fp32 engine wanting more than 1 GiB write
+    // past the workspace (H200, 2026-11-28: flip_filter, cudaErrorIllegalAddress).
     std::vector<std::int64_t> candidates;
   };
   ConvGraphSettings settings;
@@ -214,6 +214,19 @@ struct ConvGraphCache::Impl {
 
   static void tune(cudnnHandle_t handle, Entry& e, std::unordered_map<std::int64_t, void*>& pack, void* workspace,
                    const std::string& what);
+
+  // The largest workspace of the plans kept for (p, pass) at any alignment: what a
+  // caller must carve, since a plan run() built for misaligned operands (within an
+  // earlier call's bytes) must still fit after tuning shrinks the aligned one's.
+  std::size_t largest_workspace(const ConvProblem& p, ConvPass pass) const {
+    std::size_t bytes = 0;
+    for (auto it = entries.lower_bound(Key{p, pass, ConvAlignment{0, 0, 0}}); it != entries.end(); ++it) {
+      const Key& k = it->first;
+      if (p < k.p || k.p < p || k.pass != pass) break;
+      bytes = std::max(bytes, it->second.workspace);
+    }
+    return bytes;
+  }
 
   // The plan of (p, pass) for operands of `alignment`, built on first use within
   // `workspace_limit`. Autotuning applies to the 16-byte plans alone: the others are
@@ -250,7 +263,8 @@ ConvGraphCache::ConvGraphCache(ConvGraphSettings settings) : impl_(std::make_uni
 ConvGraphCache::~ConvGraphCache() = default;
 
 std::size_t ConvGraphCache::prepare(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass) {
-  return impl_->entry(handle, p, pass, ConvAlignment{}, impl_->settings.workspace_limit).workspace;
+  impl_->entry(handle, p, pass, ConvAlignment{}, impl_->settings.workspace_limit);
+  return impl_->largest_workspace(p, pass);
 }
 
 void ConvGraphCache::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b,
@@ -259,6 +273,12 @@ void ConvGraphCache::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pa
   Impl::Entry& e = alignment.full()
                        ? impl_->entry(handle, p, pass, alignment, impl_->settings.workspace_limit)
                        : impl_->entry(handle, p, pass, alignment, std::min(workspace_bytes, impl_->settings.workspace_limit));
+  // cudnn-frontend's execute takes no workspace size: a plan needing more than the
+  // caller carved would write past it.
+  if (e.workspace > workspace_bytes)
+    throw SystemError("cuDNN graph API: the " + describe(p, pass, alignment) + " needs " +
+                      std::to_string(e.workspace) + " bytes of workspace, more than the " +
+                      std::to_string(workspace_bytes) + " prepared");
   std::unordered_map<std::int64_t, void*> pack{
       {kUidA, const_cast<void*>(a)}, {kUidB, const_cast<void*>(b)}, {kUidOut, out}};
   if (e.tune_pending) Impl::tune(handle, e, pack, workspace, describe(p, pass, alignment));
@@ -269,32 +289,35 @@ std::size_t ConvGraphCache::size() const { return impl_->entries.size(); }
 
 // Times each candidate on these operands (out is overwritten by the plan run() then
 // executes) and keeps the fastest: one warm-up, then the best of kTimedRuns, on the
-// handle's stream. Waits for that stream, once per shape. Inside a stream capture
-// nothing can be timed, so the heuristics' first choice stays.
+// handle's stream. Waits for that stream, once per shape. A candidate cuDNN refuses to
+// execute is skipped, as cudnn-frontend's autotune does; with none timed the
+// heuristics' first choice stays, and run() reports its refusal. Inside a stream
+// capture nothing can be timed: tuning waits for the next call outside one.
 void ConvGraphCache::Impl::tune(cudnnHandle_t handle, Entry& e, std::unordered_map<std::int64_t, void*>& pack,
                                 void* workspace, const std::string& what) {
   constexpr int kTimedRuns = 3;
-  e.tune_pending = false;
   cudaStream_t stream = nullptr;
   CUDNN_CHECK(cudnnGetStream(handle, &stream));
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  if (capture == cudaStreamCaptureStatusNone) {
-    CudaEvent start(true), stop(true);
-    double best_ms = -1;
-    for (std::int64_t i : e.candidates) {
-      FE_CHECK(e.graph->execute_plan_at_index(handle, pack, workspace, i), what);  // warm-up
-      double ms = -1;
-      for (int run = 0; run < kTimedRuns; ++run) {
-        CUDA_CHECK(cudaEventRecord(start.get(), stream));
-        FE_CHECK(e.graph->execute_plan_at_index(handle, pack, workspace, i), what);
-        CUDA_CHECK(cudaEventRecord(stop.get(), stream));
-        stop.synchronize();
-        const double t = stop.elapsed_ms_since(start);
-        if (ms < 0 || t < ms) ms = t;
-      }
-      if (best_ms < 0 || ms < best_ms) best_ms = ms, e.plan = i;
+  if (capture != cudaStreamCaptureStatusNone) return;
+  e.tune_pending = false;
+  CudaEvent start(true), stop(true);
+  double best_ms = -1;
+  for (std::int64_t i : e.candidates) {
+    if (e.graph->execute_plan_at_index(handle, pack, workspace, i).is_bad()) continue;  // warm-up
+    double ms = -1;
+    bool refused = false;
+    for (int run = 0; run < kTimedRuns && !refused; ++run) {
+      CUDA_CHECK(cudaEventRecord(start.get(), stream));
+      refused = e.graph->execute_plan_at_index(handle, pack, workspace, i).is_bad();
+      CUDA_CHECK(cudaEventRecord(stop.get(), stream));
+      stop.synchronize();  // an asynchronous fault surfaces here, and ends the run
+      const double t = stop.elapsed_ms_since(start);
+      if (!refused && (ms < 0 || t < ms)) ms = t;
     }
+    if (refused) continue;
+    if (best_ms < 0 || ms < best_ms) best_ms = ms, e.plan = i;
   }
   std::int64_t bytes = 0;
   FE_CHECK(e.graph->get_workspace_size_plan_at_index(e.plan, bytes), what);
@@ -305,13 +328,21 @@ void ConvGraphCache::Impl::tune(cudnnHandle_t handle, Entry& e, std::unordered_m
 DevicelessBuild build_conv_graph_deviceless(const std::string& device_properties_json, const ConvProblem& p,
                                             ConvPass pass, const ConvGraphSettings& settings,
                                             ConvAlignment alignment) {
+  // Operands off 16-byte alignment: run() builds their plan within the workspace the
+  // aligned plan was given, so the check does too (the aligned plan's, at most the limit).
+  std::size_t workspace_limit = settings.workspace_limit;
+  if (!alignment.full()) {
+    const DevicelessBuild aligned = build_conv_graph_deviceless(device_properties_json, p, pass, settings);
+    if (!aligned.built) return aligned;
+    workspace_limit = std::min(workspace_limit, static_cast<std::size_t>(aligned.workspace));
+  }
   auto props = deserialize_device_properties(device_properties_json);
   auto g = describe_graph(p, pass, alignment);
   g->set_device_properties(props).set_sm_version(sm_version_of(device_properties_json));
   DevicelessBuild result;
   Candidates c = query_candidates(g, nullptr, p, pass, alignment, settings);
   result.candidates = c.count;
-  const std::vector<std::int64_t> built = build_plans(*c.graph, c.count, 1, settings.workspace_limit);
+  const std::vector<std::int64_t> built = build_plans(*c.graph, c.count, 1, workspace_limit);
   if (built.empty()) {
     result.engine = "no candidate built within the workspace limit";
     return result;

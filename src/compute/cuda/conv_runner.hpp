@@ -26,8 +26,10 @@ class ConvRunner {
   // The workspace bytes of (p, pass), choosing its algorithm or building its plan on
   // first use (cudnnFind and graph-autotune may synchronize the device then).
   std::size_t prepare(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass);
-  // out = pass(a, b), operands as ConvPass documents, after prepare(); `workspace`
-  // holds the `workspace_bytes` prepare() returned.
+  // out = pass(a, b), operands as ConvPass documents, right after prepare();
+  // `workspace` holds the `workspace_bytes` that call returned (ask again before every
+  // run: the bytes change as the graph API builds plans for operands off 16-byte
+  // alignment and as graph-autotune settles on one).
   void run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b, void* out,
            void* workspace, std::size_t workspace_bytes);
   // Which cuDNN path the convolutions take, for the backend's description line.
