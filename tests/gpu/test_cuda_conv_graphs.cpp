@@ -199,7 +199,7 @@ TEST_CASE("cuda graph-autotune times only the plans within the workspace limit",
   // cudnn-frontend's own autotune ran every plan that built, those over the limit
   // too, on the smaller workspace (H200, 2026-11-28: most likely an fp32 engine
   // wanting more than 1 GiB wrote past it). A 1 MiB limit leaves plans over it for
-  // these shapes; the device check runs this case under memcheck. Misaligned, then
+  // these shapes; run() refuses a plan larger than the caller's bytes. Misaligned, then
   // aligned (tuned), then misaligned again: the misaligned plans, built within the
   // untuned workspace, must still get theirs after tuning shrinks the aligned one's.
   if (!cuda::cudnn_graph_api_built()) {

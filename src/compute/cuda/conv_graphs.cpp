@@ -332,8 +332,11 @@ DevicelessBuild build_conv_graph_deviceless(const std::string& device_properties
   // aligned plan was given, so the check does too (the aligned plan's, at most the limit).
   std::size_t workspace_limit = settings.workspace_limit;
   if (!alignment.full()) {
-    const DevicelessBuild aligned = build_conv_graph_deviceless(device_properties_json, p, pass, settings);
-    if (!aligned.built) return aligned;
+    DevicelessBuild aligned = build_conv_graph_deviceless(device_properties_json, p, pass, settings);
+    if (!aligned.built) {
+      aligned.engine = "the 16-byte plan: " + aligned.engine;
+      return aligned;
+    }
     workspace_limit = std::min(workspace_limit, static_cast<std::size_t>(aligned.workspace));
   }
   auto props = deserialize_device_properties(device_properties_json);

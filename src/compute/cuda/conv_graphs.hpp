@@ -75,8 +75,10 @@ class ConvGraphCache {
   ConvGraphCache(const ConvGraphCache&) = delete;
   ConvGraphCache& operator=(const ConvGraphCache&) = delete;
 
-  // The workspace bytes run() needs for (p, pass), building its plan on first use.
-  // With autotune this is the largest candidate's until the first run() has timed them.
+  // The workspace bytes run() needs for (p, pass), building its plan on first use:
+  // the largest of its plans' (the 16-byte one and those run() built for misaligned
+  // operands). With autotune the 16-byte plan counts its largest candidate's until the
+  // first run() has timed them.
   std::size_t prepare(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass);
   // out = pass(a, b) on the handle's stream; workspace holds workspace_bytes, at least
   // prepare()'s. Operands under 16-byte alignment take a plan built for their
