@@ -133,6 +133,17 @@ void check_close(const ConvResults& a, const ConvResults& ref, double tolerance)
   CHECK(rel_error(a.dw, ref.dw) < tolerance);
 }
 
+// Every case and the transposed convolution on `gpu` (fp32), `offset` floats into each
+// allocation, against the CPU twin on aligned buffers.
+void check_offset_cases(Backend& gpu, Backend& cpu, std::size_t offset) {
+  for (const ConvCase& c : conv_cases()) {
+    INFO(c.name << ", offset " << offset << " floats");
+    check_close(run_case(gpu, c, offset), run_case(cpu, c), kTolerance);
+  }
+  INFO("transposed convolution, offset " << offset << " floats");
+  check_close(deconv_step(gpu, offset), deconv_step(cpu), kTolerance);
+}
+
 }  // namespace
 
 TEST_CASE("cuda graph-API convolutions match the CPU twin in fp32", "[gpu][conv_graphs]") {
@@ -182,16 +193,10 @@ TEST_CASE("cuda graph-API convolutions take operands off 16-byte alignment", "[g
   }
   auto cpu = make_cpu_backend(2);
   for (ConvAlgorithms a : {ConvAlgorithms::automatic, ConvAlgorithms::graph_autotune}) {
+    INFO(conv_algorithms_names()[static_cast<std::size_t>(a)]);
     auto gpu = cuda_backend(Precision::fp32, a);
     // Aligned first, then 4 bytes off: the same problems need a second plan each.
-    for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
-      for (const ConvCase& c : conv_cases()) {
-        INFO(c.name << ", offset " << offset << " floats, " << conv_algorithms_names()[static_cast<std::size_t>(a)]);
-        check_close(run_case(*gpu, c, offset), run_case(*cpu, c), kTolerance);
-      }
-      INFO("transposed convolution, offset " << offset << " floats");
-      check_close(deconv_step(*gpu, offset), deconv_step(*cpu), kTolerance);
-    }
+    for (std::size_t offset : {std::size_t(0), std::size_t(1)}) check_offset_cases(*gpu, *cpu, offset);
   }
 }
 
@@ -208,12 +213,5 @@ TEST_CASE("cuda graph-autotune times only the plans within the workspace limit",
   }
   auto cpu = make_cpu_backend(2);
   auto gpu = cuda_backend(Precision::fp32, ConvAlgorithms::graph_autotune, std::size_t(1) << 20);
-  for (std::size_t offset : {std::size_t(1), std::size_t(0), std::size_t(1)}) {
-    for (const ConvCase& c : conv_cases()) {
-      INFO(c.name << ", offset " << offset << " floats");
-      check_close(run_case(*gpu, c, offset), run_case(*cpu, c), kTolerance);
-    }
-    INFO("transposed convolution, offset " << offset << " floats");
-    check_close(deconv_step(*gpu, offset), deconv_step(*cpu), kTolerance);
-  }
+  for (std::size_t offset : {std::size_t(1), std::size_t(0), std::size_t(1)}) check_offset_cases(*gpu, *cpu, offset);
 }
