@@ -128,7 +128,8 @@ check_gpu_path_built() {
 
 run_ctest() {
   mpi_env
-  ctest --test-dir build --output-on-failure --timeout 900
+  # Two tests at a time on 2 cores (tests/CMakeLists.txt says which run alone).
+  ctest --test-dir build --output-on-failure --timeout 900 -j "$JOBS"
 }
 
 sanitizer_unit_tests() {
@@ -141,7 +142,7 @@ sanitizer_unit_tests() {
   # Open MPI and oneDNN keep allocations until exit by design: those are not our leaks.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$REPO/scripts/lsan.supp \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    ctest --test-dir build-asan -L unit --output-on-failure
+    ctest --test-dir build-asan -L unit --output-on-failure -j "$JOBS"
 }
 
 # libFuzzer over the parsers of user input: a clang build of the harnesses only
