@@ -47,7 +47,10 @@ clean="$SCRATCH/clean"
 mkdir -p "$clean"
 tar -C "$clean" -xJf "$kit"
 in_clean() {  # in_clean COMMAND...: PATH, HOME and CUDA_HOME only, then the bundle's environment
+  # ctest's two waiting-thread settings pass through: this test runs beside another (tests/CMakeLists.txt).
   env -i PATH=/usr/bin:/bin HOME="$clean" CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}" LANG=C.UTF-8 \
+    ${OMP_WAIT_POLICY:+OMP_WAIT_POLICY=$OMP_WAIT_POLICY} \
+    ${OMPI_MCA_mpi_yield_when_idle:+OMPI_MCA_mpi_yield_when_idle=$OMPI_MCA_mpi_yield_when_idle} \
     OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 \
     bash -c 'source "$1/trainer-bundle/bin/trainer-env.sh" && cd "$1" && shift && "$@"' in_clean "$clean" "$@"
 }
