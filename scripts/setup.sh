@@ -137,12 +137,17 @@ run_ctest() {
   ctest --test-dir build --output-on-failure --timeout 900 -j "$TEST_JOBS"
 }
 
+# One clang build folder for the sanitizers and the fuzzers (CPU-only, -O1): ASan and
+# UBSan, plus libFuzzer's coverage instrumentation (TRAINER_FUZZ), so the sources are
+# compiled with clang once; clang builds this about twice as fast as g++ would with
+# the sanitizers, and g++ already built everything above.
+sanitizer_build() {
+  CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DTRAINER_FUZZ=ON -DTRAINER_CUDA=OFF
+  cmake --build build-asan -j "$JOBS" --target unit_tests fuzzers
+}
+
 sanitizer_unit_tests() {
-  # clang, as for the fuzzers: it builds this about twice as fast as g++ with the
-  # sanitizers (g++: 15 of CI's 50 minutes), and g++ already built everything above.
-  CC=clang CXX=clang++ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
-        -DTRAINER_SANITIZE=ON -DTRAINER_CUDA=OFF
-  cmake --build build-asan -j "$JOBS" --target unit_tests
+  sanitizer_build
   mpi_env
   # Open MPI and oneDNN keep allocations until exit by design: those are not our leaks.
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 LSAN_OPTIONS=suppressions=$REPO/scripts/lsan.supp \
@@ -150,13 +155,11 @@ sanitizer_unit_tests() {
     ctest --test-dir build-asan -L unit --output-on-failure -j "$TEST_JOBS"
 }
 
-# libFuzzer over the parsers of user input: a clang build of the harnesses only
-# (tests/fuzz), then 30 s per harness on a copy of the checked-in corpus (longer runs:
-# bash scripts/fuzz.sh SECONDS).
+# libFuzzer over the parsers of user input: the harnesses (tests/fuzz) from the build
+# above, 30 s each on a copy of the checked-in corpus (longer runs: bash
+# scripts/fuzz.sh SECONDS).
 fuzz_parsers() {
-  CC=clang CXX=clang++ cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DTRAINER_CUDA=OFF -DTRAINER_FUZZ=ON
-  cmake --build build-fuzz -j "$JOBS"
-  bash scripts/fuzz.sh 30
+  TRAINER_FUZZ_BUILD=$REPO/build-asan bash scripts/fuzz.sh 30
 }
 
 install_python_test_tools() {
@@ -178,7 +181,7 @@ stage "CMake build (TRAINER_CUDA=AUTO)" build_cmake
 stage "GPU path compiled when nvcc is present" check_gpu_path_built
 stage "ctest (unit + integration)" run_ctest
 stage "Lmod module build: Makefile.hpc CUDA=0" bash scripts/ci-lmod.sh "$JOBS"
-stage "unit tests under ASan+UBSan (clang, CPU-only)" sanitizer_unit_tests
+stage "clang ASan+UBSan build; unit tests under it" sanitizer_unit_tests
 stage "fuzzers: config, YAML, label CSV, dataset, weights (30 s each)" fuzz_parsers
 
 say "summary"

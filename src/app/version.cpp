@@ -48,10 +48,14 @@ std::string version_text() {
 #if defined(__SANITIZE_ADDRESS__)
   os << ", AddressSanitizer";
 #endif
-#ifdef NDEBUG
+  // From how this file was compiled, which is how the build compiled the program.
+#if defined(__OPTIMIZE__)
   os << ", optimized";
 #else
-  os << ", debug";
+  os << ", unoptimized";
+#endif
+#ifndef NDEBUG
+  os << ", assertions on";
 #endif
   os << "\n";
 
