@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer harnesses built in build-fuzz/ (docs/BUILD.md, "Fuzzing"), each
-# for SECONDS (default 60), on a scratch copy of its seed corpus
-# tests/fuzz/corpus/<harness>/ (with tests/fuzz/<harness>.dict when there is one), so
-# the inputs the fuzzer adds never land in the repository. Findings (crash-*, leak-*,
-# timeout-*, oom-*) are kept under build-fuzz/findings/; any finding fails the run.
+# Runs the libFuzzer harnesses built in build-fuzz/ (docs/BUILD.md, "Fuzzing"; another
+# TRAINER_FUZZ folder with TRAINER_FUZZ_BUILD: CI's is build-asan/), each for SECONDS
+# (default 60), on a scratch copy of its seed corpus tests/fuzz/corpus/<harness>/
+# (with tests/fuzz/<harness>.dict when there is one), so the inputs the fuzzer adds
+# never land in the repository. Findings (crash-*, leak-*, timeout-*, oom-*) are kept
+# under findings/ in that folder; any finding fails the run.
 #
 #   bash scripts/fuzz.sh [SECONDS] [HARNESS...]   # default: the CI set below
 #
