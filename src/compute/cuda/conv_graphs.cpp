@@ -8,6 +8,7 @@
 #if TRAINER_HAVE_CUDNN_FRONTEND
 #include <algorithm>  // std::min, std::max
 #include <map>      // std::map
+#include <set>      // std::set
 #include <unordered_map>
 #include <utility>  // std::pair
 #include <vector>   // std::vector
@@ -56,6 +57,10 @@ ConvGraphCache::~ConvGraphCache() = default;
 std::size_t ConvGraphCache::prepare(cudnnHandle_t, const ConvProblem&, ConvPass) { return 0; }
 void ConvGraphCache::run(cudnnHandle_t, const ConvProblem&, ConvPass, const void*, const void*, void*, void*,
                          std::size_t) {}
+bool ConvGraphCache::try_run(cudnnHandle_t, const ConvProblem&, ConvPass, const void*, const void*, void*, void*,
+                             std::size_t) {
+  return false;
+}
 std::size_t ConvGraphCache::size() const { return 0; }
 
 DevicelessBuild build_conv_graph_deviceless(const std::string&, const ConvProblem&, ConvPass,
@@ -212,8 +217,16 @@ struct ConvGraphCache::Impl {
   ConvGraphSettings settings;
   std::map<Key, Entry> entries;
 
+  std::set<Key> unavailable;  // try_run(): operands without a plan within their workspace
+
   static void tune(cudnnHandle_t handle, Entry& e, std::unordered_map<std::int64_t, void*>& pack, void* workspace,
                    const std::string& what);
+  // The plan run() executes for operands of `alignment` within `workspace_bytes`;
+  // SystemError when none builds or fits (before anything is enqueued).
+  Entry& plan_for(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, ConvAlignment alignment,
+                  std::size_t workspace_bytes);
+  void execute(cudnnHandle_t handle, Entry& e, const std::string& what, const void* a, const void* b, void* out,
+               void* workspace);
 
   // The largest workspace of the plans kept for (p, pass) at any alignment: what a
   // caller must carve, since a plan run() built for misaligned operands (within an
@@ -267,22 +280,49 @@ std::size_t ConvGraphCache::prepare(cudnnHandle_t handle, const ConvProblem& p, 
   return impl_->largest_workspace(p, pass);
 }
 
-void ConvGraphCache::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b,
-                         void* out, void* workspace, std::size_t workspace_bytes) {
-  const ConvAlignment alignment = alignment_of(a, b, out);
-  Impl::Entry& e = alignment.full()
-                       ? impl_->entry(handle, p, pass, alignment, impl_->settings.workspace_limit)
-                       : impl_->entry(handle, p, pass, alignment, std::min(workspace_bytes, impl_->settings.workspace_limit));
+ConvGraphCache::Impl::Entry& ConvGraphCache::Impl::plan_for(cudnnHandle_t handle, const ConvProblem& p,
+                                                             ConvPass pass, ConvAlignment alignment,
+                                                             std::size_t workspace_bytes) {
+  Entry& e = alignment.full() ? entry(handle, p, pass, alignment, settings.workspace_limit)
+                              : entry(handle, p, pass, alignment, std::min(workspace_bytes, settings.workspace_limit));
   // cudnn-frontend's execute takes no workspace size: a plan needing more than the
   // caller carved would write past it.
   if (e.workspace > workspace_bytes)
     throw SystemError("cuDNN graph API: the " + describe(p, pass, alignment) + " needs " +
                       std::to_string(e.workspace) + " bytes of workspace, more than the " +
                       std::to_string(workspace_bytes) + " prepared");
+  return e;
+}
+
+void ConvGraphCache::Impl::execute(cudnnHandle_t handle, Entry& e, const std::string& what, const void* a,
+                                   const void* b, void* out, void* workspace) {
   std::unordered_map<std::int64_t, void*> pack{
       {kUidA, const_cast<void*>(a)}, {kUidB, const_cast<void*>(b)}, {kUidOut, out}};
-  if (e.tune_pending) Impl::tune(handle, e, pack, workspace, describe(p, pass, alignment));
-  FE_CHECK(e.graph->execute_plan_at_index(handle, pack, workspace, e.plan), describe(p, pass, alignment));
+  if (e.tune_pending) tune(handle, e, pack, workspace, what);
+  FE_CHECK(e.graph->execute_plan_at_index(handle, pack, workspace, e.plan), what);
+}
+
+void ConvGraphCache::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b,
+                         void* out, void* workspace, std::size_t workspace_bytes) {
+  const ConvAlignment alignment = alignment_of(a, b, out);
+  Impl::Entry& e = impl_->plan_for(handle, p, pass, alignment, workspace_bytes);
+  impl_->execute(handle, e, describe(p, pass, alignment), a, b, out, workspace);
+}
+
+bool ConvGraphCache::try_run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a,
+                             const void* b, void* out, void* workspace, std::size_t workspace_bytes) {
+  const ConvAlignment alignment = alignment_of(a, b, out);
+  const Impl::Key key{p, pass, alignment};
+  if (impl_->unavailable.count(key)) return false;
+  Impl::Entry* e = nullptr;
+  try {
+    e = &impl_->plan_for(handle, p, pass, alignment, workspace_bytes);
+  } catch (const SystemError&) {
+    impl_->unavailable.insert(key);  // nothing ran: the caller's other path takes these operands
+    return false;
+  }
+  impl_->execute(handle, *e, describe(p, pass, alignment), a, b, out, workspace);
+  return true;
 }
 
 std::size_t ConvGraphCache::size() const { return impl_->entries.size(); }

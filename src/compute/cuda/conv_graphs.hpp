@@ -85,6 +85,11 @@ class ConvGraphCache {
   // alignment (first use: built then, without autotuning, within workspace_bytes).
   void run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b, void* out,
            void* workspace, std::size_t workspace_bytes);
+  // run() for a caller with another way to run the convolution (auto's legacy calls):
+  // false, with nothing enqueued, when no plan for these operands builds within
+  // workspace_bytes. Remembered: the next call for such operands answers at once.
+  bool try_run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b, void* out,
+               void* workspace, std::size_t workspace_bytes);
   std::size_t size() const;
 
  private:

@@ -22,12 +22,12 @@ namespace {
 // 16-bit problems take tensor-op math (that is their point).
 template <typename Perf>
 const Perf* pick(const std::vector<Perf>& results, int returned, const ConvSettings& s,
-                 const ConvProblem& p) {
+                 const ConvProblem& p, std::size_t max_bytes) {
   const bool fma_only = p.precision == Precision::fp32 && !s.allow_tf32;
   for (int i = 0; i < returned; ++i) {
     const Perf& r = results[i];
     if (r.status != CUDNN_STATUS_SUCCESS) continue;
-    if (r.memory > s.workspace_limit) continue;
+    if (r.memory > s.workspace_limit || r.memory > max_bytes) continue;
     if (fma_only && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH) continue;
     return &r;
   }
@@ -93,7 +93,8 @@ ConvPlan& ConvPlanCache::plan(const ConvProblem& p) {
   return *slot;
 }
 
-void ConvPlanCache::select_forward(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p) {
+void ConvPlanCache::select_forward(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p,
+                                  std::size_t max_bytes) {
   if (plan.fwd) return;
   int max_count = 0;
   CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max_count));
@@ -105,14 +106,15 @@ void ConvPlanCache::select_forward(cudnnHandle_t handle, ConvPlan& plan, const C
   else
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, plan.x, plan.w, plan.conv, plan.y,
                                                        max_count, &returned, results.data()));
-  const auto* best = pick(results, returned, settings_, p);
+  const auto* best = pick(results, returned, settings_, p, max_bytes);
   if (!best) no_algorithm("forward", p);
   plan.fwd = best->algo;
   CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, plan.x, plan.w, plan.conv, plan.y,
                                                       best->algo, &plan.fwd_bytes));
 }
 
-void ConvPlanCache::select_backward_data(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p) {
+void ConvPlanCache::select_backward_data(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p,
+                                        std::size_t max_bytes) {
   if (plan.bwd_data) return;
   int max_count = 0;
   CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(handle, &max_count));
@@ -124,7 +126,7 @@ void ConvPlanCache::select_backward_data(cudnnHandle_t handle, ConvPlan& plan, c
   else
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, plan.w, plan.y, plan.conv, plan.x,
                                                             max_count, &returned, results.data()));
-  const auto* best = pick(results, returned, settings_, p);
+  const auto* best = pick(results, returned, settings_, p, max_bytes);
   if (!best) no_algorithm("backward-data", p);
   plan.bwd_data = best->algo;
   CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, plan.w, plan.y, plan.conv, plan.x,
@@ -132,7 +134,7 @@ void ConvPlanCache::select_backward_data(cudnnHandle_t handle, ConvPlan& plan, c
 }
 
 void ConvPlanCache::select_backward_filter(cudnnHandle_t handle, ConvPlan& plan,
-                                           const ConvProblem& p) {
+                                           const ConvProblem& p, std::size_t max_bytes) {
   if (plan.bwd_filter) return;
   int max_count = 0;
   CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(handle, &max_count));
@@ -144,7 +146,7 @@ void ConvPlanCache::select_backward_filter(cudnnHandle_t handle, ConvPlan& plan,
   else
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         handle, plan.x, plan.y, plan.conv, plan.w, max_count, &returned, results.data()));
-  const auto* best = pick(results, returned, settings_, p);
+  const auto* best = pick(results, returned, settings_, p, max_bytes);
   if (!best) no_algorithm("backward-filter", p);
   plan.bwd_filter = best->algo;
   CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, plan.x, plan.y, plan.conv, plan.w,

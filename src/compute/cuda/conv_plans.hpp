@@ -66,11 +66,17 @@ class ConvPlanCache {
  public:
   explicit ConvPlanCache(ConvSettings settings) : settings_(settings) {}
   // The plan for `p` with descriptors set; algorithms are chosen on first use by
-  // the select_* calls (they may synchronize the device: once per shape).
+  // the select_* calls (they may synchronize the device: once per shape), within the
+  // workspace limit and, where given, within `max_bytes` (a caller whose workspace is
+  // already carved).
   ConvPlan& plan(const ConvProblem& p);
-  void select_forward(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p);
-  void select_backward_data(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p);
-  void select_backward_filter(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p);
+  void select_forward(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p,
+                      std::size_t max_bytes = kAnyWorkspace);
+  void select_backward_data(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p,
+                            std::size_t max_bytes = kAnyWorkspace);
+  void select_backward_filter(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p,
+                              std::size_t max_bytes = kAnyWorkspace);
+  static constexpr std::size_t kAnyWorkspace = ~std::size_t(0);
   std::size_t size() const { return plans_.size(); }
 
  private:

@@ -1,5 +1,7 @@
 #include "compute/cuda/conv_runner.hpp"
 
+#include <string>  // std::string, std::to_string
+
 #include "compute/cuda/cuda_check.hpp"  // CUDNN_CHECK
 #include "util/error.hpp"                // SystemError
 
@@ -14,7 +16,8 @@ bool uses_graph_api(ConvAlgorithms a) {
 }  // namespace
 
 ConvRunner::ConvRunner(ConvAlgorithms algorithms, bool allow_tf32, std::size_t workspace_limit)
-    : plans_(ConvSettings{allow_tf32, algorithms == ConvAlgorithms::benchmark, workspace_limit}) {
+    : plans_(ConvSettings{allow_tf32, algorithms == ConvAlgorithms::benchmark, workspace_limit}),
+      misaligned_plans_(ConvSettings{allow_tf32, false, workspace_limit}) {
   if (!uses_graph_api(algorithms)) return;
   const ConvGraphSettings settings{allow_tf32, algorithms == ConvAlgorithms::graph_autotune, workspace_limit};
   if (algorithms != ConvAlgorithms::automatic) {
@@ -45,22 +48,54 @@ std::size_t ConvRunner::prepare(cudnnHandle_t handle, const ConvProblem& p, Conv
       legacy_shapes_.insert({p, pass});
     }
   }
-  ConvPlan& plan = plans_.plan(p);
-  switch (pass) {
-    case ConvPass::forward: plans_.select_forward(handle, plan, p); return plan.fwd_bytes;
-    case ConvPass::backward_data: plans_.select_backward_data(handle, plan, p); return plan.bwd_data_bytes;
-    case ConvPass::backward_filter: plans_.select_backward_filter(handle, plan, p); return plan.bwd_filter_bytes;
-  }
-  return 0;
+  return select_legacy(handle, plans_, plans_.plan(p), p, pass, ConvPlanCache::kAnyWorkspace);
 }
 
 void ConvRunner::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b,
                      void* out, void* workspace, std::size_t bytes) {
   if (on_graph_api(p, pass)) {
-    graphs_->run(handle, p, pass, a, b, out, workspace, bytes);
+    if (!legacy_fallback_) {
+      graphs_->run(handle, p, pass, a, b, out, workspace, bytes);
+      return;
+    }
+    if (graphs_->try_run(handle, p, pass, a, b, out, workspace, bytes)) return;
+    // auto: these operands are off 16-byte alignment and no graph plan for them fits
+    // the workspace prepare() sized for the aligned plan, so the legacy calls run them
+    // (cuDNN's legacy path accepts any alignment), with an algorithm chosen within
+    // that workspace: the caller's bytes are already carved.
+    ConvPlan& plan = misaligned_plans_.plan(p);
+    select_legacy(handle, misaligned_plans_, plan, p, pass, bytes);
+    run_legacy(handle, plan, p, pass, a, b, out, workspace, bytes);
     return;
   }
-  const ConvPlan& plan = plans_.plan(p);  // its algorithms were chosen by prepare()
+  run_legacy(handle, plans_.plan(p), p, pass, a, b, out, workspace, bytes);  // chosen by prepare()
+}
+
+std::size_t ConvRunner::select_legacy(cudnnHandle_t handle, ConvPlanCache& cache, ConvPlan& plan,
+                                      const ConvProblem& p, ConvPass pass, std::size_t max_bytes) {
+  switch (pass) {
+    case ConvPass::forward:
+      cache.select_forward(handle, plan, p, max_bytes);
+      return plan.fwd_bytes;
+    case ConvPass::backward_data:
+      cache.select_backward_data(handle, plan, p, max_bytes);
+      return plan.bwd_data_bytes;
+    case ConvPass::backward_filter:
+      cache.select_backward_filter(handle, plan, p, max_bytes);
+      return plan.bwd_filter_bytes;
+  }
+  return 0;
+}
+
+void ConvRunner::run_legacy(cudnnHandle_t handle, const ConvPlan& plan, const ConvProblem& p, ConvPass pass,
+                            const void* a, const void* b, void* out, void* workspace, std::size_t bytes) {
+  const std::size_t needed = pass == ConvPass::forward         ? plan.fwd_bytes
+                             : pass == ConvPass::backward_data ? plan.bwd_data_bytes
+                                                               : plan.bwd_filter_bytes;
+  if (needed > bytes)  // chosen for a larger workspace than this call carved
+    throw SystemError("cuDNN: the " + std::string(conv_pass_name(pass)) + " pass of " + describe(p) + " needs " +
+                      std::to_string(needed) + " bytes of workspace, more than the " + std::to_string(bytes) +
+                      " prepared");
   const float one = 1.f, zero = 0.f;
   switch (pass) {
     case ConvPass::forward:

@@ -4,9 +4,10 @@
 // or the graph API (conv_graphs). Both read and write the same buffers, described
 // the same way, so the CUDA backend's casts and scratch carving do not depend on it.
 // "auto" takes the graph API where this build has it (and cudnn-frontend can load
-// cuDNN), and the legacy heuristics for a shape whose graph finds no engine, so the
-// default never refuses a convolution the legacy calls could run. The fallback is
-// silent: the legacy path computes the same convolution.
+// cuDNN), and the legacy heuristics for a shape whose graph finds no engine, and for
+// operands off 16-byte alignment whose graph finds none within the workspace already
+// carved, so the default never refuses a convolution the legacy calls could run. The
+// fallback is silent: the legacy path computes the same convolution.
 #include <cudnn.h>  // cudnnHandle_t
 
 #include <cstddef>  // std::size_t
@@ -37,8 +38,14 @@ class ConvRunner {
 
  private:
   bool on_graph_api(const ConvProblem& p, ConvPass pass) const;
+  // Chooses (once) the legacy algorithm of plan's pass within max_bytes; its bytes.
+  static std::size_t select_legacy(cudnnHandle_t handle, ConvPlanCache& cache, ConvPlan& plan,
+                                   const ConvProblem& p, ConvPass pass, std::size_t max_bytes);
+  static void run_legacy(cudnnHandle_t handle, const ConvPlan& plan, const ConvProblem& p, ConvPass pass,
+                         const void* a, const void* b, void* out, void* workspace, std::size_t bytes);
 
   ConvPlanCache plans_;
+  ConvPlanCache misaligned_plans_;  // auto: heuristics within the carved workspace, for misaligned operands
   std::unique_ptr<ConvGraphCache> graphs_;  // null: the legacy path
   bool legacy_fallback_ = false;            // auto: a shape without a graph engine goes legacy
   std::set<std::pair<ConvProblem, ConvPass>> legacy_shapes_;  // those shapes (auto only)
