@@ -47,11 +47,11 @@ LUA
 SRC="$MODULES/src"
 mkdir -p "$SRC"
 git ls-files -z --cached --others --exclude-standard |
-  while IFS= read -r -d '' file; do [[ -e $file ]] && printf '%s\0' "$file"; done |
+  while IFS= read -r -d '' file; do [[ -e $file ]] || continue; printf '%s\0' "$file"; done |
   tar --null -T - -cf - | tar -x -C "$SRC"
 # The copy has no .git: the revision comes from here, as Makefile.hpc would write it.
 REVISION=$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
-git status --porcelain --untracked-files=no 2>/dev/null | grep -q . && REVISION+=-dirty
+[[ -n $(git status --porcelain --untracked-files=no 2>/dev/null) ]] && REVISION+=-dirty
 
 # A clean environment: whatever the variables are, they must come from the modules.
 env -u CUDA_HOME -u CUDA_ROOT -u CUDNN_ROOT -u CUDNN_HOME -u NCCL_ROOT -u NCCL_HOME \

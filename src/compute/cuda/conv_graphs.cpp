@@ -318,6 +318,9 @@ bool ConvGraphCache::try_run(cudnnHandle_t handle, const ConvProblem& p, ConvPas
   try {
     e = &impl_->plan_for(handle, p, pass, alignment, workspace_bytes);
   } catch (const SystemError&) {
+    // Aligned operands have the plan prepare() built and sized: a failure here is the
+    // caller's (fewer bytes than prepare() asked for), not a missing plan.
+    if (alignment.full()) throw;
     impl_->unavailable.insert(key);  // nothing ran: the caller's other path takes these operands
     return false;
   }

@@ -1,6 +1,7 @@
 #include "compute/cuda/conv_plans.hpp"
 
-#include <sstream>  // std::ostringstream for error messages
+#include <algorithm>  // std::min
+#include <sstream>    // std::ostringstream for error messages
 #include <vector>   // std::vector of perf results
 
 #include "compute/cuda/cuda_check.hpp"  // CUDNN_CHECK
@@ -18,17 +19,22 @@ std::string describe(const ConvProblem& p) {
 namespace {
 
 // The first (fastest, or best by heuristic) usable result: it succeeded, fits the
-// workspace limit, and, for fp32 problems, uses FMA math unless TF32 is allowed.
-// 16-bit problems take tensor-op math (that is their point).
-template <typename Perf>
-const Perf* pick(const std::vector<Perf>& results, int returned, const ConvSettings& s,
-                 const ConvProblem& p, std::size_t max_bytes) {
+// workspace limit and max_bytes, and, for fp32 problems, uses FMA math unless TF32 is
+// allowed. 16-bit problems take tensor-op math (that is their point). The fit is
+// checked on workspace_of(algo), the bytes the call will be given, as well as on the
+// result's own estimate; `bytes` receives them.
+template <typename Perf, typename WorkspaceOf>
+const Perf* pick(const std::vector<Perf>& results, int returned, const ConvSettings& s, const ConvProblem& p,
+                 std::size_t max_bytes, WorkspaceOf workspace_of, std::size_t& bytes) {
   const bool fma_only = p.precision == Precision::fp32 && !s.allow_tf32;
+  const std::size_t cap = std::min(s.workspace_limit, max_bytes);
   for (int i = 0; i < returned; ++i) {
     const Perf& r = results[i];
     if (r.status != CUDNN_STATUS_SUCCESS) continue;
-    if (r.memory > s.workspace_limit || r.memory > max_bytes) continue;
+    if (r.memory > cap) continue;
     if (fma_only && r.mathType != CUDNN_FMA_MATH && r.mathType != CUDNN_DEFAULT_MATH) continue;
+    bytes = workspace_of(r.algo);
+    if (bytes > cap) continue;
     return &r;
   }
   return nullptr;
@@ -106,11 +112,14 @@ void ConvPlanCache::select_forward(cudnnHandle_t handle, ConvPlan& plan, const C
   else
     CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, plan.x, plan.w, plan.conv, plan.y,
                                                        max_count, &returned, results.data()));
-  const auto* best = pick(results, returned, settings_, p, max_bytes);
+  const auto workspace_of = [&](cudnnConvolutionFwdAlgo_t algo) {
+    std::size_t bytes = 0;
+    CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, plan.x, plan.w, plan.conv, plan.y, algo, &bytes));
+    return bytes;
+  };
+  const auto* best = pick(results, returned, settings_, p, max_bytes, workspace_of, plan.fwd_bytes);
   if (!best) no_algorithm("forward", p);
   plan.fwd = best->algo;
-  CUDNN_CHECK(cudnnGetConvolutionForwardWorkspaceSize(handle, plan.x, plan.w, plan.conv, plan.y,
-                                                      best->algo, &plan.fwd_bytes));
 }
 
 void ConvPlanCache::select_backward_data(cudnnHandle_t handle, ConvPlan& plan, const ConvProblem& p,
@@ -126,11 +135,15 @@ void ConvPlanCache::select_backward_data(cudnnHandle_t handle, ConvPlan& plan, c
   else
     CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, plan.w, plan.y, plan.conv, plan.x,
                                                             max_count, &returned, results.data()));
-  const auto* best = pick(results, returned, settings_, p, max_bytes);
+  const auto workspace_of = [&](cudnnConvolutionBwdDataAlgo_t algo) {
+    std::size_t bytes = 0;
+    CUDNN_CHECK(
+        cudnnGetConvolutionBackwardDataWorkspaceSize(handle, plan.w, plan.y, plan.conv, plan.x, algo, &bytes));
+    return bytes;
+  };
+  const auto* best = pick(results, returned, settings_, p, max_bytes, workspace_of, plan.bwd_data_bytes);
   if (!best) no_algorithm("backward-data", p);
   plan.bwd_data = best->algo;
-  CUDNN_CHECK(cudnnGetConvolutionBackwardDataWorkspaceSize(handle, plan.w, plan.y, plan.conv, plan.x,
-                                                           best->algo, &plan.bwd_data_bytes));
 }
 
 void ConvPlanCache::select_backward_filter(cudnnHandle_t handle, ConvPlan& plan,
@@ -146,11 +159,15 @@ void ConvPlanCache::select_backward_filter(cudnnHandle_t handle, ConvPlan& plan,
   else
     CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
         handle, plan.x, plan.y, plan.conv, plan.w, max_count, &returned, results.data()));
-  const auto* best = pick(results, returned, settings_, p, max_bytes);
+  const auto workspace_of = [&](cudnnConvolutionBwdFilterAlgo_t algo) {
+    std::size_t bytes = 0;
+    CUDNN_CHECK(
+        cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, plan.x, plan.y, plan.conv, plan.w, algo, &bytes));
+    return bytes;
+  };
+  const auto* best = pick(results, returned, settings_, p, max_bytes, workspace_of, plan.bwd_filter_bytes);
   if (!best) no_algorithm("backward-filter", p);
   plan.bwd_filter = best->algo;
-  CUDNN_CHECK(cudnnGetConvolutionBackwardFilterWorkspaceSize(handle, plan.x, plan.y, plan.conv, plan.w,
-                                                             best->algo, &plan.bwd_filter_bytes));
 }
 
 }  // namespace trainer::compute::cuda

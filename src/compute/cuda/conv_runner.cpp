@@ -64,7 +64,12 @@ void ConvRunner::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, 
     // (cuDNN's legacy path accepts any alignment), with an algorithm chosen within
     // that workspace: the caller's bytes are already carved.
     ConvPlan& plan = misaligned_plans_.plan(p);
-    select_legacy(handle, misaligned_plans_, plan, p, pass, bytes);
+    try {
+      select_legacy(handle, misaligned_plans_, plan, p, pass, bytes);
+    } catch (const SystemError& e) {
+      throw SystemError(std::string(e.what()) + "; the graph API had no plan for these operands (off 16-byte " +
+                        "alignment) within the " + std::to_string(bytes) + " bytes of workspace either");
+    }
     run_legacy(handle, plan, p, pass, a, b, out, workspace, bytes);
     return;
   }
