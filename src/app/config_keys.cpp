@@ -665,6 +665,7 @@ std::vector<ConfigKey> build_table() {
              "it has no engine for, else heuristics; heuristics = the legacy calls with cuDNN's ranked "
              "choice; benchmark = time every algorithm once per shape (cudnnFind); graph = the graph "
              "API's first engine that builds; graph-autotune = time up to 8 of those once per shape; "
+             "autotune = per shape, graph-autotune's pick or benchmark's, whichever runs faster; "
              "ignored on CPUs")
           .lp("(torch.backends.cudnn.benchmark)"),
       boolean("model", "cuda_graphs", field(M, &MC::cuda_graphs),

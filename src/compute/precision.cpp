@@ -41,7 +41,8 @@ Float32MatmulPrecision parse_float32_matmul_precision(const std::string& name) {
 }
 
 const std::vector<std::string>& conv_algorithms_names() {
-  static const std::vector<std::string> names = {"auto", "heuristics", "benchmark", "graph", "graph-autotune"};
+  static const std::vector<std::string> names = {"auto", "heuristics", "benchmark", "graph",
+                                                 "graph-autotune", "autotune"};
   return names;
 }
 
@@ -51,6 +52,7 @@ ConvAlgorithms parse_conv_algorithms(const std::string& name) {
   if (name == "benchmark") return ConvAlgorithms::benchmark;
   if (name == "graph") return ConvAlgorithms::graph;
   if (name == "graph-autotune") return ConvAlgorithms::graph_autotune;
+  if (name == "autotune") return ConvAlgorithms::autotune;
   throw UserError("unknown conv_algorithms '" + name + "'", "use one of " + join_names(conv_algorithms_names()));
 }
 

@@ -43,8 +43,11 @@ enum class ConvAlgorithms {
   benchmark,   // "benchmark": run every algorithm once per shape (cudnnFind*), as on 2026-11-22
   graph,       // "graph": cuDNN's graph API (cudnn-frontend), heuristics mode A then the fallback list
   graph_autotune,  // "graph-autotune": the graph API, timing its top candidates once per shape
+  autotune,    // "autotune": per shape and pass, graph-autotune's pick or cudnnFind's, whichever
+               // runs faster on the step's own buffers (the legacy calls' alone without the graph API)
 };
-// The names of model.conv_algorithms: "auto", "heuristics", "benchmark", "graph", "graph-autotune".
+// The names of model.conv_algorithms, indexed by ConvAlgorithms: "auto", "heuristics",
+// "benchmark", "graph", "graph-autotune", "autotune".
 const std::vector<std::string>& conv_algorithms_names();
 // One of conv_algorithms_names(); throws UserError listing them for anything else.
 ConvAlgorithms parse_conv_algorithms(const std::string& name);

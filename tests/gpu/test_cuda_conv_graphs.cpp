@@ -1,5 +1,5 @@
-// The graph-API convolutions (model.conv_algorithms auto | graph | graph-autotune,
-// compute/cuda/conv_graphs) against the CPU twin in fp32 (TF32 off: a tensor-core
+// The graph-API convolutions (model.conv_algorithms auto | graph | graph-autotune |
+// autotune, compute/cuda/conv_graphs and conv_runner) against the CPU twin in fp32 (TF32 off: a tensor-core
 // engine would miss 1e-5) and against the legacy path in bf16 / fp16 (both round their
 // 16-bit outputs; different engines sum in different orders, so about one 16-bit ulp).
 // Every pass: forward, backward-data, backward-weights, and the transposed convolution
@@ -151,10 +151,12 @@ TEST_CASE("cuda graph-API convolutions match the CPU twin in fp32", "[gpu][conv_
     WARN("SKIPPED: built without cudnn-frontend's headers (scripts/fetch_cudnn_frontend.sh)");
     return;
   }
-  for (ConvAlgorithms a : {ConvAlgorithms::graph, ConvAlgorithms::graph_autotune, ConvAlgorithms::automatic}) {
+  for (ConvAlgorithms a : {ConvAlgorithms::graph, ConvAlgorithms::graph_autotune, ConvAlgorithms::automatic,
+                           ConvAlgorithms::autotune}) {
     auto gpu = cuda_backend(Precision::fp32, a);
     auto cpu = make_cpu_backend(2);
-    if (a == ConvAlgorithms::automatic) CHECK(gpu->description().find("graph API") != std::string::npos);
+    if (a == ConvAlgorithms::automatic || a == ConvAlgorithms::autotune)
+      CHECK(gpu->description().find("graph API") != std::string::npos);
     for (const ConvCase& c : conv_cases()) {
       INFO(c.name << ", " << conv_algorithms_names()[static_cast<std::size_t>(a)]);
       check_close(run_case(*gpu, c), run_case(*cpu, c), kTolerance);
@@ -172,7 +174,8 @@ TEST_CASE("cuda graph-API convolutions match the legacy path in bf16 and fp16", 
   for (Precision p : {Precision::bf16, Precision::fp16}) {
     auto legacy = cuda_backend(p, ConvAlgorithms::heuristics);
     CHECK(legacy->description().find("legacy calls") != std::string::npos);
-    for (ConvAlgorithms a : {ConvAlgorithms::graph, ConvAlgorithms::graph_autotune, ConvAlgorithms::automatic}) {
+    for (ConvAlgorithms a : {ConvAlgorithms::graph, ConvAlgorithms::graph_autotune, ConvAlgorithms::automatic,
+                             ConvAlgorithms::autotune}) {
       auto graph = cuda_backend(p, a);
       // One ulp of the output's 16-bit format, relative to the largest value.
       const double tolerance = p == Precision::bf16 ? 1.6e-2 : 2e-3;
@@ -192,7 +195,7 @@ TEST_CASE("cuda graph-API convolutions take operands off 16-byte alignment", "[g
     return;
   }
   auto cpu = make_cpu_backend(2);
-  for (ConvAlgorithms a : {ConvAlgorithms::automatic, ConvAlgorithms::graph_autotune}) {
+  for (ConvAlgorithms a : {ConvAlgorithms::automatic, ConvAlgorithms::graph_autotune, ConvAlgorithms::autotune}) {
     INFO(conv_algorithms_names()[static_cast<std::size_t>(a)]);
     auto gpu = cuda_backend(Precision::fp32, a);
     // Aligned first, then 4 bytes off: the same problems need a second plan each.
@@ -212,17 +215,29 @@ TEST_CASE("cuda graph-autotune times only the plans within the workspace limit",
     return;
   }
   auto cpu = make_cpu_backend(2);
-  auto gpu = cuda_backend(Precision::fp32, ConvAlgorithms::graph_autotune, std::size_t(1) << 20);
-  for (std::size_t offset : {std::size_t(1), std::size_t(0), std::size_t(1)}) check_offset_cases(*gpu, *cpu, offset);
+  for (ConvAlgorithms a : {ConvAlgorithms::graph_autotune, ConvAlgorithms::autotune}) {
+    INFO(conv_algorithms_names()[static_cast<std::size_t>(a)]);
+    auto gpu = cuda_backend(Precision::fp32, a, std::size_t(1) << 20);
+    for (std::size_t offset : {std::size_t(1), std::size_t(0), std::size_t(1)}) check_offset_cases(*gpu, *cpu, offset);
+  }
 }
 
-TEST_CASE("cuda auto convolutions run misaligned operands within a zero workspace", "[gpu][conv_graphs]") {
-  // With no workspace, the graph API may offer no plan for a shape, or none for its
-  // operands 4 bytes off: auto then takes the legacy calls (for the shape, or for those
-  // operands only, with an algorithm within the bytes already carved) instead of
-  // failing the step. Every pass must still match the CPU twin whichever path ran;
-  // nothing here forces the misaligned fallback (that depends on cuDNN's engines).
-  auto cpu = make_cpu_backend(2);
-  auto gpu = cuda_backend(Precision::fp32, ConvAlgorithms::automatic, 0);
-  for (std::size_t offset : {std::size_t(0), std::size_t(1)}) check_offset_cases(*gpu, *cpu, offset);
+TEST_CASE("cuda autotune runs every pass alike before and after its race", "[gpu][conv_graphs]") {
+  // A shape's first aligned call races graph-autotune's plan against cudnnFind's
+  // algorithm (both write the output); later calls run the winner alone. Which one
+  // wins depends on the GPU, so both calls are held to a reference: the CPU twin in
+  // fp32, the legacy heuristics in bf16 (as above: both round their outputs).
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    auto gpu = cuda_backend(p, ConvAlgorithms::autotune);
+    auto reference = p == Precision::fp32 ? make_cpu_backend(2) : cuda_backend(p, ConvAlgorithms::heuristics);
+    const double tolerance = p == Precision::fp32 ? kTolerance : 1.6e-2;
+    for (const char* call : {"racing", "after the race"}) {
+      for (const ConvCase& c : conv_cases()) {
+        INFO(c.name << ", " << precision_name(p) << ", " << call);
+        check_close(run_case(*gpu, c), run_case(*reference, c), tolerance);
+      }
+      INFO("transposed convolution, " << precision_name(p) << ", " << call);
+      check_close(deconv_step(*gpu), deconv_step(*reference), tolerance);
+    }
+  }
 }

@@ -14,7 +14,7 @@
 #include <vector>   // std::vector
 
 #include "compute/cuda/cuda_check.hpp"           // CUDA_CHECK, CUDNN_CHECK
-#include "compute/cuda/cuda_stream.hpp"          // CudaEvent
+#include "compute/cuda/fastest_run.hpp"          // fastest_run_ms, stream_capturing
 #include "compute/cuda/cudnn_frontend_util.hpp"  // load_cudnn_for_frontend, FE_CHECK, device properties
 #endif
 
@@ -331,35 +331,22 @@ bool ConvGraphCache::try_run(cudnnHandle_t handle, const ConvProblem& p, ConvPas
 std::size_t ConvGraphCache::size() const { return impl_->entries.size(); }
 
 // Times each candidate on these operands (out is overwritten by the plan run() then
-// executes) and keeps the fastest: one warm-up, then the best of kTimedRuns, on the
-// handle's stream. Waits for that stream, once per shape. A candidate cuDNN refuses to
+// executes) and keeps the fastest (fastest_run_ms: one warm-up, then the best of three),
+// on the handle's stream. Waits for that stream, once per shape. A candidate cuDNN refuses to
 // execute is skipped, as cudnn-frontend's autotune does; with none timed the
 // heuristics' first choice stays, and run() reports its refusal. Inside a stream
 // capture nothing can be timed: tuning waits for the next call outside one.
 void ConvGraphCache::Impl::tune(cudnnHandle_t handle, Entry& e, std::unordered_map<std::int64_t, void*>& pack,
                                 void* workspace, const std::string& what) {
-  constexpr int kTimedRuns = 3;
   cudaStream_t stream = nullptr;
   CUDNN_CHECK(cudnnGetStream(handle, &stream));
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
-  if (capture != cudaStreamCaptureStatusNone) return;
+  if (stream_capturing(stream)) return;
   e.tune_pending = false;
-  CudaEvent start(true), stop(true);
   double best_ms = -1;
   for (std::int64_t i : e.candidates) {
-    if (e.graph->execute_plan_at_index(handle, pack, workspace, i).is_bad()) continue;  // warm-up
-    double ms = -1;
-    bool refused = false;
-    for (int run = 0; run < kTimedRuns && !refused; ++run) {
-      CUDA_CHECK(cudaEventRecord(start.get(), stream));
-      refused = e.graph->execute_plan_at_index(handle, pack, workspace, i).is_bad();
-      CUDA_CHECK(cudaEventRecord(stop.get(), stream));
-      stop.synchronize();  // an asynchronous fault surfaces here, and ends the run
-      const double t = stop.elapsed_ms_since(start);
-      if (!refused && (ms < 0 || t < ms)) ms = t;
-    }
-    if (refused) continue;
+    const double ms = fastest_run_ms(
+        stream, [&] { return !e.graph->execute_plan_at_index(handle, pack, workspace, i).is_bad(); });
+    if (ms < 0) continue;  // refused
     if (best_ms < 0 || ms < best_ms) best_ms = ms, e.plan = i;
   }
   std::int64_t bytes = 0;

@@ -1,8 +1,10 @@
 #include "compute/cuda/conv_runner.hpp"
 
-#include <string>  // std::string, std::to_string
+#include <algorithm>  // std::max
+#include <string>     // std::string, std::to_string
 
-#include "compute/cuda/cuda_check.hpp"  // CUDNN_CHECK
+#include "compute/cuda/cuda_check.hpp"   // CUDNN_CHECK
+#include "compute/cuda/fastest_run.hpp"  // fastest_run_ms, stream_capturing
 #include "util/error.hpp"                // SystemError
 
 namespace trainer::compute::cuda {
@@ -10,42 +12,64 @@ namespace {
 
 bool uses_graph_api(ConvAlgorithms a) {
   return a == ConvAlgorithms::graph || a == ConvAlgorithms::graph_autotune ||
-         (a == ConvAlgorithms::automatic && cudnn_graph_api_built());
+         ((a == ConvAlgorithms::automatic || a == ConvAlgorithms::autotune) && cudnn_graph_api_built());
 }
 
 }  // namespace
 
 ConvRunner::ConvRunner(ConvAlgorithms algorithms, bool allow_tf32, std::size_t workspace_limit)
-    : plans_(ConvSettings{allow_tf32, algorithms == ConvAlgorithms::benchmark, workspace_limit}),
+    : plans_(ConvSettings{allow_tf32,
+                          algorithms == ConvAlgorithms::benchmark || algorithms == ConvAlgorithms::autotune,
+                          workspace_limit}),
       misaligned_plans_(ConvSettings{allow_tf32, false, workspace_limit}) {
   if (!uses_graph_api(algorithms)) return;
-  const ConvGraphSettings settings{allow_tf32, algorithms == ConvAlgorithms::graph_autotune, workspace_limit};
-  if (algorithms != ConvAlgorithms::automatic) {
+  const bool tune = algorithms == ConvAlgorithms::graph_autotune || algorithms == ConvAlgorithms::autotune;
+  const ConvGraphSettings settings{allow_tf32, tune, workspace_limit};
+  if (algorithms == ConvAlgorithms::graph || algorithms == ConvAlgorithms::graph_autotune) {
     graphs_ = std::make_unique<ConvGraphCache>(settings);
     return;
   }
   try {
     graphs_ = std::make_unique<ConvGraphCache>(settings);
     legacy_fallback_ = true;
+    race_paths_ = algorithms == ConvAlgorithms::autotune;
   } catch (const SystemError&) {
-    // cudnn-frontend could not load the cuDNN library it calls: auto keeps the legacy
-    // calls, which the backend has already loaded, rather than refusing the run.
+    // cudnn-frontend could not load the cuDNN library it calls: auto and autotune keep
+    // the legacy calls, which the backend has already loaded, rather than refusing the run.
   }
+}
+
+const char* ConvRunner::path() const {
+  if (race_paths_) return "cuDNN graph API or legacy calls, the faster per shape";
+  return graphs_ ? "cuDNN graph API" : "cuDNN legacy calls";
 }
 
 bool ConvRunner::on_graph_api(const ConvProblem& p, ConvPass pass) const {
   return graphs_ && legacy_shapes_.count({p, pass}) == 0;
 }
 
+bool ConvRunner::race_pending(const ConvProblem& p, ConvPass pass) const {
+  return race_paths_ && raced_.count({p, pass}) == 0;
+}
+
 std::size_t ConvRunner::prepare(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass) {
   if (on_graph_api(p, pass)) {
     if (!legacy_fallback_) return graphs_->prepare(handle, p, pass);
+    std::size_t bytes = 0;
     try {
-      return graphs_->prepare(handle, p, pass);
+      bytes = graphs_->prepare(handle, p, pass);
     } catch (const SystemError&) {
       // No engine (or no plan that builds) for this shape: auto runs it through the
       // legacy calls, which pick among cuDNN's older kernels, rather than failing the run.
       legacy_shapes_.insert({p, pass});
+      return select_legacy(handle, plans_, plans_.plan(p), p, pass, ConvPlanCache::kAnyWorkspace);
+    }
+    if (!race_pending(p, pass)) return bytes;
+    try {  // autotune: both paths' workspace until the race has decided
+      return std::max(bytes, select_legacy(handle, plans_, plans_.plan(p), p, pass, ConvPlanCache::kAnyWorkspace));
+    } catch (const SystemError&) {
+      raced_.insert({p, pass});  // cudnnFind has no algorithm for it: the graph API runs it
+      return bytes;
     }
   }
   return select_legacy(handle, plans_, plans_.plan(p), p, pass, ConvPlanCache::kAnyWorkspace);
@@ -56,6 +80,10 @@ void ConvRunner::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, 
   if (on_graph_api(p, pass)) {
     if (!legacy_fallback_) {
       graphs_->run(handle, p, pass, a, b, out, workspace, bytes);
+      return;
+    }
+    if (race_pending(p, pass) && alignment_of(a, b, out).full()) {
+      race(handle, p, pass, a, b, out, workspace, bytes);
       return;
     }
     if (graphs_->try_run(handle, p, pass, a, b, out, workspace, bytes)) return;
@@ -74,6 +102,30 @@ void ConvRunner::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, 
     return;
   }
   run_legacy(handle, plans_.plan(p), p, pass, a, b, out, workspace, bytes);  // chosen by prepare()
+}
+
+// Each path's timed runs overwrite `out` with the same convolution (beta = 0), so the
+// call's result stands whichever ran last. The graph path's warm-up tunes its own
+// candidates first (graph-autotune), outside the times.
+void ConvRunner::race(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b,
+                      void* out, void* workspace, std::size_t bytes) {
+  cudaStream_t stream = nullptr;
+  CUDNN_CHECK(cudnnGetStream(handle, &stream));
+  if (stream_capturing(stream)) {  // nothing can be timed: the race waits for a call outside the capture
+    graphs_->run(handle, p, pass, a, b, out, workspace, bytes);
+    return;
+  }
+  raced_.insert({p, pass});
+  const ConvPlan& plan = plans_.plan(p);  // cudnnFind's pick, made by prepare()
+  const double graph_ms = fastest_run_ms(stream, [&] {
+    graphs_->run(handle, p, pass, a, b, out, workspace, bytes);
+    return true;
+  });
+  const double legacy_ms = fastest_run_ms(stream, [&] {
+    run_legacy(handle, plan, p, pass, a, b, out, workspace, bytes);
+    return true;
+  });
+  if (legacy_ms < graph_ms) legacy_shapes_.insert({p, pass});
 }
 
 std::size_t ConvRunner::select_legacy(cudnnHandle_t handle, ConvPlanCache& cache, ConvPlan& plan,

@@ -8,6 +8,15 @@
 // operands off 16-byte alignment whose graph finds none within the workspace already
 // carved, so the default never refuses a convolution the legacy calls could run. The
 // fallback is silent: the legacy path computes the same convolution.
+//
+// "autotune" races the two paths once per shape and pass, on the first call with
+// 16-byte aligned operands outside a stream capture: graph-autotune's fastest plan
+// against the algorithm cudnnFind picks, each timed on the caller's own buffers
+// (fastest_run.hpp), and the faster runs from then on. Why: fp32 without TF32 on an
+// H200 (2026-11-28) spent about 24 ms of a 31 ms step in the engines the graph API's
+// heuristics rank first (wgrad_alg0 at 265 us a call), while PyTorch's cudnnFind
+// picks ran the same network's convolutions in about 19 ms (H100 profile, 2026-11-22).
+// Until a shape has raced, prepare() asks for the larger of the two workspaces.
 #include <cudnn.h>  // cudnnHandle_t
 
 #include <cstddef>  // std::size_t
@@ -34,10 +43,15 @@ class ConvRunner {
   void run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b, void* out,
            void* workspace, std::size_t workspace_bytes);
   // Which cuDNN path the convolutions take, for the backend's description line.
-  const char* path() const { return graphs_ ? "cuDNN graph API" : "cuDNN legacy calls"; }
+  const char* path() const;
 
  private:
+  using Shape = std::pair<ConvProblem, ConvPass>;
   bool on_graph_api(const ConvProblem& p, ConvPass pass) const;
+  bool race_pending(const ConvProblem& p, ConvPass pass) const;
+  // autotune: runs (p, pass) on both paths, timing each, and keeps the faster.
+  void race(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b, void* out,
+            void* workspace, std::size_t bytes);
   // Chooses (once) the legacy algorithm of plan's pass within max_bytes; its bytes.
   static std::size_t select_legacy(cudnnHandle_t handle, ConvPlanCache& cache, ConvPlan& plan,
                                    const ConvProblem& p, ConvPass pass, std::size_t max_bytes);
@@ -48,7 +62,9 @@ class ConvRunner {
   ConvPlanCache misaligned_plans_;  // auto: heuristics within the carved workspace, for misaligned operands
   std::unique_ptr<ConvGraphCache> graphs_;  // null: the legacy path
   bool legacy_fallback_ = false;            // auto: a shape without a graph engine goes legacy
-  std::set<std::pair<ConvProblem, ConvPass>> legacy_shapes_;  // those shapes (auto only)
+  std::set<Shape> legacy_shapes_;           // those shapes (auto), and those the legacy calls won (autotune)
+  bool race_paths_ = false;                 // autotune with the graph API
+  std::set<Shape> raced_;                   // autotune: shapes decided (or with one path only)
 };
 
 }  // namespace trainer::compute::cuda

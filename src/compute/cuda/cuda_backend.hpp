@@ -24,7 +24,8 @@ struct CudaBackendOptions {
   // first ranked algorithm that fits; the default from 2026-11-22, when an H100
   // measured it faster than cudnnFind), benchmark (cudnnFind*, once per shape, which
   // synchronizes the device during the first step), graph, graph-autotune
-  // (cuda/conv_graphs.hpp).
+  // (cuda/conv_graphs.hpp), autotune (the faster of graph-autotune's and cudnnFind's
+  // picks per shape, cuda/conv_runner.hpp).
   ConvAlgorithms conv_algorithms = ConvAlgorithms::automatic;
   // In bf16 / fp16: keep the backbone's activations and gradients in the
   // precision's 16-bit NHWC storage (Backend::activation_storage), so no convolution

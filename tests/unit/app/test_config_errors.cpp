@@ -140,7 +140,7 @@ TEST_CASE("malformed values name the key, the location and what was expected", "
       {"model", "heatmap_loss_type = l2", "model.heatmap_loss_type", "one of mse, kl, js"},
       {"model", "precision = 64", "model.precision", "one of 32, bf16-mixed, 16-mixed"},
       {"model", "float32_matmul_precision = medium", "model.float32_matmul_precision", "one of highest, high"},
-      {"model", "conv_algorithms = fastest", "model.conv_algorithms", "one of auto, heuristics, benchmark, graph, graph-autotune"},
+      {"model", "conv_algorithms = fastest", "model.conv_algorithms", "one of auto, heuristics, benchmark, graph, graph-autotune, autotune"},
       {"distributed", "backend = ncl", "distributed.backend", "did you mean 'nccl'?"},
       {"distributed", "accelerator = tpu", "distributed.accelerator", "one of auto, cpu, gpu"},
       {"distributed", "num_nodes = -1", "distributed.num_nodes", ">= 0"},

@@ -108,8 +108,9 @@ TEST_CASE("precision names and rounding helpers", "[compute][precision]") {
 TEST_CASE("conv algorithm names follow the enum", "[compute][precision]") {
   // The GPU tests and messages index conv_algorithms_names() by the enum's value.
   const auto& names = conv_algorithms_names();
-  REQUIRE(names.size() == 5);
+  REQUIRE(names.size() == 6);
   for (std::size_t i = 0; i < names.size(); ++i) CHECK(static_cast<std::size_t>(parse_conv_algorithms(names[i])) == i);
   CHECK(parse_conv_algorithms("auto") == ConvAlgorithms::automatic);
+  CHECK(parse_conv_algorithms("autotune") == ConvAlgorithms::autotune);
   CHECK_THROWS_AS(parse_conv_algorithms("fastest"), trainer::UserError);
 }
