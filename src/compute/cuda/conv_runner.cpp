@@ -39,9 +39,14 @@ ConvRunner::ConvRunner(ConvAlgorithms algorithms, bool allow_tf32, std::size_t w
   }
 }
 
-const char* ConvRunner::path() const {
-  if (race_paths_) return "cuDNN graph API or legacy calls, the faster per shape";
-  return graphs_ ? "cuDNN graph API" : "cuDNN legacy calls";
+std::string ConvRunner::path() const {
+  if (!race_paths_) return graphs_ ? "cuDNN graph API" : "cuDNN legacy calls";
+  const std::string path = "cuDNN graph API or legacy calls, the faster per shape";
+  if (raced_.empty()) return path;
+  std::size_t legacy_won = 0;
+  for (const Shape& s : raced_) legacy_won += legacy_shapes_.count(s);
+  return path + " (" + std::to_string(raced_.size()) +
+         " passes decided, " + std::to_string(legacy_won) + " to the legacy calls)";
 }
 
 bool ConvRunner::on_graph_api(const ConvProblem& p, ConvPass pass) const {

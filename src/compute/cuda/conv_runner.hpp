@@ -22,6 +22,7 @@
 #include <cstddef>  // std::size_t
 #include <memory>   // std::unique_ptr
 #include <set>      // std::set
+#include <string>   // std::string
 #include <utility>  // std::pair
 
 #include "compute/cuda/conv_graphs.hpp"  // ConvGraphCache, ConvPass
@@ -42,8 +43,9 @@ class ConvRunner {
   // alignment and as graph-autotune settles on one).
   void run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b, void* out,
            void* workspace, std::size_t workspace_bytes);
-  // Which cuDNN path the convolutions take, for the backend's description line.
-  const char* path() const;
+  // Which cuDNN path the convolutions take, for the backend's description line; with
+  // autotune, how the races so far went.
+  std::string path() const;
 
  private:
   using Shape = std::pair<ConvProblem, ConvPass>;
