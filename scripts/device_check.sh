@@ -567,7 +567,7 @@ else
   step 3-integration 120 cpu_training_run
 fi
 # The goal still missed (issue 25) before the broad timings: its profile and rows.
-gpu_step 13-goal-profiles 180 goal_profiles_run
+gpu_step 13-goal-profiles 240 goal_profiles_run
 step 5-vs-torch 200 vs_torch_run
 gpu_step 12-cuda-graphs 120 graphs_run
 step 7-profile 90 profile_run

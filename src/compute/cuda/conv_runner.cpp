@@ -42,11 +42,14 @@ ConvRunner::ConvRunner(ConvAlgorithms algorithms, bool allow_tf32, std::size_t w
 std::string ConvRunner::path() const {
   if (!race_paths_) return graphs_ ? "cuDNN graph API" : "cuDNN legacy calls";
   const std::string path = "cuDNN graph API or legacy calls, the faster per shape";
-  if (raced_.empty()) return path;
-  std::size_t legacy_won = 0;
-  for (const Shape& s : raced_) legacy_won += legacy_shapes_.count(s);
-  return path + " (" + std::to_string(raced_.size()) +
-         " passes decided, " + std::to_string(legacy_won) + " to the legacy calls)";
+  if (races_ == 0) return path;
+  return path + " (" + std::to_string(races_) + " passes raced, " + std::to_string(legacy_wins_) +
+         " won by the legacy calls)";
+}
+
+std::size_t ConvRunner::misaligned_legacy_bytes(const ConvProblem& p, ConvPass pass) const {
+  const auto it = misaligned_legacy_bytes_.find({p, pass});
+  return it == misaligned_legacy_bytes_.end() ? 0 : it->second;
 }
 
 bool ConvRunner::on_graph_api(const ConvProblem& p, ConvPass pass) const {
@@ -69,6 +72,9 @@ std::size_t ConvRunner::prepare(cudnnHandle_t handle, const ConvProblem& p, Conv
       legacy_shapes_.insert({p, pass});
       return select_legacy(handle, plans_, plans_.plan(p), p, pass, ConvPlanCache::kAnyWorkspace);
     }
+    // Misaligned operands run() sent to the legacy calls keep their algorithm, chosen
+    // within an earlier call's bytes, which autotune's race may since have shrunk.
+    bytes = std::max(bytes, misaligned_legacy_bytes(p, pass));
     if (!race_pending(p, pass)) return bytes;
     try {  // autotune: both paths' workspace until the race has decided
       return std::max(bytes, select_legacy(handle, plans_, plans_.plan(p), p, pass, ConvPlanCache::kAnyWorkspace));
@@ -98,7 +104,9 @@ void ConvRunner::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, 
     // that workspace: the caller's bytes are already carved.
     ConvPlan& plan = misaligned_plans_.plan(p);
     try {
-      select_legacy(handle, misaligned_plans_, plan, p, pass, bytes);
+      const std::size_t needed = select_legacy(handle, misaligned_plans_, plan, p, pass, bytes);
+      std::size_t& kept = misaligned_legacy_bytes_[{p, pass}];
+      kept = std::max(kept, needed);
     } catch (const SystemError& e) {
       throw SystemError(std::string(e.what()) + "; the graph API had no plan for these operands (off 16-byte " +
                         "alignment) within the " + std::to_string(bytes) + " bytes of workspace either");
@@ -111,7 +119,9 @@ void ConvRunner::run(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, 
 
 // Each path's timed runs overwrite `out` with the same convolution (beta = 0), so the
 // call's result stands whichever ran last. The graph path's warm-up tunes its own
-// candidates first (graph-autotune), outside the times.
+// candidates first (graph-autotune), outside the times. A legacy call cuDNN refuses
+// (a status error when enqueued) loses the race, as graph-autotune skips a refused
+// plan; the graph path has already run, so the call's output stands.
 void ConvRunner::race(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b,
                       void* out, void* workspace, std::size_t bytes) {
   cudaStream_t stream = nullptr;
@@ -127,10 +137,18 @@ void ConvRunner::race(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass,
     return true;
   });
   const double legacy_ms = fastest_run_ms(stream, [&] {
-    run_legacy(handle, plan, p, pass, a, b, out, workspace, bytes);
-    return true;
+    try {
+      run_legacy(handle, plan, p, pass, a, b, out, workspace, bytes);
+      return true;
+    } catch (const SystemError&) {
+      return false;
+    }
   });
-  if (legacy_ms < graph_ms) legacy_shapes_.insert({p, pass});
+  ++races_;
+  if (legacy_ms >= 0 && legacy_ms < graph_ms) {
+    legacy_shapes_.insert({p, pass});
+    ++legacy_wins_;
+  }
 }
 
 std::size_t ConvRunner::select_legacy(cudnnHandle_t handle, ConvPlanCache& cache, ConvPlan& plan,

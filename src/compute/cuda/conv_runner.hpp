@@ -16,10 +16,12 @@
 // H200 (2026-11-28) spent about 24 ms of a 31 ms step in the engines the graph API's
 // heuristics rank first (wgrad_alg0 at 265 us a call), while PyTorch's cudnnFind
 // picks ran the same network's convolutions in about 19 ms (H100 profile, 2026-11-22).
-// Until a shape has raced, prepare() asks for the larger of the two workspaces.
+// Until a shape has raced, prepare() asks for the larger of the two workspaces. A
+// shape whose operands are never 16-byte aligned never races; it runs as under auto.
 #include <cudnn.h>  // cudnnHandle_t
 
 #include <cstddef>  // std::size_t
+#include <map>      // std::map
 #include <memory>   // std::unique_ptr
 #include <set>      // std::set
 #include <string>   // std::string
@@ -51,6 +53,7 @@ class ConvRunner {
   using Shape = std::pair<ConvProblem, ConvPass>;
   bool on_graph_api(const ConvProblem& p, ConvPass pass) const;
   bool race_pending(const ConvProblem& p, ConvPass pass) const;
+  std::size_t misaligned_legacy_bytes(const ConvProblem& p, ConvPass pass) const;
   // autotune: runs (p, pass) on both paths, timing each, and keeps the faster.
   void race(cudnnHandle_t handle, const ConvProblem& p, ConvPass pass, const void* a, const void* b, void* out,
             void* workspace, std::size_t bytes);
@@ -67,6 +70,9 @@ class ConvRunner {
   std::set<Shape> legacy_shapes_;           // those shapes (auto), and those the legacy calls won (autotune)
   bool race_paths_ = false;                 // autotune with the graph API
   std::set<Shape> raced_;                   // autotune: shapes decided (or with one path only)
+  std::size_t races_ = 0, legacy_wins_ = 0;  // autotune: for the description line
+  // The workspace of the legacy algorithm run() chose for misaligned operands, per shape.
+  std::map<Shape, std::size_t> misaligned_legacy_bytes_;
 };
 
 }  // namespace trainer::compute::cuda

@@ -44,8 +44,8 @@ struct CudaBackendOptions {
 std::unique_ptr<Backend> make_cuda_backend(int device_ordinal, const CudaBackendOptions& options);
 
 // Whether this build has cuDNN's graph API (cudnn-frontend's headers were found at
-// build time): model.conv_algorithms graph | graph-autotune need it, and auto uses it
-// when it is there.
+// build time): model.conv_algorithms graph | graph-autotune need it, and auto and
+// autotune use it when it is there.
 bool cudnn_graph_api_built();
 
 }  // namespace trainer::compute

@@ -3,6 +3,13 @@
 // among a graph's plans, autotune between the graph API and the legacy calls): on the
 // stream the work runs on, with events, waiting for that stream. Never inside a stream
 // capture: nothing recorded can be timed, and waiting would break the capture.
+//
+// The timed runs are enqueued behind a kernel that holds the stream (kernels/hold.cuh)
+// for longer than the host needs to enqueue them, so each pair of events measures the
+// device's time alone. Recorded on an idle stream, an event pair would also count the
+// host's time to enqueue the call, which is larger for cuDNN's legacy calls than for a
+// graph-API plan (a reviewer's finding, 2026-11-28): the race would favour the lighter
+// host path, while recorded steps (CUDA graphs) pay device time only.
 #include <cuda_runtime.h>  // cudaStream_t
 
 #include <functional>  // std::function
