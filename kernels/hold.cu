@@ -10,9 +10,13 @@ __device__ unsigned long long global_timer_ns() {
   return t;
 }
 
+// The iteration cap ends the hold even if the timer stood still: each iteration sleeps
+// about a microsecond, so 64 per microsecond asked for is ample.
 __global__ void hold_kernel(unsigned long long nanoseconds) {
   const unsigned long long start = global_timer_ns();
-  while (global_timer_ns() - start < nanoseconds) __nanosleep(1000);
+  const unsigned long long max_iterations = nanoseconds / 16 + 1024;
+  for (unsigned long long i = 0; i < max_iterations && global_timer_ns() - start < nanoseconds; ++i)
+    __nanosleep(1000);
 }
 
 }  // namespace

@@ -603,7 +603,7 @@ if [[ $has_gpu == 0 || $only == *",10,"* ]]; then step 10-mirror-mouse 240 mirro
   echo "## Numbers"
   echo '```'
   # With the "--- what" lines that label the rows after them.
-  grep -h "^--- \|images/s\|passes decided\|MFU\|TFLOP\|step GPU time\|test cases\|assertions\|ERROR SUMMARY\|rel [0-9]\|largest |\|wall \|euclidean\|^time:\|^model.cuda_graphs:" \
+  grep -h "^--- \|images/s\|passes raced\|MFU\|TFLOP\|step GPU time\|test cases\|assertions\|ERROR SUMMARY\|rel [0-9]\|largest |\|wall \|euclidean\|^time:\|^model.cuda_graphs:" \
     "$logs"/*.log 2>/dev/null | head -160
   echo '```'
   if [[ -f "$logs/op-profile.txt" ]]; then

@@ -3,8 +3,9 @@
 #include <memory>  // std::unique_ptr
 #include <vector>  // std::vector
 
-#include "compute/cuda/cuda_check.hpp"   // CUDA_CHECK
+#include "compute/cuda/cuda_check.hpp"   // CUDA_CHECK, CUDA_CHECK_LAUNCH
 #include "compute/cuda/cuda_stream.hpp"  // CudaEvent
+#include "util/error.hpp"                // TRAINER_ASSERT
 #include "hold.cuh"                      // kernels::hold_stream
 
 namespace trainer::compute::cuda {
@@ -23,10 +24,11 @@ bool stream_capturing(cudaStream_t stream) {
 }
 
 double fastest_run_ms(cudaStream_t stream, const std::function<bool()>& enqueue, int timed_runs) {
+  TRAINER_ASSERT(timed_runs >= 1, "fastest_run_ms needs at least one timed run, not " << timed_runs);
   if (!enqueue()) return -1;  // the warm-up: first-call costs (module loads, caches) stay out of the times
   std::vector<std::unique_ptr<CudaEvent>> starts, stops;
   kernels::hold_stream(kHoldMicroseconds, stream);
-  CUDA_CHECK(cudaGetLastError());
+  CUDA_CHECK_LAUNCH();
   bool ran = true;
   for (int run = 0; run < timed_runs && ran; ++run) {
     starts.push_back(std::make_unique<CudaEvent>(true));
@@ -35,7 +37,6 @@ double fastest_run_ms(cudaStream_t stream, const std::function<bool()>& enqueue,
     ran = enqueue();
     CUDA_CHECK(cudaEventRecord(stops.back()->get(), stream));
   }
-  if (stops.empty()) return -1;
   stops.back()->synchronize();  // an asynchronous fault surfaces here, and ends the run
   if (!ran) return -1;
   double best = -1;
