@@ -3,37 +3,27 @@
 // (kernels/hold.cuh) it queues the runs behind is itself the work timed here: a
 // kernel of known length.
 #include <catch2/catch.hpp>
-#include <cuda_runtime_api.h>  // cudaStreamCreate
 
 #include <chrono>  // std::chrono
 #include <thread>  // std::this_thread::sleep_for
 
-#include "compute/cuda/cuda_check.hpp"   // CUDA_CHECK
+#include "compute/cuda/cuda_stream.hpp"  // CudaStream
 #include "compute/cuda/fastest_run.hpp"  // fastest_run_ms, stream_capturing
 #include "hold.cuh"                      // kernels::hold_stream
 
+using trainer::compute::cuda::CudaStream;
 using trainer::compute::cuda::fastest_run_ms;
 using trainer::compute::cuda::stream_capturing;
 
-namespace {
-
-struct OwnStream {
-  OwnStream() { CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)); }
-  ~OwnStream() { cudaStreamDestroy(s); }
-  cudaStream_t s = nullptr;
-};
-
-}  // namespace
-
 TEST_CASE("fastest_run_ms times device work, not the host's enqueueing", "[gpu][fastest_run]") {
-  OwnStream stream;
-  CHECK_FALSE(stream_capturing(stream.s));
+  CudaStream stream;
+  CHECK_FALSE(stream_capturing(stream.get()));
   // 100 us of device work enqueued after 50 us of host time per run (enough for the
   // 500 us hold to cover three runs): without the hold, each run would read about
   // 150 us.
-  const double ms = fastest_run_ms(stream.s, [&] {
+  const double ms = fastest_run_ms(stream.get(), [&] {
     std::this_thread::sleep_for(std::chrono::microseconds(50));
-    trainer::kernels::hold_stream(100, stream.s);
+    trainer::kernels::hold_stream(100, stream.get());
     return true;
   });
   INFO(ms << " ms");
@@ -42,9 +32,9 @@ TEST_CASE("fastest_run_ms times device work, not the host's enqueueing", "[gpu][
 }
 
 TEST_CASE("fastest_run_ms times nothing when the work is refused", "[gpu][fastest_run]") {
-  OwnStream stream;
-  CHECK(fastest_run_ms(stream.s, [] { return false; }) < 0);  // at the warm-up
+  CudaStream stream;
+  CHECK(fastest_run_ms(stream.get(), [] { return false; }) < 0);  // at the warm-up
   int calls = 0;
-  CHECK(fastest_run_ms(stream.s, [&] { return ++calls < 3; }) < 0);  // at a timed run
+  CHECK(fastest_run_ms(stream.get(), [&] { return ++calls < 3; }) < 0);  // at a timed run
   CHECK(calls == 3);
 }
