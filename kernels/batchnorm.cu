@@ -1,10 +1,13 @@
 // Batch-norm kernels; see batchnorm.cuh.
 #include "batchnorm.cuh"
 
-#include <cmath>  // sqrt
+#include <cmath>    // sqrt
+#include <cstdint>  // std::uintptr_t
+#include <initializer_list>
 
 #include "compute/batchnorm_apply_rule.hpp"  // batchnorm_affine_of, batchnorm_affine, relu_masked
 #include "compute/batchnorm_moments.hpp"      // Moments, merge_moments, store_moments
+#include "batchnorm_tiles.cuh"                 // BnKernels::tiled over NCHW fp32
 #include "channel_partials.cuh"                // channel_partials_sum_kernel
 #include "launch.cuh"                          // kThreads, block_sum
 
@@ -13,12 +16,30 @@ namespace {
 
 using detail::kThreads;
 
-// Each channel's sum is split over up to kSplits blocks along the batch (grid
-// (C, splits)): enough blocks to fill a GPU for the 64-channel layers, and no
-// per-element index division. Each block writes two double partial sums.
-constexpr int kSplits = 32;
+// BnKernels::flat: each channel's sum is split over up to kFlatSplits blocks along
+// the batch (grid (C, splits)), one image plane of one channel at a time. Each block
+// writes two double partial sums.
+constexpr int kFlatSplits = 32;
 
-inline int splits_for(int n) { return n < kSplits ? (n > 0 ? n : 1) : kSplits; }
+inline int splits_for(int n) { return n < kFlatSplits ? (n > 0 ? n : 1) : kFlatSplits; }
+
+// BnKernels::tiled (batchnorm_tiles.cuh) where its float4 accesses fit: whole float4s
+// per plane, every tensor 16-byte aligned; elsewhere the flat kernels.
+inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+inline bool tiles_fit(BnKernels kernels, int plane, std::initializer_list<const void*> tensors) {
+  if (kernels != BnKernels::tiled || plane <= 0 || plane % 4) return false;
+  for (const void* p : tensors)
+    if (p && !aligned16(p)) return false;
+  return true;
+}
+// About twice and four times the blocks an H200 holds at once (132 multiprocessors,
+// 8 blocks of 256 threads each).
+inline ChannelTiles sum_tiles(int n, int c, int plane) {
+  return compute::make_channel_tiles(n, c, plane, /*target_blocks=*/2048, /*min_loads=*/4, /*for_sums=*/true);
+}
+inline ChannelTiles elementwise_tiles(int n, int c, int plane) {
+  return compute::make_channel_tiles(n, c, plane, /*target_blocks=*/4096, /*min_loads=*/1, /*for_sums=*/false);
+}
 
 // Planes (n, c) of an NCHW tensor as grid.x, chunks of one plane as grid.y.
 inline dim3 plane_grid(int n, int c, int plane) {
@@ -102,11 +123,24 @@ __global__ void channel_partials_kernel(Terms terms, int n, int c, int plane, do
   }
 }
 
-template <typename Terms>
-void channel_sums(Terms terms, int n, int c, int plane, float* out, double* scratch, cudaStream_t s) {
-  if (c <= 0) return;
+// Writes each channel's partial sums with the chosen kernels; returns how many splits.
+template <typename Terms, typename Tile>
+int channel_partials(Terms terms, Tile tile, bool tiled, int n, int c, int plane, double* scratch, cudaStream_t s) {
+  if (tiled) {
+    const ChannelTiles t = sum_tiles(n, c, plane);
+    tiled_partials_kernel<<<dim3(t.grid_x(), t.grid_y()), kThreads, 0, s>>>(tile, t, scratch);
+    return t.splits();
+  }
   const int splits = splits_for(n);
   channel_partials_kernel<<<dim3(c, splits), kThreads, 0, s>>>(terms, n, c, plane, scratch);
+  return splits;
+}
+
+template <typename Terms, typename Tile>
+void channel_sums(Terms terms, Tile tile, bool tiled, int n, int c, int plane, float* out, double* scratch,
+                  cudaStream_t s) {
+  if (c <= 0) return;
+  const int splits = channel_partials(terms, tile, tiled, n, c, plane, scratch, s);
   channel_partials_sum_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(scratch, c, splits,
                                                                                  out);
 }
@@ -221,43 +255,49 @@ __global__ void backward_apply_kernel(const float* dy, const float* x, const flo
 
 }  // namespace
 
-std::size_t batchnorm_scratch_doubles(int channels) { return std::size_t(channels) * 2 * kSplits; }
-
-void batchnorm_stats(const float* x, int n, int c, int plane, float* out, double* scratch,
-                     cudaStream_t s) {
-  channel_sums(StatsTerms{x}, n, c, plane, out, scratch, s);
+std::size_t batchnorm_scratch_doubles(int channels) {
+  return std::size_t(channels) * 2 * (kFlatSplits > compute::kTiledSplits ? kFlatSplits : compute::kTiledSplits);
 }
 
-void channel_sum(const float* dy, float* dbias, int n, int c, int plane, double* scratch, cudaStream_t s) {
+void batchnorm_stats(const float* x, int n, int c, int plane, BnKernels kernels, float* out, double* scratch,
+                     cudaStream_t s) {
+  channel_sums(StatsTerms{x}, StatsTile{x}, tiles_fit(kernels, plane, {x}), n, c, plane, out, scratch, s);
+}
+
+void channel_sum(const float* dy, float* dbias, int n, int c, int plane, BnKernels kernels, double* scratch,
+                 cudaStream_t s) {
   if (c <= 0) return;
   if (n <= 0 || plane <= 0) {
     cudaMemsetAsync(dbias, 0, std::size_t(c) * sizeof(float), s);
     return;
   }
-  const int splits = splits_for(n);
-  channel_partials_kernel<<<dim3(c, splits), kThreads, 0, s>>>(SumTerms{dy}, n, c, plane, scratch);
+  const int splits = channel_partials(SumTerms{dy}, SumTile{dy}, tiles_fit(kernels, plane, {dy}), n, c, plane,
+                                      scratch, s);
   first_sums_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(scratch, c, splits, dbias);
 }
 
-void batchnorm_backward_reduce(const float* dy, const float* x, const float* mean, int n, int c,
-                               int plane, float* out, double* scratch, cudaStream_t s) {
-  channel_sums(BackwardTerms{dy, x, mean}, n, c, plane, out, scratch, s);
+void batchnorm_backward_reduce(const float* dy, const float* x, const float* mean, int n, int c, int plane,
+                               BnKernels kernels, float* out, double* scratch, cudaStream_t s) {
+  channel_sums(BackwardTerms{dy, x, mean}, BackwardTile{dy, x, mean}, tiles_fit(kernels, plane, {dy, x}), n, c,
+               plane, out, scratch, s);
 }
 
 void batchnorm_relu_backward_reduce(const float* dy, const float* x, const float* mean, const float* invstd,
-                                    const float* gamma, const float* beta, int n, int c, int plane, float* out,
-                                    double* scratch, cudaStream_t s) {
-  channel_sums(ReluBackwardTerms{dy, x, mean, invstd, gamma, beta}, n, c, plane, out, scratch, s);
+                                    const float* gamma, const float* beta, int n, int c, int plane, BnKernels kernels,
+                                    float* out, double* scratch, cudaStream_t s) {
+  channel_sums(ReluBackwardTerms{dy, x, mean, invstd, gamma, beta},
+               ReluBackwardTile{dy, x, mean, invstd, gamma, beta}, tiles_fit(kernels, plane, {dy, x}), n, c, plane,
+               out, scratch, s);
 }
 
-void batchnorm_moments(const float* x, int n, int c, int plane, float* out, double* scratch,
+void batchnorm_moments(const float* x, int n, int c, int plane, BnKernels kernels, float* out, double* scratch,
                        cudaStream_t s) {
-  const int splits = splits_for(n);
+  int splits = 0;
   if (c > 0 && n > 0)
-    channel_partials_kernel<<<dim3(c, splits), kThreads, 0, s>>>(ShiftedStatsTerms{x, plane}, n, c, plane,
-                                                                 scratch);
-  moments_from_partials_kernel<<<(c + kThreads) / kThreads, kThreads, 0, s>>>(
-      x, scratch, c, n > 0 ? splits : 0, plane, double(n) * plane, out);
+    splits = channel_partials(ShiftedStatsTerms{x, plane}, ShiftedStatsTile{x, plane},
+                              tiles_fit(kernels, plane, {x}), n, c, plane, scratch, s);
+  moments_from_partials_kernel<<<(c + kThreads) / kThreads, kThreads, 0, s>>>(x, scratch, c, splits, plane,
+                                                                              double(n) * plane, out);
 }
 
 void batchnorm_finalize(const float* moments, int ranks, int c, float eps, float momentum,
@@ -275,12 +315,6 @@ void batchnorm_inference_stats(const float* running_mean, const float* running_v
         running_mean, running_var, c, eps, mean, invstd);
 }
 
-void batchnorm_apply(const float* x, const float* mean, const float* invstd, const float* gamma,
-                     const float* beta, float* y, int n, int c, int plane, cudaStream_t s) {
-  if (std::size_t(n) * c * plane)
-    apply_kernel<<<plane_grid(n, c, plane), kThreads, 0, s>>>(x, mean, invstd, gamma, beta, y, c, plane);
-}
-
 void batchnorm_param_grads(const float* reduce, const float* invstd, int c, float* dgamma,
                            float* dbeta, cudaStream_t s) {
   if (c > 0)
@@ -288,28 +322,58 @@ void batchnorm_param_grads(const float* reduce, const float* invstd, int c, floa
                                                                            dgamma, dbeta);
 }
 
-void batchnorm_backward_apply(const float* dy, const float* x, const float* mean,
-                              const float* invstd, const float* gamma, const float* reduce,
-                              double count, float* dx, int n, int c, int plane, cudaStream_t s) {
-  if (std::size_t(n) * c * plane)
-    backward_apply_kernel<false><<<plane_grid(n, c, plane), kThreads, 0, s>>>(dy, x, mean, invstd, gamma, nullptr,
-                                                                              reduce, count, dx, c, plane);
+void batchnorm_apply(const float* x, const float* mean, const float* invstd, const float* gamma,
+                     const float* beta, float* y, int n, int c, int plane, BnKernels kernels, cudaStream_t s) {
+  if (!(std::size_t(n) * c * plane)) return;
+  if (tiles_fit(kernels, plane, {x, y})) {
+    const ChannelTiles t = elementwise_tiles(n, c, plane);
+    tiled_elementwise_kernel<<<dim3(t.grid_x(), t.grid_y()), kThreads, 0, s>>>(
+        ApplyTile<false>{x, mean, invstd, gamma, beta, nullptr, y}, t);
+    return;
+  }
+  apply_kernel<<<plane_grid(n, c, plane), kThreads, 0, s>>>(x, mean, invstd, gamma, beta, y, c, plane);
 }
 
 void batchnorm_apply_relu(const float* x, const float* mean, const float* invstd, const float* gamma,
                           const float* beta, const float* residual, float* y, int n, int c, int plane,
-                          cudaStream_t s) {
-  if (std::size_t(n) * c * plane)
-    apply_relu_kernel<<<plane_grid(n, c, plane), kThreads, 0, s>>>(x, mean, invstd, gamma, beta, residual, y, c,
-                                                                   plane);
+                          BnKernels kernels, cudaStream_t s) {
+  if (!(std::size_t(n) * c * plane)) return;
+  if (tiles_fit(kernels, plane, {x, residual, y})) {
+    const ChannelTiles t = elementwise_tiles(n, c, plane);
+    tiled_elementwise_kernel<<<dim3(t.grid_x(), t.grid_y()), kThreads, 0, s>>>(
+        ApplyTile<true>{x, mean, invstd, gamma, beta, residual, y}, t);
+    return;
+  }
+  apply_relu_kernel<<<plane_grid(n, c, plane), kThreads, 0, s>>>(x, mean, invstd, gamma, beta, residual, y, c,
+                                                                 plane);
+}
+
+void batchnorm_backward_apply(const float* dy, const float* x, const float* mean, const float* invstd,
+                              const float* gamma, const float* reduce, double count, float* dx, int n, int c,
+                              int plane, BnKernels kernels, cudaStream_t s) {
+  if (!(std::size_t(n) * c * plane)) return;
+  if (tiles_fit(kernels, plane, {dy, x, dx})) {
+    const ChannelTiles t = elementwise_tiles(n, c, plane);
+    tiled_elementwise_kernel<<<dim3(t.grid_x(), t.grid_y()), kThreads, 0, s>>>(
+        BackwardApplyTile<false>{dy, x, mean, invstd, gamma, nullptr, reduce, count, c, dx}, t);
+    return;
+  }
+  backward_apply_kernel<false><<<plane_grid(n, c, plane), kThreads, 0, s>>>(dy, x, mean, invstd, gamma, nullptr,
+                                                                            reduce, count, dx, c, plane);
 }
 
 void batchnorm_relu_backward_apply(const float* dy, const float* x, const float* mean, const float* invstd,
                                    const float* gamma, const float* beta, const float* reduce, double count,
-                                   float* dx, int n, int c, int plane, cudaStream_t s) {
-  if (std::size_t(n) * c * plane)
-    backward_apply_kernel<true><<<plane_grid(n, c, plane), kThreads, 0, s>>>(dy, x, mean, invstd, gamma, beta,
-                                                                             reduce, count, dx, c, plane);
+                                   float* dx, int n, int c, int plane, BnKernels kernels, cudaStream_t s) {
+  if (!(std::size_t(n) * c * plane)) return;
+  if (tiles_fit(kernels, plane, {dy, x, dx})) {
+    const ChannelTiles t = elementwise_tiles(n, c, plane);
+    tiled_elementwise_kernel<<<dim3(t.grid_x(), t.grid_y()), kThreads, 0, s>>>(
+        BackwardApplyTile<true>{dy, x, mean, invstd, gamma, beta, reduce, count, c, dx}, t);
+    return;
+  }
+  backward_apply_kernel<true><<<plane_grid(n, c, plane), kThreads, 0, s>>>(dy, x, mean, invstd, gamma, beta,
+                                                                           reduce, count, dx, c, plane);
 }
 
 }  // namespace trainer::kernels

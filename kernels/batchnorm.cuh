@@ -9,6 +9,18 @@
 
 namespace trainer::kernels {
 
+// Which batch-norm kernels run (TRAINER_BN_KERNELS, docs/GPU.md); the same arithmetic
+// per value, the per-channel sums added in another fixed order (double sums, rounded
+// to float). `tiled`, the default: over 16-bit NHWC (nhwc16.cuh, since 2026-11-27),
+// apply and backward apply keep each thread on fixed channels down several rows, the
+// channel sums keep four rows' loads in flight, and their splits are added by 32
+// threads per channel; over NCHW fp32 (here, since 2026-11-28, not yet run on a GPU),
+// each thread keeps one channel and one float4 column down the images, and a block
+// covers several small planes (batchnorm_tiles.cuh), where planes hold whole float4s
+// and the tensors are 16-byte aligned. `flat`: the kernels an H200 ran on 2026-11-27
+// and 2026-11-28.
+enum class BnKernels { tiled, flat };
+
 // Scratch (in doubles) that batchnorm_stats / batchnorm_backward_reduce / channel_sum need.
 std::size_t batchnorm_scratch_doubles(int channels);
 
@@ -16,18 +28,19 @@ std::size_t batchnorm_scratch_doubles(int channels);
 // gradient; overwrites dbias), over the batch norm's split partials: one block per
 // channel took 0.26 ms a call for the heatmap head's 17 channels at batch 64 on an
 // H200 (2026-11-27), 17 blocks on 132 multiprocessors.
-void channel_sum(const float* dy, float* dbias, int n, int c, int plane, double* scratch, cudaStream_t stream);
+void channel_sum(const float* dy, float* dbias, int n, int c, int plane, BnKernels kernels, double* scratch,
+                 cudaStream_t stream);
 
 // out[0..C) = sum x; out[C..2C) = sum x^2 over N, H, W.
-void batchnorm_stats(const float* x, int n, int c, int plane, float* out, double* scratch,
+void batchnorm_stats(const float* x, int n, int c, int plane, BnKernels kernels, float* out, double* scratch,
                      cudaStream_t stream);
 // out[0..C) = sum dy; out[C..2C) = sum dy * (x - mean[c]).
-void batchnorm_backward_reduce(const float* dy, const float* x, const float* mean, int n, int c,
-                               int plane, float* out, double* scratch, cudaStream_t stream);
+void batchnorm_backward_reduce(const float* dy, const float* x, const float* mean, int n, int c, int plane,
+                               BnKernels kernels, float* out, double* scratch, cudaStream_t stream);
 // out = moments in compute/batchnorm_moments.hpp's layout (mean as two floats,
 // M2, count). Sums of x - shift and (x - shift)^2 in double, the shift being
 // the channel's first value (image 0), so a large mean cancels before squaring.
-void batchnorm_moments(const float* x, int n, int c, int plane, float* out, double* scratch,
+void batchnorm_moments(const float* x, int n, int c, int plane, BnKernels kernels, float* out, double* scratch,
                        cudaStream_t stream);
 // Merges `ranks` blocks of moments (Chan's formula, rank order, double).
 void batchnorm_finalize(const float* moments, int ranks, int c, float eps, float momentum,
@@ -36,12 +49,12 @@ void batchnorm_finalize(const float* moments, int ranks, int c, float eps, float
 void batchnorm_inference_stats(const float* running_mean, const float* running_var, int c,
                                float eps, float* mean, float* invstd, cudaStream_t stream);
 void batchnorm_apply(const float* x, const float* mean, const float* invstd, const float* gamma,
-                     const float* beta, float* y, int n, int c, int plane, cudaStream_t stream);
+                     const float* beta, float* y, int n, int c, int plane, BnKernels kernels, cudaStream_t stream);
 void batchnorm_param_grads(const float* reduce, const float* invstd, int c, float* dgamma,
                            float* dbeta, cudaStream_t stream);
 void batchnorm_backward_apply(const float* dy, const float* x, const float* mean,
                               const float* invstd, const float* gamma, const float* reduce,
-                              double count, float* dx, int n, int c, int plane,
+                              double count, float* dx, int n, int c, int plane, BnKernels kernels,
                               cudaStream_t stream);
 
 // Fused with the ReLU (and residual add) that follow a ResNet batch norm; the same
@@ -49,13 +62,13 @@ void batchnorm_backward_apply(const float* dy, const float* x, const float* mean
 // y = relu(apply(x) + residual); residual may be null.
 void batchnorm_apply_relu(const float* x, const float* mean, const float* invstd, const float* gamma,
                           const float* beta, const float* residual, float* y, int n, int c, int plane,
-                          cudaStream_t stream);
+                          BnKernels kernels, cudaStream_t stream);
 // batchnorm_backward_reduce / _apply of dy masked by the ReLU, recomputed from x.
 void batchnorm_relu_backward_reduce(const float* dy, const float* x, const float* mean, const float* invstd,
-                                    const float* gamma, const float* beta, int n, int c, int plane, float* out,
-                                    double* scratch, cudaStream_t stream);
+                                    const float* gamma, const float* beta, int n, int c, int plane, BnKernels kernels,
+                                    float* out, double* scratch, cudaStream_t stream);
 void batchnorm_relu_backward_apply(const float* dy, const float* x, const float* mean, const float* invstd,
                                    const float* gamma, const float* beta, const float* reduce, double count,
-                                   float* dx, int n, int c, int plane, cudaStream_t stream);
+                                   float* dx, int n, int c, int plane, BnKernels kernels, cudaStream_t stream);
 
 }  // namespace trainer::kernels

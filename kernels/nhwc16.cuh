@@ -13,18 +13,11 @@
 #include <cstddef>             // std::size_t
 #include <cstdint>             // std::uint16_t
 
-#include "cast.cuh"  // Format16
-#include "pool.cuh"  // PoolShape
+#include "batchnorm.cuh"  // BnKernels
+#include "cast.cuh"       // Format16
+#include "pool.cuh"       // PoolShape
 
 namespace trainer::kernels {
-
-// Which batch-norm kernels run (TRAINER_BN_KERNELS, docs/GPU.md). `tiled` (the default
-// since 2026-11-27): apply and backward apply keep each thread on fixed channels down
-// several rows, the channel sums keep four rows' loads in flight, and their splits are
-// added by 32 threads per channel. `flat`: the kernels an H200 ran on 2026-11-27. The
-// same arithmetic per value; the per-channel sums add their splits in another fixed
-// order (double sums, rounded to float).
-enum class BnKernels { tiled, flat };
 
 // Scratch (in doubles) that the per-channel sums below need.
 std::size_t nhwc16_scratch_doubles(std::size_t rows, int c);

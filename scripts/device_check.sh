@@ -72,7 +72,8 @@
 #                  64: the two goals of issue 25 missed on 2026-11-27; each also
 #                  timed with the legacy heuristics, recorded (--cuda-graphs, the
 #                  default) and recorded with graph-autotune and autotune (fp32
-#                  also with benchmark, PyTorch's cudnnFind), after the profiles
+#                  also with benchmark, PyTorch's cudnnFind, and with the flat
+#                  batch-norm kernels, TRAINER_BN_KERNELS=0), after the profiles
 #   10-mirror-mouse  (only with --only 10: about 3 minutes) the issue's wall-time goal:
 #                  lightning-pose's mirror-mouse example, ResNet-18 at 128x128, 300
 #                  epochs, supervised, `trainer train` in fp32 (op by op, then
@@ -534,20 +535,25 @@ goal_profiles_run() {
   # about 19 ms a step on an H100 (2026-11-22) against our graph API's 24 ms (H200,
   # 2026-11-28): graph-autotune times the graph API's top engines, benchmark is
   # cudnnFind itself, and autotune races the two per shape. The fastest recorded fp32
-  # row decides the fp32 default (docs/GPU.md, "The next visit").
+  # row decides the fp32 default (docs/GPU.md, "The next visit"). TRAINER_BN_KERNELS=0
+  # runs fp32's flat batch-norm kernels of 2026-11-28 against the tiled ones.
   local variant failed=0 variants=()
   for name in fp32-b16 predict-bf16-b64; do
     case $name in
       fp32-b16) args=(--batch 16 --precision 32)
-        variants=("--conv-algorithms heuristics" "--cuda-graphs" "--cuda-graphs --conv-algorithms graph-autotune"
-                  "--cuda-graphs --conv-algorithms benchmark" "--cuda-graphs --conv-algorithms autotune") ;;
+        variants=("--conv-algorithms heuristics" "--cuda-graphs" "TRAINER_BN_KERNELS=0 --cuda-graphs"
+                  "--cuda-graphs --conv-algorithms graph-autotune" "--cuda-graphs --conv-algorithms benchmark"
+                  "--cuda-graphs --conv-algorithms autotune") ;;
       predict-bf16-b64) args=(--batch 64 --precision bf16-mixed --mode predict)
         variants=("--conv-algorithms heuristics" "--cuda-graphs" "--cuda-graphs --conv-algorithms graph-autotune"
                   "--cuda-graphs --conv-algorithms autotune") ;;
     esac
     for variant in "${variants[@]}"; do
       echo "--- $name $variant"
-      "$trainer" bench step "${common[@]}" "${args[@]}" --steps 20 --warmup 5 $variant || { echo "FAILED: $name $variant"; failed=1; }
+      local words=($variant) envs=()  # leading NAME=value words are the environment
+      while [[ ${#words[@]} -gt 0 && ${words[0]} == *=* ]]; do envs+=("${words[0]}"); words=("${words[@]:1}"); done
+      env "${envs[@]}" "$trainer" bench step "${common[@]}" "${args[@]}" --steps 20 --warmup 5 "${words[@]}" ||
+        { echo "FAILED: $name $variant"; failed=1; }
     done
   done
   return $failed
@@ -567,7 +573,7 @@ else
   step 3-integration 120 cpu_training_run
 fi
 # The goal still missed (issue 25) before the broad timings: its profile and rows.
-gpu_step 13-goal-profiles 240 goal_profiles_run
+gpu_step 13-goal-profiles 260 goal_profiles_run
 step 5-vs-torch 200 vs_torch_run
 gpu_step 12-cuda-graphs 120 graphs_run
 step 7-profile 90 profile_run

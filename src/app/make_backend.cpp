@@ -48,10 +48,11 @@ bool filter_cache_from_env(const Env& env) {
                         "unset it for one cast of every filter per forward");
 }
 
-bool tiled_batchnorm16_from_env(const Env& env) {
+bool tiled_batchnorm_from_env(const Env& env) {
   return on_unless_zero(env, "TRAINER_BN_KERNELS",
-                        "0 runs the 16-bit batch-norm kernels an H200 ran on 2026-11-27 (one value group per thread, "
-                        "one thread per channel adding the partial sums); unset it for the tiled kernels");
+                        "0 runs the batch-norm kernels an H200 ran on 2026-11-27 and 28 (one value or value group per "
+                        "thread, one block per image plane of a channel for fp32's sums); unset it for the tiled "
+                        "kernels");
 }
 
 bool vit_autocast_from_env(const Env& env) {
@@ -85,7 +86,7 @@ std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> 
   const Env env = capture_environment();
   backend->set_fuses_norm_activation(fused_norm_from_env(env));
   backend->set_caches_filters16(filter_cache_from_env(env));
-  backend->set_tiled_batchnorm16(tiled_batchnorm16_from_env(env));
+  backend->set_tiled_batchnorm(tiled_batchnorm_from_env(env));
   backend->transformer_ops().set_autocast(vit_autocast_from_env(env));
   backend->transformer_ops().set_fused_attention(vit_fused_attention_from_env(env));
   backend->transformer_ops().set_activation_copies(vit_activation_copies_from_env(env));

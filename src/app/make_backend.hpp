@@ -60,10 +60,10 @@ Nhwc16Choice nhwc16_from_env(const Env& env);
 // convolution casts its filter at every use (the path before 2026-11-27, which ran on
 // GPUs). Anything else is a UserError.
 bool filter_cache_from_env(const Env& env);
-// TRAINER_BN_KERNELS (16-bit NHWC activations on GPUs): 1 or unset = the tiled batch-norm
-// kernels; 0 = those measured on an H200 on 2026-11-27 (docs/GPU.md). Throws UserError
-// for any other value.
-bool tiled_batchnorm16_from_env(const Env& env);
+// TRAINER_BN_KERNELS (batch norm on GPUs, 16-bit NHWC and fp32 NCHW activations): 1 or
+// unset = the tiled batch-norm kernels; 0 = those an H200 ran on 2026-11-27 and 28
+// (docs/GPU.md). Throws UserError for any other value.
+bool tiled_batchnorm_from_env(const Env& env);
 
 // TRAINER_VIT_AUTOCAST (the ViTs' products in bf16-mixed / 16-mixed,
 // compute::TransformerOps::set_autocast): 1 or unset = 16-bit operands with fp32

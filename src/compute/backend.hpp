@@ -149,11 +149,12 @@ class Backend {
   }
   bool caches_filters16() const { return cache_filters16_; }
   void set_caches_filters16(bool on) { cache_filters16_ = on; }
-  // The CUDA backend's batch-norm kernels over 16-bit NHWC activations: tiled (the
-  // default) or the ones an H200 ran on 2026-11-27 (TRAINER_BN_KERNELS=0; docs/GPU.md).
-  // The same values per element; the CPU backend ignores it.
-  bool tiled_batchnorm16() const { return tiled_batchnorm16_; }
-  void set_tiled_batchnorm16(bool on) { tiled_batchnorm16_ = on; }
+  // The CUDA backend's batch-norm kernels, over 16-bit NHWC and fp32 NCHW activations:
+  // tiled (the default) or the ones an H200 ran on 2026-11-27 and 28
+  // (TRAINER_BN_KERNELS=0; kernels/batchnorm.cuh, docs/GPU.md). The same values per
+  // element; the CPU backend ignores it.
+  bool tiled_batchnorm() const { return tiled_batchnorm_; }
+  void set_tiled_batchnorm(bool on) { tiled_batchnorm_ = on; }
 
   // ---- transposed convolution (PyTorch ConvTranspose2d, with bias) --------
   // w is IOHW [in_channels, out_channels, k, k]; bias [out_channels] may be null.
@@ -376,7 +377,7 @@ class Backend {
  private:
   bool fuse_norm_activation_ = true;
   bool cache_filters16_ = true;
-  bool tiled_batchnorm16_ = true;
+  bool tiled_batchnorm_ = true;
   Storage activation_storage_ = Storage::f32_nchw;
 };
 

@@ -24,7 +24,7 @@ ProfilingBackend::ProfilingBackend(Backend& inner) : inner_(inner) {
   set_fuses_norm_activation(inner.fuses_norm_activation());
   set_activation_storage(inner.activation_storage());
   set_caches_filters16(inner.caches_filters16());
-  set_tiled_batchnorm16(inner.tiled_batchnorm16());
+  set_tiled_batchnorm(inner.tiled_batchnorm());
 }
 
 template <typename Op>

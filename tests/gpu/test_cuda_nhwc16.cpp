@@ -241,7 +241,7 @@ TEST_CASE("cuda tiled batch-norm kernels give the 2026-11-27 kernels' values (TR
         std::vector<std::vector<float>> reduces, elementwise;
       };
       const auto run = [&](bool tiled) {
-        gpu.set_tiled_batchnorm16(tiled);
+        gpu.set_tiled_batchnorm(tiled);
         Results res;
         DeviceBuffer m(gpu, batchnorm_moments_size(c)), sums(gpu, 2 * std::size_t(c));
         gpu.batchnorm_moments(x.gpu(), m.data(), gs);

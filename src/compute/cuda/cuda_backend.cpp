@@ -230,7 +230,8 @@ class CudaBackend final : public Backend {
     if (dbias) {
       auto& cs = as_cuda(s);
       double* scratch = channel_scratch(cs, dy.shape.c);
-      kernels::channel_sum(dy.data, dbias, dy.shape.n, dy.shape.c, int(dy.shape.plane()), scratch, cs.get());
+      kernels::channel_sum(dy.data, dbias, dy.shape.n, dy.shape.c, int(dy.shape.plane()), bn_kernels(), scratch,
+                           cs.get());
       CUDA_CHECK_LAUNCH();
     }
   }
@@ -245,7 +246,7 @@ class CudaBackend final : public Backend {
       return;
     }
     double* scratch = channel_scratch(cs, x.shape.c);
-    kernels::batchnorm_stats(x.data, x.shape.n, x.shape.c, int(x.shape.plane()), stats, scratch,
+    kernels::batchnorm_stats(x.data, x.shape.n, x.shape.c, int(x.shape.plane()), bn_kernels(), stats, scratch,
                              cs.get());
     CUDA_CHECK_LAUNCH();
   }
@@ -258,7 +259,7 @@ class CudaBackend final : public Backend {
       return;
     }
     double* scratch = channel_scratch(cs, x.shape.c);
-    kernels::batchnorm_moments(x.data, x.shape.n, x.shape.c, int(x.shape.plane()), moments, scratch,
+    kernels::batchnorm_moments(x.data, x.shape.n, x.shape.c, int(x.shape.plane()), bn_kernels(), moments, scratch,
                                cs.get());
     CUDA_CHECK_LAUNCH();
   }
@@ -288,7 +289,7 @@ class CudaBackend final : public Backend {
       return;
     }
     kernels::batchnorm_apply(x.data, mean, invstd, gamma, beta, y.data, x.shape.n, x.shape.c,
-                             int(x.shape.plane()), as_cuda(s).get());
+                             int(x.shape.plane()), bn_kernels(), as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
   void batchnorm_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean,
@@ -304,7 +305,7 @@ class CudaBackend final : public Backend {
     }
     double* scratch = channel_scratch(cs, x.shape.c);
     kernels::batchnorm_backward_reduce(dy.data, x.data, mean, x.shape.n, x.shape.c,
-                                       int(x.shape.plane()), reduce, scratch, cs.get());
+                                       int(x.shape.plane()), bn_kernels(), reduce, scratch, cs.get());
     CUDA_CHECK_LAUNCH();
   }
   void batchnorm_param_grads(const float* reduce, const float* invstd, int channels, float* dgamma,
@@ -325,7 +326,7 @@ class CudaBackend final : public Backend {
       return;
     }
     kernels::batchnorm_backward_apply(dy.data, x.data, mean, invstd, gamma, reduce, count, dx.data,
-                                      x.shape.n, x.shape.c, int(x.shape.plane()), as_cuda(s).get());
+                                      x.shape.n, x.shape.c, int(x.shape.plane()), bn_kernels(), as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
   void batchnorm_apply_relu(ConstTensorView x, const float* mean, const float* invstd, const float* gamma,
@@ -339,7 +340,7 @@ class CudaBackend final : public Backend {
       return;
     }
     kernels::batchnorm_apply_relu(x.data, mean, invstd, gamma, beta, residual, y.data, x.shape.n, x.shape.c,
-                                  int(x.shape.plane()), as_cuda(s).get());
+                                  int(x.shape.plane()), bn_kernels(), as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
   void batchnorm_relu_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean, const float* invstd,
@@ -355,7 +356,7 @@ class CudaBackend final : public Backend {
     }
     double* scratch = channel_scratch(cs, x.shape.c);
     kernels::batchnorm_relu_backward_reduce(dy.data, x.data, mean, invstd, gamma, beta, x.shape.n, x.shape.c,
-                                            int(x.shape.plane()), reduce, scratch, cs.get());
+                                            int(x.shape.plane()), bn_kernels(), reduce, scratch, cs.get());
     CUDA_CHECK_LAUNCH();
   }
   void batchnorm_relu_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean, const float* invstd,
@@ -371,7 +372,7 @@ class CudaBackend final : public Backend {
       return;
     }
     kernels::batchnorm_relu_backward_apply(dy.data, x.data, mean, invstd, gamma, beta, reduce, count, dx.data,
-                                           x.shape.n, x.shape.c, int(x.shape.plane()), as_cuda(s).get());
+                                           x.shape.n, x.shape.c, int(x.shape.plane()), bn_kernels(), as_cuda(s).get());
     CUDA_CHECK_LAUNCH();
   }
 
@@ -702,7 +703,7 @@ class CudaBackend final : public Backend {
     return options_.precision == Precision::fp16 ? kernels::Format16::fp16 : kernels::Format16::bf16;
   }
   kernels::BnKernels bn_kernels() const {
-    return tiled_batchnorm16() ? kernels::BnKernels::tiled : kernels::BnKernels::flat;
+    return tiled_batchnorm() ? kernels::BnKernels::tiled : kernels::BnKernels::flat;
   }
   static kernels::Dims4 x_dims(const ConvProblem& p) { return {p.n, p.c, p.h, p.w}; }
   static kernels::Dims4 w_dims(const ConvProblem& p) { return {p.k, p.c, p.r, p.r}; }

@@ -68,16 +68,16 @@ TEST_CASE("TRAINER_FILTER_CACHE keeps the per-convolution filter casts selectabl
 }
 
 TEST_CASE("TRAINER_BN_KERNELS keeps the 2026-11-27 batch-norm kernels selectable", "[app][storage16]") {
-  CHECK(app::tiled_batchnorm16_from_env({}));
-  CHECK(app::tiled_batchnorm16_from_env({{"TRAINER_BN_KERNELS", "1"}}));
-  CHECK_FALSE(app::tiled_batchnorm16_from_env({{"TRAINER_BN_KERNELS", "0"}}));
-  CHECK_THROWS_AS(app::tiled_batchnorm16_from_env({{"TRAINER_BN_KERNELS", "flat"}}), UserError);
+  CHECK(app::tiled_batchnorm_from_env({}));
+  CHECK(app::tiled_batchnorm_from_env({{"TRAINER_BN_KERNELS", "1"}}));
+  CHECK_FALSE(app::tiled_batchnorm_from_env({{"TRAINER_BN_KERNELS", "0"}}));
+  CHECK_THROWS_AS(app::tiled_batchnorm_from_env({{"TRAINER_BN_KERNELS", "flat"}}), UserError);
   app::BackendRequest request;
   request.precision = "bf16-mixed";
   request.cpu_threads = 1;
   Log log;
   auto backend = app::make_backend(request, log);
-  CHECK(backend->tiled_batchnorm16() == app::tiled_batchnorm16_from_env(capture_environment()));
+  CHECK(backend->tiled_batchnorm() == app::tiled_batchnorm_from_env(capture_environment()));
 }
 
 TEST_CASE("TRAINER_VIT_FUSED_ATTENTION keeps the batched-matmul attention selectable", "[app][autocast]") {
