@@ -258,7 +258,7 @@ vit_tests_run() {
 
 # The kernels added since the 2026-11-22 visit (273cbd3), by test name.
 # Op-level cases only: whole steps (cuDNN under the sanitizers) would not fit the step's time.
-sanitized_cases='cuda transformer 16-bit*,cuda max pooling*,cuda 16-bit NHWC*,cuda convolutions read and write 16-bit*,cuda cast kernels*,cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda fused batch norm*'
+sanitized_cases='cuda transformer 16-bit*,cuda max pooling*,cuda 16-bit NHWC*,cuda convolutions read and write 16-bit*,cuda cast kernels*,cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda fused batch norm*,cuda tiled fp32 batch-norm*'
 sanitizer_run() {
   command -v compute-sanitizer >/dev/null || { echo "SKIPPED: no compute-sanitizer on PATH"; return 77; }
   local rc=0 tool tool_rc ours
@@ -552,7 +552,7 @@ goal_profiles_run() {
       echo "--- $name $variant"
       local words=($variant) envs=()  # leading NAME=value words are the environment
       while [[ ${#words[@]} -gt 0 && ${words[0]} == *=* ]]; do envs+=("${words[0]}"); words=("${words[@]:1}"); done
-      env "${envs[@]}" "$trainer" bench step "${common[@]}" "${args[@]}" --steps 20 --warmup 5 "${words[@]}" ||
+      env ${envs[@]+"${envs[@]}"} "$trainer" bench step "${common[@]}" "${args[@]}" --steps 20 --warmup 5 "${words[@]}" ||
         { echo "FAILED: $name $variant"; failed=1; }
     done
   done

@@ -26,11 +26,13 @@ struct ChannelTiles {
   TRAINER_HOST_DEVICE int splits() const { return chunks * images; }
 };
 
-// plane % 4 == 0 and plane > 0. About `target_blocks` blocks; sums (`for_sums`) also
-// keep at least `min_loads` float4s per thread where the batch allows, so a block's
-// reduction is not most of its work, and at most kTiledSplits splits per channel.
+// c > 0, plane > 0 and plane % 4 == 0 (the callers check; anything else gets no
+// tiles, zero blocks). About `target_blocks` blocks; sums (`for_sums`) also keep at
+// least `min_loads` float4s per thread where the batch allows, so a block's reduction
+// is not most of its work, and at most kTiledSplits splits per channel.
 inline ChannelTiles make_channel_tiles(int n, int c, int plane, int target_blocks, int min_loads, bool for_sums) {
   ChannelTiles t;
+  if (c <= 0 || plane < 4 || plane % 4 || target_blocks < 1 || min_loads < 1) return t;
   t.n = n;
   t.c = c;
   t.plane4 = plane / 4;

@@ -137,6 +137,9 @@ TEST_CASE("tiled batch-norm sums keep a thread's loads, and the blocks, where th
   CHECK(stem.images == 2);
   CHECK(stem.splits() == 32);
   CHECK(walk(stem, [](unsigned long long) { return 0.0; }).max_loads_per_thread == 8);
+  // What the callers never ask for gets no blocks rather than a division by zero.
+  CHECK(make_channel_tiles(16, 0, 64, 2048, 4, true).grid_x() == 0u);
+  CHECK(make_channel_tiles(16, 8, 6, 2048, 4, true).grid_x() == 0u);
 }
 
 TEST_CASE("tiled batch-norm sums in the kernels' order match a float64 sum", "[tiles]") {
