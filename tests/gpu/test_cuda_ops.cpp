@@ -260,6 +260,45 @@ TEST_CASE("cuda relu, residual add+relu, pixel shuffle", "[gpu]") {
   CHECK(t.host(gpx) == px);
 }
 
+// The fp32 element-wise passes move float4s where every operand is 16-byte aligned,
+// then the tail one value at a time, and one value at a time elsewhere.
+TEST_CASE("cuda fp32 element-wise passes give the CPU's values on float4s, tails and unaligned views", "[gpu]") {
+  Twins t;
+  for (std::size_t n : {std::size_t(1), std::size_t(960), std::size_t(100003)}) {
+    for (std::size_t offset : {std::size_t(0), std::size_t(1)}) {
+      INFO(n << " values, views " << offset << " floats into their buffers");
+      auto a = random_vector(n, 71), b = random_vector(n, 72), dy = random_vector(n, 73);
+      a[0] = std::nanf("");  // NaN propagates through the ReLU, as on the CPU
+      const auto at = [&](const std::vector<float>& host) {
+        std::vector<float> padded(offset, 0.f);
+        padded.insert(padded.end(), host.begin(), host.end());
+        return t.device(padded);
+      };
+      auto ga = at(a), gb = at(b), gdy = at(dy), gout = at(std::vector<float>(n));
+      const auto back = [&](const DeviceBuffer& d) { return t.host(d.data() + offset, n); };
+      const auto same = [](const std::vector<float>& x, const std::vector<float>& y) {
+        if (x.size() != y.size()) return false;
+        for (std::size_t i = 0; i < x.size(); ++i)
+          if (!(x[i] == y[i] || (std::isnan(x[i]) && std::isnan(y[i])))) return false;
+        return true;
+      };
+      std::vector<float> y(n), dx(n), sum = b;
+      t.gpu->relu_forward(ga.data() + offset, gout.data() + offset, n, t.gs());
+      t.cpu->relu_forward(a.data(), y.data(), n, t.cs());
+      CHECK(same(back(gout), y));
+      t.gpu->relu_backward(gout.data() + offset, gdy.data() + offset, gdy.data() + offset, n, t.gs());
+      t.cpu->relu_backward(y.data(), dy.data(), dx.data(), n, t.cs());
+      CHECK(same(back(gdy), dx));
+      t.gpu->add_relu_forward(ga.data() + offset, gb.data() + offset, gout.data() + offset, n, t.gs());
+      t.cpu->add_relu_forward(a.data(), b.data(), y.data(), n, t.cs());
+      CHECK(same(back(gout), y));
+      t.gpu->accumulate(ga.data() + offset, gb.data() + offset, n, t.gs());
+      t.cpu->accumulate(a.data(), sum.data(), n, t.cs());
+      CHECK(same(back(gb), sum));
+    }
+  }
+}
+
 TEST_CASE("cuda normalize_images from host and device frames", "[gpu]") {
   Twins t;
   const float mean[3] = {0.485f, 0.456f, 0.406f}, stdv[3] = {0.229f, 0.224f, 0.225f};

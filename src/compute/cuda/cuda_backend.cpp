@@ -4,7 +4,7 @@
 // except the one-time cuDNN algorithm search per convolution shape.
 #include "compute/cuda/cuda_backend.hpp"
 
-#include <cublas_v2.h>         // cublasSaxpy_64
+#include <cublas_v2.h>         // cublasGetProperty
 #include <cuda_runtime_api.h>  // cudaMalloc, cudaMemcpyAsync, ...
 #include <cudnn.h>             // cudnnConvolution*
 #include <algorithm>           // std::max
@@ -18,10 +18,10 @@
 #include "batchnorm.cuh"                  // kernels::batchnorm_*
 #include "cast.cuh"                       // kernels::cast_to_16, cast_from_16, unscale_and_check
 #include "compute/cuda/conv_runner.hpp"   // ConvRunner, ConvProblem, ConvPass
-#include "compute/cuda/cuda_check.hpp"    // CUDA_CHECK, CUDNN_CHECK, CUBLAS_CHECK
+#include "compute/cuda/cuda_check.hpp"    // CUDA_CHECK, CUDNN_CHECK
 #include "compute/cuda/cuda_stream.hpp"   // CudaStream, as_cuda
 #include "compute/cuda/cuda_transformer_ops.hpp"  // CudaTransformerOps
-#include "compute/cuda/cudnn_raii.hpp"    // CudnnHandle, CublasHandle
+#include "compute/cuda/cudnn_raii.hpp"    // CudnnHandle
 #include "compute/cuda/filter_cache.hpp"  // FilterCache (cache_filters16)
 #include "elementwise.cuh"                // kernels::fill, relu, ...
 #include "heatmap.cuh"                    // kernels::heatmap_targets, spatial_softmax_*, soft_argmax
@@ -71,11 +71,6 @@ class CudaBackend final : public Backend {
     CUDA_CHECK(cudaGetDeviceProperties(&props_, device));
     default_stream_ = std::make_unique<cuda::CudaStream>();
     cudnn_ = std::make_unique<cuda::CudnnHandle>();
-    cublas_ = std::make_unique<cuda::CublasHandle>();
-    // Default math: no TF32 in cuBLAS unless asked for (fp32 parity).
-    CUBLAS_CHECK(cublasSetMathMode(*cublas_, options.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                                : CUBLAS_DEFAULT_MATH));
-    CUBLAS_CHECK(cublasSetPointerMode(*cublas_, CUBLAS_POINTER_MODE_HOST));
     if (options.nhwc16_activations) set_activation_storage(storage_16bit_of(options.precision));
   }
 
@@ -91,8 +86,11 @@ class CudaBackend final : public Backend {
   std::string description() const override {
     std::ostringstream os;
     const auto cudnn = cudnnGetVersion();
-    int cublas = 0;
-    cublasGetVersion(*cublas_, &cublas);
+    int major = 0, minor = 0, patch = 0;  // as cublasGetVersion reports it, without a handle
+    cublasGetProperty(MAJOR_VERSION, &major);
+    cublasGetProperty(MINOR_VERSION, &minor);
+    cublasGetProperty(PATCH_LEVEL, &patch);
+    const int cublas = major * 10000 + minor * 100 + patch;
     os << "cuda (device " << device_ << ": " << props_.name << ", sm_" << props_.major
        << props_.minor << ", " << (props_.totalGlobalMem >> 20) << " MiB; cuDNN " << cudnn / 10000
        << "." << (cudnn / 100) % 100 << "; cuBLAS " << cublas << "; TF32 "
@@ -415,11 +413,10 @@ class CudaBackend final : public Backend {
     CUDA_CHECK_LAUNCH();
   }
   void accumulate(const float* x, float* out, std::size_t count, Stream& s) override {
-    // cuBLAS saxpy (out = 1 * x + out) with 64-bit counts.
-    if (!count) return;
-    cublasHandle_t h = cublas_on(s);
-    const float one = 1.f;
-    CUBLAS_CHECK(cublasSaxpy_64(h, static_cast<int64_t>(count), &one, x, 1, out, 1));
+    // Our float4 kernel, not cuBLAS's saxpy (out = 1 * x + out, the same sums): saxpy
+    // took about twice its bytes' time in the fp32 ResNet-50 step (H200, 2026-11-28).
+    kernels::accumulate(x, out, count, as_cuda(s).get());
+    CUDA_CHECK_LAUNCH();
   }
   void convert_storage(ConstTensorView src, TensorView dst, Stream& s) override {
     SHAPE_CHECK(src.shape == dst.shape, "convert_storage shapes " << src.shape.str() << " -> " << dst.shape.str());
@@ -822,10 +819,6 @@ class CudaBackend final : public Backend {
     CUDNN_CHECK(cudnnSetStream(*cudnn_, as_cuda(s).get()));
     return *cudnn_;
   }
-  cublasHandle_t cublas_on(Stream& s) {
-    CUBLAS_CHECK(cublasSetStream(*cublas_, as_cuda(s).get()));
-    return *cublas_;
-  }
   static void* workspace(Stream& s, std::size_t bytes) {
     return bytes ? as_cuda(s).scratch(bytes) : nullptr;
   }
@@ -846,7 +839,6 @@ class CudaBackend final : public Backend {
   std::atomic<std::uint64_t> released_blocks_{0};
   std::unique_ptr<cuda::CudaStream> default_stream_;
   std::unique_ptr<cuda::CudnnHandle> cudnn_;
-  std::unique_ptr<cuda::CublasHandle> cublas_;
   cuda::ConvRunner convs_;
   cuda::FilterCache filter_cache_{*this};
   cuda::CudaTransformerOps transformer_ops_{options_.allow_tf32, options_.precision,
