@@ -258,6 +258,10 @@ vit_tests_run() {
 
 # The kernels added since the 2026-11-22 visit (273cbd3), by test name.
 # Op-level cases only: whole steps (cuDNN under the sanitizers) would not fit the step's time.
+# Nsight Compute: each kernel's time and DRAM bytes (the summaries' GB/s column), and
+# the batch-norm and element-wise kernels' calls one by one with their grids.
+ncu_metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
+ncu_calls='partials|apply|moments|finalize|relu|accumulate|vector_pass|coefficients'
 sanitized_cases='cuda transformer 16-bit*,cuda max pooling*,cuda 16-bit NHWC*,cuda convolutions read and write 16-bit*,cuda cast kernels*,cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda fused batch norm*,cuda tiled fp32 batch-norm*'
 sanitizer_run() {
   command -v compute-sanitizer >/dev/null || { echo "SKIPPED: no compute-sanitizer on PATH"; return 77; }
@@ -488,13 +492,21 @@ profile_run() {
   local csv="$logs/ncu-bf16-b64.csv"
   if [[ $has_gpu == 0 ]]; then
     op_profile cpu resnet18 64 2 1 1 && grep -q "^  convolution " "$logs/op-profile.txt" || return 1
-    # The summarizer on a two-iteration sample in ncu's format.
-    printf '%s\n' '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"' \
-      '"0","search_kernel(float*)","gpu__time_duration.sum","usecond","50"' \
-      '"1","conv(float*)","gpu__time_duration.sum","nsecond","2,000"' \
-      '"2","bn(float*)","gpu__time_duration.sum","nsecond","1,000"' > "$csv"
-    "$py" "$repo/scripts/ncu_summary.py" "$csv" --iterations 1 | tee "$logs/ncu-summary.txt"
-    grep -q "step GPU time 0.053 ms over 3 launches" "$logs/ncu-summary.txt"
+    # The summarizer on a sample in ncu's format, with DRAM bytes and grids.
+    printf '%s\n' '"ID","Kernel Name","Block Size","Grid Size","Metric Name","Metric Unit","Metric Value"' \
+      '"0","search_kernel(float*)","(256, 1, 1)","(8, 1, 1)","gpu__time_duration.sum","usecond","50"' \
+      '"0","search_kernel(float*)","(256, 1, 1)","(8, 1, 1)","dram__bytes_read.sum","Mbyte","1"' \
+      '"0","search_kernel(float*)","(256, 1, 1)","(8, 1, 1)","dram__bytes_write.sum","byte","0"' \
+      '"1","conv(float*)","(128, 1, 1)","(64, 2, 1)","gpu__time_duration.sum","nsecond","2,000"' \
+      '"1","conv(float*)","(128, 1, 1)","(64, 2, 1)","dram__bytes_read.sum","Mbyte","4"' \
+      '"1","conv(float*)","(128, 1, 1)","(64, 2, 1)","dram__bytes_write.sum","Mbyte","2"' \
+      '"2","bn(float*)","(256, 1, 1)","(512, 4, 1)","gpu__time_duration.sum","nsecond","1,000"' \
+      '"2","bn(float*)","(256, 1, 1)","(512, 4, 1)","dram__bytes_read.sum","Kbyte","1,500"' \
+      '"2","bn(float*)","(256, 1, 1)","(512, 4, 1)","dram__bytes_write.sum","Kbyte","500"' > "$csv"
+    "$py" "$repo/scripts/ncu_summary.py" "$csv" --iterations 1 --calls '^bn' | tee "$logs/ncu-summary.txt"
+    grep -q "step GPU time 0.053 ms over 3 launches, 0.01 GB of DRAM traffic" "$logs/ncu-summary.txt" &&
+      grep -qE "x1 +2000 GB/s bn" "$logs/ncu-summary.txt" &&
+      grep -qE "1\.0 us +2000 GB/s  grid \(512, 4, 1\) block \(256, 1, 1\)  bn" "$logs/ncu-summary.txt"
     return
   fi
   op_profile gpu resnet50 256 64 3 5 || return 1
@@ -502,10 +514,10 @@ profile_run() {
   TRAINER_BN_KERNELS=0 "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
     --precision bf16-mixed --steps 3 --warmup 2 --profile 5 > "$logs/op-profile-bn-flat.txt" || return 1
   command -v ncu >/dev/null || { echo "no ncu on PATH: the in-process profile above stands alone"; return 0; }
-  ncu --clock-control none --metrics gpu__time_duration.sum --csv \
+  ncu --clock-control none --metrics "$ncu_metrics" --csv \
     "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 --precision bf16-mixed \
     --steps 1 --warmup 2 > "$csv" || { tail -20 "$csv"; echo "ncu failed: the in-process profile above stands alone"; return 0; }
-  "$py" "$repo/scripts/ncu_summary.py" "$csv" --iterations 3 | tee "$logs/ncu-summary.txt"
+  "$py" "$repo/scripts/ncu_summary.py" "$csv" --iterations 3 --calls "$ncu_calls" | tee "$logs/ncu-summary.txt"
 }
 
 # Nsight Compute's per-kernel times for the two goals of issue 25 still missed on
@@ -523,10 +535,11 @@ goal_profiles_run() {
     esac
     echo "--- $name (op by op, as profiled; convolutions at the default, auto)"
     "$trainer" bench step "${common[@]}" "${args[@]}" --steps 20 --warmup 5 || return 1
-    ncu --clock-control none --metrics gpu__time_duration.sum --csv "$trainer" bench step "${common[@]}" "${args[@]}" \
+    ncu --clock-control none --metrics "$ncu_metrics" --csv "$trainer" bench step "${common[@]}" "${args[@]}" \
       --steps 1 --warmup 2 > "$logs/ncu-$name.csv" ||
       { tail -20 "$logs/ncu-$name.csv"; echo "ncu failed: the images/s above stand alone"; return 0; }
-    "$py" "$repo/scripts/ncu_summary.py" "$logs/ncu-$name.csv" --iterations 3 > "$logs/ncu-summary-$name.txt" || return 1
+    "$py" "$repo/scripts/ncu_summary.py" "$logs/ncu-$name.csv" --iterations 3 --calls "$ncu_calls" \
+      > "$logs/ncu-summary-$name.txt" || return 1
     head -25 "$logs/ncu-summary-$name.txt"
   done
   # After the profiles, so a failure here cannot cost them: the goals' rows were op by
@@ -559,7 +572,7 @@ goal_profiles_run() {
   return $failed
 }
 
-export repo kit logs bundle trainer gpu_tests has_gpu sanitized_cases py
+export repo kit logs bundle trainer gpu_tests has_gpu sanitized_cases py ncu_metrics ncu_calls
 export -f seconds_since env_report gpu_tests_run vit_tests_run graphs_run sanitizer_run integration_run cpu_training_run has_torch vs_torch_run \
   predict_run op_profile profile_run goal_profiles_run vit_run mirror_mouse_run
 step 1-env 60 env_report
