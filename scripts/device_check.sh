@@ -483,6 +483,17 @@ PY
 
 # In-process timers (`bench step --profile`): where ncu is missing or refused, and as
 # a cross-check of its numbers.
+# ncu_profile CSV COMMAND...: Nsight Compute's CSV of COMMAND with $ncu_metrics; if
+# that fails (a metric this GPU or ncu lacks), once more with the times alone.
+ncu_profile() {
+  local csv=$1
+  shift
+  ncu --clock-control none --metrics "$ncu_metrics" --csv "$@" > "$csv" && return 0
+  tail -5 "$csv"
+  echo "ncu with $ncu_metrics failed: again with the kernel times alone"
+  ncu --clock-control none --metrics gpu__time_duration.sum --csv "$@" > "$csv"
+}
+
 op_profile() {  # op_profile ACCELERATOR BACKBONE SIZE BATCH STEPS PROFILED_STEPS
   "$trainer" bench step --accelerator "$1" --backbone "$2" --size "$3" --batch "$4" --precision bf16-mixed \
     --steps "$5" --warmup 2 --profile "$6" | tee "$logs/op-profile.txt"
@@ -514,9 +525,9 @@ profile_run() {
   TRAINER_BN_KERNELS=0 "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
     --precision bf16-mixed --steps 3 --warmup 2 --profile 5 > "$logs/op-profile-bn-flat.txt" || return 1
   command -v ncu >/dev/null || { echo "no ncu on PATH: the in-process profile above stands alone"; return 0; }
-  ncu --clock-control none --metrics "$ncu_metrics" --csv \
-    "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 --precision bf16-mixed \
-    --steps 1 --warmup 2 > "$csv" || { tail -20 "$csv"; echo "ncu failed: the in-process profile above stands alone"; return 0; }
+  ncu_profile "$csv" "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
+    --precision bf16-mixed --steps 1 --warmup 2 ||
+    { tail -20 "$csv"; echo "ncu failed: the in-process profile above stands alone"; return 0; }
   "$py" "$repo/scripts/ncu_summary.py" "$csv" --iterations 3 --calls "$ncu_calls" | tee "$logs/ncu-summary.txt"
 }
 
@@ -535,8 +546,7 @@ goal_profiles_run() {
     esac
     echo "--- $name (op by op, as profiled; convolutions at the default, auto)"
     "$trainer" bench step "${common[@]}" "${args[@]}" --steps 20 --warmup 5 || return 1
-    ncu --clock-control none --metrics "$ncu_metrics" --csv "$trainer" bench step "${common[@]}" "${args[@]}" \
-      --steps 1 --warmup 2 > "$logs/ncu-$name.csv" ||
+    ncu_profile "$logs/ncu-$name.csv" "$trainer" bench step "${common[@]}" "${args[@]}" --steps 1 --warmup 2 ||
       { tail -20 "$logs/ncu-$name.csv"; echo "ncu failed: the images/s above stand alone"; return 0; }
     "$py" "$repo/scripts/ncu_summary.py" "$logs/ncu-$name.csv" --iterations 3 --calls "$ncu_calls" \
       > "$logs/ncu-summary-$name.txt" || return 1
@@ -574,7 +584,7 @@ goal_profiles_run() {
 
 export repo kit logs bundle trainer gpu_tests has_gpu sanitized_cases py ncu_metrics ncu_calls
 export -f seconds_since env_report gpu_tests_run vit_tests_run graphs_run sanitizer_run integration_run cpu_training_run has_torch vs_torch_run \
-  predict_run op_profile profile_run goal_profiles_run vit_run mirror_mouse_run
+  predict_run ncu_profile op_profile profile_run goal_profiles_run vit_run mirror_mouse_run
 step 1-env 60 env_report
 # In order of what a visit needs most; a step the budget no longer fits says so.
 if [[ $has_gpu == 1 ]]; then
