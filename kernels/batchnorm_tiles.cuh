@@ -1,11 +1,12 @@
 #pragma once
 // BnKernels::tiled over NCHW fp32 (kernels/batchnorm.cu): each thread stays on one
 // channel and one column of float4s, and walks down the images (the split of a tensor
-// over blocks and threads: compute/channel_tiles.hpp). An H200 profile of
-// ResNet-50 in fp32 at batch 16 (2026-11-28) put the flat kernels, one block per image
-// plane of one channel with one float per thread, at 2 to 5 times the time their bytes
-// need: the 8 x 8 planes of the last stage left three of four threads idle in 32,768
-// blocks a call. Per value the arithmetic is the flat kernels'
+// over blocks and threads: compute/channel_tiles.hpp). In an H200 profile of
+// ResNet-50 in fp32 at batch 16 (2026-11-28) the flat kernels, one block per image
+// plane of one channel with one float per thread, took 2 to 5 times what their bytes
+// need at the H200's bandwidth (an estimate from the tensor sizes, not a byte count):
+// the 8 x 8 planes of the last stage left three of four threads idle in 32,768 blocks
+// a call. Per value the arithmetic is the flat kernels'
 // (compute/batchnorm_apply_rule.hpp); the per-channel sums add in another fixed order.
 // Included by batchnorm.cu only; needs plane % 4 == 0 and 16-byte aligned tensors.
 #include <cuda_runtime.h>  // float4, dim3, __syncthreads

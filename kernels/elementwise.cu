@@ -18,9 +18,9 @@ using detail::kThreads;
 
 // The float32 passes over whole activations (the fp32 path's ReLU backward and
 // residual-gradient add: about 1 ms of ResNet-50's step at batch 16 on an H200,
-// 2026-11-28, some 1.2 to 1.6 times their bytes' time by an estimate from the tensor
-// sizes) move float4s where every operand is 16-byte aligned, then the last n % 4
-// values one by one: the same value per element.
+// 2026-11-28, some 1.5 to 1.9 times their bytes' time at its peak bandwidth, an
+// estimate from the tensor sizes) move float4s where every operand is 16-byte
+// aligned, then the last n % 4 values one by one: the same value per element.
 // Op::one(i) handles element i; Op::four(i) elements 4i .. 4i + 3.
 template <typename Op>
 __global__ void vector_pass_kernel(Op op, std::size_t n, bool vectors) {

@@ -256,13 +256,14 @@ vit_tests_run() {
   return $rc
 }
 
+# Nsight Compute: each kernel's time and DRAM bytes (the summaries' GB/s column), and
+# the batch-norm and element-wise kernels' calls one by one with their grids (the
+# pattern matches names case-insensitively).
+ncu_metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
+ncu_calls='partials|apply|moments|finalize|relu|accumulate|vector_pass|elementwise|coefficients|first_sums'
 # The kernels added since the 2026-11-22 visit (273cbd3), by test name.
 # Op-level cases only: whole steps (cuDNN under the sanitizers) would not fit the step's time.
-# Nsight Compute: each kernel's time and DRAM bytes (the summaries' GB/s column), and
-# the batch-norm and element-wise kernels' calls one by one with their grids.
-ncu_metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
-ncu_calls='partials|apply|moments|finalize|relu|accumulate|vector_pass|coefficients'
-sanitized_cases='cuda transformer 16-bit*,cuda max pooling*,cuda 16-bit NHWC*,cuda convolutions read and write 16-bit*,cuda cast kernels*,cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda fused batch norm*,cuda tiled fp32 batch-norm*'
+sanitized_cases='cuda transformer 16-bit*,cuda max pooling*,cuda 16-bit NHWC*,cuda convolutions read and write 16-bit*,cuda cast kernels*,cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda fused batch norm*,cuda tiled fp32 batch-norm*,cuda fp32 element-wise passes*'
 sanitizer_run() {
   command -v compute-sanitizer >/dev/null || { echo "SKIPPED: no compute-sanitizer on PATH"; return 77; }
   local rc=0 tool tool_rc ours
@@ -483,14 +484,16 @@ PY
 
 # In-process timers (`bench step --profile`): where ncu is missing or refused, and as
 # a cross-check of its numbers.
-# ncu_profile CSV COMMAND...: Nsight Compute's CSV of COMMAND with $ncu_metrics; if
-# that fails (a metric this GPU or ncu lacks), once more with the times alone.
+# ncu_profile CSV COMMAND...: Nsight Compute's CSV of COMMAND with $ncu_metrics, in
+# base units (nanoseconds, bytes); if ncu refused a metric (this GPU or ncu lacks it),
+# once more with the times alone. Any other failure (the program's own) is not rerun.
 ncu_profile() {
   local csv=$1
   shift
-  ncu --clock-control none --metrics "$ncu_metrics" --csv "$@" > "$csv" && return 0
-  tail -5 "$csv"
-  echo "ncu with $ncu_metrics failed: again with the kernel times alone"
+  ncu --clock-control none --print-units base --metrics "$ncu_metrics" --csv "$@" > "$csv" && return 0
+  grep -qiE "==ERROR==.*(metric|print-units)" "$csv" || return 1
+  grep -iE "==ERROR==" "$csv" | head -3
+  echo "ncu refused $ncu_metrics: again with the kernel times alone"
   ncu --clock-control none --metrics gpu__time_duration.sum --csv "$@" > "$csv"
 }
 

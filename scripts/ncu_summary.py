@@ -13,8 +13,11 @@ and the kernels grouped by name, largest first, with their share of the step. Wi
 the DRAM byte counts, each group also shows the bandwidth it reached: how far a
 memory-bound kernel is from the GPU's (about 4.8 TB/s on an H200). ncu flushes the
 caches before each kernel by default, so these are cold-cache times and bytes.
---calls lists every call of the kernels whose name matches REGEX, slowest first, with
-its grid and block: which layer's call is slow, not only which kernel.
+--calls lists every call of the kernels whose name matches REGEX (ignoring case),
+slowest first, with its grid and block: which layer's call is slow, not only which
+kernel. A value that does not parse, or a byte count in a unit this script does not
+know, leaves that kernel's bytes out (and with them the GB/s column) rather than
+stopping the summary.
 """
 import argparse
 import csv
@@ -33,6 +36,7 @@ class Kernel:
         self.name, self.grid, self.block = name, grid, block
         self.ns = 0.0
         self.bytes = None  # DRAM bytes read + written, where the CSV has them
+        self.unreadable_bytes = False
 
 
 def read_kernels(text):
@@ -49,11 +53,21 @@ def read_kernels(text):
             continue
         key = int(row["ID"])
         k = kernels.setdefault(key, Kernel(row["Kernel Name"], row.get("Grid Size", "?"), row.get("Block Size", "?")))
-        value = float(row["Metric Value"].replace(",", ""))
+        try:
+            value = float(row["Metric Value"].replace(",", ""))
+        except ValueError:
+            value = None
         if metric == "gpu__time_duration.sum":
-            k.ns = value * TIME_UNITS.get(row.get("Metric Unit", "nsecond"), 1.0)
+            k.ns = (value or 0.0) * TIME_UNITS.get(row.get("Metric Unit", "nsecond"), 1.0)
+            continue
+        unit = BYTE_UNITS.get(row.get("Metric Unit", "byte"))
+        if value is None or unit is None:
+            k.unreadable_bytes = True
         else:
-            k.bytes = (k.bytes or 0.0) + value * BYTE_UNITS.get(row.get("Metric Unit", "byte"), 1.0)
+            k.bytes = (k.bytes or 0.0) + value * unit
+    for k in kernels.values():
+        if k.unreadable_bytes:
+            k.bytes = None
     return [kernels[i] for i in sorted(kernels)]
 
 
@@ -99,7 +113,7 @@ def main():
         rate = bandwidth(nbytes if with_bytes else None, t)
         print(f"{100 * t / total:5.1f}%  {t / 1e6:8.3f} ms  x{count:<5d}{rate} {key}")
     if args.calls:
-        pattern = re.compile(args.calls)
+        pattern = re.compile(args.calls, re.IGNORECASE)
         calls = sorted((k for k in step if pattern.search(short_name(k.name))), key=lambda k: -k.ns)
         print(f"calls of /{args.calls}/: {len(calls)}, slowest first")
         for k in calls[: args.calls_top]:
