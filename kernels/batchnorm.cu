@@ -27,7 +27,7 @@ inline int splits_for(int n) { return n < kFlatSplits ? (n > 0 ? n : 1) : kFlatS
 // per plane, every tensor 16-byte aligned; elsewhere the flat kernels.
 inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 inline bool tiles_fit(BnKernels kernels, int plane, std::initializer_list<const void*> tensors) {
-  if (kernels != BnKernels::tiled || plane <= 0 || plane % 4) return false;
+  if (!tiled_kernels(kernels) || plane <= 0 || plane % 4) return false;
   for (const void* p : tensors)
     if (p && !aligned16(p)) return false;
   return true;

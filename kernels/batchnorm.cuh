@@ -17,9 +17,14 @@ namespace trainer::kernels {
 // threads per channel; over NCHW fp32 (here, since 2026-11-28, not yet run on a GPU),
 // each thread keeps one channel and one float4 column down the images, and a block
 // covers several small planes (batchnorm_tiles.cuh), where planes hold whole float4s
-// and the tensors are 16-byte aligned. `flat`: the kernels an H200 ran on 2026-11-27
-// and 2026-11-28.
-enum class BnKernels { tiled, flat };
+// and the tensors are 16-byte aligned; and since 2026-11-28 (not yet run on a GPU)
+// the 16-bit channel sums of layers wider than 32 lanes (256 channels) take blocks of
+// 32 lanes by 8 rows (nhwc16.cu, wide_sum_layout). `tiled_lane_rows`: the same, with
+// the 16-bit channel sums laid out as on 2026-11-27 (up to 256 lanes across a block,
+// the layout an H200 ran; TRAINER_BN_WIDE_SUMS=0). `flat`: the kernels an H200 ran on
+// 2026-11-27 and 2026-11-28.
+enum class BnKernels { tiled, tiled_lane_rows, flat };
+inline bool tiled_kernels(BnKernels k) { return k != BnKernels::flat; }
 
 // Scratch (in doubles) that batchnorm_stats / batchnorm_backward_reduce / channel_sum need.
 std::size_t batchnorm_scratch_doubles(int channels);

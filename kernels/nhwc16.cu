@@ -93,7 +93,9 @@ struct SumLayout {
   int tx, ty, chunks, splits;
 };
 
-// `vec`: the channels a thread sums (8 only where the kernel takes 8-wide packs).
+// `vec`: the channels a thread sums (8 only where the kernel takes 8-wide packs). The
+// layout of the flat kernels and of the tiled apply kernels; the tiled sums' too up to
+// 32 lanes (channel_sum_layout).
 SumLayout sum_layout(std::size_t rows, int c, int vec) {
   const int lanes = c / vec;
   SumLayout l;
@@ -103,6 +105,35 @@ SumLayout sum_layout(std::size_t rows, int c, int vec) {
   const std::size_t want = (rows + std::size_t(l.ty) * kRowsPerThread - 1) / (std::size_t(l.ty) * kRowsPerThread);
   l.splits = want < 1 ? 1 : want > std::size_t(kMaxSplits) ? kMaxSplits : int(want);
   return l;
+}
+
+// BnKernels::tiled's channel sums over more than 32 lanes: blocks of 32 lanes by 8
+// rows, about 8 rows a thread, at most kMaxSplits blocks in all. sum_layout puts all
+// of a wide layer's lanes across one block row (2048 channels: 256 lanes, one row)
+// with about 32 rows a thread: ResNet-50's last stage at batch 64 (4,096 rows) then
+// ran 128 blocks of 8 warps, one per multiprocessor of an H200, and wrote partials a
+// quarter the size of its input. Here: 512 blocks and half the partials. Up to 32
+// lanes sum_layout is kept: more splits there would only lengthen the second pass.
+constexpr int kWideLanes = 32;
+constexpr int kWideRows = 8;           // rows a block steps through at once (ty)
+constexpr int kWideRowsPerThread = 8;  // about, before the splits are capped
+
+SumLayout wide_sum_layout(std::size_t rows, int c, int vec) {
+  const int lanes = c / vec;
+  SumLayout l;
+  l.tx = kWideLanes;
+  l.ty = kWideRows;
+  l.chunks = (lanes + l.tx - 1) / l.tx;
+  const int cap = kMaxSplits / l.chunks > 0 ? kMaxSplits / l.chunks : 1;
+  const std::size_t want = (rows + std::size_t(l.ty) * kWideRowsPerThread - 1) / (std::size_t(l.ty) * kWideRowsPerThread);
+  l.splits = want < 1 ? 1 : want > std::size_t(cap) ? cap : int(want);
+  return l;
+}
+
+// The channel sums' layout for `kernels`.
+SumLayout channel_sum_layout(std::size_t rows, int c, int vec, BnKernels kernels) {
+  if (kernels == BnKernels::tiled && c / vec > kWideLanes) return wide_sum_layout(rows, c, vec);
+  return sum_layout(rows, c, vec);
 }
 
 struct SumArgs {
@@ -238,11 +269,11 @@ __global__ void __launch_bounds__(32 * kSplitLanes)
 template <SumKind K>
 int channel_partials(const SumArgs& args, Format16 f, BnKernels kernels, double* scratch, cudaStream_t s) {
   const bool eight = packs_of_8(args.c % 8 == 0, {args.a, args.x});
-  const SumLayout l = sum_layout(args.rows, args.c, eight ? 8 : 1);
+  const SumLayout l = channel_sum_layout(args.rows, args.c, eight ? 8 : 1, kernels);
   dispatch(f, eight, [&](auto v) {
     using V = decltype(v);
     const dim3 grid(unsigned(l.splits), unsigned(l.chunks));
-    if (kernels == BnKernels::tiled)
+    if (tiled_kernels(kernels))
       channel_partials_kernel<V::F, V::VEC, K, 4><<<grid, l.tx * l.ty, 0, s>>>(args, l.tx, l.ty, scratch);
     else
       channel_partials_kernel<V::F, V::VEC, K, 1><<<grid, l.tx * l.ty, 0, s>>>(args, l.tx, l.ty, scratch);
@@ -258,7 +289,7 @@ void channel_sums(const SumArgs& args, Format16 f, BnKernels kernels, float* out
     return;
   }
   const int splits = channel_partials<K>(args, f, kernels, scratch, s);
-  if (kernels == BnKernels::tiled)
+  if (tiled_kernels(kernels))
     channel_partials_sum_lanes_kernel<<<split_lanes_grid(args.c), split_lanes_block(), 0, s>>>(scratch, args.c,
                                                                                               splits, out);
   else
@@ -626,9 +657,12 @@ __global__ void accumulate_kernel(const std::uint16_t* x, std::uint16_t* out, st
 
 std::size_t nhwc16_scratch_doubles(std::size_t rows, int c) {
   if (c <= 0) c = 1;
-  // Either layout: the one-channel one has the most splits (for views not aligned).
-  int splits = sum_layout(rows, c, 1).splits;
-  if (c % 8 == 0) splits = std::max(splits, sum_layout(rows, c, 8).splits);
+  // Any layout of any kernels: one channel a thread (views not aligned) or eight.
+  int splits = 0;
+  for (int vec : {1, 8})
+    if (vec == 1 || c % 8 == 0)
+      for (BnKernels k : {BnKernels::tiled, BnKernels::flat})
+        splits = std::max(splits, channel_sum_layout(rows, c, vec, k).splits);
   return std::size_t(splits) * std::size_t(c) * 2;
 }
 
@@ -645,7 +679,7 @@ void nhwc16_moments(const std::uint16_t* x, std::size_t rows, int c, Format16 f,
   if (c <= 0) return;
   const SumArgs args{x, nullptr, nullptr, nullptr, nullptr, nullptr, rows, c};
   const int splits = rows > 0 ? channel_partials<SumKind::moments>(args, f, kernels, scratch, s) : 0;
-  if (kernels == BnKernels::tiled) {
+  if (tiled_kernels(kernels)) {
     if (f == Format16::bf16)
       moments_lanes_kernel<Format16::bf16>
           <<<split_lanes_grid(c), split_lanes_block(), 0, s>>>(x, scratch, c, splits, double(rows), out);
@@ -672,7 +706,7 @@ void nhwc16_batchnorm_apply(const std::uint16_t* x, const float* mean, const flo
                                                                                1.0, k);
   dispatch(f, packs_of_8(c % 8 == 0, {x, residual, y}), [&](auto v) {
     using V = decltype(v);
-    if (kernels == BnKernels::tiled) {
+    if (tiled_kernels(kernels)) {
       const TileLayout l = tile_layout(rows, c, V::VEC);
       apply_tiled_kernel<V::F, V::VEC><<<l.grid, l.tx * l.ty, 0, s>>>(x, residual, relu, y, rows, l.tx, l.ty, k);
       return;
@@ -702,7 +736,7 @@ void nhwc16_batchnorm_backward_apply(const std::uint16_t* dy, const std::uint16_
                                                                                count, k);
   dispatch(f, packs_of_8(c % 8 == 0, {dy, x, dx}), [&](auto v) {
     using V = decltype(v);
-    if (kernels == BnKernels::tiled) {
+    if (tiled_kernels(kernels)) {
       const TileLayout l = tile_layout(rows, c, V::VEC);
       backward_apply_tiled_kernel<V::F, V::VEC><<<l.grid, l.tx * l.ty, 0, s>>>(dy, x, relu, dx, rows, l.tx, l.ty, k);
       return;

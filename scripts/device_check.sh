@@ -329,6 +329,9 @@ vs_torch_run() {
     echo "--- TRAINER_BN_KERNELS=0 (bf16-mixed, batch 64, training; the 2026-11-27 batch-norm kernels)"
     TRAINER_BN_KERNELS=0 "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
       --precision bf16-mixed --steps 60 --warmup 10 || return
+    echo "--- TRAINER_BN_WIDE_SUMS=0 (bf16-mixed, batch 64, training; the tiled sums' 2026-11-27 layout)"
+    TRAINER_BN_WIDE_SUMS=0 "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
+      --precision bf16-mixed --steps 60 --warmup 10 || return
     # cudnnFind ("benchmark") is left out since 2026-11-27: on an H200 it gave 2,022
     # images/s against the graph API's 2,483. Op by op, the legacy calls' host work
     # bounded the step (2,387 against the graph API's 3,755, 2026-11-27 evening;
@@ -527,6 +530,9 @@ profile_run() {
   # The batch-norm kernels measured on 2026-11-27 (14.4 ms of a 27.6 ms step then).
   TRAINER_BN_KERNELS=0 "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
     --precision bf16-mixed --steps 3 --warmup 2 --profile 5 > "$logs/op-profile-bn-flat.txt" || return 1
+  # The wide layers' channel sums as they ran on 2026-11-27 (TRAINER_BN_WIDE_SUMS=0).
+  TRAINER_BN_WIDE_SUMS=0 "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
+    --precision bf16-mixed --steps 3 --warmup 2 --profile 5 > "$logs/op-profile-lane-rows.txt" || return 1
   command -v ncu >/dev/null || { echo "no ncu on PATH: the in-process profile above stands alone"; return 0; }
   ncu_profile "$csv" "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
     --precision bf16-mixed --steps 1 --warmup 2 ||
@@ -649,6 +655,13 @@ if [[ $has_gpu == 0 || $only == *",10,"* ]]; then step 10-mirror-mouse 240 mirro
       echo "The same step with TRAINER_BN_KERNELS=0 (the 2026-11-27 batch-norm kernels):"
       echo '```'
       grep -E "^  (normalization|all ops|step) " "$logs/op-profile-bn-flat.txt"
+      echo '```'
+    fi
+    if [[ -f "$logs/op-profile-lane-rows.txt" ]]; then
+      echo
+      echo "The same step with TRAINER_BN_WIDE_SUMS=0 (the tiled sums' 2026-11-27 layout in the wide layers):"
+      echo '```'
+      grep -E "^  (normalization|all ops|step) " "$logs/op-profile-lane-rows.txt"
       echo '```'
     fi
   fi

@@ -55,6 +55,12 @@ bool tiled_batchnorm_from_env(const Env& env) {
                         "kernels");
 }
 
+bool wide_sum_blocks16_from_env(const Env& env) {
+  return on_unless_zero(env, "TRAINER_BN_WIDE_SUMS",
+                        "0 lays out the 16-bit channel sums of layers over 256 channels as an H200 ran them on "
+                        "2026-11-27 (up to 256 lanes across a block); unset it for blocks of 32 lanes by 8 rows");
+}
+
 bool vit_autocast_from_env(const Env& env) {
   return on_unless_zero(env, "TRAINER_VIT_AUTOCAST",
                         "0 keeps the ViTs' matrix products in fp32 under bf16-mixed / 16-mixed (the path before "
@@ -87,6 +93,7 @@ std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> 
   backend->set_fuses_norm_activation(fused_norm_from_env(env));
   backend->set_caches_filters16(filter_cache_from_env(env));
   backend->set_tiled_batchnorm(tiled_batchnorm_from_env(env));
+  backend->set_wide_sum_blocks16(wide_sum_blocks16_from_env(env));
   backend->transformer_ops().set_autocast(vit_autocast_from_env(env));
   backend->transformer_ops().set_fused_attention(vit_fused_attention_from_env(env));
   backend->transformer_ops().set_activation_copies(vit_activation_copies_from_env(env));

@@ -155,6 +155,12 @@ class Backend {
   // element; the CPU backend ignores it.
   bool tiled_batchnorm() const { return tiled_batchnorm_; }
   void set_tiled_batchnorm(bool on) { tiled_batchnorm_ = on; }
+  // With the tiled kernels: the 16-bit channel sums of layers wider than 256 channels
+  // in blocks of 32 lanes by 8 rows (the default, since 2026-11-28), or laid out as an
+  // H200 ran them on 2026-11-27 (TRAINER_BN_WIDE_SUMS=0). Other sums and the CPU
+  // backend ignore it.
+  bool wide_sum_blocks16() const { return wide_sum_blocks16_; }
+  void set_wide_sum_blocks16(bool on) { wide_sum_blocks16_ = on; }
 
   // ---- transposed convolution (PyTorch ConvTranspose2d, with bias) --------
   // w is IOHW [in_channels, out_channels, k, k]; bias [out_channels] may be null.
@@ -378,6 +384,7 @@ class Backend {
   bool fuse_norm_activation_ = true;
   bool cache_filters16_ = true;
   bool tiled_batchnorm_ = true;
+  bool wide_sum_blocks16_ = true;
   Storage activation_storage_ = Storage::f32_nchw;
 };
 

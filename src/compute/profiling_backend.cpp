@@ -25,6 +25,7 @@ ProfilingBackend::ProfilingBackend(Backend& inner) : inner_(inner) {
   set_activation_storage(inner.activation_storage());
   set_caches_filters16(inner.caches_filters16());
   set_tiled_batchnorm(inner.tiled_batchnorm());
+  set_wide_sum_blocks16(inner.wide_sum_blocks16());
 }
 
 template <typename Op>

@@ -207,22 +207,26 @@ TEST_CASE("cuda 16-bit NHWC conversion, batch norm, pooling and elementwise kern
 }
 
 // TRAINER_BN_KERNELS: the tiled batch-norm kernels (the default) against the flat ones an
-// H200 ran on 2026-11-27, on the same GPU. Element-wise results are the same bits (the
-// same arithmetic per value); per-channel sums add their double partials in another
-// fixed order before rounding to float.
+// H200 ran on 2026-11-27, on the same GPU; and TRAINER_BN_WIDE_SUMS: the tiled channel
+// sums of layers over 32 lanes in blocks of 32 lanes by 8 rows (the default since
+// 2026-11-28) against the tiled layout that ran ("lane rows"). Element-wise results
+// are the same bits (the same arithmetic per value); per-channel sums add their double
+// partials in another fixed order before rounding to float.
 TEST_CASE("cuda tiled batch-norm kernels give the 2026-11-27 kernels' values (TRAINER_BN_KERNELS=0)",
           "[gpu][storage16]") {
   // 16 x 64 x 128 x 128: 262,144 rows in 256 splits, eight per lane of the split sums,
   // and many rows per thread; 2048 channels: one chunk of 256 lanes (ResNet-50's last
-  // stage); 300 and 6 channels: one value per thread, 300 in two chunks. With at most
-  // 32 splits (the last three: 16, 11 and 2) each lane holds one partial and lane 0 adds
-  // them in split order, so the sums are the flat kernels' bits too.
+  // stage) in the 2026-11-27 layout, 8 chunks of 32 lanes in the wide one; 300 and 6
+  // channels: one value per thread, 300 in two chunks (ten of 32 in the wide layout).
+  // With at most 32 splits (the last three: 16, 11 and 2) each lane holds one partial
+  // and lane 0 adds them in split order, so the 2026-11-27 layout's sums are the flat
+  // kernels' bits too. `wide`: whether the wide layout applies (more than 32 lanes).
   struct Case {
     Shape4 d;
-    bool same_bits;
+    bool same_bits, wide;
   };
-  for (const Case k : {Case{Shape4{16, 64, 128, 128}, false}, Case{Shape4{8, 2048, 8, 8}, true},
-                       Case{Shape4{4, 300, 9, 9}, true}, Case{Shape4{2, 6, 33, 31}, true}}) {
+  for (const Case k : {Case{Shape4{16, 64, 128, 128}, false, false}, Case{Shape4{8, 2048, 8, 8}, true, true},
+                       Case{Shape4{4, 300, 9, 9}, true, true}, Case{Shape4{2, 6, 33, 31}, true, false}}) {
     const Shape4 d = k.d;
     for (Precision p : {Precision::bf16, Precision::fp16}) {
       INFO(precision_name(p) << " " << d.str());
@@ -240,8 +244,10 @@ TEST_CASE("cuda tiled batch-norm kernels give the 2026-11-27 kernels' values (TR
         std::vector<float> moments, stats;
         std::vector<std::vector<float>> reduces, elementwise;
       };
-      const auto run = [&](bool tiled) {
-        gpu.set_tiled_batchnorm(tiled);
+      enum class Kernels { flat, lane_rows, wide };
+      const auto run = [&](Kernels kernels) {
+        gpu.set_tiled_batchnorm(kernels != Kernels::flat);
+        gpu.set_wide_sum_blocks16(kernels == Kernels::wide);
         Results res;
         DeviceBuffer m(gpu, batchnorm_moments_size(c)), sums(gpu, 2 * std::size_t(c));
         gpu.batchnorm_moments(x.gpu(), m.data(), gs);
@@ -270,31 +276,44 @@ TEST_CASE("cuda tiled batch-norm kernels give the 2026-11-27 kernels' values (TR
         res.elementwise.push_back(t.values(out).first);
         return res;
       };
-      const Results flat = run(false), tiled = run(true);
-      if (k.same_bits) {
-        CHECK(tiled.moments == flat.moments);
-        CHECK(tiled.stats == flat.stats);
-        CHECK(tiled.reduces == flat.reduces);
-      } else {
-        // Each part of the moments on its own scale (compute/batchnorm_moments.hpp's
-        // layout): the means, two floats each, against their size; M2; the count.
+      // Sums added in another order: each part of the moments on its own scale
+      // (compute/batchnorm_moments.hpp's layout): the means, two floats each, against
+      // their size; M2; the count.
+      const auto sums_close = [c](const Results& a, const Results& b) {
         double mean_error = 0;
         for (int ch = 0; ch < c; ++ch)
-          mean_error = std::max(mean_error, std::fabs((double(tiled.moments[ch]) + tiled.moments[c + ch]) -
-                                                      (double(flat.moments[ch]) + flat.moments[c + ch])));
+          mean_error = std::max(mean_error, std::fabs((double(a.moments[ch]) + a.moments[c + ch]) -
+                                                      (double(b.moments[ch]) + b.moments[c + ch])));
         CHECK(mean_error < 1e-7);
         const auto m2 = [c](const std::vector<float>& m) {
           return std::vector<float>(m.begin() + 2 * c, m.begin() + 3 * c);
         };
-        CHECK(rel_error(m2(tiled.moments), m2(flat.moments)) < 1e-6);
-        CHECK(tiled.moments[3 * c] == flat.moments[3 * c]);  // the count
-        CHECK(rel_error(tiled.stats, flat.stats) < 1e-6);
-        for (std::size_t i = 0; i < flat.reduces.size(); ++i) CHECK(rel_error(tiled.reduces[i], flat.reduces[i]) < 1e-6);
+        CHECK(rel_error(m2(a.moments), m2(b.moments)) < 1e-6);
+        CHECK(a.moments[3 * c] == b.moments[3 * c]);  // the count
+        CHECK(rel_error(a.stats, b.stats) < 1e-6);
+        for (std::size_t i = 0; i < b.reduces.size(); ++i) CHECK(rel_error(a.reduces[i], b.reduces[i]) < 1e-6);
+      };
+      const Results flat = run(Kernels::flat), lane_rows = run(Kernels::lane_rows), wide = run(Kernels::wide);
+      if (k.same_bits) {
+        CHECK(lane_rows.moments == flat.moments);
+        CHECK(lane_rows.stats == flat.stats);
+        CHECK(lane_rows.reduces == flat.reduces);
+      } else {
+        sums_close(lane_rows, flat);
       }
-      REQUIRE(tiled.elementwise.size() == 5);
+      if (k.wide) {
+        INFO("blocks of 32 lanes by 8 rows against the lane rows");
+        sums_close(wide, lane_rows);
+      } else {
+        CHECK(wide.moments == lane_rows.moments);
+        CHECK(wide.stats == lane_rows.stats);
+        CHECK(wide.reduces == lane_rows.reduces);
+      }
+      REQUIRE(lane_rows.elementwise.size() == 5);
       for (std::size_t i = 0; i < flat.elementwise.size(); ++i) {
         INFO("element-wise op " << i << " (apply, with ReLU, with residual and ReLU, backward, through the ReLU)");
-        CHECK(tiled.elementwise[i] == flat.elementwise[i]);
+        CHECK(lane_rows.elementwise[i] == flat.elementwise[i]);
+        CHECK(wide.elementwise[i] == flat.elementwise[i]);
       }
     }
   }

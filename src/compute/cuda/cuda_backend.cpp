@@ -700,7 +700,8 @@ class CudaBackend final : public Backend {
     return options_.precision == Precision::fp16 ? kernels::Format16::fp16 : kernels::Format16::bf16;
   }
   kernels::BnKernels bn_kernels() const {
-    return tiled_batchnorm() ? kernels::BnKernels::tiled : kernels::BnKernels::flat;
+    if (!tiled_batchnorm()) return kernels::BnKernels::flat;
+    return wide_sum_blocks16() ? kernels::BnKernels::tiled : kernels::BnKernels::tiled_lane_rows;
   }
   static kernels::Dims4 x_dims(const ConvProblem& p) { return {p.n, p.c, p.h, p.w}; }
   static kernels::Dims4 w_dims(const ConvProblem& p) { return {p.k, p.c, p.r, p.r}; }

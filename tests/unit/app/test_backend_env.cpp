@@ -80,6 +80,20 @@ TEST_CASE("TRAINER_BN_KERNELS keeps the 2026-11-27 batch-norm kernels selectable
   CHECK(backend->tiled_batchnorm() == app::tiled_batchnorm_from_env(capture_environment()));
 }
 
+TEST_CASE("TRAINER_BN_WIDE_SUMS keeps the 2026-11-27 layout of the 16-bit channel sums selectable",
+          "[app][storage16]") {
+  CHECK(app::wide_sum_blocks16_from_env({}));
+  CHECK(app::wide_sum_blocks16_from_env({{"TRAINER_BN_WIDE_SUMS", "1"}}));
+  CHECK_FALSE(app::wide_sum_blocks16_from_env({{"TRAINER_BN_WIDE_SUMS", "0"}}));
+  CHECK_THROWS_AS(app::wide_sum_blocks16_from_env({{"TRAINER_BN_WIDE_SUMS", "lanes"}}), UserError);
+  app::BackendRequest request;
+  request.precision = "bf16-mixed";
+  request.cpu_threads = 1;
+  Log log;
+  auto backend = app::make_backend(request, log);
+  CHECK(backend->wide_sum_blocks16() == app::wide_sum_blocks16_from_env(capture_environment()));
+}
+
 TEST_CASE("TRAINER_VIT_FUSED_ATTENTION keeps the batched-matmul attention selectable", "[app][autocast]") {
   CHECK(app::vit_fused_attention_from_env({}));
   CHECK(app::vit_fused_attention_from_env({{"TRAINER_VIT_FUSED_ATTENTION", "1"}}));
