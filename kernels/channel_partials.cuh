@@ -21,7 +21,7 @@ __global__ void channel_partials_sum_kernel(const double* partial, int c, int sp
   out[c + ch] = static_cast<float>(b);
 }
 
-// The same sums with the splits spread over threads (BnKernels::tiled, kernels/nhwc16.cu):
+// The same sums with the splits spread over threads (the tiled kernels, kernels/nhwc16.cu):
 // block (32 channels, kSplitLanes lanes); lane y adds splits y, y + kSplitLanes, ... in
 // order, then lane 0 adds the lanes in order (fixed, so run to run the same bits). One
 // thread per channel walking up to 1,024 splits took 45 us a call on an H200

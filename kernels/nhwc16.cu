@@ -107,8 +107,9 @@ SumLayout sum_layout(std::size_t rows, int c, int vec) {
   return l;
 }
 
-// BnKernels::tiled's channel sums over more than 32 lanes: blocks of 32 lanes by 8
-// rows, about 8 rows a thread, at most kMaxSplits blocks in all. sum_layout puts all
+// BnKernels::tiled's channel sums over more than 32 lanes (256 channels at eight a
+// thread, 32 at one): blocks of 32 lanes by 8 rows, about 8 rows a thread, at most
+// kMaxSplits blocks in all while there are at most kMaxSplits chunks. sum_layout puts all
 // of a wide layer's lanes across one block row (2048 channels: 256 lanes, one row)
 // with about 32 rows a thread: ResNet-50's last stage at batch 64 (4,096 rows) then
 // ran 128 blocks of 8 warps, one per multiprocessor of an H200, and wrote partials a
@@ -148,7 +149,7 @@ struct SumArgs {
 };
 
 // U rows in flight per thread: their loads are issued before any of their sums (U = 4,
-// BnKernels::tiled), the sums still added row by row in order, so the same bits as U = 1
+// the tiled kernels), the sums still added row by row in order, so the same bits as U = 1
 // (the 2026-11-27 kernel, which ran at about a fifth of an H200's bandwidth).
 template <Format16 F, int VEC, SumKind K, int U>
 __global__ void channel_partials_kernel(SumArgs args, int tx, int ty, double* partial) {
@@ -207,9 +208,15 @@ __global__ void channel_partials_kernel(SumArgs args, int tx, int ty, double* pa
       add_row(load_pack<VEC>(args.a + off), kTwoInputs ? load_pack<VEC>(args.x + off) : Pack<VEC>{});
     }
   }
+  // Thread-major within each (channel j, sum) plane: neighbouring threads hit
+  // neighbouring words. Until 2026-11-28 each thread's 16 doubles lay together, 128
+  // bytes apart from its neighbour's, so a warp's stores and the lane sums' reads went
+  // to one bank (32-way conflicts, a fixed cost per block). The same additions in the
+  // same order.
+  const auto at = [](int j, int sum, int t) { return (j * 2 + sum) * kSumThreads + t; };
   for (int j = 0; j < VEC; ++j) {
-    shared[(threadIdx.x * VEC + j) * 2 + 0] = sa[j];
-    shared[(threadIdx.x * VEC + j) * 2 + 1] = sb[j];
+    shared[at(j, 0, threadIdx.x)] = sa[j];
+    shared[at(j, 1, threadIdx.x)] = sb[j];
   }
   __syncthreads();
   if (ly != 0 || !active) return;
@@ -217,8 +224,8 @@ __global__ void channel_partials_kernel(SumArgs args, int tx, int ty, double* pa
     double a = 0.0, b = 0.0;
     for (int row = 0; row < ty; ++row) {
       const int t = row * tx + lx;
-      a += shared[(t * VEC + j) * 2 + 0];
-      b += shared[(t * VEC + j) * 2 + 1];
+      a += shared[at(j, 0, t)];
+      b += shared[at(j, 1, t)];
     }
     partial[(std::size_t(blockIdx.x) * args.c + c0 + j) * 2 + 0] = a;
     partial[(std::size_t(blockIdx.x) * args.c + c0 + j) * 2 + 1] = b;
@@ -370,8 +377,8 @@ __global__ void backward_apply_kernel(const std::uint16_t* dy, const std::uint16
   }
 }
 
-// BnKernels::tiled: the channel sums' layout (tx channel lanes of VEC channels by ty
-// rows, one chunk of lanes per blockIdx.y), so each thread reads its channels'
+// The tiled kernels: sum_layout's lanes and rows (tx channel lanes of VEC channels by ty
+// rows, one chunk of lanes per blockIdx.y; the channel sums' layout up to 32 lanes), so each thread reads its channels'
 // coefficients once into registers, needs no division to find its channel, and goes
 // down its rows with U rows' loads in flight. The flat kernels above (one pack per
 // thread, a 64-bit remainder and 2 to 6 coefficient loads per value) ran at about 40%

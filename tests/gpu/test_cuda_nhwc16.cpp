@@ -221,12 +221,16 @@ TEST_CASE("cuda tiled batch-norm kernels give the 2026-11-27 kernels' values (TR
   // With at most 32 splits (the last three: 16, 11 and 2) each lane holds one partial
   // and lane 0 adds them in split order, so the 2026-11-27 layout's sums are the flat
   // kernels' bits too. `wide`: whether the wide layout applies (more than 32 lanes).
+  // The last two reach the wide layout's cap on splits (kMaxSplits / chunks): 512
+  // channels of 32 x 32 at batch 40 (64 lanes, 2 chunks, 640 splits wanted, 512 run),
+  // and 2044 channels (one a thread: 64 chunks, 20 splits wanted, 16 run).
   struct Case {
     Shape4 d;
     bool same_bits, wide;
   };
   for (const Case k : {Case{Shape4{16, 64, 128, 128}, false, false}, Case{Shape4{8, 2048, 8, 8}, true, true},
-                       Case{Shape4{4, 300, 9, 9}, true, true}, Case{Shape4{2, 6, 33, 31}, true, false}}) {
+                       Case{Shape4{4, 300, 9, 9}, true, true}, Case{Shape4{2, 6, 33, 31}, true, false},
+                       Case{Shape4{40, 512, 32, 32}, false, true}, Case{Shape4{5, 2044, 16, 16}, false, true}}) {
     const Shape4 d = k.d;
     for (Precision p : {Precision::bf16, Precision::fp16}) {
       INFO(precision_name(p) << " " << d.str());
