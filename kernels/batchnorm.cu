@@ -229,28 +229,15 @@ __global__ void param_grads_kernel(const float* reduce, const float* invstd, int
   if (dbeta) dbeta[ch] = reduce[ch];
 }
 
-// dx = (g - sum_g / count - (x - mean) * invstd^2 * sum_g_xmu / count) * invstd * gamma,
-// with g = dy, or (kRelu) dy masked by the ReLU that followed the batch norm, the
-// mask recomputed from x (compute/batchnorm_apply_rule.hpp).
+// BackwardApplyRule<kRelu> (batchnorm_tiles.cuh) over one image plane of one channel.
 template <bool kRelu>
 __global__ void backward_apply_kernel(const float* dy, const float* x, const float* mean,
                                       const float* invstd, const float* gamma, const float* beta,
                                       const float* reduce, double count, float* dx, int c, int plane) {
-  const int ch = blockIdx.x % c;
-  const compute::BatchnormAffine affine =
-      kRelu ? compute::batchnorm_affine_of(mean, invstd, gamma, beta, ch) : compute::BatchnormAffine{};
-  const float is = invstd[ch];
-  const float g = gamma ? gamma[ch] : 1.f;
-  const float mean_dy = static_cast<float>(reduce[ch] / count);
-  const float proj = static_cast<float>(reduce[c + ch] / count) * is * is;
-  const float mu = mean[ch];
-  const float k = is * g;
+  const auto rule = BackwardApplyRule<kRelu>::of(mean, invstd, gamma, beta, reduce, count, c, int(blockIdx.x % c));
   const std::size_t base = std::size_t(blockIdx.x) * plane;
-  for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < plane; i += gridDim.y * blockDim.x) {
-    const float xv = x[base + i];
-    const float gradient = kRelu ? compute::relu_masked(dy[base + i], xv, affine) : dy[base + i];
-    dx[base + i] = (gradient - mean_dy - (xv - mu) * proj) * k;
-  }
+  for (int i = blockIdx.y * blockDim.x + threadIdx.x; i < plane; i += gridDim.y * blockDim.x)
+    dx[base + i] = rule(dy[base + i], x[base + i]);
 }
 
 }  // namespace

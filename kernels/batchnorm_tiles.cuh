@@ -22,6 +22,32 @@ namespace {
 using compute::ChannelTiles;
 static_assert(compute::kTileThreads == detail::kThreads, "the tiles' blocks are the kernels' blocks");
 
+// The backward apply's per-channel terms and its value rule, for the flat kernel
+// (batchnorm.cu) and the tiled one alike: dx = (g - sum_g / count - (x - mean) *
+// invstd^2 * sum_g_xmu / count) * invstd * gamma, with g = dy, or (kRelu) dy masked by
+// the ReLU that followed the batch norm, the mask recomputed from x.
+template <bool kRelu>
+struct BackwardApplyRule {
+  compute::BatchnormAffine affine;
+  float mean_dy, proj, mu, k;
+  __device__ static BackwardApplyRule of(const float* mean, const float* invstd, const float* gamma,
+                                         const float* beta, const float* reduce, double count, int c, int ch) {
+    BackwardApplyRule r;
+    r.affine = kRelu ? compute::batchnorm_affine_of(mean, invstd, gamma, beta, ch) : compute::BatchnormAffine{};
+    const float is = invstd[ch];
+    const float g = gamma ? gamma[ch] : 1.f;
+    r.mean_dy = static_cast<float>(reduce[ch] / count);
+    r.proj = static_cast<float>(reduce[c + ch] / count) * is * is;
+    r.mu = mean[ch];
+    r.k = is * g;
+    return r;
+  }
+  __device__ float operator()(float dy, float xv) const {
+    const float gradient = kRelu ? compute::relu_masked(dy, xv, affine) : dy;
+    return (gradient - mean_dy - (xv - mu) * proj) * k;
+  }
+};
+
 // ---- per-channel sums: the Terms' Channel adds one value (and its second input's) --
 
 struct StatsTile {
@@ -197,33 +223,18 @@ struct BackwardApplyTile {
   int c;
   float* dx;
   struct Channel {
-    compute::BatchnormAffine affine;
-    float mean_dy, proj, mu, k;
+    BackwardApplyRule<kRelu> rule;
     const float4* dy;
     const float4* x;
     float4* dx;
-    __device__ float one(float g, float xv) const {
-      const float gradient = kRelu ? compute::relu_masked(g, xv, affine) : g;
-      return (gradient - mean_dy - (xv - mu) * proj) * k;
-    }
     __device__ void operator()(std::size_t i) const {
       const float4 g = dy[i], v = x[i];
-      dx[i] = float4{one(g.x, v.x), one(g.y, v.y), one(g.z, v.z), one(g.w, v.w)};
+      dx[i] = float4{rule(g.x, v.x), rule(g.y, v.y), rule(g.z, v.z), rule(g.w, v.w)};
     }
   };
   __device__ Channel at(int ch) const {
-    Channel k;
-    k.affine = kRelu ? compute::batchnorm_affine_of(mean, invstd, gamma, beta, ch) : compute::BatchnormAffine{};
-    const float is = invstd[ch];
-    const float g = gamma ? gamma[ch] : 1.f;
-    k.mean_dy = static_cast<float>(reduce[ch] / count);
-    k.proj = static_cast<float>(reduce[c + ch] / count) * is * is;
-    k.mu = mean[ch];
-    k.k = is * g;
-    k.dy = reinterpret_cast<const float4*>(dy);
-    k.x = reinterpret_cast<const float4*>(x);
-    k.dx = reinterpret_cast<float4*>(dx);
-    return k;
+    return {BackwardApplyRule<kRelu>::of(mean, invstd, gamma, beta, reduce, count, c, ch),
+            reinterpret_cast<const float4*>(dy), reinterpret_cast<const float4*>(x), reinterpret_cast<float4*>(dx)};
   }
 };
 
