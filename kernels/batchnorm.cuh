@@ -18,11 +18,13 @@ namespace trainer::kernels {
 // each thread keeps one channel and one float4 column down the images, and a block
 // covers several small planes (batchnorm_tiles.cuh), where planes hold whole float4s
 // and the tensors are 16-byte aligned; and since 2026-11-28 (not yet run on a GPU)
-// the 16-bit channel sums of layers wider than 32 lanes (256 channels) take blocks of
-// 32 lanes by 8 rows (nhwc16.cu, wide_sum_layout). `tiled_lane_rows`: the same, with
-// the 16-bit channel sums laid out as on 2026-11-27 (up to 256 lanes across a block,
-// the layout an H200 ran; TRAINER_BN_WIDE_SUMS=0). `flat`: the kernels an H200 ran on
-// 2026-11-27 and 2026-11-28.
+// the 16-bit channel sums of layers wider than 32 lanes (256 channels at eight a
+// thread, 32 at one) take blocks of 32 lanes by 8 rows (nhwc16.cu, wide_sum_layout).
+// `tiled_lane_rows`: the same, with the 16-bit channel sums laid out as on 2026-11-27
+// (up to 256 lanes across a block; TRAINER_BN_WIDE_SUMS=0). `flat`: the kernels an
+// H200 ran on 2026-11-27 and 2026-11-28. The last two compute what ran, the same bits,
+// though not quite its kernels: since 2026-11-28 every layout's 16-bit sums keep
+// their block reduction's shared memory thread-major (no bank conflicts).
 enum class BnKernels { tiled, tiled_lane_rows, flat };
 inline bool tiled_kernels(BnKernels k) { return k != BnKernels::flat; }
 

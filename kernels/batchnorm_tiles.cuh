@@ -8,7 +8,8 @@
 // the 8 x 8 planes of the last stage left three of four threads idle in 32,768 blocks
 // a call. Per value the arithmetic is the flat kernels'
 // (compute/batchnorm_apply_rule.hpp); the per-channel sums add in another fixed order.
-// Included by batchnorm.cu only; needs plane % 4 == 0 and 16-byte aligned tensors.
+// Included by batchnorm.cu only; the tiles need plane % 4 == 0 and 16-byte aligned
+// tensors. BackwardApplyRule serves the flat backward apply kernel too.
 #include <cuda_runtime.h>  // float4, dim3, __syncthreads
 #include <cstddef>         // std::size_t
 

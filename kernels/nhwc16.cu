@@ -209,9 +209,9 @@ __global__ void channel_partials_kernel(SumArgs args, int tx, int ty, double* pa
     }
   }
   // Thread-major within each (channel j, sum) plane: neighbouring threads hit
-  // neighbouring words. Until 2026-11-28 each thread's 16 doubles lay together, 128
-  // bytes apart from its neighbour's, so a warp's stores and the lane sums' reads went
-  // to one bank (32-way conflicts, a fixed cost per block). The same additions in the
+  // neighbouring words. Until 2026-11-28 each thread's 2 * VEC doubles lay together,
+  // so with VEC = 8 (128 bytes apart) a warp's stores and the lane sums' reads went to
+  // one bank (32-way conflicts, a fixed cost per block). The same additions in the
   // same order.
   const auto at = [](int j, int sum, int t) { return (j * 2 + sum) * kSumThreads + t; };
   for (int j = 0; j < VEC; ++j) {
@@ -377,12 +377,13 @@ __global__ void backward_apply_kernel(const std::uint16_t* dy, const std::uint16
   }
 }
 
-// The tiled kernels: sum_layout's lanes and rows (tx channel lanes of VEC channels by ty
-// rows, one chunk of lanes per blockIdx.y; the channel sums' layout up to 32 lanes), so each thread reads its channels'
-// coefficients once into registers, needs no division to find its channel, and goes
-// down its rows with U rows' loads in flight. The flat kernels above (one pack per
-// thread, a 64-bit remainder and 2 to 6 coefficient loads per value) ran at about 40%
-// of an H200's bandwidth (2026-11-27). The arithmetic per value is theirs.
+// The tiled kernels: sum_layout's lanes and rows (tx channel lanes of VEC channels by
+// ty rows, one chunk of lanes per blockIdx.y; the channel sums' layout up to 32
+// lanes), so each thread reads its channels' coefficients once into registers, needs
+// no division to find its channel, and goes down its rows with U rows' loads in
+// flight. The flat kernels above (one pack per thread, a 64-bit remainder and 2 to 6
+// coefficient loads per value) ran at about 40% of an H200's bandwidth (2026-11-27).
+// The arithmetic per value is theirs.
 constexpr int kTileRowsPerThread = 8;  // rows per thread, about, before the grid is capped
 constexpr int kTileRowsInFlight = 4;
 

@@ -57,8 +57,9 @@ bool tiled_batchnorm_from_env(const Env& env) {
 
 bool wide_sum_blocks16_from_env(const Env& env) {
   return on_unless_zero(env, "TRAINER_BN_WIDE_SUMS",
-                        "0 lays out the 16-bit channel sums of layers over 32 lanes (256 channels at eight a thread) as an H200 ran them on "
-                        "2026-11-27 (up to 256 lanes across a block); unset it for blocks of 32 lanes by 8 rows");
+                        "0 lays out the 16-bit channel sums of layers over 32 lanes (256 channels at eight a "
+                        "thread) as an H200 ran them on 2026-11-27 (up to 256 lanes across a block); unset it for "
+                        "blocks of 32 lanes by 8 rows");
 }
 
 bool vit_autocast_from_env(const Env& env) {

@@ -64,9 +64,9 @@ bool filter_cache_from_env(const Env& env);
 // unset = the tiled batch-norm kernels; 0 = those an H200 ran on 2026-11-27 and 28
 // (docs/GPU.md). Throws UserError for any other value.
 bool tiled_batchnorm_from_env(const Env& env);
-// TRAINER_BN_WIDE_SUMS (the tiled 16-bit channel sums of layers over 32 lanes, 256 channels at eight a thread): 1
-// or unset = blocks of 32 lanes by 8 rows; 0 = the layout an H200 ran on 2026-11-27
-// (docs/GPU.md). Throws UserError for any other value.
+// TRAINER_BN_WIDE_SUMS (the tiled 16-bit channel sums of layers over 32 lanes, 256
+// channels at eight a thread): 1 or unset = blocks of 32 lanes by 8 rows; 0 = the
+// layout an H200 ran on 2026-11-27 (docs/GPU.md). Throws UserError for any other value.
 bool wide_sum_blocks16_from_env(const Env& env);
 
 // TRAINER_VIT_AUTOCAST (the ViTs' products in bf16-mixed / 16-mixed,

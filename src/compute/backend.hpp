@@ -156,10 +156,9 @@ class Backend {
   bool tiled_batchnorm() const { return tiled_batchnorm_; }
   void set_tiled_batchnorm(bool on) { tiled_batchnorm_ = on; }
   // With the tiled kernels: the 16-bit channel sums of layers wider than 32 lanes (256
-  // channels at eight a thread)
-  // in blocks of 32 lanes by 8 rows (the default, since 2026-11-28), or laid out as an
-  // H200 ran them on 2026-11-27 (TRAINER_BN_WIDE_SUMS=0). Other sums and the CPU
-  // backend ignore it.
+  // channels at eight a thread) in blocks of 32 lanes by 8 rows (the default, since
+  // 2026-11-28), or laid out as an H200 ran them on 2026-11-27 (TRAINER_BN_WIDE_SUMS=0).
+  // Other sums and the CPU backend ignore it.
   bool wide_sum_blocks16() const { return wide_sum_blocks16_; }
   void set_wide_sum_blocks16(bool on) { wide_sum_blocks16_ = on; }
 

@@ -218,7 +218,7 @@ TEST_CASE("cuda tiled batch-norm kernels give the 2026-11-27 kernels' values (TR
   // and many rows per thread; 2048 channels: one chunk of 256 lanes (ResNet-50's last
   // stage) in the 2026-11-27 layout, 8 chunks of 32 lanes in the wide one; 300 and 6
   // channels: one value per thread, 300 in two chunks (ten of 32 in the wide layout).
-  // With at most 32 splits (the last three: 16, 11 and 2) each lane holds one partial
+  // With at most 32 splits (the second to fourth: 16, 11 and 2) each lane holds one partial
   // and lane 0 adds them in split order, so the 2026-11-27 layout's sums are the flat
   // kernels' bits too. `wide`: whether the wide layout applies (more than 32 lanes).
   // The last two reach the wide layout's cap on splits (kMaxSplits / chunks): 512
