@@ -1,8 +1,7 @@
 // Batch-norm kernels; see batchnorm.cuh.
 #include "batchnorm.cuh"
 
-#include <cmath>    // sqrt
-#include <cstdint>  // std::uintptr_t
+#include <cmath>  // sqrt
 #include <initializer_list>
 
 #include "compute/batchnorm_apply_rule.hpp"  // batchnorm_affine_of, batchnorm_affine, relu_masked
@@ -25,11 +24,10 @@ inline int splits_for(int n) { return n < kFlatSplits ? (n > 0 ? n : 1) : kFlatS
 
 // BnKernels::tiled (batchnorm_tiles.cuh) where its float4 accesses fit: whole float4s
 // per plane, every tensor 16-byte aligned; elsewhere the flat kernels.
-inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 inline bool tiles_fit(BnKernels kernels, int plane, std::initializer_list<const void*> tensors) {
   if (!tiled_kernels(kernels) || plane <= 0 || plane % 4) return false;
   for (const void* p : tensors)
-    if (p && !aligned16(p)) return false;
+    if (p && !detail::aligned16(p)) return false;
   return true;
 }
 // About twice and four times the blocks an H200 holds at once (132 multiprocessors,

@@ -1,7 +1,6 @@
 // Elementwise kernels; see elementwise.cuh.
 #include "elementwise.cuh"
 
-#include <cstdint>  // std::uintptr_t
 #include <initializer_list>
 
 #include "compute/affine_points.hpp"  // AffineMap2D, apply_affine
@@ -29,12 +28,11 @@ __global__ void vector_pass_kernel(Op op, std::size_t n, bool vectors) {
   for (std::size_t i = start; i < n4; i += stride) op.four(i);
   for (std::size_t i = 4 * n4 + start; i < n; i += stride) op.one(i);
 }
-inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 template <typename Op>
 void vector_pass(Op op, std::size_t n, std::initializer_list<const void*> operands, cudaStream_t s) {
   if (!n) return;
   bool vectors = true;
-  for (const void* p : operands) vectors = vectors && aligned16(p);
+  for (const void* p : operands) vectors = vectors && detail::aligned16(p);
   vector_pass_kernel<<<blocks_for(vectors ? (n + 3) / 4 : n), kThreads, 0, s>>>(op, n, vectors);
 }
 

@@ -3,10 +3,14 @@
 // only): launch sizes for grid-stride loops and block-wide reductions.
 #include <cuda_runtime.h>  // dim3, __syncthreads, warp shuffles
 #include <cstddef>         // std::size_t
+#include <cstdint>         // std::uintptr_t
 
 namespace trainer::kernels::detail {
 
 constexpr int kThreads = 256;  // threads per block for every 1-D kernel here
+
+// Whether 16-byte vector accesses (float4, eight 16-bit values) may start at p.
+inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 // Enough blocks to cover n elements with grid-stride loops, capped so very large
 // buffers do not launch millions of blocks.

@@ -3,7 +3,7 @@
 
 #include <algorithm>         // std::max
 #include <cmath>             // INFINITY
-#include <cstdint>           // std::uintptr_t
+#include <cstdint>           // std::uint16_t
 #include <initializer_list>  // std::initializer_list (packs_of_8)
 
 #include "compute/batchnorm_apply_rule.hpp"  // batchnorm_affine_of, batchnorm_affine, relu_masked, ...
@@ -60,7 +60,7 @@ struct Variant {
 // thread instead of faulting on a misaligned address.
 bool packs_of_8(bool groups_of_8, std::initializer_list<const void*> pointers) {
   for (const void* p : pointers)
-    if (reinterpret_cast<std::uintptr_t>(p) % 16 != 0) return false;
+    if (!detail::aligned16(p)) return false;
   return groups_of_8;
 }
 
