@@ -30,13 +30,16 @@ inline bool tiles_fit(BnKernels kernels, int plane, std::initializer_list<const 
     if (p && !detail::aligned16(p)) return false;
   return true;
 }
-// About twice and four times the blocks an H200 holds at once (132 multiprocessors,
-// 8 blocks of 256 threads each).
+// Sums about twice, element-wise passes about four times the blocks an H200 holds at
+// once (132 multiprocessors, 8 blocks of 256 threads each).
 inline ChannelTiles sum_tiles(int n, int c, int plane) {
   return compute::make_channel_tiles(n, c, plane, /*target_blocks=*/2048, /*min_loads=*/4, /*for_sums=*/true);
 }
-inline ChannelTiles elementwise_tiles(int n, int c, int plane) {
-  return compute::make_channel_tiles(n, c, plane, /*target_blocks=*/4096, /*min_loads=*/1, /*for_sums=*/false);
+template <typename Op>
+void tiled_elementwise(Op op, int n, int c, int plane, cudaStream_t s) {
+  const ChannelTiles t =
+      compute::make_channel_tiles(n, c, plane, /*target_blocks=*/4096, /*min_loads=*/1, /*for_sums=*/false);
+  tiled_elementwise_kernel<<<dim3(t.grid_x(), t.grid_y()), kThreads, 0, s>>>(op, t);
 }
 
 // Planes (n, c) of an NCHW tensor as grid.x, chunks of one plane as grid.y.
@@ -311,9 +314,7 @@ void batchnorm_apply(const float* x, const float* mean, const float* invstd, con
                      const float* beta, float* y, int n, int c, int plane, BnKernels kernels, cudaStream_t s) {
   if (!(std::size_t(n) * c * plane)) return;
   if (tiles_fit(kernels, plane, {x, y})) {
-    const ChannelTiles t = elementwise_tiles(n, c, plane);
-    tiled_elementwise_kernel<<<dim3(t.grid_x(), t.grid_y()), kThreads, 0, s>>>(
-        ApplyTile<false>{x, mean, invstd, gamma, beta, nullptr, y}, t);
+    tiled_elementwise(ApplyTile<false>{x, mean, invstd, gamma, beta, nullptr, y}, n, c, plane, s);
     return;
   }
   apply_kernel<<<plane_grid(n, c, plane), kThreads, 0, s>>>(x, mean, invstd, gamma, beta, y, c, plane);
@@ -324,9 +325,7 @@ void batchnorm_apply_relu(const float* x, const float* mean, const float* invstd
                           BnKernels kernels, cudaStream_t s) {
   if (!(std::size_t(n) * c * plane)) return;
   if (tiles_fit(kernels, plane, {x, residual, y})) {
-    const ChannelTiles t = elementwise_tiles(n, c, plane);
-    tiled_elementwise_kernel<<<dim3(t.grid_x(), t.grid_y()), kThreads, 0, s>>>(
-        ApplyTile<true>{x, mean, invstd, gamma, beta, residual, y}, t);
+    tiled_elementwise(ApplyTile<true>{x, mean, invstd, gamma, beta, residual, y}, n, c, plane, s);
     return;
   }
   apply_relu_kernel<<<plane_grid(n, c, plane), kThreads, 0, s>>>(x, mean, invstd, gamma, beta, residual, y, c,
@@ -338,9 +337,8 @@ void batchnorm_backward_apply(const float* dy, const float* x, const float* mean
                               int plane, BnKernels kernels, cudaStream_t s) {
   if (!(std::size_t(n) * c * plane)) return;
   if (tiles_fit(kernels, plane, {dy, x, dx})) {
-    const ChannelTiles t = elementwise_tiles(n, c, plane);
-    tiled_elementwise_kernel<<<dim3(t.grid_x(), t.grid_y()), kThreads, 0, s>>>(
-        BackwardApplyTile<false>{dy, x, mean, invstd, gamma, nullptr, reduce, count, c, dx}, t);
+    tiled_elementwise(BackwardApplyTile<false>{dy, x, mean, invstd, gamma, nullptr, reduce, count, c, dx}, n, c,
+                      plane, s);
     return;
   }
   backward_apply_kernel<false><<<plane_grid(n, c, plane), kThreads, 0, s>>>(dy, x, mean, invstd, gamma, nullptr,
@@ -352,9 +350,7 @@ void batchnorm_relu_backward_apply(const float* dy, const float* x, const float*
                                    float* dx, int n, int c, int plane, BnKernels kernels, cudaStream_t s) {
   if (!(std::size_t(n) * c * plane)) return;
   if (tiles_fit(kernels, plane, {dy, x, dx})) {
-    const ChannelTiles t = elementwise_tiles(n, c, plane);
-    tiled_elementwise_kernel<<<dim3(t.grid_x(), t.grid_y()), kThreads, 0, s>>>(
-        BackwardApplyTile<true>{dy, x, mean, invstd, gamma, beta, reduce, count, c, dx}, t);
+    tiled_elementwise(BackwardApplyTile<true>{dy, x, mean, invstd, gamma, beta, reduce, count, c, dx}, n, c, plane, s);
     return;
   }
   backward_apply_kernel<true><<<plane_grid(n, c, plane), kThreads, 0, s>>>(dy, x, mean, invstd, gamma, beta,
