@@ -5,9 +5,9 @@
 #include <initializer_list>
 
 #include "compute/batchnorm_apply_rule.hpp"  // batchnorm_affine_of, batchnorm_affine, relu_masked
-#include "compute/batchnorm_moments.hpp"      // Moments, merge_moments, store_moments
+#include "compute/batchnorm_moments.hpp"      // Moments, merge_moments, store_moments, finalize_channel
 #include "batchnorm_tiles.cuh"                 // BnKernels::tiled over NCHW fp32
-#include "channel_partials.cuh"                // channel_partials_sum_kernel
+#include "channel_partials.cuh"                // channel_partials_sum_kernel, finalize_stored_channel
 #include "launch.cuh"                          // kThreads, block_sum
 
 namespace trainer::kernels {
@@ -138,12 +138,11 @@ int channel_partials(Terms terms, Tile tile, bool tiled, int n, int c, int plane
 }
 
 template <typename Terms, typename Tile>
-void channel_sums(Terms terms, Tile tile, bool tiled, int n, int c, int plane, float* out, double* scratch,
-                  cudaStream_t s) {
+void channel_sums(Terms terms, Tile tile, bool tiled, int n, int c, int plane, const BnParamGrads& grads, float* out,
+                  double* scratch, cudaStream_t s) {
   if (c <= 0) return;
   const int splits = channel_partials(terms, tile, tiled, n, c, plane, scratch, s);
-  channel_partials_sum_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(scratch, c, splits,
-                                                                                 out);
+  channel_partials_sum_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(scratch, c, splits, out, grads);
 }
 
 // out[ch] = the first of each channel's partial sums, added in split order.
@@ -156,9 +155,10 @@ __global__ void first_sums_kernel(const double* partial, int c, int splits, floa
 }
 
 // Per channel: mean = shift + a / count, M2 = b - a^2 / count from the shifted
-// partial sums; thread 0 also writes the count.
+// partial sums; thread 0 also writes the count. With `finalize` (its mean set), the
+// channel's statistics from these moments alone, as finalize_kernel reads them back.
 __global__ void moments_from_partials_kernel(const float* x, const double* partial, int c, int splits,
-                                             int plane, double count, float* out) {
+                                             int plane, double count, float* out, BnFinalize finalize) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch == 0) out[3 * c] = static_cast<float>(count);
   if (ch >= c) return;
@@ -169,10 +169,11 @@ __global__ void moments_from_partials_kernel(const float* x, const double* parti
   }
   if (count <= 0.0) {
     compute::store_moments(out, c, ch, 0.0, 0.0);
-    return;
+  } else {
+    const double m2 = b - a * a / count;
+    compute::store_moments(out, c, ch, double(x[std::size_t(ch) * plane]) + a / count, m2 > 0.0 ? m2 : 0.0);
   }
-  const double m2 = b - a * a / count;
-  compute::store_moments(out, c, ch, double(x[std::size_t(ch) * plane]) + a / count, m2 > 0.0 ? m2 : 0.0);
+  if (finalize.mean) finalize_stored_channel(out, c, ch, count, finalize);
 }
 
 __global__ void finalize_kernel(const float* moments, int ranks, int c, float eps, float momentum,
@@ -182,15 +183,7 @@ __global__ void finalize_kernel(const float* moments, int ranks, int c, float ep
   const std::size_t block = compute::batchnorm_moments_size(c);
   compute::Moments m;
   for (int r = 0; r < ranks; ++r) compute::merge_moments(m, moments + std::size_t(r) * block, c, ch);
-  const double count = m.count > 0.0 ? m.count : 1.0;  // the host checks count > 0
-  const double var = m.m2 / count;                     // biased variance
-  mean[ch] = static_cast<float>(m.mean);
-  invstd[ch] = static_cast<float>(1.0 / sqrt(var + double(eps)));
-  if (running_mean) {
-    const double unbiased = count > 1.0 ? m.m2 / (count - 1.0) : var;
-    running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * m.mean);
-    running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * unbiased);
-  }
+  compute::finalize_channel(m, ch, eps, momentum, mean, invstd, running_mean, running_var);
 }
 
 __global__ void inference_stats_kernel(const float* running_mean, const float* running_var, int c,
@@ -230,7 +223,7 @@ __global__ void param_grads_kernel(const float* reduce, const float* invstd, int
   if (dbeta) dbeta[ch] = reduce[ch];
 }
 
-// BackwardApplyRule<kRelu> (batchnorm_tiles.cuh) over one image plane of one channel.
+// BackwardApplyRule<kRelu> (batchnorm_backward_rule.cuh) over one image plane of one channel.
 template <bool kRelu>
 __global__ void backward_apply_kernel(const float* dy, const float* x, const float* mean,
                                       const float* invstd, const float* gamma, const float* beta,
@@ -249,7 +242,8 @@ std::size_t batchnorm_scratch_doubles(int channels) {
 
 void batchnorm_stats(const float* x, int n, int c, int plane, BnKernels kernels, float* out, double* scratch,
                      cudaStream_t s) {
-  channel_sums(StatsTerms{x}, StatsTile{x}, tiles_fit(kernels, plane, {x}), n, c, plane, out, scratch, s);
+  channel_sums(StatsTerms{x}, StatsTile{x}, tiles_fit(kernels, plane, {x}), n, c, plane, BnParamGrads{}, out, scratch,
+               s);
 }
 
 void channel_sum(const float* dy, float* dbias, int n, int c, int plane, BnKernels kernels, double* scratch,
@@ -265,27 +259,33 @@ void channel_sum(const float* dy, float* dbias, int n, int c, int plane, BnKerne
 }
 
 void batchnorm_backward_reduce(const float* dy, const float* x, const float* mean, int n, int c, int plane,
-                               BnKernels kernels, float* out, double* scratch, cudaStream_t s) {
+                               BnKernels kernels, const BnParamGrads& grads, float* out, double* scratch,
+                               cudaStream_t s) {
   channel_sums(BackwardTerms{dy, x, mean}, BackwardTile{dy, x, mean}, tiles_fit(kernels, plane, {dy, x}), n, c,
-               plane, out, scratch, s);
+               plane, grads, out, scratch, s);
 }
 
 void batchnorm_relu_backward_reduce(const float* dy, const float* x, const float* mean, const float* invstd,
                                     const float* gamma, const float* beta, int n, int c, int plane, BnKernels kernels,
-                                    float* out, double* scratch, cudaStream_t s) {
+                                    const BnParamGrads& grads, float* out, double* scratch, cudaStream_t s) {
   channel_sums(ReluBackwardTerms{dy, x, mean, invstd, gamma, beta},
                ReluBackwardTile{dy, x, mean, invstd, gamma, beta}, tiles_fit(kernels, plane, {dy, x}), n, c, plane,
-               out, scratch, s);
+               grads, out, scratch, s);
 }
 
 void batchnorm_moments(const float* x, int n, int c, int plane, BnKernels kernels, float* out, double* scratch,
                        cudaStream_t s) {
+  batchnorm_local_statistics(x, n, c, plane, kernels, BnFinalize{}, out, scratch, s);
+}
+
+void batchnorm_local_statistics(const float* x, int n, int c, int plane, BnKernels kernels, const BnFinalize& finalize,
+                                float* out, double* scratch, cudaStream_t s) {
   int splits = 0;
   if (c > 0 && n > 0)
     splits = channel_partials(ShiftedStatsTerms{x, plane}, ShiftedStatsTile{x, plane},
                               tiles_fit(kernels, plane, {x}), n, c, plane, scratch, s);
   moments_from_partials_kernel<<<(c + kThreads) / kThreads, kThreads, 0, s>>>(x, scratch, c, splits, plane,
-                                                                              double(n) * plane, out);
+                                                                              double(n) * plane, out, finalize);
 }
 
 void batchnorm_finalize(const float* moments, int ranks, int c, float eps, float momentum,

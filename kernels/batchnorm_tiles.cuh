@@ -9,12 +9,13 @@
 // a call. Per value the arithmetic is the flat kernels'
 // (compute/batchnorm_apply_rule.hpp); the per-channel sums add in another fixed order.
 // Included by batchnorm.cu only; the tiles need plane % 4 == 0 and 16-byte aligned
-// tensors. BackwardApplyRule serves the flat backward apply kernel too.
+// tensors.
 #include <cuda_runtime.h>  // float4, dim3, __syncthreads
 #include <cstddef>         // std::size_t
 
 #include "compute/batchnorm_apply_rule.hpp"  // BatchnormAffine, batchnorm_affine_of, relu_masked
 #include "compute/channel_tiles.hpp"         // ChannelTiles, tile_position
+#include "batchnorm_backward_rule.cuh"       // BackwardApplyRule
 #include "launch.cuh"                        // kThreads
 
 namespace trainer::kernels {
@@ -22,32 +23,6 @@ namespace {
 
 using compute::ChannelTiles;
 static_assert(compute::kTileThreads == detail::kThreads, "the tiles' blocks are the kernels' blocks");
-
-// The backward apply's per-channel terms and its value rule, for the flat kernel
-// (batchnorm.cu) and the tiled one alike: dx = (g - sum_g / count - (x - mean) *
-// invstd^2 * sum_g_xmu / count) * invstd * gamma, with g = dy, or (kRelu) dy masked by
-// the ReLU that followed the batch norm, the mask recomputed from x.
-template <bool kRelu>
-struct BackwardApplyRule {
-  compute::BatchnormAffine affine;
-  float mean_dy, proj, mu, k;
-  __device__ static BackwardApplyRule of(const float* mean, const float* invstd, const float* gamma,
-                                         const float* beta, const float* reduce, double count, int c, int ch) {
-    BackwardApplyRule r;
-    r.affine = kRelu ? compute::batchnorm_affine_of(mean, invstd, gamma, beta, ch) : compute::BatchnormAffine{};
-    const float is = invstd[ch];
-    const float g = gamma ? gamma[ch] : 1.f;
-    r.mean_dy = static_cast<float>(reduce[ch] / count);
-    r.proj = static_cast<float>(reduce[c + ch] / count) * is * is;
-    r.mu = mean[ch];
-    r.k = is * g;
-    return r;
-  }
-  __device__ float operator()(float dy, float xv) const {
-    const float gradient = kRelu ? compute::relu_masked(dy, xv, affine) : dy;
-    return (gradient - mean_dy - (xv - mu) * proj) * k;
-  }
-};
 
 // ---- per-channel sums: the Terms' Channel adds one value (and its second input's) --
 

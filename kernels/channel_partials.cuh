@@ -2,14 +2,38 @@
 // The second pass of the kernels' per-channel sums (batchnorm.cu over NCHW fp32,
 // nhwc16.cu over NHWC 16-bit): `splits` double partials per channel, laid out
 // partial[(split * c + ch) * 2 + {0, 1}], added in split order (deterministic) into
-// out[ch] and out[c + ch]. Included by .cu files only.
+// out[ch] and out[c + ch]; with `grads` (BnParamGrads, batchnorm.cuh), the batch
+// norm's parameter gradients from those two floats too. And the step after the
+// moments' sums, a channel's statistics (BnFinalize). Included by .cu files only.
 #include <cuda_runtime.h>  // dim3, __syncthreads
 #include <cstddef>  // std::size_t
+
+#include "compute/batchnorm_apply_rule.hpp"  // store_param_grads
+#include "compute/batchnorm_moments.hpp"     // Moments, merge_moments, finalize_channel
+#include "batchnorm.cuh"                     // BnFinalize, BnParamGrads
 
 namespace trainer::kernels {
 namespace {
 
-__global__ void channel_partials_sum_kernel(const double* partial, int c, int splits, float* out) {
+// Channel ch's two sums, stored; and its parameter gradients where `grads` asks.
+__device__ inline void store_channel_sums(float* out, int c, int ch, double a, double b, const BnParamGrads& grads) {
+  const float sum_g = static_cast<float>(a), sum_g_xmu = static_cast<float>(b);
+  out[ch] = sum_g;
+  out[c + ch] = sum_g_xmu;
+  if (grads.any()) compute::store_param_grads(sum_g, sum_g_xmu, grads.invstd[ch], ch, grads.dgamma, grads.dbeta);
+}
+
+// batchnorm_finalize of channel ch over this rank alone, from the moments this
+// thread has just stored into `out` (a block of compute/batchnorm_moments.hpp's
+// layout) for `count` values: what finalize_kernel reads back from the block.
+__device__ inline void finalize_stored_channel(const float* out, int c, int ch, double count, const BnFinalize& f) {
+  compute::Moments m;
+  compute::merge_moments(m, out, c, ch, static_cast<float>(count));
+  compute::finalize_channel(m, ch, f.eps, f.momentum, f.mean, f.invstd, f.running_mean, f.running_var);
+}
+
+__global__ void channel_partials_sum_kernel(const double* partial, int c, int splits, float* out,
+                                            BnParamGrads grads) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= c) return;
   double a = 0.0, b = 0.0;
@@ -17,8 +41,7 @@ __global__ void channel_partials_sum_kernel(const double* partial, int c, int sp
     a += partial[(std::size_t(s) * c + ch) * 2 + 0];
     b += partial[(std::size_t(s) * c + ch) * 2 + 1];
   }
-  out[ch] = static_cast<float>(a);
-  out[c + ch] = static_cast<float>(b);
+  store_channel_sums(out, c, ch, a, b, grads);
 }
 
 // The same sums with the splits spread over threads (the tiled kernels, kernels/nhwc16.cu):
@@ -56,12 +79,11 @@ __device__ inline bool sum_split_lanes(const double* partial, int c, int splits,
 }
 
 __global__ void __launch_bounds__(32 * kSplitLanes)
-    channel_partials_sum_lanes_kernel(const double* partial, int c, int splits, float* out) {
+    channel_partials_sum_lanes_kernel(const double* partial, int c, int splits, float* out, BnParamGrads grads) {
   int ch;
   double a, b;
   if (!sum_split_lanes(partial, c, splits, ch, a, b)) return;
-  out[ch] = static_cast<float>(a);
-  out[c + ch] = static_cast<float>(b);
+  store_channel_sums(out, c, ch, a, b, grads);
 }
 
 }  // namespace

@@ -9,7 +9,8 @@
 #include "compute/batchnorm_apply_rule.hpp"  // batchnorm_affine_of, batchnorm_affine, relu_masked, ...
 #include "compute/batchnorm_moments.hpp"      // store_moments
 #include "compute/float16.hpp"                // f16::bf16_to_float, float_to_bf16, half_to_float, float_to_half
-#include "channel_partials.cuh"                // channel_partials_sum_kernel
+#include "batchnorm_backward_rule.cuh"         // BackwardApplyRule
+#include "channel_partials.cuh"                // channel_partials_sum_kernel, finalize_stored_channel
 #include "launch.cuh"                          // blocks_for, kThreads
 #include "pool_window.cuh"                     // window_argmax, covering_outputs
 
@@ -244,10 +245,11 @@ __device__ inline void store_channel_moments(const std::uint16_t* x, int c, int 
   compute::store_moments(out, c, ch, double(Codec<F>::load(x[ch])) + a / count, m2 > 0.0 ? m2 : 0.0);
 }
 
-// BnKernels::flat: one thread per channel adds its splits.
+// BnKernels::flat: one thread per channel adds its splits. With `finalize` (its mean
+// set), each channel's statistics from its moments alone (channel_partials.cuh).
 template <Format16 F>
 __global__ void moments_kernel(const std::uint16_t* x, const double* partial, int c, int splits, double count,
-                               float* out) {
+                               float* out, BnFinalize finalize) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch == 0) out[3 * c] = static_cast<float>(count);
   if (ch >= c) return;
@@ -257,17 +259,20 @@ __global__ void moments_kernel(const std::uint16_t* x, const double* partial, in
     b += partial[(std::size_t(s) * c + ch) * 2 + 1];
   }
   store_channel_moments<F>(x, c, ch, count, a, b, out);
+  if (finalize.mean) finalize_stored_channel(out, c, ch, count, finalize);
 }
 
 // BnKernels::tiled: the splits over kSplitLanes threads per channel (channel_partials.cuh).
 template <Format16 F>
 __global__ void __launch_bounds__(32 * kSplitLanes)
-    moments_lanes_kernel(const std::uint16_t* x, const double* partial, int c, int splits, double count, float* out) {
+    moments_lanes_kernel(const std::uint16_t* x, const double* partial, int c, int splits, double count, float* out,
+                         BnFinalize finalize) {
   if (blockIdx.x == 0 && threadIdx.x == 0 && threadIdx.y == 0) out[3 * c] = static_cast<float>(count);
   int ch;
   double a, b;
   if (!sum_split_lanes(partial, c, splits, ch, a, b)) return;
   store_channel_moments<F>(x, c, ch, count, a, b, out);
+  if (finalize.mean) finalize_stored_channel(out, c, ch, count, finalize);
 }
 
 // Launches the partial sums and returns how many splits each channel has. The layout
@@ -289,18 +294,23 @@ int channel_partials(const SumArgs& args, Format16 f, BnKernels kernels, double*
 }
 
 template <SumKind K>
-void channel_sums(const SumArgs& args, Format16 f, BnKernels kernels, float* out, double* scratch, cudaStream_t s) {
+void channel_sums(const SumArgs& args, Format16 f, BnKernels kernels, const BnParamGrads& grads, float* out,
+                  double* scratch, cudaStream_t s) {
   if (args.c <= 0) return;
   if (args.rows == 0) {
+    // No values: zero sums, and the zero gradients they give. Rare (an empty
+    // batch), so the memsets and the parameter-gradient kernel stay separate.
     cudaMemsetAsync(out, 0, 2 * std::size_t(args.c) * sizeof(float), s);
+    if (grads.any()) batchnorm_param_grads(out, grads.invstd, args.c, grads.dgamma, grads.dbeta, s);
     return;
   }
   const int splits = channel_partials<K>(args, f, kernels, scratch, s);
   if (tiled_kernels(kernels))
     channel_partials_sum_lanes_kernel<<<split_lanes_grid(args.c), split_lanes_block(), 0, s>>>(scratch, args.c,
-                                                                                              splits, out);
+                                                                                              splits, out, grads);
   else
-    channel_partials_sum_kernel<<<(args.c + kThreads - 1) / kThreads, kThreads, 0, s>>>(scratch, args.c, splits, out);
+    channel_partials_sum_kernel<<<(args.c + kThreads - 1) / kThreads, kThreads, 0, s>>>(scratch, args.c, splits, out,
+                                                                                         grads);
 }
 
 // ---- element-wise batch norm -------------------------------------------------------
@@ -308,26 +318,39 @@ void channel_sums(const SumArgs& args, Format16 f, BnKernels kernels, float* out
 // floats per channel instead of recomputing them per element.
 
 struct ApplyCoefficients {  // in `coefficients`: [scale | shift | mean_dy | proj | mean | k], c floats each
-  float* base;
+  float* base;  // null: the tiled kernels compute their channels' coefficients from `in` (folded)
   int c;
   __device__ float& at(int field, int ch) const { return base[std::size_t(field) * c + ch]; }
 };
 
-__global__ void apply_coefficients_kernel(const float* mean, const float* invstd, const float* gamma,
-                                          const float* beta, const float* reduce, double count, ApplyCoefficients k) {
+// What apply_coefficients_kernel computes the coefficients from; reduce is null in
+// the forward.
+struct CoefficientInputs {
+  const float* mean;
+  const float* invstd;
+  const float* gamma;
+  const float* beta;
+  const float* reduce;
+  double count;
+};
+
+__global__ void apply_coefficients_kernel(CoefficientInputs in, ApplyCoefficients k) {
   const int ch = blockIdx.x * blockDim.x + threadIdx.x;
   if (ch >= k.c) return;
-  const compute::BatchnormAffine a = compute::batchnorm_affine_of(mean, invstd, gamma, beta, ch);
-  k.at(0, ch) = a.scale;
-  k.at(1, ch) = a.shift;
-  if (reduce == nullptr) return;
-  // The fp32 backward kernel's expressions (kernels/batchnorm.cu), so the same roundings.
-  const float is = invstd[ch];
-  const float g = gamma ? gamma[ch] : 1.f;
-  k.at(2, ch) = static_cast<float>(reduce[ch] / count);
-  k.at(3, ch) = static_cast<float>(reduce[k.c + ch] / count) * is * is;
-  k.at(4, ch) = mean[ch];
-  k.at(5, ch) = is * g;
+  if (in.reduce == nullptr) {
+    const compute::BatchnormAffine a = compute::batchnorm_affine_of(in.mean, in.invstd, in.gamma, in.beta, ch);
+    k.at(0, ch) = a.scale;
+    k.at(1, ch) = a.shift;
+    return;
+  }
+  // The fp32 backward kernels' rule (batchnorm_backward_rule.cuh), so the same roundings.
+  const auto r = BackwardApplyRule<true>::of(in.mean, in.invstd, in.gamma, in.beta, in.reduce, in.count, k.c, ch);
+  k.at(0, ch) = r.affine.scale;
+  k.at(1, ch) = r.affine.shift;
+  k.at(2, ch) = r.mean_dy;
+  k.at(3, ch) = r.proj;
+  k.at(4, ch) = r.mu;
+  k.at(5, ch) = r.k;
 }
 
 template <Format16 F, int VEC>
@@ -421,12 +444,14 @@ __device__ inline void tile_rows(std::size_t rows, int c, int c0, int tx, int ty
 
 template <Format16 F, int VEC>
 __global__ void apply_tiled_kernel(const std::uint16_t* x, const std::uint16_t* residual, bool relu, std::uint16_t* y,
-                                   std::size_t rows, int tx, int ty, ApplyCoefficients k) {
+                                   std::size_t rows, int tx, int ty, ApplyCoefficients k, CoefficientInputs in) {
   using C = Codec<F>;
   const int c0 = (int(blockIdx.y) * tx + int(threadIdx.x) % tx) * VEC;
   if (c0 >= k.c) return;
   compute::BatchnormAffine a[VEC];
-  for (int j = 0; j < VEC; ++j) a[j] = compute::BatchnormAffine{k.at(0, c0 + j), k.at(1, c0 + j)};
+  for (int j = 0; j < VEC; ++j)
+    a[j] = k.base ? compute::BatchnormAffine{k.at(0, c0 + j), k.at(1, c0 + j)}
+                  : compute::batchnorm_affine_of(in.mean, in.invstd, in.gamma, in.beta, c0 + j);
   Pack<VEC> px[kTileRowsInFlight], pr[kTileRowsInFlight];
   tile_rows(
       rows, k.c, c0, tx, ty,
@@ -451,7 +476,7 @@ __global__ void apply_tiled_kernel(const std::uint16_t* x, const std::uint16_t* 
 template <Format16 F, int VEC>
 __global__ void backward_apply_tiled_kernel(const std::uint16_t* dy, const std::uint16_t* x, bool relu,
                                             std::uint16_t* dx, std::size_t rows, int tx, int ty,
-                                            ApplyCoefficients k) {
+                                            ApplyCoefficients k, CoefficientInputs in) {
   using C = Codec<F>;
   const int c0 = (int(blockIdx.y) * tx + int(threadIdx.x) % tx) * VEC;
   if (c0 >= k.c) return;
@@ -459,11 +484,20 @@ __global__ void backward_apply_tiled_kernel(const std::uint16_t* dy, const std::
   float mean_dy[VEC], proj[VEC], mean[VEC], scale[VEC];
   for (int j = 0; j < VEC; ++j) {
     const int ch = c0 + j;
-    a[j] = relu ? compute::BatchnormAffine{k.at(0, ch), k.at(1, ch)} : compute::BatchnormAffine{0.f, 0.f};
-    mean_dy[j] = k.at(2, ch);
-    proj[j] = k.at(3, ch);
-    mean[j] = k.at(4, ch);
-    scale[j] = k.at(5, ch);
+    if (k.base) {
+      a[j] = relu ? compute::BatchnormAffine{k.at(0, ch), k.at(1, ch)} : compute::BatchnormAffine{0.f, 0.f};
+      mean_dy[j] = k.at(2, ch);
+      proj[j] = k.at(3, ch);
+      mean[j] = k.at(4, ch);
+      scale[j] = k.at(5, ch);
+      continue;
+    }
+    const auto r = BackwardApplyRule<true>::of(in.mean, in.invstd, in.gamma, in.beta, in.reduce, in.count, k.c, ch);
+    a[j] = relu ? r.affine : compute::BatchnormAffine{0.f, 0.f};
+    mean_dy[j] = r.mean_dy;
+    proj[j] = r.proj;
+    mean[j] = r.mu;
+    scale[j] = r.k;
   }
   Pack<VEC> pd[kTileRowsInFlight], px[kTileRowsInFlight];
   tile_rows(
@@ -678,45 +712,61 @@ std::size_t nhwc16_coefficient_floats(int c) { return 6 * std::size_t(c > 0 ? c 
 
 void nhwc16_stats(const std::uint16_t* x, std::size_t rows, int c, Format16 f, BnKernels kernels, float* out,
                   double* scratch, cudaStream_t s) {
-  channel_sums<SumKind::stats>(SumArgs{x, nullptr, nullptr, nullptr, nullptr, nullptr, rows, c}, f, kernels, out,
-                               scratch, s);
+  channel_sums<SumKind::stats>(SumArgs{x, nullptr, nullptr, nullptr, nullptr, nullptr, rows, c}, f, kernels,
+                               BnParamGrads{}, out, scratch, s);
 }
 
 void nhwc16_moments(const std::uint16_t* x, std::size_t rows, int c, Format16 f, BnKernels kernels, float* out,
                     double* scratch, cudaStream_t s) {
+  nhwc16_local_statistics(x, rows, c, f, kernels, BnFinalize{}, out, scratch, s);
+}
+
+void nhwc16_local_statistics(const std::uint16_t* x, std::size_t rows, int c, Format16 f, BnKernels kernels,
+                             const BnFinalize& finalize, float* out, double* scratch, cudaStream_t s) {
   if (c <= 0) return;
   const SumArgs args{x, nullptr, nullptr, nullptr, nullptr, nullptr, rows, c};
   const int splits = rows > 0 ? channel_partials<SumKind::moments>(args, f, kernels, scratch, s) : 0;
   if (tiled_kernels(kernels)) {
     if (f == Format16::bf16)
       moments_lanes_kernel<Format16::bf16>
-          <<<split_lanes_grid(c), split_lanes_block(), 0, s>>>(x, scratch, c, splits, double(rows), out);
+          <<<split_lanes_grid(c), split_lanes_block(), 0, s>>>(x, scratch, c, splits, double(rows), out, finalize);
     else
       moments_lanes_kernel<Format16::fp16>
-          <<<split_lanes_grid(c), split_lanes_block(), 0, s>>>(x, scratch, c, splits, double(rows), out);
+          <<<split_lanes_grid(c), split_lanes_block(), 0, s>>>(x, scratch, c, splits, double(rows), out, finalize);
     return;
   }
   const unsigned blocks = unsigned((c + kThreads) / kThreads);  // c + 1 threads: the count too
   if (f == Format16::bf16)
-    moments_kernel<Format16::bf16><<<blocks, kThreads, 0, s>>>(x, scratch, c, splits, double(rows), out);
+    moments_kernel<Format16::bf16><<<blocks, kThreads, 0, s>>>(x, scratch, c, splits, double(rows), out, finalize);
   else
-    moments_kernel<Format16::fp16><<<blocks, kThreads, 0, s>>>(x, scratch, c, splits, double(rows), out);
+    moments_kernel<Format16::fp16><<<blocks, kThreads, 0, s>>>(x, scratch, c, splits, double(rows), out, finalize);
 }
+
+namespace {
+// The coefficients' own kernel, unless the tiled element pass computes them (`fold`):
+// returns where the pass reads them (base null: computed in the pass).
+ApplyCoefficients coefficients_for(const CoefficientInputs& in, int c, BnKernels kernels, bool fold,
+                                   float* coefficients, cudaStream_t s) {
+  if (fold && tiled_kernels(kernels)) return ApplyCoefficients{nullptr, c};
+  const ApplyCoefficients k{coefficients, c};
+  apply_coefficients_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(in, k);
+  return k;
+}
+}  // namespace
 
 void nhwc16_batchnorm_apply(const std::uint16_t* x, const float* mean, const float* invstd, const float* gamma,
                             const float* beta, const std::uint16_t* residual, bool relu, std::uint16_t* y,
-                            std::size_t rows, int c, Format16 f, BnKernels kernels, float* coefficients,
+                            std::size_t rows, int c, Format16 f, BnKernels kernels, bool fold, float* coefficients,
                             cudaStream_t s) {
   const std::size_t total = rows * std::size_t(c > 0 ? c : 0);
   if (!total) return;
-  const ApplyCoefficients k{coefficients, c};
-  apply_coefficients_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(mean, invstd, gamma, beta, nullptr,
-                                                                               1.0, k);
+  const CoefficientInputs in{mean, invstd, gamma, beta, nullptr, 1.0};
+  const ApplyCoefficients k = coefficients_for(in, c, kernels, fold, coefficients, s);
   dispatch(f, packs_of_8(c % 8 == 0, {x, residual, y}), [&](auto v) {
     using V = decltype(v);
     if (tiled_kernels(kernels)) {
       const TileLayout l = tile_layout(rows, c, V::VEC);
-      apply_tiled_kernel<V::F, V::VEC><<<l.grid, l.tx * l.ty, 0, s>>>(x, residual, relu, y, rows, l.tx, l.ty, k);
+      apply_tiled_kernel<V::F, V::VEC><<<l.grid, l.tx * l.ty, 0, s>>>(x, residual, relu, y, rows, l.tx, l.ty, k, in);
       return;
     }
     const std::size_t groups = total / V::VEC;
@@ -726,27 +776,27 @@ void nhwc16_batchnorm_apply(const std::uint16_t* x, const float* mean, const flo
 
 void nhwc16_batchnorm_backward_reduce(const std::uint16_t* dy, const std::uint16_t* x, const float* mean,
                                       const float* invstd, const float* gamma, const float* beta, bool relu,
-                                      std::size_t rows, int c, Format16 f, BnKernels kernels, float* out,
-                                      double* scratch, cudaStream_t s) {
+                                      std::size_t rows, int c, Format16 f, BnKernels kernels,
+                                      const BnParamGrads& grads, float* out, double* scratch, cudaStream_t s) {
   const SumArgs args{dy, x, mean, invstd, gamma, beta, rows, c};
-  if (relu) channel_sums<SumKind::relu_backward>(args, f, kernels, out, scratch, s);
-  else channel_sums<SumKind::backward>(args, f, kernels, out, scratch, s);
+  if (relu) channel_sums<SumKind::relu_backward>(args, f, kernels, grads, out, scratch, s);
+  else channel_sums<SumKind::backward>(args, f, kernels, grads, out, scratch, s);
 }
 
 void nhwc16_batchnorm_backward_apply(const std::uint16_t* dy, const std::uint16_t* x, const float* mean,
                                      const float* invstd, const float* gamma, const float* beta, const float* reduce,
                                      double count, bool relu, std::uint16_t* dx, std::size_t rows, int c, Format16 f,
-                                     BnKernels kernels, float* coefficients, cudaStream_t s) {
+                                     BnKernels kernels, bool fold, float* coefficients, cudaStream_t s) {
   const std::size_t total = rows * std::size_t(c > 0 ? c : 0);
   if (!total) return;
-  const ApplyCoefficients k{coefficients, c};
-  apply_coefficients_kernel<<<(c + kThreads - 1) / kThreads, kThreads, 0, s>>>(mean, invstd, gamma, beta, reduce,
-                                                                               count, k);
+  const CoefficientInputs in{mean, invstd, gamma, beta, reduce, count};
+  const ApplyCoefficients k = coefficients_for(in, c, kernels, fold, coefficients, s);
   dispatch(f, packs_of_8(c % 8 == 0, {dy, x, dx}), [&](auto v) {
     using V = decltype(v);
     if (tiled_kernels(kernels)) {
       const TileLayout l = tile_layout(rows, c, V::VEC);
-      backward_apply_tiled_kernel<V::F, V::VEC><<<l.grid, l.tx * l.ty, 0, s>>>(dy, x, relu, dx, rows, l.tx, l.ty, k);
+      backward_apply_tiled_kernel<V::F, V::VEC>
+          <<<l.grid, l.tx * l.ty, 0, s>>>(dy, x, relu, dx, rows, l.tx, l.ty, k, in);
       return;
     }
     const std::size_t groups = total / V::VEC;

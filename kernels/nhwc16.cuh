@@ -13,7 +13,7 @@
 #include <cstddef>             // std::size_t
 #include <cstdint>             // std::uint16_t
 
-#include "batchnorm.cuh"  // BnKernels
+#include "batchnorm.cuh"  // BnKernels, BnFinalize, BnParamGrads
 #include "cast.cuh"       // Format16
 #include "pool.cuh"       // PoolShape
 
@@ -31,22 +31,31 @@ void nhwc16_stats(const std::uint16_t* x, std::size_t rows, int c, Format16 f, B
 // of x - shift and (x - shift)^2, the shift being the channel's value in row 0.
 void nhwc16_moments(const std::uint16_t* x, std::size_t rows, int c, Format16 f, BnKernels kernels, float* out,
                     double* scratch, cudaStream_t stream);
+// nhwc16_moments, then batchnorm_finalize of these moments alone in the same last
+// kernel (batchnorm.cuh's BnFinalize; `out` is still written).
+void nhwc16_local_statistics(const std::uint16_t* x, std::size_t rows, int c, Format16 f, BnKernels kernels,
+                             const BnFinalize& finalize, float* out, double* scratch, cudaStream_t stream);
 // y = bn(x), or with `relu` y = relu(bn(x) + residual) (residual may be null).
+// `coefficients` (nhwc16_coefficient_floats) takes the per-channel coefficients,
+// computed by their own kernel first, unless `fold` and the tiled kernels: then each
+// thread of the element pass computes its channels' (the same values, batchnorm.cuh).
 void nhwc16_batchnorm_apply(const std::uint16_t* x, const float* mean, const float* invstd, const float* gamma,
                             const float* beta, const std::uint16_t* residual, bool relu, std::uint16_t* y,
-                            std::size_t rows, int c, Format16 f, BnKernels kernels, float* coefficients,
+                            std::size_t rows, int c, Format16 f, BnKernels kernels, bool fold, float* coefficients,
                             cudaStream_t stream);
 // out[0..C) = sum g; out[C..2C) = sum g * (x - mean), g = dy, or with `relu` dy
-// masked by the ReLU that followed the batch norm (recomputed from x).
+// masked by the ReLU that followed the batch norm (recomputed from x); and, where
+// `grads` has outputs, batchnorm_param_grads from them in the same last kernel.
 void nhwc16_batchnorm_backward_reduce(const std::uint16_t* dy, const std::uint16_t* x, const float* mean,
                                       const float* invstd, const float* gamma, const float* beta, bool relu,
-                                      std::size_t rows, int c, Format16 f, BnKernels kernels, float* out,
-                                      double* scratch, cudaStream_t stream);
-// dx = (g - reduce0/count - (x - mean) invstd^2 reduce1/count) invstd gamma.
+                                      std::size_t rows, int c, Format16 f, BnKernels kernels,
+                                      const BnParamGrads& grads, float* out, double* scratch, cudaStream_t stream);
+// dx = (g - reduce0/count - (x - mean) invstd^2 reduce1/count) invstd gamma;
+// `fold` and `coefficients` as nhwc16_batchnorm_apply's.
 void nhwc16_batchnorm_backward_apply(const std::uint16_t* dy, const std::uint16_t* x, const float* mean,
                                      const float* invstd, const float* gamma, const float* beta, const float* reduce,
                                      double count, bool relu, std::uint16_t* dx, std::size_t rows, int c, Format16 f,
-                                     BnKernels kernels, float* coefficients, cudaStream_t stream);
+                                     BnKernels kernels, bool fold, float* coefficients, cudaStream_t stream);
 // Max pooling with pool.cuh's semantics on NHWC tensors.
 void nhwc16_maxpool_forward(const std::uint16_t* x, std::uint16_t* y, const PoolShape& p, Format16 f,
                             cudaStream_t stream);

@@ -43,12 +43,16 @@
 #                  273cbd3, op by op (the ViTs' 16-bit products and attention,
 #                  max pooling, the 16-bit NHWC activation kernels
 #                  and in-place 16-bit convolutions, the tiled NHWC casts, soft-argmax,
-#                  keypoint losses, PCA centring, affine points, fused batch norm + ReLU)
+#                  keypoint losses, PCA centring, affine points, fused batch norm + ReLU,
+#                  the tiled fp32 batch norm and element-wise passes, the folded
+#                  batch-norm steps)
 #   5-vs-torch     scripts/bench_gpu_torch.py: ResNet-50 256x256 training images/s,
 #                  trainer (recorded CUDA graphs, as one-GPU training runs) vs PyTorch
 #                  on this GPU (fp32, TF32, bf16; batch 16 and 64), then bf16
 #                  batch-64 prediction, the 2026-11-27 batch-norm kernels
-#                  (TRAINER_BN_KERNELS=0) vs the tiled ones, and cuDNN's legacy
+#                  (TRAINER_BN_KERNELS=0) vs the tiled ones, the wide sums' old
+#                  layout (TRAINER_BN_WIDE_SUMS=0), the batch norm's per-channel
+#                  steps in their own kernels (TRAINER_BN_FOLD=0), and cuDNN's legacy
 #                  heuristics vs the graph API (model.conv_algorithms auto,
 #                  graph-autotune), op by op and recorded, 60 steps each
 #   12-cuda-graphs steps replayed as CUDA graphs (--cuda-graphs, model.cuda_graphs) vs
@@ -57,7 +61,8 @@
 #   6-predict      the prediction rate (`bench step --mode predict`, recorded as
 #                  `trainer predict` runs on a GPU) vs PyTorch inference
 #   7-profile      one bf16 batch-64 step split by op category with in-process timers
-#                  (`bench step --profile`), again with TRAINER_BN_KERNELS=0, and
+#                  (`bench step --profile`), again with TRAINER_BN_KERNELS=0,
+#                  TRAINER_BN_WIDE_SUMS=0 and TRAINER_BN_FOLD=0, and
 #                  Nsight Compute's per-kernel times of the
 #                  same step grouped by scripts/ncu_summary.py where ncu runs
 #   9-vit          vits_dino 256x256 batch 64: trainer training and prediction vs
@@ -72,8 +77,9 @@
 #                  64: the two goals of issue 25 missed on 2026-11-27; each also
 #                  timed with the legacy heuristics, recorded (--cuda-graphs, the
 #                  default) and recorded with graph-autotune and autotune (fp32
-#                  also with benchmark, PyTorch's cudnnFind, and with the flat
-#                  batch-norm kernels, TRAINER_BN_KERNELS=0), after the profiles
+#                  also with benchmark, PyTorch's cudnnFind, with the flat
+#                  batch-norm kernels, TRAINER_BN_KERNELS=0, and with the per-channel
+#                  steps unfolded, TRAINER_BN_FOLD=0), after the profiles
 #   10-mirror-mouse  (only with --only 10: about 3 minutes) the issue's wall-time goal:
 #                  lightning-pose's mirror-mouse example, ResNet-18 at 128x128, 300
 #                  epochs, supervised, `trainer train` in fp32 (op by op, then
@@ -263,7 +269,7 @@ ncu_metrics=gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum
 ncu_calls='partials|apply|moments|finalize|relu|accumulate|vector_pass|elementwise|coefficients|first_sums'
 # The kernels added since the 2026-11-22 visit (273cbd3), by test name.
 # Op-level cases only: whole steps (cuDNN under the sanitizers) would not fit the step's time.
-sanitized_cases='cuda transformer 16-bit*,cuda max pooling*,cuda 16-bit NHWC*,cuda convolutions read and write 16-bit*,cuda cast kernels*,cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda fused batch norm*,cuda tiled fp32 batch-norm*,cuda fp32 element-wise passes*'
+sanitized_cases='cuda transformer 16-bit*,cuda max pooling*,cuda 16-bit NHWC*,cuda convolutions read and write 16-bit*,cuda cast kernels*,cuda soft-argmax*,cuda temporal_loss*,cuda pca_loss*,cuda affine_points*,cuda fused batch norm*,cuda tiled fp32 batch-norm*,cuda fp32 element-wise passes*,cuda batch norm with its per-channel steps folded*'
 sanitizer_run() {
   command -v compute-sanitizer >/dev/null || { echo "SKIPPED: no compute-sanitizer on PATH"; return 77; }
   local rc=0 tool tool_rc ours
@@ -331,6 +337,9 @@ vs_torch_run() {
       --precision bf16-mixed --steps 60 --warmup 10 || return
     echo "--- TRAINER_BN_WIDE_SUMS=0 (bf16-mixed, batch 64, training; the tiled sums' 2026-11-27 layout)"
     TRAINER_BN_WIDE_SUMS=0 "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
+      --precision bf16-mixed --steps 60 --warmup 10 || return
+    echo "--- TRAINER_BN_FOLD=0 (bf16-mixed, batch 64, training; the batch norm's per-channel kernels of 2026-11-28)"
+    TRAINER_BN_FOLD=0 "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
       --precision bf16-mixed --steps 60 --warmup 10 || return
     # cudnnFind ("benchmark") is left out since 2026-11-27: on an H200 it gave 2,022
     # images/s against the graph API's 2,483. Op by op, the legacy calls' host work
@@ -533,6 +542,9 @@ profile_run() {
   # The wide layers' channel sums as they ran on 2026-11-27 (TRAINER_BN_WIDE_SUMS=0).
   TRAINER_BN_WIDE_SUMS=0 "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
     --precision bf16-mixed --steps 3 --warmup 2 --profile 5 > "$logs/op-profile-lane-rows.txt" || return 1
+  # The batch norm's per-channel steps in their own kernels, as on 2026-11-28 (TRAINER_BN_FOLD=0).
+  TRAINER_BN_FOLD=0 "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
+    --precision bf16-mixed --steps 3 --warmup 2 --profile 5 > "$logs/op-profile-unfolded.txt" || return 1
   command -v ncu >/dev/null || { echo "no ncu on PATH: the in-process profile above stands alone"; return 0; }
   ncu_profile "$csv" "$trainer" bench step --accelerator gpu --backbone resnet50 --size 256 --batch 64 \
     --precision bf16-mixed --steps 1 --warmup 2 ||
@@ -568,12 +580,14 @@ goal_profiles_run() {
   # 2026-11-28): graph-autotune times the graph API's top engines, benchmark is
   # cudnnFind itself, and autotune races the two per shape. The fastest recorded fp32
   # row decides the fp32 default (docs/GPU.md, "The next visit"). TRAINER_BN_KERNELS=0
-  # runs fp32's flat batch-norm kernels of 2026-11-28 against the tiled ones.
+  # runs fp32's flat batch-norm kernels of 2026-11-28 against the tiled ones, and
+  # TRAINER_BN_FOLD=0 the per-channel steps in their own kernels.
   local variant failed=0 variants=()
   for name in fp32-b16 predict-bf16-b64; do
     case $name in
       fp32-b16) args=(--batch 16 --precision 32)
         variants=("--conv-algorithms heuristics" "--cuda-graphs" "TRAINER_BN_KERNELS=0 --cuda-graphs"
+                  "TRAINER_BN_FOLD=0 --cuda-graphs"
                   "--cuda-graphs --conv-algorithms graph-autotune" "--cuda-graphs --conv-algorithms benchmark"
                   "--cuda-graphs --conv-algorithms autotune") ;;
       predict-bf16-b64) args=(--batch 64 --precision bf16-mixed --mode predict)
@@ -662,6 +676,13 @@ if [[ $has_gpu == 0 || $only == *",10,"* ]]; then step 10-mirror-mouse 240 mirro
       echo "The same step with TRAINER_BN_WIDE_SUMS=0 (the tiled sums' 2026-11-27 layout in the wide layers):"
       echo '```'
       grep -E "^  (normalization|all ops|step) " "$logs/op-profile-lane-rows.txt"
+      echo '```'
+    fi
+    if [[ -f "$logs/op-profile-unfolded.txt" ]]; then
+      echo
+      echo "The same step with TRAINER_BN_FOLD=0 (the batch norm's per-channel steps in their own kernels):"
+      echo '```'
+      grep -E "^  (normalization|all ops|step) " "$logs/op-profile-unfolded.txt"
       echo '```'
     fi
   fi

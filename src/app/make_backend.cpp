@@ -62,6 +62,13 @@ bool wide_sum_blocks16_from_env(const Env& env) {
                         "blocks of 32 lanes by 8 rows");
 }
 
+bool batchnorm_folds_from_env(const Env& env) {
+  return on_unless_zero(env, "TRAINER_BN_FOLD",
+                        "0 runs the batch norm's per-channel steps (statistics from the moments, parameter "
+                        "gradients from the sums, the 16-bit passes' coefficients) in their own kernels, as an H200 "
+                        "ran them on 2026-11-27 and 28; unset it to fold them into the kernels beside them");
+}
+
 bool vit_autocast_from_env(const Env& env) {
   return on_unless_zero(env, "TRAINER_VIT_AUTOCAST",
                         "0 keeps the ViTs' matrix products in fp32 under bf16-mixed / 16-mixed (the path before "
@@ -95,6 +102,7 @@ std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> 
   backend->set_caches_filters16(filter_cache_from_env(env));
   backend->set_tiled_batchnorm(tiled_batchnorm_from_env(env));
   backend->set_wide_sum_blocks16(wide_sum_blocks16_from_env(env));
+  backend->set_folds_batchnorm_steps(batchnorm_folds_from_env(env));
   backend->transformer_ops().set_autocast(vit_autocast_from_env(env));
   backend->transformer_ops().set_fused_attention(vit_fused_attention_from_env(env));
   backend->transformer_ops().set_activation_copies(vit_activation_copies_from_env(env));

@@ -68,6 +68,11 @@ bool tiled_batchnorm_from_env(const Env& env);
 // channels at eight a thread): 1 or unset = blocks of 32 lanes by 8 rows; 0 = the
 // layout an H200 ran on 2026-11-27 (docs/GPU.md). Throws UserError for any other value.
 bool wide_sum_blocks16_from_env(const Env& env);
+// TRAINER_BN_FOLD (batch norm on GPUs): 1 or unset = the per-channel steps between the
+// passes over the activations folded into the kernels beside them
+// (compute::Backend::folds_batchnorm_steps); 0 = in their own kernels, as an H200 ran
+// them on 2026-11-27 and 28 (docs/GPU.md). Throws UserError for any other value.
+bool batchnorm_folds_from_env(const Env& env);
 
 // TRAINER_VIT_AUTOCAST (the ViTs' products in bf16-mixed / 16-mixed,
 // compute::TransformerOps::set_autocast): 1 or unset = 16-bit operands with fp32

@@ -161,6 +161,14 @@ class Backend {
   // Other sums and the CPU backend ignore it.
   bool wide_sum_blocks16() const { return wide_sum_blocks16_; }
   void set_wide_sum_blocks16(bool on) { wide_sum_blocks16_ = on; }
+  // The CUDA backend's batch norm: the per-channel steps between the passes over the
+  // activations (the statistics from the moments, the parameter gradients from the
+  // backward sums, the 16-bit passes' coefficients) folded into the kernels beside
+  // them (the default, since 2026-11-28), or in their own kernels as an H200 ran them
+  // (TRAINER_BN_FOLD=0; kernels/batchnorm.cuh, docs/GPU.md). The same values; the CPU
+  // backend ignores it.
+  bool folds_batchnorm_steps() const { return fold_batchnorm_steps_; }
+  void set_folds_batchnorm_steps(bool on) { fold_batchnorm_steps_ = on; }
 
   // ---- transposed convolution (PyTorch ConvTranspose2d, with bias) --------
   // w is IOHW [in_channels, out_channels, k, k]; bias [out_channels] may be null.
@@ -192,6 +200,14 @@ class Backend {
   virtual void batchnorm_finalize(const float* moments, int ranks, int channels, float eps,
                                   float momentum, float* mean, float* invstd, float* running_mean,
                                   float* running_var, Stream& s) = 0;
+  // batchnorm_moments, then batchnorm_finalize of these moments alone (ranks = 1): a
+  // batch norm whose statistics are this rank's. One op, so that a backend can run
+  // both in one pass; the same values as the two.
+  virtual void batchnorm_local_statistics(ConstTensorView x, float* moments, float eps, float momentum, float* mean,
+                                          float* invstd, float* running_mean, float* running_var, Stream& s) {
+    batchnorm_moments(x, moments, s);
+    batchnorm_finalize(moments, 1, x.shape.c, eps, momentum, mean, invstd, running_mean, running_var, s);
+  }
   // Inference: mean and invstd from the running statistics.
   virtual void batchnorm_inference_stats(const float* running_mean, const float* running_var,
                                          int channels, float eps, float* mean, float* invstd,
@@ -230,6 +246,17 @@ class Backend {
   virtual void batchnorm_relu_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean,
                                              const float* invstd, const float* gamma, const float* beta,
                                              const float* reduce, double count, TensorView dx, Stream& s) = 0;
+  // batchnorm_backward_reduce (relu: batchnorm_relu_backward_reduce, which takes gamma
+  // and beta), then batchnorm_param_grads from those local sums into dgamma and dbeta
+  // (either may be null). One op, so that a backend can add the parameter gradients to
+  // the sums' last pass; the same values as the two.
+  virtual void batchnorm_backward_reduce_grads(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                               const float* invstd, const float* gamma, const float* beta, bool relu,
+                                               float* reduce, float* dgamma, float* dbeta, Stream& s) {
+    if (relu) batchnorm_relu_backward_reduce(dy, x, mean, invstd, gamma, beta, reduce, s);
+    else batchnorm_backward_reduce(dy, x, mean, reduce, s);
+    batchnorm_param_grads(reduce, invstd, x.shape.c, dgamma, dbeta, s);
+  }
   // Whether layers use the fused ops above (the default) or the separate ops of the
   // path that ran on a GPU on 2026-11-22 (TRAINER_FUSED_NORM=0; docs/GPU.md).
   bool fuses_norm_activation() const { return fuse_norm_activation_; }
@@ -385,6 +412,7 @@ class Backend {
   bool cache_filters16_ = true;
   bool tiled_batchnorm_ = true;
   bool wide_sum_blocks16_ = true;
+  bool fold_batchnorm_steps_ = true;
   Storage activation_storage_ = Storage::f32_nchw;
 };
 

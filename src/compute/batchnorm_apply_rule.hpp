@@ -47,4 +47,12 @@ TRAINER_HOST_DEVICE inline float relu_masked(float dy, float x, BatchnormAffine 
   return batchnorm_affine(x, a) > 0.f ? dy : 0.f;
 }
 
+// batchnorm_param_grads for channel ch from this rank's sums of the gradient g and of
+// g * (x - mean): dgamma = sum_g_xmu * invstd, dbeta = sum_g (either may be null).
+TRAINER_HOST_DEVICE inline void store_param_grads(float sum_g, float sum_g_xmu, float invstd, int ch, float* dgamma,
+                                                  float* dbeta) {
+  if (dgamma) dgamma[ch] = sum_g_xmu * invstd;
+  if (dbeta) dbeta[ch] = sum_g;
+}
+
 }  // namespace trainer::compute

@@ -5,6 +5,7 @@
 // PyTorch's SyncBatchNorm does the same (Welford per rank, then
 // batch_norm_gather_stats_with_counts), because E[x^2] - E[x]^2 in float cancels
 // catastrophically on a channel whose |mean| is large against its spread.
+#include <cmath>    // sqrt
 #include <cstddef>  // std::size_t
 
 #include "compute/host_device.hpp"  // TRAINER_HOST_DEVICE
@@ -40,10 +41,32 @@ TRAINER_HOST_DEVICE inline void merge_moments(Moments& a, double count, double m
   a.count = n;
 }
 
+// Folds channel ch of one rank's block (the layout above) into a, the block's count
+// given: a kernel that has just stored channel ch reads its count from its own
+// arguments, not from the block's last float, which another thread writes.
+TRAINER_HOST_DEVICE inline void merge_moments(Moments& a, const float* block, int channels, int ch, float count) {
+  merge_moments(a, double(count), double(block[ch]) + double(block[channels + ch]), double(block[2 * channels + ch]));
+}
 // Folds channel ch of one rank's block (the layout above) into a.
 TRAINER_HOST_DEVICE inline void merge_moments(Moments& a, const float* block, int channels, int ch) {
-  merge_moments(a, double(block[3 * channels]), double(block[ch]) + double(block[channels + ch]),
-                double(block[2 * channels + ch]));
+  merge_moments(a, block, channels, ch, block[3 * channels]);
+}
+
+// Channel ch's batch-norm statistics from its merged moments (batchnorm_finalize, on
+// the CPU and the device): mean, 1/sqrt(biased var + eps), and, when running_mean is
+// non-null, the running statistics moved by `momentum` towards the mean and the
+// unbiased variance (PyTorch's). A count of 0 (the CPU op refuses it) counts as 1.
+TRAINER_HOST_DEVICE inline void finalize_channel(const Moments& m, int ch, float eps, float momentum, float* mean,
+                                                 float* invstd, float* running_mean, float* running_var) {
+  const double count = m.count > 0.0 ? m.count : 1.0;
+  const double var = m.m2 / count;  // biased
+  mean[ch] = static_cast<float>(m.mean);
+  invstd[ch] = static_cast<float>(1.0 / sqrt(var + double(eps)));
+  if (running_mean) {
+    const double unbiased = count > 1.0 ? m.m2 / (count - 1.0) : var;
+    running_mean[ch] = static_cast<float>((1.0 - momentum) * running_mean[ch] + momentum * m.mean);
+    running_var[ch] = static_cast<float>((1.0 - momentum) * running_var[ch] + momentum * unbiased);
+  }
 }
 
 }  // namespace trainer::compute

@@ -26,6 +26,7 @@ ProfilingBackend::ProfilingBackend(Backend& inner) : inner_(inner) {
   set_caches_filters16(inner.caches_filters16());
   set_tiled_batchnorm(inner.tiled_batchnorm());
   set_wide_sum_blocks16(inner.wide_sum_blocks16());
+  set_folds_batchnorm_steps(inner.folds_batchnorm_steps());
 }
 
 template <typename Op>
@@ -232,6 +233,19 @@ void ProfilingBackend::batchnorm_stats(ConstTensorView x, float* stats, Stream& 
 }
 void ProfilingBackend::batchnorm_moments(ConstTensorView x, float* moments, Stream& s) {
   TRAINER_TIMED(normalization, batchnorm_moments(x, moments, s));
+}
+void ProfilingBackend::batchnorm_local_statistics(ConstTensorView x, float* moments, float eps, float momentum,
+                                                  float* mean, float* invstd, float* running_mean, float* running_var,
+                                                  Stream& s) {
+  TRAINER_TIMED(normalization,
+                batchnorm_local_statistics(x, moments, eps, momentum, mean, invstd, running_mean, running_var, s));
+}
+void ProfilingBackend::batchnorm_backward_reduce_grads(ConstTensorView dy, ConstTensorView x, const float* mean,
+                                                       const float* invstd, const float* gamma, const float* beta,
+                                                       bool relu, float* reduce, float* dgamma, float* dbeta,
+                                                       Stream& s) {
+  TRAINER_TIMED(normalization,
+                batchnorm_backward_reduce_grads(dy, x, mean, invstd, gamma, beta, relu, reduce, dgamma, dbeta, s));
 }
 void ProfilingBackend::batchnorm_finalize(const float* moments, int ranks, int channels, float eps, float momentum,
                                           float* mean, float* invstd, float* running_mean, float* running_var,

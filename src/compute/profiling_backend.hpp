@@ -97,6 +97,11 @@ class ProfilingBackend final : public Backend {
                                  const ConvGeometry& g, Stream& s) override;
   void batchnorm_stats(ConstTensorView x, float* stats, Stream& s) override;
   void batchnorm_moments(ConstTensorView x, float* moments, Stream& s) override;
+  void batchnorm_local_statistics(ConstTensorView x, float* moments, float eps, float momentum, float* mean,
+                                  float* invstd, float* running_mean, float* running_var, Stream& s) override;
+  void batchnorm_backward_reduce_grads(ConstTensorView dy, ConstTensorView x, const float* mean, const float* invstd,
+                                       const float* gamma, const float* beta, bool relu, float* reduce, float* dgamma,
+                                       float* dbeta, Stream& s) override;
   void batchnorm_finalize(const float* moments, int ranks, int channels, float eps, float momentum, float* mean,
                           float* invstd, float* running_mean, float* running_var, Stream& s) override;
   void batchnorm_inference_stats(const float* running_mean, const float* running_var, int channels, float eps,

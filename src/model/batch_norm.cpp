@@ -33,20 +33,22 @@ void BatchNorm2d::statistics(const Context& ctx, compute::ConstTensorView x) {
   if (ctx.training) {
     // Each rank's (mean, M2, count) per channel; with sync BN every rank gathers
     // all of them and merges them in rank order, so all get the same statistics.
-    b.batchnorm_moments(x, moments_.data(), ctx.stream);
     count_ = double(x.shape.n) * x.shape.h * x.shape.w;
-    const float* moments = moments_.data();
-    int ranks = 1;
-    if (ctx.bn_sync != nullptr) {
-      ranks = ctx.bn_sync->ranks();
+    float* running_mean = store_->buffer(running_mean_);
+    float* running_var = store_->buffer(running_var_);
+    if (ctx.bn_sync == nullptr) {
+      b.batchnorm_local_statistics(x, moments_.data(), kEps, kMomentum, mean_.data(), invstd_.data(), running_mean,
+                                   running_var, ctx.stream);
+    } else {
+      b.batchnorm_moments(x, moments_.data(), ctx.stream);
+      const int ranks = ctx.bn_sync->ranks();
       const std::size_t block = compute::batchnorm_moments_size(channels_);
       compute::ensure_capacity(b, gathered_, block * std::size_t(ranks));
       ctx.bn_sync->all_gather(moments_.data(), gathered_.data(), block, ctx.stream);
-      moments = gathered_.data();
       count_ = ctx.bn_sync->global_count(count_, x.shape.n);
+      b.batchnorm_finalize(gathered_.data(), ranks, channels_, kEps, kMomentum, mean_.data(), invstd_.data(),
+                           running_mean, running_var, ctx.stream);
     }
-    b.batchnorm_finalize(moments, ranks, channels_, kEps, kMomentum, mean_.data(), invstd_.data(),
-                         store_->buffer(running_mean_), store_->buffer(running_var_), ctx.stream);
     store_->counter(tracked_) += 1;
   } else {
     b.batchnorm_inference_stats(store_->buffer(running_mean_), store_->buffer(running_var_),
@@ -80,10 +82,11 @@ compute::TensorView BatchNorm2d::forward_relu(const Context& ctx, compute::Const
   return y;
 }
 
-void BatchNorm2d::parameter_gradients(const Context& ctx) {
+void BatchNorm2d::backward_sums(const Context& ctx, compute::ConstTensorView dy, bool relu) {
   // Parameter gradients come from the local sums (DDP averages them afterwards).
-  ctx.backend.batchnorm_param_grads(sums_.data(), invstd_.data(), channels_, store_->grad(weight_),
-                                    store_->grad(bias_), ctx.stream);
+  ctx.backend.batchnorm_backward_reduce_grads(dy, x_, mean_.data(), invstd_.data(), store_->param(weight_),
+                                              store_->param(bias_), relu, sums_.data(), store_->grad(weight_),
+                                              store_->grad(bias_), ctx.stream);
   announce_gradient(ctx, *store_, bias_);
   announce_gradient(ctx, *store_, weight_);
   if (ctx.bn_sync != nullptr) ctx.bn_sync->all_reduce_sum(sums_.data(), 2 * std::size_t(channels_), ctx.stream);
@@ -91,8 +94,7 @@ void BatchNorm2d::parameter_gradients(const Context& ctx) {
 
 compute::TensorView BatchNorm2d::backward(const Context& ctx, compute::ConstTensorView dy) {
   auto& b = ctx.backend;
-  b.batchnorm_backward_reduce(dy, x_, mean_.data(), sums_.data(), ctx.stream);
-  parameter_gradients(ctx);
+  backward_sums(ctx, dy, /*relu=*/false);
   auto dx = dx_.ensure(b, x_.shape, x_.storage);
   b.batchnorm_backward_apply(dy, x_, mean_.data(), invstd_.data(), store_->param(weight_),
                              sums_.data(), count_, dx, ctx.stream);
@@ -107,8 +109,7 @@ compute::TensorView BatchNorm2d::backward_relu(const Context& ctx, compute::Tens
   }
   const float* gamma = store_->param(weight_);
   const float* beta = store_->param(bias_);
-  b.batchnorm_relu_backward_reduce(dy, x_, mean_.data(), invstd_.data(), gamma, beta, sums_.data(), ctx.stream);
-  parameter_gradients(ctx);
+  backward_sums(ctx, dy, /*relu=*/true);
   auto dx = dx_.ensure(b, x_.shape, x_.storage);
   b.batchnorm_relu_backward_apply(dy, x_, mean_.data(), invstd_.data(), gamma, beta, sums_.data(), count_, dx,
                                   ctx.stream);

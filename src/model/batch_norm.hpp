@@ -40,8 +40,9 @@ class BatchNorm2d {
   void ensure_scratch(compute::Backend& backend);
   // mean_ and invstd_ for x (batch or running statistics), and x_ kept for backward.
   void statistics(const Context& ctx, compute::ConstTensorView x);
-  // Parameter gradients from sums_, announced, and the sync BN all-reduce of sums_.
-  void parameter_gradients(const Context& ctx);
+  // sums_ from dy (through the ReLU's mask with `relu`), the parameter gradients from
+  // them, announced, and the sync BN all-reduce of sums_.
+  void backward_sums(const Context& ctx, compute::ConstTensorView dy, bool relu);
 
   ParameterStore* store_;
   int channels_;

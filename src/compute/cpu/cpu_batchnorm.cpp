@@ -8,8 +8,8 @@
 // (compute/batchnorm_moments.hpp).
 #include <cmath>  // std::sqrt
 
-#include "compute/batchnorm_apply_rule.hpp"  // batchnorm_affine_of, batchnorm_affine, relu_masked
-#include "compute/batchnorm_moments.hpp"      // Moments, merge_moments, store_moments
+#include "compute/batchnorm_apply_rule.hpp"  // batchnorm_affine_of, batchnorm_affine, relu_masked, store_param_grads
+#include "compute/batchnorm_moments.hpp"      // Moments, merge_moments, store_moments, finalize_channel
 
 #include "compute/cpu/cpu_backend.hpp"
 #include "compute/cpu/cpu_storage16.hpp"  // any_16bit, Float32Input, Float32Output
@@ -82,14 +82,7 @@ void CpuBackend::batchnorm_finalize(const float* moments, int ranks, int channel
     Moments m;
     for (int r = 0; r < ranks; ++r) merge_moments(m, moments + std::size_t(r) * block, channels, ch);
     TRAINER_ASSERT(m.count > 0, "batchnorm_finalize over zero values");
-    const double var = m.m2 / m.count;  // biased
-    mean[ch] = float(m.mean);
-    invstd[ch] = float(1.0 / std::sqrt(var + double(eps)));
-    if (running_mean) {
-      const double unbiased = m.count > 1 ? m.m2 / (m.count - 1) : var;
-      running_mean[ch] = float((1.0 - momentum) * running_mean[ch] + momentum * m.mean);
-      running_var[ch] = float((1.0 - momentum) * running_var[ch] + momentum * unbiased);
-    }
+    finalize_channel(m, ch, eps, momentum, mean, invstd, running_mean, running_var);
   }
 }
 
@@ -249,10 +242,7 @@ void CpuBackend::batchnorm_relu_backward_reduce(ConstTensorView dy, ConstTensorV
 
 void CpuBackend::batchnorm_param_grads(const float* reduce, const float* invstd, int channels,
                                        float* dgamma, float* dbeta, Stream&) {
-  for (int ch = 0; ch < channels; ++ch) {
-    if (dgamma) dgamma[ch] = reduce[channels + ch] * invstd[ch];
-    if (dbeta) dbeta[ch] = reduce[ch];
-  }
+  for (int ch = 0; ch < channels; ++ch) store_param_grads(reduce[ch], reduce[channels + ch], invstd[ch], ch, dgamma, dbeta);
 }
 
 void CpuBackend::batchnorm_backward_apply(ConstTensorView dy, ConstTensorView x,

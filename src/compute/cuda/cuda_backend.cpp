@@ -249,17 +249,14 @@ class CudaBackend final : public Backend {
     CUDA_CHECK_LAUNCH();
   }
   void batchnorm_moments(ConstTensorView x, float* moments, Stream& s) override {
-    auto& cs = as_cuda(s);
-    if (stored16(x.storage)) {
-      kernels::nhwc16_moments(bits(x), rows_of(x.shape), x.shape.c, format16(), bn_kernels(), moments,
-                              sum_scratch(cs, x.shape), cs.get());
-      CUDA_CHECK_LAUNCH();
-      return;
-    }
-    double* scratch = channel_scratch(cs, x.shape.c);
-    kernels::batchnorm_moments(x.data, x.shape.n, x.shape.c, int(x.shape.plane()), bn_kernels(), moments, scratch,
-                               cs.get());
-    CUDA_CHECK_LAUNCH();
+    statistics(x, kernels::BnFinalize{}, moments, s);
+  }
+  void batchnorm_local_statistics(ConstTensorView x, float* moments, float eps, float momentum, float* mean,
+                                  float* invstd, float* running_mean, float* running_var, Stream& s) override {
+    if (!folds_batchnorm_steps())
+      return Backend::batchnorm_local_statistics(x, moments, eps, momentum, mean, invstd, running_mean, running_var,
+                                                 s);
+    statistics(x, kernels::BnFinalize{eps, momentum, mean, invstd, running_mean, running_var}, moments, s);
   }
   void batchnorm_finalize(const float* moments, int ranks, int channels, float eps, float momentum,
                           float* mean, float* invstd, float* running_mean, float* running_var,
@@ -281,7 +278,7 @@ class CudaBackend final : public Backend {
     if (stored16(same_storage({x.storage, y.storage}))) {
       kernels::nhwc16_batchnorm_apply(bits(x), mean, invstd, gamma, beta, nullptr, /*relu=*/false, bits(y),
                                       rows_of(x.shape), x.shape.c, format16(), bn_kernels(),
-                                      coefficient_scratch(s, x.shape.c),
+                                      folds_batchnorm_steps(), coefficient_scratch(s, x.shape.c),
                                       as_cuda(s).get());
       CUDA_CHECK_LAUNCH();
       return;
@@ -292,19 +289,15 @@ class CudaBackend final : public Backend {
   }
   void batchnorm_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean,
                                  float* reduce, Stream& s) override {
-    SHAPE_CHECK(x.shape == dy.shape, "batchnorm_backward_reduce shapes");
-    auto& cs = as_cuda(s);
-    if (stored16(same_storage({dy.storage, x.storage}))) {
-      kernels::nhwc16_batchnorm_backward_reduce(bits(dy), bits(x), mean, nullptr, nullptr, nullptr, /*relu=*/false,
-                                                rows_of(x.shape), x.shape.c, format16(), bn_kernels(), reduce,
-                                                sum_scratch(cs, x.shape), cs.get());
-      CUDA_CHECK_LAUNCH();
-      return;
-    }
-    double* scratch = channel_scratch(cs, x.shape.c);
-    kernels::batchnorm_backward_reduce(dy.data, x.data, mean, x.shape.n, x.shape.c,
-                                       int(x.shape.plane()), bn_kernels(), reduce, scratch, cs.get());
-    CUDA_CHECK_LAUNCH();
+    backward_sums(dy, x, mean, nullptr, nullptr, nullptr, /*relu=*/false, kernels::BnParamGrads{}, reduce, s);
+  }
+  void batchnorm_backward_reduce_grads(ConstTensorView dy, ConstTensorView x, const float* mean, const float* invstd,
+                                       const float* gamma, const float* beta, bool relu, float* reduce, float* dgamma,
+                                       float* dbeta, Stream& s) override {
+    if (!folds_batchnorm_steps())
+      return Backend::batchnorm_backward_reduce_grads(dy, x, mean, invstd, gamma, beta, relu, reduce, dgamma, dbeta,
+                                                      s);
+    backward_sums(dy, x, mean, invstd, gamma, beta, relu, kernels::BnParamGrads{invstd, dgamma, dbeta}, reduce, s);
   }
   void batchnorm_param_grads(const float* reduce, const float* invstd, int channels, float* dgamma,
                              float* dbeta, Stream& s) override {
@@ -318,7 +311,7 @@ class CudaBackend final : public Backend {
     if (stored16(same_storage({dy.storage, x.storage, dx.storage}))) {
       kernels::nhwc16_batchnorm_backward_apply(bits(dy), bits(x), mean, invstd, gamma, nullptr, reduce, count,
                                                /*relu=*/false, bits(dx), rows_of(x.shape), x.shape.c, format16(),
-                                               bn_kernels(),
+                                               bn_kernels(), folds_batchnorm_steps(),
                                                coefficient_scratch(s, x.shape.c), as_cuda(s).get());
       CUDA_CHECK_LAUNCH();
       return;
@@ -333,7 +326,7 @@ class CudaBackend final : public Backend {
     if (stored16(same_storage({x.storage, y.storage}))) {
       kernels::nhwc16_batchnorm_apply(bits(x), mean, invstd, gamma, beta, reinterpret_cast<const std::uint16_t*>(residual),
                                       /*relu=*/true, bits(y), rows_of(x.shape), x.shape.c, format16(), bn_kernels(),
-                                      coefficient_scratch(s, x.shape.c), as_cuda(s).get());
+                                      folds_batchnorm_steps(), coefficient_scratch(s, x.shape.c), as_cuda(s).get());
       CUDA_CHECK_LAUNCH();
       return;
     }
@@ -343,19 +336,7 @@ class CudaBackend final : public Backend {
   }
   void batchnorm_relu_backward_reduce(ConstTensorView dy, ConstTensorView x, const float* mean, const float* invstd,
                                       const float* gamma, const float* beta, float* reduce, Stream& s) override {
-    SHAPE_CHECK(x.shape == dy.shape, "batchnorm_relu_backward_reduce shapes");
-    auto& cs = as_cuda(s);
-    if (stored16(same_storage({dy.storage, x.storage}))) {
-      kernels::nhwc16_batchnorm_backward_reduce(bits(dy), bits(x), mean, invstd, gamma, beta, /*relu=*/true,
-                                                rows_of(x.shape), x.shape.c, format16(), bn_kernels(), reduce,
-                                                sum_scratch(cs, x.shape), cs.get());
-      CUDA_CHECK_LAUNCH();
-      return;
-    }
-    double* scratch = channel_scratch(cs, x.shape.c);
-    kernels::batchnorm_relu_backward_reduce(dy.data, x.data, mean, invstd, gamma, beta, x.shape.n, x.shape.c,
-                                            int(x.shape.plane()), bn_kernels(), reduce, scratch, cs.get());
-    CUDA_CHECK_LAUNCH();
+    backward_sums(dy, x, mean, invstd, gamma, beta, /*relu=*/true, kernels::BnParamGrads{}, reduce, s);
   }
   void batchnorm_relu_backward_apply(ConstTensorView dy, ConstTensorView x, const float* mean, const float* invstd,
                                      const float* gamma, const float* beta, const float* reduce, double count,
@@ -364,7 +345,7 @@ class CudaBackend final : public Backend {
     if (stored16(same_storage({dy.storage, x.storage, dx.storage}))) {
       kernels::nhwc16_batchnorm_backward_apply(bits(dy), bits(x), mean, invstd, gamma, beta, reduce, count,
                                                /*relu=*/true, bits(dx), rows_of(x.shape), x.shape.c, format16(),
-                                               bn_kernels(),
+                                               bn_kernels(), folds_batchnorm_steps(),
                                                coefficient_scratch(s, x.shape.c), as_cuda(s).get());
       CUDA_CHECK_LAUNCH();
       return;
@@ -702,6 +683,44 @@ class CudaBackend final : public Backend {
   kernels::BnKernels bn_kernels() const {
     if (!tiled_batchnorm()) return kernels::BnKernels::flat;
     return wide_sum_blocks16() ? kernels::BnKernels::tiled : kernels::BnKernels::tiled_lane_rows;
+  }
+  // batchnorm_moments, and with `finalize` set batchnorm_local_statistics's folded
+  // statistics (kernels/batchnorm.cuh).
+  void statistics(ConstTensorView x, const kernels::BnFinalize& finalize, float* moments, Stream& s) {
+    auto& cs = as_cuda(s);
+    if (stored16(x.storage)) {
+      kernels::nhwc16_local_statistics(bits(x), rows_of(x.shape), x.shape.c, format16(), bn_kernels(), finalize,
+                                       moments, sum_scratch(cs, x.shape), cs.get());
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
+    kernels::batchnorm_local_statistics(x.data, x.shape.n, x.shape.c, int(x.shape.plane()), bn_kernels(), finalize,
+                                        moments, channel_scratch(cs, x.shape.c), cs.get());
+    CUDA_CHECK_LAUNCH();
+  }
+  // The backward reduce, plain or through the ReLU (which needs invstd, gamma and
+  // beta), with `grads` folded into its last kernel where it has outputs.
+  void backward_sums(ConstTensorView dy, ConstTensorView x, const float* mean, const float* invstd,
+                     const float* gamma, const float* beta, bool relu, const kernels::BnParamGrads& grads,
+                     float* reduce, Stream& s) {
+    SHAPE_CHECK(x.shape == dy.shape, "batchnorm backward reduce shapes " << dy.shape.str() << " vs " << x.shape.str());
+    auto& cs = as_cuda(s);
+    if (stored16(same_storage({dy.storage, x.storage}))) {
+      kernels::nhwc16_batchnorm_backward_reduce(bits(dy), bits(x), mean, invstd, gamma, beta, relu, rows_of(x.shape),
+                                                x.shape.c, format16(), bn_kernels(), grads, reduce,
+                                                sum_scratch(cs, x.shape), cs.get());
+      CUDA_CHECK_LAUNCH();
+      return;
+    }
+    double* scratch = channel_scratch(cs, x.shape.c);
+    const int n = x.shape.n, c = x.shape.c, plane = int(x.shape.plane());
+    if (relu)
+      kernels::batchnorm_relu_backward_reduce(dy.data, x.data, mean, invstd, gamma, beta, n, c, plane, bn_kernels(),
+                                              grads, reduce, scratch, cs.get());
+    else
+      kernels::batchnorm_backward_reduce(dy.data, x.data, mean, n, c, plane, bn_kernels(), grads, reduce, scratch,
+                                         cs.get());
+    CUDA_CHECK_LAUNCH();
   }
   static kernels::Dims4 x_dims(const ConvProblem& p) { return {p.n, p.c, p.h, p.w}; }
   static kernels::Dims4 w_dims(const ConvProblem& p) { return {p.k, p.c, p.r, p.r}; }

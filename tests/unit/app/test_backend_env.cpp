@@ -94,6 +94,19 @@ TEST_CASE("TRAINER_BN_WIDE_SUMS keeps the 2026-11-27 layout of the 16-bit channe
   CHECK(backend->wide_sum_blocks16() == app::wide_sum_blocks16_from_env(capture_environment()));
 }
 
+TEST_CASE("TRAINER_BN_FOLD keeps the batch norm's per-channel kernels of 2026-11-28 selectable", "[app][storage16]") {
+  CHECK(app::batchnorm_folds_from_env({}));
+  CHECK(app::batchnorm_folds_from_env({{"TRAINER_BN_FOLD", "1"}}));
+  CHECK_FALSE(app::batchnorm_folds_from_env({{"TRAINER_BN_FOLD", "0"}}));
+  CHECK_THROWS_AS(app::batchnorm_folds_from_env({{"TRAINER_BN_FOLD", "no"}}), UserError);
+  app::BackendRequest request;
+  request.precision = "32";
+  request.cpu_threads = 1;
+  Log log;
+  auto backend = app::make_backend(request, log);
+  CHECK(backend->folds_batchnorm_steps() == app::batchnorm_folds_from_env(capture_environment()));
+}
+
 TEST_CASE("TRAINER_VIT_FUSED_ATTENTION keeps the batched-matmul attention selectable", "[app][autocast]") {
   CHECK(app::vit_fused_attention_from_env({}));
   CHECK(app::vit_fused_attention_from_env({{"TRAINER_VIT_FUSED_ATTENTION", "1"}}));

@@ -148,3 +148,51 @@ TEST_CASE("batch norm statistics of 2 ranks merged match float64 on a channel wi
     CHECK(rm[ch] == Approx(0.1 * mu).epsilon(1e-5));
   }
 }
+
+// The two ops a batch norm without synchronized statistics calls (local statistics,
+// backward sums with parameter gradients) must give what the split ops give: the CUDA
+// backend folds their steps into fewer kernels (TRAINER_BN_FOLD), and the CPU backend
+// composes them from the split ops.
+TEST_CASE("batch norm's local statistics and backward sums with gradients equal the split ops", "[compute]") {
+  auto be = make_cpu_backend(2);
+  Stream& st = be->default_stream();
+  const Shape4 s{3, 5, 7, 6};
+  const int c = s.c;
+  const auto x = random_vector(s.numel(), 31, -2.f, 3.f), dy = random_vector(s.numel(), 32);
+  const auto gamma = random_vector(c, 33, 0.5f, 1.5f), beta = random_vector(c, 34);
+  const auto rm0 = random_vector(c, 35), rv0 = random_vector(c, 36, 0.5f, 2.f);
+
+  std::vector<float> moments(batchnorm_moments_size(c)), mean(c), invstd(c), rm = rm0, rv = rv0;
+  be->batchnorm_local_statistics({x.data(), s}, moments.data(), 1e-5f, 0.1f, mean.data(), invstd.data(), rm.data(),
+                                 rv.data(), st);
+  std::vector<float> moments2(moments.size()), mean2(c), invstd2(c), rm2 = rm0, rv2 = rv0;
+  be->batchnorm_moments({x.data(), s}, moments2.data(), st);
+  be->batchnorm_finalize(moments2.data(), 1, c, 1e-5f, 0.1f, mean2.data(), invstd2.data(), rm2.data(), rv2.data(), st);
+  CHECK(moments == moments2);
+  CHECK(mean == mean2);
+  CHECK(invstd == invstd2);
+  CHECK(rm == rm2);
+  CHECK(rv == rv2);
+  CHECK(rm != rm0);  // the running statistics moved
+
+  for (bool relu : {false, true}) {
+    INFO((relu ? "through the ReLU" : "plain"));
+    std::vector<float> reduce(2 * c), dgamma(c), dbeta(c);
+    be->batchnorm_backward_reduce_grads({dy.data(), s}, {x.data(), s}, mean.data(), invstd.data(), gamma.data(),
+                                        beta.data(), relu, reduce.data(), dgamma.data(), dbeta.data(), st);
+    std::vector<float> reduce2(2 * c), dgamma2(c), dbeta2(c);
+    if (relu)
+      be->batchnorm_relu_backward_reduce({dy.data(), s}, {x.data(), s}, mean.data(), invstd.data(), gamma.data(),
+                                         beta.data(), reduce2.data(), st);
+    else
+      be->batchnorm_backward_reduce({dy.data(), s}, {x.data(), s}, mean.data(), reduce2.data(), st);
+    be->batchnorm_param_grads(reduce2.data(), invstd.data(), c, dgamma2.data(), dbeta2.data(), st);
+    CHECK(reduce == reduce2);
+    CHECK(dgamma == dgamma2);
+    CHECK(dbeta == dbeta2);
+    for (int ch = 0; ch < c; ++ch) {
+      CHECK(dbeta[ch] == reduce[ch]);
+      CHECK(dgamma[ch] == reduce[c + ch] * invstd[ch]);
+    }
+  }
+}

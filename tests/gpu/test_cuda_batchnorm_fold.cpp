@@ -1,0 +1,205 @@
+// TRAINER_BN_FOLD: the batch norm's per-channel steps folded into the kernels beside
+// them (the default since 2026-11-28, kernels/batchnorm.cuh) against their own
+// kernels, as an H200 ran them, on the same GPU. The folded kernels compute each
+// channel with the same expressions, so every value must be the same bits: the
+// statistics and running statistics, the backward sums and parameter gradients, and
+// the 16-bit element passes that compute their own coefficients. Every kernel set
+// (TRAINER_BN_KERNELS, TRAINER_BN_WIDE_SUMS) is checked, over fp32 NCHW and 16-bit
+// NHWC activations; then whole ResNet steps.
+#include <catch2/catch.hpp>
+
+#include <cstdint>  // std::uint32_t
+#include <cstring>  // std::memcpy
+#include <vector>
+
+#include "gpu_test_util.hpp"
+#include "model/heatmap_model.hpp"  // HeatmapModel
+
+using namespace trainer;
+using namespace trainer::compute;
+using namespace trainer::compute::gpu_test;
+
+namespace {
+
+// Exact comparison, whatever the floats hold (16-bit pairs, negative zeros).
+std::vector<std::uint32_t> bits_of(const std::vector<float>& v) {
+  std::vector<std::uint32_t> out(v.size());
+  if (!v.empty()) std::memcpy(out.data(), v.data(), v.size() * sizeof(float));
+  return out;
+}
+
+struct Outputs {
+  std::vector<std::vector<float>> values;  // each op's outputs in order, `names` alike
+  std::vector<const char*> names;
+  void add(const char* name, std::vector<float> v) {
+    names.push_back(name);
+    values.push_back(std::move(v));
+  }
+};
+
+// Every batch-norm op whose kernels the fold changes, once, on `be` (fp32 NCHW, or the
+// backend's 16-bit NHWC storage with `storage16`), from the same fp32 inputs.
+Outputs run_ops(Backend& be, Shape4 d, bool storage16) {
+  Stream& s = be.default_stream();
+  const int c = d.c;
+  const std::size_t numel = d.numel();
+  const Storage storage = storage16 ? be.activation_storage() : Storage::f32_nchw;
+  const std::size_t floats = storage_floats(numel, storage);
+  const auto upload = [&](const std::vector<float>& host) {
+    DeviceBuffer b(be, host.size());
+    be.upload(b.data(), host.data(), host.size(), s);
+    return b;
+  };
+  const auto download = [&](const float* p, std::size_t n) {
+    std::vector<float> h(n);
+    be.download(h.data(), p, n, s);
+    s.synchronize();
+    return h;
+  };
+  // An activation in the storage under test, from fp32 values.
+  const auto activation = [&](unsigned seed, float lo, float hi) {
+    DeviceBuffer x32 = upload(random_vector(numel, seed, lo, hi));
+    if (!storage16) return x32;
+    DeviceBuffer x(be, floats);
+    be.convert_storage({x32.data(), d}, {x.data(), d, storage}, s);
+    return x;
+  };
+  DeviceBuffer x = activation(701, -2.f, 3.f), dy = activation(702, -1.f, 1.f), residual = activation(703, -1.f, 1.f),
+               out(be, floats);
+  const auto view = [&](DeviceBuffer& b) { return TensorView{b.data(), d, storage}; };
+  const auto cview = [&](DeviceBuffer& b) { return ConstTensorView{b.data(), d, storage}; };
+  DeviceBuffer gamma = upload(random_vector(c, 704, -1.5f, 1.5f)), beta = upload(random_vector(c, 705, -0.5f, 0.5f)),
+               running_mean = upload(random_vector(c, 706, -0.5f, 0.5f)),
+               running_var = upload(random_vector(c, 707, 0.5f, 2.f)), mean(be, c), invstd(be, c),
+               moments(be, batchnorm_moments_size(c)), reduce(be, 2 * std::size_t(c)), dgamma(be, c), dbeta(be, c);
+  Outputs o;
+  be.batchnorm_local_statistics(cview(x), moments.data(), 1e-5f, 0.1f, mean.data(), invstd.data(),
+                                running_mean.data(), running_var.data(), s);
+  o.add("moments", download(moments.data(), moments.size()));
+  o.add("mean", download(mean.data(), c));
+  o.add("invstd", download(invstd.data(), c));
+  o.add("running_mean", download(running_mean.data(), c));
+  o.add("running_var", download(running_var.data(), c));
+  // Without running statistics (as prediction's train-mode batch norms never are,
+  // but the op allows).
+  be.batchnorm_local_statistics(cview(x), moments.data(), 1e-3f, 0.1f, mean.data(), invstd.data(), nullptr, nullptr,
+                                s);
+  o.add("invstd without running statistics", download(invstd.data(), c));
+  for (bool relu : {false, true}) {
+    be.batchnorm_backward_reduce_grads(cview(dy), cview(x), mean.data(), invstd.data(), gamma.data(), beta.data(),
+                                       relu, reduce.data(), dgamma.data(), dbeta.data(), s);
+    o.add(relu ? "reduce through the ReLU" : "reduce", download(reduce.data(), reduce.size()));
+    o.add(relu ? "dgamma through the ReLU" : "dgamma", download(dgamma.data(), c));
+    o.add(relu ? "dbeta through the ReLU" : "dbeta", download(dbeta.data(), c));
+  }
+  // dgamma alone (a frozen bias): dbeta keeps the last values.
+  be.batchnorm_backward_reduce_grads(cview(dy), cview(x), mean.data(), invstd.data(), gamma.data(), beta.data(), false,
+                                     reduce.data(), dgamma.data(), nullptr, s);
+  o.add("dgamma alone", download(dgamma.data(), c));
+  o.add("dbeta untouched", download(dbeta.data(), c));
+  const double count = double(d.n) * d.h * d.w;
+  be.batchnorm_apply(cview(x), mean.data(), invstd.data(), gamma.data(), beta.data(), view(out), s);
+  o.add("apply", download(out.data(), floats));
+  be.batchnorm_apply_relu(cview(x), mean.data(), invstd.data(), gamma.data(), beta.data(), nullptr, view(out), s);
+  o.add("apply + ReLU", download(out.data(), floats));
+  be.batchnorm_apply_relu(cview(x), mean.data(), invstd.data(), gamma.data(), beta.data(), residual.data(), view(out),
+                          s);
+  o.add("apply + residual + ReLU", download(out.data(), floats));
+  be.batchnorm_backward_apply(cview(dy), cview(x), mean.data(), invstd.data(), gamma.data(), reduce.data(), count,
+                              view(out), s);
+  o.add("backward apply", download(out.data(), floats));
+  be.batchnorm_relu_backward_apply(cview(dy), cview(x), mean.data(), invstd.data(), gamma.data(), beta.data(),
+                                   reduce.data(), count, view(out), s);
+  o.add("backward apply through the ReLU", download(out.data(), floats));
+  return o;
+}
+
+void check_same_bits(const Outputs& folded, const Outputs& separate) {
+  REQUIRE(folded.values.size() == separate.values.size());
+  for (std::size_t i = 0; i < folded.values.size(); ++i) {
+    INFO(folded.names[i]);
+    CHECK(bits_of(folded.values[i]) == bits_of(separate.values[i]));
+  }
+}
+
+enum class KernelSet { tiled, lane_rows, flat };
+const char* kernel_set_name(KernelSet k) {
+  return k == KernelSet::tiled ? "tiled" : k == KernelSet::lane_rows ? "tiled, lane rows" : "flat";
+}
+void select(Backend& be, KernelSet k) {
+  be.set_tiled_batchnorm(k != KernelSet::flat);
+  be.set_wide_sum_blocks16(k == KernelSet::tiled);
+}
+
+}  // namespace
+
+TEST_CASE("cuda batch norm with its per-channel steps folded gives their own kernels' bits (TRAINER_BN_FOLD=0)",
+          "[gpu][bn_fold]") {
+  // fp32: ResNet-50's last stage (2048 channels of 8 x 8), 64 x 64 planes, 14 x 14
+  // planes, and 13 x 11 planes, which the tiled kernels decline (flat either way).
+  // 16-bit: 64 and 2048 channels (eight a thread; 2048 in the wide sums' blocks), 300
+  // and 6 (one a thread).
+  struct Case {
+    Shape4 d;
+    Precision precision;
+  };
+  for (const Case k : {Case{Shape4{4, 2048, 8, 8}, Precision::fp32}, Case{Shape4{4, 64, 64, 64}, Precision::fp32},
+                       Case{Shape4{3, 300, 14, 14}, Precision::fp32}, Case{Shape4{3, 17, 13, 11}, Precision::fp32},
+                       Case{Shape4{4, 64, 32, 32}, Precision::bf16}, Case{Shape4{2, 2048, 8, 8}, Precision::bf16},
+                       Case{Shape4{2, 300, 9, 9}, Precision::bf16}, Case{Shape4{2, 6, 33, 31}, Precision::fp16},
+                       Case{Shape4{4, 64, 32, 32}, Precision::fp16}}) {
+    const bool storage16 = k.precision != Precision::fp32;
+    auto be = make_cuda_backend(0, k.precision);
+    if (storage16) be->set_activation_storage(storage_16bit_of(k.precision));
+    for (KernelSet set : {KernelSet::tiled, KernelSet::lane_rows, KernelSet::flat}) {
+      INFO(precision_name(k.precision) << " " << k.d.str() << ", " << kernel_set_name(set) << " kernels");
+      select(*be, set);
+      be->set_folds_batchnorm_steps(true);
+      const Outputs folded = run_ops(*be, k.d, storage16);
+      be->set_folds_batchnorm_steps(false);
+      const Outputs separate = run_ops(*be, k.d, storage16);
+      check_same_bits(folded, separate);
+    }
+  }
+}
+
+namespace {
+// Heatmaps, gradients and running statistics after one ResNet forward/backward.
+std::vector<std::vector<float>> resnet_step(const char* backbone, Precision precision, bool fold) {
+  auto b = make_cuda_backend(0, precision);
+  if (precision != Precision::fp32) b->set_activation_storage(storage_16bit_of(precision));
+  b->set_folds_batchnorm_steps(fold);
+  auto& s = b->default_stream();
+  model::HeatmapModel m(*b, model::ModelSpec{backbone, 17, 2});
+  m.initialize(5, s);
+  const Shape4 in{4, 3, 128, 128};
+  const auto images = random_vector(in.numel(), 711);
+  DeviceBuffer x(*b, in.numel());
+  b->upload(x.data(), images.data(), images.size(), s);
+  model::Context ctx{*b, s, true, nullptr, nullptr};
+  auto y = m.forward(ctx, {x.data(), in});
+  const auto g = random_vector(y.shape.numel(), 712);
+  DeviceBuffer dpred(*b, y.shape.numel());
+  b->upload(dpred.data(), g.data(), g.size(), s);
+  std::vector<float> heatmaps(y.shape.numel()), grads(m.store().parameter_count()),
+      buffers(m.store().buffer_count());
+  b->download(heatmaps.data(), y.data, heatmaps.size(), s);
+  m.backward(ctx, {dpred.data(), y.shape}, true);
+  b->download(grads.data(), m.store().grads_data(), grads.size(), s);
+  b->download(buffers.data(), m.store().buffers_data(), buffers.size(), s);
+  s.synchronize();
+  return {heatmaps, grads, buffers};
+}
+}  // namespace
+
+TEST_CASE("cuda ResNet steps with the batch norm's steps folded give their own kernels' bits", "[gpu][bn_fold]") {
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    INFO(precision_name(p));
+    const auto folded = resnet_step("resnet18", p, true), separate = resnet_step("resnet18", p, false);
+    const char* names[] = {"heatmaps", "gradients", "running statistics"};
+    for (std::size_t i = 0; i < folded.size(); ++i) {
+      INFO(names[i]);
+      CHECK(bits_of(folded[i]) == bits_of(separate[i]));
+    }
+  }
+}
