@@ -125,7 +125,7 @@ int predict_with_checkpoint(const Args& args_in) {
   // A label CSV named on the command line replaces the run's data: its imported
   // data_files (from config.ini) would otherwise conflict with it.
   if (mentions(args, "data.csv_file") && !mentions(args, "data.data_files"))
-    args.insert(args.end(), {"--overrides", "data.data_files=[]"});
+    args = with_leading_overrides(args, {"data.data_files=[]"});
   std::string checkpoint;
   // `trainer predict config.yaml ...`: a YAML file as the first argument is the config.
   bool has_config = !args.empty() && args[0].rfind("-", 0) != 0 &&

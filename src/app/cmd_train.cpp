@@ -9,7 +9,7 @@
 #include <chrono>    // std::chrono::steady_clock (the time line)
 #include <cstdint>   // std::int64_t
 #include <cstdio>    // std::snprintf
-#include <filesystem>  // std::filesystem::exists
+#include <filesystem>  // std::filesystem::exists, path
 #include <cstdlib>   // std::system
 #include <iostream>  // std::cout
 #include <memory>    // std::unique_ptr
@@ -30,9 +30,10 @@
 #include "app/run_options.hpp"      // Config -> loader, sampler, model, optimizer and loop options; resolve_video_dir
 #include "compute/backend.hpp"      // compute::Backend, Stream
 #include "compute/losses/heatmap_loss_registry.hpp"  // compute::parse_heatmap_loss
+#include "data/dataset.hpp"        // data::label_source_of: config.yaml names an import's CSV
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::write_split_csv
-#include "data/video_reader.hpp"    // data::list_videos: data.video_dir checked before the work
+#include "data/video_reader.hpp"    // data::list_videos: the videos' folders checked before the work
 #include "model/backbone_registry.hpp"  // model::backbone_weights_url, backbone_hugging_face_id
 #include "model/make_model.hpp"     // model::make_pose_model
 #include "app/predict_labeled.hpp"   // predict_labeled_frames: predictions.csv after training
@@ -205,6 +206,28 @@ std::string time_report(double setup_seconds, const train::TrainLoop::Timing& t)
 
 }  // namespace
 
+namespace {
+// A run trained from one imported HDF5 file: its config.yaml names the label CSV it
+// was imported from and that CSV's folder of images (the file's "source" and
+// "image_root"; the CSV's folder for files imported before image_root was written),
+// as lightning-pose's data.csv_file and data.data_dir, where lightning-pose's tools
+// look for the labelled frames. Nothing when the CSV is gone or the file was not
+// imported from one.
+void name_imported_labels(Config& lp) {
+  if (!lp.data.csv_file.empty() || lp.data.data_files.size() != 1) return;
+  namespace fs = std::filesystem;
+  const data::LabelSource labels = data::label_source_of(lp.data.data_files.front());
+  const fs::path csv(labels.source);
+  std::error_code ec;
+  if (csv.extension() != ".csv" || !csv.is_absolute() || !fs::is_regular_file(csv, ec)) return;
+  const fs::path root = labels.image_root.empty() ? csv.parent_path() : fs::path(labels.image_root);
+  lp.data.data_dir = root.string();
+  const fs::path relative = csv.lexically_relative(root);
+  const bool inside = !relative.empty() && *relative.begin() != "..";
+  lp.data.csv_file = inside ? relative.string() : csv.string();
+}
+}  // namespace
+
 int run_train(const Args& args) {
   po::options_description own("train options");
   own.add_options()
@@ -252,6 +275,16 @@ int run_train(const Args& args) {
   if (cl.own.count("resume") && cl.own["resume"].as<std::string>() != "auto") {
     const std::string& path = cl.own["resume"].as<std::string>();
     check_input_file(path, "cannot open checkpoint '" + path + "'", "check the path of --resume");
+  }
+  // The videos to predict after training: checked now, not after the whole training.
+  if (config.eval.predict_vids_after_training && !config.eval.test_videos_directory.empty()) {
+    try {
+      data::list_videos(config.eval.test_videos_directory);
+    } catch (const UserError& e) {
+      throw UserError("eval.test_videos_directory: " + std::string(e.what()),
+                      "eval.predict_vids_after_training predicts these videos after training: give a video or a "
+                      "folder of videos, or eval.predict_vids_after_training=false");
+    }
   }
   // The unsupervised losses' videos: checked now, by the key's name, not after the
   // import and the model are built.
@@ -342,6 +375,7 @@ int run_train(const Args& args) {
     Config lp = lp_config;  // lightning-pose needs the keypoints named (data from HDF5 files may not say)
     if (lp.data.num_keypoints <= 0) lp.data.num_keypoints = dataset.num_keypoints();
     if (lp.data.keypoint_names.empty()) lp.data.keypoint_names = dataset.keypoint_names();
+    name_imported_labels(lp);
     write_lightning_pose_config(out_dir, lp);
     write_train_status(out_dir, "TRAINING", 0, config.training.max_epochs);
   });
@@ -434,7 +468,10 @@ int run_train(const Args& args) {
   // take longer than an epoch's steps (mirror-mouse: 5 steps of a few ms each).
   BackgroundFileWriter progress(out_dir + "/train_status.json");
   loop.on_epoch_end = [&](int epochs_completed) {
-    progress.write(train_status_json("TRAINING", epochs_completed, config.training.max_epochs));
+    // lightning-pose's JSONTrainingProgressTracker: EVALUATING once the last epoch is
+    // done (the predictions after training follow), TRAINING before.
+    const char* status = epochs_completed < config.training.max_epochs ? "TRAINING" : "EVALUATING";
+    progress.write(train_status_json(status, epochs_completed, config.training.max_epochs));
     // lightning-pose's periodic .ckpt files as their .h5 appear (written in the
     // background: one not yet on disk is converted after a later epoch, or at the end).
     if (!periodic_ckpts) return;

@@ -488,7 +488,7 @@ std::vector<ConfigKey> build_table() {
            "lightning-pose project folder: csv_file and the image paths in it are relative to it")
           .lp("data.data_dir"),
       text("data", "csv_file", field(D, &DC::csv_file), "PATH",
-           "label CSV (relative to data_dir) imported on first use into a cached HDF5 file in the output "
+           "label CSV (relative to data_dir) imported on first use into a cached HDF5 file beside the run "
            "folder; replaces data_files")
           .lp("data.csv_file"),
       text("data", "video_dir", field(D, &DC::video_dir), "PATH",
@@ -516,7 +516,8 @@ std::vector<ConfigKey> build_table() {
               "global validation batch, summed over all ranks")
           .lp("training.val_batch_size"),
       integer("training", "test_batch_size", field(T, &TC::test_batch_size), 1, kIntMax,
-              "batch for testing and prediction (per rank, not divided)")
+              "batch for testing and for predicting labelled frames (per rank, not divided); videos: "
+              "eval.video_sequence_length")
           .lp("training.test_batch_size"),
       integer("training", "context_batch_size", field(T, &TC::context_batch_size), 1, kIntMax,
               "heatmap_mhcrnn with unsupervised losses: unlabelled video frames per step, global; each rank "
@@ -796,6 +797,13 @@ std::vector<ConfigKey> build_table() {
       real("eval", "confidence_thresh_for_vid", field(E, &EC::confidence_thresh_for_vid), 0.0, false, 1.0,
            "labeled videos draw a keypoint only where its likelihood is above this")
           .lp("eval.confidence_thresh_for_vid"),
+      integer("eval", "video_sequence_length", field(E, &EC::video_sequence_length), 1, kIntMax,
+              "video prediction (after training and `trainer predict`): frames per batch, per rank")
+          .lp("dali.base.predict.sequence_length"),
+      integer("eval", "context_video_sequence_length", field(E, &EC::context_video_sequence_length), 5, kIntMax,
+              "video prediction with heatmap_mhcrnn: frames read per batch, per rank; the L - 4 with two context "
+              "frames on each side are predicted")
+          .lp("dali.context.predict.sequence_length"),
   };
 }
 

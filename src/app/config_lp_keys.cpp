@@ -69,10 +69,6 @@ std::vector<LpKeyRule> build_rules() {
               "false asks for random initial weights, but model.backbone_weights names a file",
               "remove one of model.backbone_pretrained and model.backbone_weights"),
       ignored("model.head", "multiview transformer head: accepted, not used"),
-      // dali (NVIDIA DALI video reading for unsupervised losses and video prediction)
-      ignored("dali.base.predict.sequence_length", "video frames per prediction batch: accepted, not used"),
-      ignored("dali.context.predict.sequence_length", "video frames per context prediction batch: accepted, "
-                                                      "not used"),
       // losses: lightning-pose reads them only for losses listed in model.losses_to_use
       only_if("losses.pca_multiview.centering_method", "null accepted", never,
               "lightning-pose centres the keypoints for pca_singleview only; its pca_multiview ignores this key",

@@ -196,6 +196,43 @@ void print_help(const std::string& subcommand, const po::options_description& ow
 
 }  // namespace
 
+Args configuration_args(const std::string& subcommand, const Args& args) {
+  std::vector<KeyArg> keys;
+  const Args rest = take_key_args(args, subcommand, keys);
+  Args out;
+  for (const auto& key : keys) out.push_back("--" + key.name + "=" + key.value);
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i].rfind("--overrides=", 0) == 0) {
+      out.push_back(rest[i]);
+    } else if (rest[i] == "--overrides") {
+      out.push_back(rest[i]);
+      while (i + 1 < rest.size() && rest[i + 1].rfind("-", 0) != 0) out.push_back(rest[++i]);
+    }
+  }
+  return out;
+}
+
+Args with_leading_overrides(const Args& args, const std::vector<std::string>& overrides) {
+  if (overrides.empty()) return args;
+  Args out;
+  bool merged = false;
+  for (const auto& arg : args) {
+    if (merged || (arg != "--overrides" && arg.rfind("--overrides=", 0) != 0)) {
+      out.push_back(arg);
+      continue;
+    }
+    out.push_back("--overrides");
+    out.insert(out.end(), overrides.begin(), overrides.end());
+    if (arg != "--overrides") out.push_back(arg.substr(std::string("--overrides=").size()));
+    merged = true;
+  }
+  if (!merged) {
+    out.push_back("--overrides");
+    out.insert(out.end(), overrides.begin(), overrides.end());
+  }
+  return out;
+}
+
 CommandLine parse_command_line(const std::string& subcommand, const Args& args,
                                const po::options_description& own_options, const FallbackConfig* fallback) {
   Layout layout;

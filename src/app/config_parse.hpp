@@ -38,6 +38,15 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
                                const boost::program_options::options_description& own_options,
                                const FallbackConfig* fallback = nullptr);
 
+// The arguments among `args` that change the configuration, in order: --section.key
+// VALUE (and the shortcuts) and --overrides KEY=VALUE...; a subcommand's own options
+// are left out. For reading another configuration file with the user's changes.
+Args configuration_args(const std::string& subcommand, const Args& args);
+// `args` with `overrides` at the front of its one --overrides list (a new list when it
+// has none): Boost takes --overrides once, and the user's overrides of the same keys,
+// after these, win.
+Args with_leading_overrides(const Args& args, const std::vector<std::string>& overrides);
+
 // The configuration as INI text in the format --config reads (for --print-config
 // and for saving the effective configuration next to a run); re-parsable.
 std::string config_to_ini(const Config& config);

@@ -107,7 +107,26 @@ void convert(const std::string& ckpt, const Config& config, const std::string& o
   train::save_checkpoint(out, store, nullptr, state, stream);
 }
 
+// A model folder's configuration, for what describes the model (its type, backbone,
+// keypoints, the name its checkpoints are under), with `user_args`' configuration
+// changes. lightning-pose saves config.yaml unresolved, so its example's data folders
+// stay `${LP_ROOT_PATH:}/data/...`, a resolver of lightning-pose's installation; the
+// model needs none of them, so they are cleared first (model_folder_overrides).
+Config model_folder_config(const std::string& config_yaml, const Args& user_args = {}) {
+  Args args = {"--config", config_yaml};
+  const Args user = configuration_args("predict", user_args);
+  args.insert(args.end(), user.begin(), user.end());
+  const boost::program_options::options_description none("");
+  return parse_command_line("predict", with_leading_overrides(args, model_folder_overrides(false)), none).config;
+}
+
 }  // namespace
+
+std::vector<std::string> model_folder_overrides(bool labelled_frames) {
+  std::vector<std::string> out = {"data.video_dir=null", "eval.test_videos_directory=null", "model.losses_to_use=[]"};
+  if (!labelled_frames) out.push_back("data.data_dir=null");
+  return out;
+}
 
 bool is_lightning_pose_model_dir(const std::string& dir) {
   return exists_as(dir + "/config.yaml", false) && exists_as(dir + "/tb_logs", true) &&
@@ -119,8 +138,7 @@ std::string weights_file_of(const std::string& path) {
   for (const char* name : {"best.h5", "last.h5"})
     if (exists_as(path + "/checkpoints/" + name, false)) return path + "/checkpoints/" + name;
   if (!is_lightning_pose_model_dir(path)) return path;
-  const boost::program_options::options_description none("");
-  return find_checkpoint(path, parse_command_line("predict", {"--config", path + "/config.yaml"}, none).config.model.model_name);
+  return find_checkpoint(path, model_folder_config(path + "/config.yaml").model.model_name);
 }
 
 std::string lightning_pose_ckpt_of(const std::string& path) {
@@ -129,11 +147,8 @@ std::string lightning_pose_ckpt_of(const std::string& path) {
       throw UserError("model.checkpoint: cannot open '" + path + "'", "give a lightning-pose .ckpt or model directory");
     return path;
   }
-  if (exists_as(path + "/config.yaml", false) && exists_as(path + "/tb_logs", true)) {
-    const boost::program_options::options_description none("");
-    return find_checkpoint(path, parse_command_line("predict", {"--config", path + "/config.yaml"}, none)
-                                     .config.model.model_name);
-  }
+  if (exists_as(path + "/config.yaml", false) && exists_as(path + "/tb_logs", true))
+    return find_checkpoint(path, model_folder_config(path + "/config.yaml").model.model_name);
   std::vector<std::string> found;  // lightning-pose: glob(os.path.join(ckpt, '**', '*.ckpt'), recursive=True)[0]
   std::error_code ec;
   for (fs::recursive_directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
@@ -159,11 +174,10 @@ LightningPoseWeights load_lightning_pose_weights(const std::string& ckpt, model:
   return got;
 }
 
-LightningPoseModel open_lightning_pose_model(const std::string& dir) {
+LightningPoseModel open_lightning_pose_model(const std::string& dir, const Args& user_args) {
   LightningPoseModel m;
   m.config_yaml = dir + "/config.yaml";
-  const boost::program_options::options_description none("");
-  const Config config = parse_command_line("predict", {"--config", m.config_yaml}, none).config;
+  const Config config = model_folder_config(m.config_yaml, user_args);
   m.ckpt = find_checkpoint(dir, config.model.model_name);
   m.checkpoint = m.ckpt + ".trainer.h5";
   if (!up_to_date(m.checkpoint, m.ckpt)) convert(m.ckpt, config, m.checkpoint);

@@ -5,7 +5,9 @@
 // the .ckpt as `<ckpt>.trainer.h5` (written atomically, remade when the .ckpt is newer),
 // so a kill leaves no partial file and a second prediction converts nothing.
 #include <string>  // std::string
+#include <vector>  // std::vector
 
+#include "app/commands.hpp"           // Args
 #include "compute/stream.hpp"         // compute::Stream
 #include "model/parameter_store.hpp"  // model::ParameterStore
 
@@ -23,10 +25,20 @@ struct LightningPoseModel {
 
 // Finds the checkpoint as lightning-pose does (tb_logs/<model_name>/version_*/
 // checkpoints/*.ckpt: the newest version's *-best.ckpt, else its highest step) and
-// converts it. UserError (exit 2) for a directory without a checkpoint, a model type
-// or backbone this trainer does not have, and a .ckpt whose tensors do not fit the
-// model its config.yaml describes.
-LightningPoseModel open_lightning_pose_model(const std::string& dir);
+// converts it, reading config.yaml with the configuration changes among `user_args`
+// (--overrides, --section.key) and its data folders cleared first
+// (model_folder_overrides). UserError (exit 2) for a directory without a checkpoint, a
+// model type or backbone this trainer does not have, and a .ckpt whose tensors do not
+// fit the model its config.yaml describes.
+LightningPoseModel open_lightning_pose_model(const std::string& dir, const Args& user_args = {});
+
+// Overrides that clear what predicting from a lightning-pose model folder does not use,
+// and its config.yaml may name through lightning-pose's own resolvers
+// (${LP_ROOT_PATH:}/data/...): the unlabelled videos (data.video_dir,
+// eval.test_videos_directory, and model.losses_to_use, whose unsupervised losses need
+// them) and, unless it predicts labelled frames, the labelled data's folder
+// (data.data_dir).
+std::vector<std::string> model_folder_overrides(bool labelled_frames);
 
 // The weights file a folder named as backbone weights stands for: a lightning-pose
 // model directory's checkpoint (as above, not converted: the pretrained-weights reader

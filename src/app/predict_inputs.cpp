@@ -7,7 +7,8 @@
 #include <cctype>      // std::tolower
 #include <filesystem>  // std::filesystem::absolute, directory_iterator
 
-#include "app/lp_model_import.hpp"  // is_lightning_pose_model_dir, open_lightning_pose_model
+#include "app/config_parse.hpp"     // with_leading_overrides
+#include "app/lp_model_import.hpp"  // is_lightning_pose_model_dir, open_lightning_pose_model, model_folder_overrides
 #include "data/video_reader.hpp"    // video_extensions
 #include "util/error.hpp"         // UserError
 
@@ -85,13 +86,17 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
                         std::string("use one form: ") + kUsage + ", or trainer predict --checkpoint FILE.h5 "
                         "[--video PATH...]");
   }
-  // A lightning-pose model directory: its .ckpt as a trainer checkpoint, its config.yaml.
+  // A lightning-pose model directory: its .ckpt as a trainer checkpoint, its config.yaml
+  // (without the folders the predictions do not need: model_folder_overrides).
   Args model_options;
+  std::vector<std::string> csv_overrides, video_overrides;
   std::string checkpoint;
   if (is_lightning_pose_model_dir(run_dir)) {
-    const LightningPoseModel lp = open_lightning_pose_model(run_dir);
+    const LightningPoseModel lp = open_lightning_pose_model(run_dir, options);
     checkpoint = lp.checkpoint;
     model_options = {"--config", lp.config_yaml};
+    csv_overrides = model_folder_overrides(/*labelled_frames=*/true);
+    video_overrides = model_folder_overrides(/*labelled_frames=*/false);
   } else {
     checkpoint = checkpoint_of_run(run_dir);
   }
@@ -122,11 +127,12 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
   std::vector<Args> calls;
   for (const auto& csv : csvs) {
     // data_files cleared: the run's imported data must not stand beside the new CSV.
-    Args call{"--checkpoint", checkpoint, "--overrides", "data.csv_file=" + csv, "data.data_files=[]",
-              "--out", image_preds_csv(run_dir, csv)};
+    Args call{"--checkpoint", checkpoint, "--out", image_preds_csv(run_dir, csv)};
     call.insert(call.end(), model_options.begin(), model_options.end());
     call.insert(call.end(), options.begin(), options.end());
-    calls.push_back(std::move(call));
+    std::vector<std::string> overrides = csv_overrides;
+    overrides.insert(overrides.end(), {"data.csv_file=" + csv, "data.data_files=[]"});
+    calls.push_back(with_leading_overrides(call, overrides));
   }
   if (!videos.empty()) {
     Args call{"--checkpoint", checkpoint, "--video-out", run_dir + "/video_preds"};
@@ -134,7 +140,7 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
     call.push_back("--video");
     call.insert(call.end(), videos.begin(), videos.end());
     call.insert(call.end(), options.begin(), options.end());
-    calls.push_back(std::move(call));
+    calls.push_back(with_leading_overrides(call, video_overrides));
   }
   return calls;
 }

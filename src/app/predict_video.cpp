@@ -251,10 +251,13 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
   enable_prediction_recording(config, *backend, runner, log);
 
   data::VideoBatchOptions options;
-  options.batch_size = std::max(1, config.training.test_batch_size);
+  options.context = model::needs_context_frames(model_type);
+  // lightning-pose's dali.*.predict.sequence_length: a context model's L frames
+  // predict the L - 4 that have their context (its key's minimum is 5).
+  options.batch_size = options.context ? config.eval.context_video_sequence_length - 4
+                                       : config.eval.video_sequence_length;
   options.height = config.data.image_resize_height;
   options.width = config.data.image_resize_width;
-  options.context = model::needs_context_frames(model_type);
   options.num_workers = config.training.num_workers > 0 ? config.training.num_workers : 2;
   options.num_keypoints = state.num_keypoints;
   options.allocator = batch_allocator(*backend);
@@ -373,7 +376,16 @@ int run_predict_video(const CommandLine& cl, const Args& args, const std::string
   // The keypoint names: the configuration's, else the data's (as `predict` finds them);
   // with PCA keypoints in the configuration the data's training labels too, for the
   // PCA error files.
-  const bool pca_files = !config.data.columns_for_singleview_pca.empty() || !config.data.mirrored_column_matches.empty();
+  bool pca_files = !config.data.columns_for_singleview_pca.empty() || !config.data.mirrored_column_matches.empty();
+  // A lightning-pose model folder's data folder is cleared unless the user gives it
+  // (model_folder_overrides): its PCA error files need the labels, the keypoints not.
+  const bool labels_known = !config.data.data_files.empty() || !config.data.data_dir.empty() ||
+                            std::filesystem::path(config.data.csv_file).is_absolute();
+  if (pca_files && !labels_known && !config.data.keypoint_names.empty()) {
+    log.info("no PCA error files: they fit the PCA to the labelled frames, and data.data_dir is not given "
+             "(--overrides data.data_dir=PROJECT_FOLDER writes them)");
+    pca_files = false;
+  }
   if (!config.data.keypoint_names.empty() && !pca_files) {
     request.keypoint_names = config.data.keypoint_names;
   } else {

@@ -104,6 +104,12 @@ struct EvalConfig {
   bool save_vids_after_training = false;    // also labeled_videos/<video>_labeled.mp4
   std::string colormap = "cool";            // one of labeled_video_colormap_names()
   double confidence_thresh_for_vid = 0.9;   // keypoints below it are not drawn
+  // Video prediction's frames per batch, as lightning-pose's
+  // dali.{base,context}.predict.sequence_length: heatmap models predict L frames a
+  // batch; heatmap_mhcrnn reads L frames and predicts the L - 4 that have their two
+  // context frames on each side.
+  int video_sequence_length = 96;
+  int context_video_sequence_length = 96;
 };
 
 // lightning-pose's unsupervised losses (losses.<name>.*) and the warm-up of their

@@ -4,7 +4,7 @@
 #include <glob.h>    // glob, globfree
 #include <unistd.h>  // access
 
-#include <algorithm>   // std::sort, std::max_element
+#include <algorithm>   // std::sort, std::max_element, std::find
 #include <cmath>       // std::isnan
 #include <filesystem>  // std::filesystem::exists
 #include <limits>      // std::numeric_limits
@@ -325,6 +325,43 @@ std::vector<std::string> expand_data_files(const std::vector<std::string>& patte
   return files;
 }
 
+namespace {
+// `names` without those of `remove`, in order.
+std::vector<std::string> names_missing_from(const std::vector<std::string>& names,
+                                            const std::vector<std::string>& remove) {
+  std::vector<std::string> out;
+  for (const auto& n : names)
+    if (std::find(remove.begin(), remove.end(), n) == remove.end()) out.push_back(n);
+  return out;
+}
+
+// A data file whose keypoints are not the configuration's named ones: the names that
+// differ, which a count alone would not say (a label CSV that lost one keypoint's
+// columns reads as "16 keypoints but 17").
+[[noreturn]] void refuse_other_keypoints(const std::string& path, const std::vector<std::string>& in_file,
+                                         const DatasetExpectations& expect) {
+  const auto missing = names_missing_from(expect.keypoint_names, in_file);
+  const auto extra = names_missing_from(in_file, expect.keypoint_names);
+  std::string what = "data file " + path + " has " + std::to_string(in_file.size()) + " keypoints, data.keypoint_names " +
+                     std::to_string(expect.keypoint_names.size());
+  if (!missing.empty()) what += "; it has none named " + join(missing);
+  if (!extra.empty()) what += "; it has " + join(extra) + ", which data.keypoint_names does not name";
+  throw UserError(what, missing.empty() ? "name every keypoint of the data in data.keypoint_names (and "
+                                          "data.num_keypoints), or leave both unset to take them from the data"
+                                        : "give the label file the columns of " + join(missing) +
+                                              ", or remove them from data.keypoint_names and set data.num_keypoints "
+                                              "to match");
+}
+}  // namespace
+
+LabelSource label_source_of(const std::string& path) {
+  h5::Handle file = open_file(path);
+  LabelSource out;
+  h5::read_string_attribute(file.get(), "source", &out.source);
+  h5::read_string_attribute(file.get(), "image_root", &out.image_root);
+  return out;
+}
+
 Dataset::Dataset() = default;
 Dataset::Dataset(Dataset&&) noexcept = default;
 Dataset& Dataset::operator=(Dataset&&) noexcept = default;
@@ -339,6 +376,8 @@ Dataset Dataset::open(const std::vector<std::string>& files, const DatasetExpect
   for (const auto& path : files) {
     ShardMeta meta = read_shard_meta(path);
     const int k = meta.shape.num_keypoints();
+    if (expect.num_keypoints > 0 && k != expect.num_keypoints && !expect.keypoint_names.empty())
+      refuse_other_keypoints(path, meta.shape.keypoint_names, expect);
     if (expect.num_keypoints > 0 && k != expect.num_keypoints)
       throw UserError("data file " + path + ", dataset " + kKeypoints + ": has " + std::to_string(k) +
                           " keypoints but num_keypoints = " + std::to_string(expect.num_keypoints),

@@ -27,6 +27,15 @@ struct DatasetExpectations {
 // a pattern that matches nothing is an error naming it.
 std::vector<std::string> expand_data_files(const std::vector<std::string>& patterns);
 
+// Where a data file's labels came from: its root attributes "source" (the imported
+// label file, or what made the file) and "image_root" (the folder its frame paths are
+// relative to, for an import of one label file); empty when absent.
+struct LabelSource {
+  std::string source;
+  std::string image_root;
+};
+LabelSource label_source_of(const std::string& path);
+
 class Dataset {
  public:
   // Throws UserError naming the file and dataset for every problem (see docs/DATA.md).

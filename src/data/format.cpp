@@ -149,6 +149,7 @@ void DatasetWriter::finish() {
                           options_.with_visibility ? kFormatVersion : kFormatVersionWithoutVisibility);
   h5::write_string_attribute(f, "creator", std::string("trainer ") + TRAINER_VERSION);
   h5::write_string_attribute(f, "source", options_.source);
+  if (!options_.image_root.empty()) h5::write_string_attribute(f, "image_root", options_.image_root);
   images_.reset();
   file_->commit();
 }

@@ -12,7 +12,9 @@
 //   /context/video_id      int    [M]           (lightning-pose loads a labelled frame's
 //   /context/frame_number  int    [M]           neighbours t-2..t+2 from its folder even
 //   /context/frame_paths   string [M]           when they are not labelled)
-//   root attributes: format_version (int), creator (string), source (string)
+//   root attributes: format_version (int), creator (string), source (string),
+//                    image_root (string, optional: the folder /frame_paths are
+//                    relative to, for an import of one label CSV)
 #include <cstdint>  // std::int64_t, std::uint8_t
 #include <memory>   // std::unique_ptr
 #include <string>   // std::string
@@ -55,6 +57,7 @@ struct WriterOptions {
   bool with_video_info = false; // write /video_id and /frame_number
   bool with_visibility = false; // write /visibility (each frame's flags given to write_frame)
   std::string source;           // root attribute "source" (e.g. the imported CSV)
+  std::string image_root;       // root attribute "image_root" when not empty
 };
 
 // Writes one dataset file. Frames are written as they come (any order, each once);

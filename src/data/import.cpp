@@ -239,6 +239,8 @@ ImportSummary import_label_tables(const std::vector<LabeledFolder>& folders, con
   wo.deflate_level = o.deflate_level;
   wo.with_video_info = true;
   wo.source = fs::absolute(o.csv.empty() ? first.source : o.csv).string();
+  // One label file's folder of images: lightning-pose's data.data_dir for this CSV.
+  if (folders.size() == 1) wo.image_root = fs::absolute(folders.front().root).lexically_normal().string();
   // lightning-pose's visible flags, when any label table has the column (the frames of
   // one without it get none: they follow uniform_heatmaps_for_nan_keypoints).
   for (const auto& f : folders) wo.with_visibility = wo.with_visibility || !f.table.visibility.empty();

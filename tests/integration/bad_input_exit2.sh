@@ -192,6 +192,11 @@ expect_one_error "data.video_dir: video '.*novideos' does not exist" \
   "$TRAINER" train --config "$S/c.cfg" --out "$S/run_nv" --data.video_dir "$S/novideos" \
   --model.losses_to_use "[pca_singleview]" --max-steps 1
 [[ ! -e $S/run_nv ]] || fail "a run refused for its video_dir wrote its folder"
+# The videos to predict after training: refused before training, not after it.
+expect_one_error "eval.test_videos_directory: video '.*novideos' does not exist" \
+  "$TRAINER" train --config "$S/c.cfg" --out "$S/run_tv" --eval.test_videos_directory "$S/novideos" \
+  --eval.predict_vids_after_training true --max-steps 1
+[[ ! -e $S/run_tv ]] || fail "a run refused for its test_videos_directory wrote its folder"
 
 # Two ranks: every rank refuses (exit 2), nothing is written. Last, because the
 # self-spawn's runtime may still write its summary to stderr after the exit.

@@ -25,6 +25,10 @@ num_workers = 2
 [model]
 backbone = resnet18
 model_type = heatmap
+[eval]
+# Several batches per video (lightning-pose's dali.*.predict.sequence_length).
+video_sequence_length = 8
+context_video_sequence_length = 10
 CFG
 "$TRAINER" train --config "$SCRATCH/s.cfg" --out "$SCRATCH/run" --max-steps 12 >"$SCRATCH/train.log" 2>&1 \
   || { cat "$SCRATCH/train.log"; fail "train"; }
@@ -45,6 +49,7 @@ max_diff() {  # max_diff A B [skip-columns-of-B]
   || { cat "$SCRATCH/p1.log"; fail "predict --video"; }
 cat "$SCRATCH/p1.log"
 grep -qE "clip: 70/70 frames, [0-9]+ frames/s, ETA" "$SCRATCH/p1.log" || fail "progress line with frames/s and ETA"
+grep -q ", batch 8, " "$SCRATCH/p1.log" || fail "eval.video_sequence_length = 8 is not the batch"
 CSV=$SCRATCH/out1/clip.csv
 [[ -f $CSV && -f $SCRATCH/out1/clip_temporal_norm.csv ]] || fail "video_preds files missing"
 [[ $(wc -l <"$CSV") == 73 ]] || fail "expected 3 header rows + 70 frames in $CSV"
@@ -90,6 +95,7 @@ sed -e "s|^data_files = .*|data_files = $SCRATCH/v.h5|" -e "s|model_type = heatm
 "$TRAINER" predict --checkpoint "$SCRATCH/vrun/checkpoints/last.h5" --video "$SCRATCH/clip.avi" --video-out "$SCRATCH/c1" \
   >"$SCRATCH/c1.log" 2>&1 || { cat "$SCRATCH/c1.log"; fail "predict --video heatmap_mhcrnn"; }
 grep -q "5 context frames" "$SCRATCH/c1.log" || { cat "$SCRATCH/c1.log"; fail "context frames not used"; }
+grep -q ", batch 6, " "$SCRATCH/c1.log" || fail "eval.context_video_sequence_length = 10 does not predict 6 frames a batch"
 timeout 600 $MPIRUN -np 2 "$TRAINER" predict --checkpoint "$SCRATCH/vrun/checkpoints/last.h5" --video "$SCRATCH/clip.avi" \
   --video-out "$SCRATCH/c2" >"$SCRATCH/c2.log" 2>&1 || { cat "$SCRATCH/c2.log"; fail "mpirun -np 2 predict --video heatmap_mhcrnn"; }
 d=$(max_diff "$SCRATCH/c1/clip.csv" "$SCRATCH/c2/clip.csv") || fail "mhcrnn: $d"

@@ -18,6 +18,8 @@
 #include "model/backbone_registry.hpp"  // backbone_names
 #include "../text_file.hpp"  // read_text_file
 
+#include <yaml-cpp/yaml.h>  // YAML::Load
+
 using trainer::testing::read_text_file;
 using config_test::expect_user_error;
 using config_test::parse;
@@ -135,6 +137,13 @@ TEST_CASE("the mirror-mouse config's unsupervised settings are read", "[app][con
   CHECK(c.losses.anneal_freeze_until_epoch == 0);
   CHECK(c.losses.anneal_increase_factor == 0.01);
   CHECK(c.training.unlabeled_sequence_length == 16);  // dali.base.train.sequence_length
+  CHECK(c.eval.video_sequence_length == 64);          // dali.base.predict.sequence_length
+  CHECK(c.eval.context_video_sequence_length == 64);  // dali.context.predict.sequence_length
+  // Written back where lightning-pose's video prediction reads them (cfg.dali.*.predict).
+  const YAML::Node written = YAML::Load(trainer::app::config_to_yaml(c));
+  CHECK(written["dali"]["base"]["predict"]["sequence_length"].as<int>() == 64);
+  CHECK(written["dali"]["context"]["predict"]["sequence_length"].as<int>() == 64);
+  CHECK(written["dali"]["base"]["train"]["sequence_length"].as<int>() == 16);
   CHECK(c.losses.pca_singleview_centering_method.empty());  // absent: null, no centring
   args.push_back("losses.pca_singleview.centering_method=median");
   CHECK(parse(args).config.losses.pca_singleview_centering_method == "median");
