@@ -122,6 +122,30 @@ torch.save(c, sys.argv[2])" "${ckpts[0]}" "lpdir/tb_logs/lp_dir_test/version_0/c
 cmp <(tail -n +4 lpdir/video_preds/clip.csv) <(tail -n +4 run/video_preds/clip.csv) ||
   fail "predictions from the lightning-pose model directory differ from the run's"
 ls lpdir/tb_logs/lp_dir_test/version_0/checkpoints/*.ckpt.trainer.h5 >/dev/null || fail "no converted checkpoint kept"
+# lightning-pose saves config.yaml unresolved: its example's data folders stay
+# ${LP_ROOT_PATH:}/data/..., a resolver of its installation, with the unsupervised losses
+# that read data.video_dir. Videos are predicted without them (and without the PCA
+# error files, which need the labels); --init-weights reads the folder too; a label CSV
+# needs data.data_dir, and the error says how to give it.
+mkdir -p lproot && cp -r lpdir/tb_logs lproot/ && rm -f lproot/tb_logs/lp_dir_test/version_0/checkpoints/*.trainer.h5
+$PY - run/config.yaml lproot/config.yaml <<'PY' || fail "writing lightning-pose's unresolved config.yaml"
+import sys, yaml
+c = yaml.safe_load(open(sys.argv[1]))
+c["data"].pop("data_files", None)
+c["data"].update(data_dir="${LP_ROOT_PATH:}/data/mirror-mouse-example", video_dir="${data.data_dir}/videos",
+                 csv_file="CollectedData.csv", columns_for_singleview_pca=[0, 1, 2])
+c["model"]["losses_to_use"] = ["pca_singleview"]
+yaml.safe_dump(c, open(sys.argv[2], "w"))
+PY
+"$TRAINER" predict lproot clip.mp4 >lproot_predict.log 2>&1 || { cat lproot_predict.log; fail "predict LP_DIR VIDEO with \${LP_ROOT_PATH:}"; }
+grep -q "no PCA error files" lproot_predict.log || { cat lproot_predict.log; fail "no note on the PCA error files"; }
+cmp <(tail -n +4 lproot/video_preds/clip.csv) <(tail -n +4 run/video_preds/clip.csv) ||
+  fail "predictions from the unresolved config.yaml's folder differ from the run's"
+"$TRAINER" train --config s.cfg --out run_root_init --init-weights lproot --training.max_epochs 1 >root_init.log 2>&1 ||
+  { cat root_init.log; fail "train --init-weights LP_DIR with \${LP_ROOT_PATH:}"; }
+: >labels.csv
+expect_fail 2 "data.data_dir uses the resolver ..LP_ROOT_PATH:" "$TRAINER" predict lproot labels.csv
+grep -q "^hint: .*--overrides data.data_dir=" "$SCRATCH/err.txt" || fail "the hint does not say how to give data.data_dir"
 # --init-weights takes the folders too: the model directory's .ckpt, a run's best.h5.
 "$TRAINER" train --config s.cfg --out run_dir_init --init-weights lpdir --training.max_epochs 1 >dir_init.log 2>&1 ||
   { cat dir_init.log; fail "train --init-weights LP_MODEL_DIR"; }
