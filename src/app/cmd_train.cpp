@@ -319,6 +319,8 @@ int run_train(const Args& args) {
                      "give a lightning-pose .ckpt or model directory");
   }
 
+  // SLURM's warning (SIGUSR1) from here on, set-up included: acted on at the first step.
+  std::optional<GracefulStop> stop_signals(std::in_place);
   Args spawn_args{"train"};
   spawn_args.insert(spawn_args.end(), args.begin(), args.end());
   const Env env = capture_environment();
@@ -488,8 +490,7 @@ int run_train(const Args& args) {
   loop.world_size = world.size;
   loop.dump_gradients = dump_gradients;
   loop.dump_gradients_step = dump_gradients_step;
-  const GracefulStop stop_signals;  // from here on SIGINT/SIGTERM/SIGUSR1 stop at a step boundary
-  loop.stop_signals = &stop_signals;
+  loop.stop_signals = &*stop_signals;
 
   log.info("model: " + spec.backbone + " " + config.model.model_type + ", " + std::to_string(net.store().parameter_count()) +
            " parameters; " + backend->description() + "; batch " + std::to_string(plan.rank.train_batch_size) +
@@ -546,7 +547,9 @@ int run_train(const Args& args) {
   train::TrainLoop trainer(runner, net, optimizer, train_source, val_source.empty() ? nullptr : &val_source, loop,
                            ddp.hooks(), log, stream);
   const double setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
+  stop_signals->in_training_loop(true);  // SIGINT and SIGTERM too stop at a step boundary
   state = trainer.run(state);
+  stop_signals.reset();  // training is over: signals end the process (predictions are atomic files)
   if (ddp.active()) log.info(ddp.overlap_report());
   if (const auto& c = runner.recording_counts(); c.steps > 0)
     log.info("model.cuda_graphs: " + std::to_string(c.replayed) + " of " + std::to_string(c.steps) +

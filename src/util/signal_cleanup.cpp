@@ -22,11 +22,14 @@ struct Slot {
   char path[kMaxPath];
 };
 
+// Which stop signals a handler records instead of ending the process (signal_cleanup.hpp).
+enum class Recording { nothing, slurm_warning, every_stop_signal };
+
 // Why global: a signal handler has no other way to find the paths (see the header).
 struct Registry {
   std::array<Slot, kSlots> slots;
-  std::atomic<bool> graceful{false};  // a GracefulStop lives
-  std::atomic<int> stop_signal{0};    // the first stop signal while graceful
+  std::atomic<Recording> recording{Recording::nothing};
+  std::atomic<int> stop_signal{0};  // the first signal recorded
   struct sigaction previous[sizeof kSignals / sizeof kSignals[0]];
   std::once_flag installed;
 };
@@ -37,7 +40,10 @@ Registry& registry() {
 
 void on_signal(int sig) {
   Registry& r = registry();
-  if (r.graceful.load() && sig != SIGHUP) {
+  const Recording recording = r.recording.load();
+  const bool recorded = sig == SIGUSR1 ? recording != Recording::nothing
+                                       : sig != SIGHUP && recording == Recording::every_stop_signal;
+  if (recorded) {
     int none = 0;
     if (r.stop_signal.compare_exchange_strong(none, sig) || r.stop_signal.load() != sig) return;
     // The same signal again: the user insists.
@@ -60,6 +66,8 @@ void install_handlers() {
     // the process) is what it does otherwise, cleanup included.
     struct sigaction action {};
     action.sa_handler = on_signal;
+    // A recorded signal must not fail a read or a wait it happened to interrupt.
+    action.sa_flags = SA_RESTART;
     sigemptyset(&action.sa_mask);
     for (int s : kSignals) sigaddset(&action.sa_mask, s);  // one cleanup at a time
     ::sigaction(kSignals[i], &action, nullptr);
@@ -87,10 +95,14 @@ GracefulStop::GracefulStop() {
   Registry& r = registry();
   std::call_once(r.installed, install_handlers);
   r.stop_signal.store(0);
-  r.graceful.store(true);
+  r.recording.store(Recording::slurm_warning);
 }
 
-GracefulStop::~GracefulStop() { registry().graceful.store(false); }
+GracefulStop::~GracefulStop() { registry().recording.store(Recording::nothing); }
+
+void GracefulStop::in_training_loop(bool inside) {
+  registry().recording.store(inside ? Recording::every_stop_signal : Recording::slurm_warning);
+}
 
 void remove_temp_paths_now() {
   for (Slot& slot : registry().slots) {

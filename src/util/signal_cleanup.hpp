@@ -20,19 +20,26 @@ void unregister_temp_path(int slot);
 // gone, runtime/daemon_loss.hpp): no destructor will run to remove them.
 void remove_temp_paths_now();
 
-// Graceful stops (training): while a GracefulStop lives, the first SIGINT, SIGTERM or
-// SIGUSR1 only records the signal, for the training loop to stop at the next step
-// boundary with a checkpoint; temporary files are left alone, since the writes they
-// belong to are about to finish. The same signal a second time falls back to the
-// cleanup and the previous action (a second Ctrl-C ends the process at once).
-// SIGUSR1 is SLURM's warning before the time limit (`#SBATCH --signal=USR1@90`).
+// Graceful stops (training). SIGUSR1 is SLURM's warning before the time limit
+// (`#SBATCH --signal=USR1@90`); it may come at any time, the set-up included (a large
+// import, a slow file system), and must never end the job without its requeue. So a
+// GracefulStop, made when the train command starts, records it from then on, for the
+// training loop to act on at its first step boundary (checkpoint, requeue).
+// SIGINT and SIGTERM are recorded only while the loop runs (`in_training_loop`): in the
+// set-up there is nothing to save, and after the loop nothing more to train, so there
+// they end the process as before (temporary files removed). A recorded signal leaves
+// temporary files alone, since the writes they belong to are about to finish. The same
+// signal a second time falls back to the cleanup and the previous action (a second
+// Ctrl-C ends the process at once).
 class GracefulStop {
  public:
-  GracefulStop();
+  GracefulStop();  // records SIGUSR1 from now on
   ~GracefulStop();
   GracefulStop(const GracefulStop&) = delete;
   GracefulStop& operator=(const GracefulStop&) = delete;
-  // The first stop signal received, or 0.
+  // While `true`, SIGINT and SIGTERM are recorded too; `false` ends that.
+  void in_training_loop(bool inside);
+  // The first stop signal recorded, or 0.
   int signal_received() const;
 };
 

@@ -1,7 +1,8 @@
 # Stop signals on 2 ranks under mpirun: SIGUSR1, SIGTERM or SIGINT sent to ONE rank
 # stops both at the same step boundary with a checkpoint of the exact position
 # (mid-epoch), exit 0 / 143 / 130; `--resume auto` then finishes the run, and its final
-# weights and optimizer state equal an uninterrupted run's, bit for bit (CPU).
+# weights and optimizer state equal an uninterrupted run's, bit for bit (CPU). SIGUSR1
+# (SLURM's warning) during the set-up stops the run at its first step the same way.
 source "$(dirname "$0")/lib/common.sh"
 "$TRAINER" synth --out "$SCRATCH/small.h5" --frames 48 --size 64 --keypoints 4 --seed 1 >/dev/null || fail "synth"
 cat >"$SCRATCH/small.cfg" <<CFG
@@ -38,10 +39,39 @@ interrupt() {
   rank=$(pgrep -P $launcher -f "trainer train" | tail -n 1)
   [[ -n $rank ]] || fail "$name: no rank process under mpirun"
   kill -s "$sig" "$rank"
+  check_stop_and_resume "$sig" "$code" "$name" "$launcher" "after step"
+}
+
+# SLURM's warning during the set-up: one rank is frozen (SIGSTOP) as soon as its
+# SIGUSR1 handler is installed, at the start of `train`, before any collective, so no
+# step can have run; the signal waits for SIGCONT. The run must record it, stop at
+# its first step with a checkpoint, exit 0, and resume to the uninterrupted state.
+usr1_in_setup() {
+  local name=usr1_setup out=$SCRATCH/usr1_setup
+  $MPIRUN -np 2 "$TRAINER" train --config "$SCRATCH/small.cfg" --out "$out" --resume auto >"$out.log" 2>&1 &
+  local launcher=$! rank="" pid caught i
+  for i in $(seq 3000); do  # up to about 30 s
+    for pid in $(pgrep -P $launcher -f "trainer train"); do
+      caught=$(awk '/^SigCgt:/ {print $2}' "/proc/$pid/status" 2>/dev/null)
+      [[ -n $caught ]] && (((16#$caught >> 9) & 1)) && { rank=$pid; break 2; }  # bit 9: signal 10, SIGUSR1
+    done
+    sleep 0.01
+  done
+  [[ -n $rank ]] || { kill $launcher; cat "$out.log"; fail "$name: no rank caught SIGUSR1"; }
+  kill -STOP "$rank"
+  kill -USR1 "$rank"
+  kill -CONT "$rank"
+  check_stop_and_resume USR1 0 "$name" "$launcher" "after step 1;"
+}
+
+# check_stop_and_resume SIGNAL CODE NAME LAUNCHER STOP_TEXT: the signalled run's exit,
+# message and mid-epoch checkpoint; then --resume auto and the comparison.
+check_stop_and_resume() {
+  local sig=$1 code=$2 name=$3 launcher=$4 stop_text=$5 out=$SCRATCH/$3
   local rc=0
   wait $launcher || rc=$?
   [[ $rc == "$code" ]] || { cat "$out.log"; fail "$name: exit $rc, expected $code"; }
-  grep -q "stopped by SIG$sig after step" "$out.log" || { cat "$out.log"; fail "$name: no stop message"; }
+  grep -q "stopped by SIG$sig $stop_text" "$out.log" || { cat "$out.log"; fail "$name: no stop message ($stop_text)"; }
   local into
   into=$(h5dump -a /state/batches_into_epoch "$out/checkpoints/last.h5" | awk '/\(0\)/ {print $2}')
   [[ -n $into && $into -gt 0 ]] || fail "$name: last.h5 is not a mid-epoch checkpoint (batches_into_epoch '$into')"
@@ -72,6 +102,7 @@ interrupt() {
 interrupt USR1 0 usr1 14  # in the second epoch: its progress file update came from the writer thread
 interrupt TERM 143 term
 interrupt INT 130 int
+usr1_in_setup
 
 # --resume auto without --out is a usage error.
 expect_fail 2 "--resume auto needs --out" "$TRAINER" train --config "$SCRATCH/small.cfg" --resume auto
