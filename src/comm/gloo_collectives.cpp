@@ -27,20 +27,20 @@ namespace {
 using Millis = std::chrono::milliseconds;
 
 // Time left until the deadline, or zero when it has passed.
-Millis remaining(Deadline deadline) {
-  const auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+Millis remaining(const Deadline& deadline) {
+  const auto left = std::chrono::duration_cast<Millis>(deadline.at - std::chrono::steady_clock::now());
   return std::max(left, Millis(0));
 }
 
 // Runs one Gloo collective: false when it timed out, SystemError for other failures.
 template <typename Fn>
-bool run_gloo(const char* call, Deadline deadline, Fn fn) {
+bool run_gloo(const char* call, const Deadline& deadline, Fn fn) {
   if (remaining(deadline).count() <= 0) return false;
   try {
     fn(remaining(deadline));
     return true;
   } catch (const gloo::IoException& e) {
-    if (std::chrono::steady_clock::now() >= deadline - Millis(50)) return false;
+    if (std::chrono::steady_clock::now() >= deadline.at - Millis(50)) return false;
     throw SystemError(std::string("Gloo call failed: ") + call + ": " + e.what());
   } catch (const gloo::EnforceNotMet& e) {
     throw SystemError(std::string("Gloo call failed: ") + call + ": " + e.what());
@@ -91,7 +91,7 @@ GlooCollectives::GlooCollectives(MPI_Comm world, double timeout_s, const std::st
 GlooCollectives::~GlooCollectives() = default;
 
 template <typename T>
-bool GlooCollectives::sum_impl(T* data, std::size_t count, Deadline deadline) {
+bool GlooCollectives::sum_impl(T* data, std::size_t count, const Deadline& deadline) {
   if (!context_ || count == 0) return true;
   return run_gloo("allreduce", deadline, [&](Millis timeout) {
     gloo::AllreduceOptions opts(context_);
@@ -104,15 +104,15 @@ bool GlooCollectives::sum_impl(T* data, std::size_t count, Deadline deadline) {
   });
 }
 
-bool GlooCollectives::sum(float* data, std::size_t count, Deadline deadline) {
+bool GlooCollectives::sum(float* data, std::size_t count, const Deadline& deadline) {
   return sum_impl(data, count, deadline);
 }
 
-bool GlooCollectives::sum(double* data, std::size_t count, Deadline deadline) {
+bool GlooCollectives::sum(double* data, std::size_t count, const Deadline& deadline) {
   return sum_impl(data, count, deadline);
 }
 
-bool GlooCollectives::broadcast(float* data, std::size_t count, int root, Deadline deadline) {
+bool GlooCollectives::broadcast(float* data, std::size_t count, int root, const Deadline& deadline) {
   if (!context_ || count == 0) return true;
   return run_gloo("broadcast", deadline, [&](Millis timeout) {
     gloo::BroadcastOptions opts(context_);
@@ -124,7 +124,7 @@ bool GlooCollectives::broadcast(float* data, std::size_t count, int root, Deadli
   });
 }
 
-bool GlooCollectives::all_gather(const float* send, float* recv, std::size_t count, Deadline deadline) {
+bool GlooCollectives::all_gather(const float* send, float* recv, std::size_t count, const Deadline& deadline) {
   if (!context_) {
     std::memcpy(recv, send, count * sizeof(float));
     return true;
@@ -140,7 +140,7 @@ bool GlooCollectives::all_gather(const float* send, float* recv, std::size_t cou
   });
 }
 
-bool GlooCollectives::barrier(Deadline deadline) {
+bool GlooCollectives::barrier(const Deadline& deadline) {
   if (!context_) return true;
   return run_gloo("barrier", deadline, [&](Millis timeout) {
     gloo::BarrierOptions opts(context_);

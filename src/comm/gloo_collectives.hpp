@@ -29,15 +29,15 @@ class GlooCollectives final : public HostCollectives {
   // Where the TCP device listens, e.g. "hostname vm" or "interface eth0".
   const std::string& endpoint() const { return endpoint_; }
 
-  bool sum(float* data, std::size_t count, Deadline deadline) override;
-  bool sum(double* data, std::size_t count, Deadline deadline) override;
-  bool broadcast(float* data, std::size_t count, int root, Deadline deadline) override;
-  bool all_gather(const float* send, float* recv, std::size_t count, Deadline deadline) override;
-  bool barrier(Deadline deadline) override;
+  bool sum(float* data, std::size_t count, const Deadline& deadline) override;
+  bool sum(double* data, std::size_t count, const Deadline& deadline) override;
+  bool broadcast(float* data, std::size_t count, int root, const Deadline& deadline) override;
+  bool all_gather(const float* send, float* recv, std::size_t count, const Deadline& deadline) override;
+  bool barrier(const Deadline& deadline) override;
 
  private:
   template <typename T>
-  bool sum_impl(T* data, std::size_t count, Deadline deadline);
+  bool sum_impl(T* data, std::size_t count, const Deadline& deadline);
 
   int rank_ = 0;
   int size_ = 1;

@@ -63,8 +63,9 @@ std::shared_ptr<Completion> HostCommunicator::submit(std::string what, Body body
     }
     inspector_.arrive(seq);
     if (watchdog_) watchdog_->debug_stop_point("collective #" + std::to_string(seq));
-    const Deadline deadline =
-        std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(timeout);
+    Deadline deadline;
+    deadline.at = std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::nanoseconds>(timeout);
+    if (watchdog_) deadline.peer_exited = [this] { return !watchdog_->heartbeats().exited_ranks().empty(); };
     // The body checks `deadline` between MPI calls; should one of them never return
     // (Open MPI spinning on a connection a killed peer reset), the watchdog ends the
     // job a little after it, with its own report (the inspector's normally comes first).
@@ -73,7 +74,7 @@ std::shared_ptr<Completion> HostCommunicator::submit(std::string what, Body body
     if (watchdog_ && timeout_s_ > 0)
       backstop.emplace(watchdog_->backstop(
           "collective '" + what + "' (#" + std::to_string(seq) + " on the " + backend_->name() + " communicator)",
-          deadline + std::chrono::duration_cast<std::chrono::nanoseconds>(
+          deadline.at + std::chrono::duration_cast<std::chrono::nanoseconds>(
                          std::chrono::duration<double>(grace_s + 1.0))));
     bool completed = false;
     try {
@@ -82,10 +83,11 @@ std::shared_ptr<Completion> HostCommunicator::submit(std::string what, Body body
       // Usually a peer that died ("connection reset by peer"): say which one.
       throw SystemError(inspector_.failure_report(seq, what, step, e.what()));
     }
-    if (!completed) {
-      // Give late arrival messages a moment (grace_s: never longer than the timeout itself).
-      inspector_.report_and_abort(seq, what, step, timeout_s_, grace_s);
-    }
+    if (completed) return;
+    // Before the deadline: a member's process exited, and the collective can never end.
+    if (std::chrono::steady_clock::now() < deadline.at) inspector_.report_exited_and_abort(seq, what, step);
+    // Give late arrival messages a moment (grace_s: never longer than the timeout itself).
+    inspector_.report_and_abort(seq, what, step, timeout_s_, grace_s);
   });
 }
 
@@ -97,7 +99,7 @@ void HostCommunicator::all_reduce(float* data, std::size_t count, ReduceOp op, c
 void HostCommunicator::all_reduce(double* data, std::size_t count, ReduceOp op, compute::Stream&,
                                   const char* what) {
   const int n = size();
-  submit(what, [this, data, count, op, n](Deadline deadline) {
+  submit(what, [this, data, count, op, n](const Deadline& deadline) {
     if (!backend_->sum(data, count, deadline)) return false;
     if (op == ReduceOp::avg) scale(data, count, 1.0 / n);
     return true;
@@ -107,7 +109,7 @@ void HostCommunicator::all_reduce(double* data, std::size_t count, ReduceOp op, 
 std::unique_ptr<Work> HostCommunicator::all_reduce_async(float* data, std::size_t count, ReduceOp op,
                                                          compute::Stream&, const char* what) {
   const int n = size();
-  return std::make_unique<HostWork>(submit(what, [this, data, count, op, n](Deadline deadline) {
+  return std::make_unique<HostWork>(submit(what, [this, data, count, op, n](const Deadline& deadline) {
     if (!backend_->sum(data, count, deadline)) return false;
     if (op == ReduceOp::avg) scale(data, count, 1.0f / static_cast<float>(n));
     return true;
@@ -117,20 +119,20 @@ std::unique_ptr<Work> HostCommunicator::all_reduce_async(float* data, std::size_
 void HostCommunicator::broadcast(float* data, std::size_t count, int root, compute::Stream&,
                                  const char* what) {
   TRAINER_ASSERT(root >= 0 && root < size(), "broadcast root " << root << " out of range");
-  submit(what, [this, data, count, root](Deadline deadline) {
+  submit(what, [this, data, count, root](const Deadline& deadline) {
     return backend_->broadcast(data, count, root, deadline);
   })->wait();
 }
 
 void HostCommunicator::all_gather(const float* send, float* recv, std::size_t count_per_rank,
                                   compute::Stream&, const char* what) {
-  submit(what, [this, send, recv, count_per_rank](Deadline deadline) {
+  submit(what, [this, send, recv, count_per_rank](const Deadline& deadline) {
     return backend_->all_gather(send, recv, count_per_rank, deadline);
   })->wait();
 }
 
 void HostCommunicator::barrier(const char* what) {
-  submit(what, [this](Deadline deadline) { return backend_->barrier(deadline); })->wait();
+  submit(what, [this](const Deadline& deadline) { return backend_->barrier(deadline); })->wait();
 }
 
 }  // namespace trainer::comm

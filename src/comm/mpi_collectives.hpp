@@ -17,15 +17,15 @@ class MpiCollectives final : public HostCollectives {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  bool sum(float* data, std::size_t count, Deadline deadline) override;
-  bool sum(double* data, std::size_t count, Deadline deadline) override;
-  bool broadcast(float* data, std::size_t count, int root, Deadline deadline) override;
-  bool all_gather(const float* send, float* recv, std::size_t count, Deadline deadline) override;
-  bool barrier(Deadline deadline) override;
+  bool sum(float* data, std::size_t count, const Deadline& deadline) override;
+  bool sum(double* data, std::size_t count, const Deadline& deadline) override;
+  bool broadcast(float* data, std::size_t count, int root, const Deadline& deadline) override;
+  bool all_gather(const float* send, float* recv, std::size_t count, const Deadline& deadline) override;
+  bool barrier(const Deadline& deadline) override;
 
  private:
   bool sum_chunks(void* data, std::size_t count, std::size_t elem_size, MPI_Datatype type,
-                  Deadline deadline);
+                  const Deadline& deadline);
 
   runtime::OwnedMpiComm comm_;
   int rank_ = 0;
@@ -33,7 +33,8 @@ class MpiCollectives final : public HostCollectives {
 };
 
 // Waits for `request` with MPI_Test (spinning briefly, then sleeping a little
-// longer each time) until it completes or `deadline` passes. Returns completion.
-bool wait_until(MPI_Request& request, Deadline deadline);
+// longer each time) until it completes, `deadline.at` passes or a member's process
+// exits. Returns completion.
+bool wait_until(MPI_Request& request, const Deadline& deadline);
 
 }  // namespace trainer::comm

@@ -177,8 +177,19 @@ void StallInspector::report_and_abort(long seq, const std::string& what, long st
     if (missing(seq).empty()) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  if (watchdog_) watchdog_->abort_job(report(seq, what, step, timeout_s));  // ends --nprocs copies too
-  std::cerr << report(seq, what, step, timeout_s) << std::flush;
+  abort_job(report(seq, what, step, timeout_s));
+}
+
+void StallInspector::report_exited_and_abort(long seq, const std::string& what, long step) {
+  abort_job("error: " +
+            failure_report(seq, what, step, "a member's process exited while the collective waited for it") +
+            "\nhint: find out why that rank ended (its own error above, the out-of-memory killer: dmesg, the batch "
+            "system's log), then continue from the last checkpoint with --resume auto\n");
+}
+
+void StallInspector::abort_job(const std::string& report) const {
+  if (watchdog_) watchdog_->abort_job(report);  // ends --nprocs copies too
+  std::cerr << report << std::flush;
   MPI_Abort(world_, 1);
   // MPI_Abort does not return; if an MPI implementation ever did, fail loudly.
   std::abort();

@@ -46,6 +46,9 @@ class StallInspector {
   // and aborts the job with a non-zero exit code.
   [[noreturn]] void report_and_abort(long seq, const std::string& what, long step, double timeout_s,
                                      double grace_s);
+  // For a collective that stopped waiting because a member's process exited (its
+  // request would stay pending for good): names it and aborts the job.
+  [[noreturn]] void report_exited_and_abort(long seq, const std::string& what, long step);
 
  private:
   struct PendingSend {
@@ -54,6 +57,7 @@ class StallInspector {
   };
   void drain();
   void reap_sends(bool block);
+  [[noreturn]] void abort_job(const std::string& report) const;
 
   // "rank 1 (host h, pid 2): no heartbeat for 9.1 s; the process is stopped" for each
   // rank that has gone silent (none without heartbeats).

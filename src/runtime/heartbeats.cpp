@@ -157,15 +157,22 @@ std::vector<int> Heartbeats::silent_ranks(double silent_s) const {
 
 std::vector<int> Heartbeats::gone_ranks(double silent_s) const {
   std::vector<int> gone = silent_ranks(silent_s);
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (int peer = 0; peer < static_cast<int>(peers_.size()); ++peer) {
-    const PeerBeat& p = peers_[peer];
-    if (peer == rank_ || p.count == 0 || p.host != mine_.host) continue;
-    if (local_process_state(p.pid).rfind("exited", 0) != 0) continue;
+  for (int peer : exited_ranks()) {
     if (std::find(gone.begin(), gone.end(), peer) == gone.end()) gone.push_back(peer);
   }
   std::sort(gone.begin(), gone.end());
   return gone;
+}
+
+std::vector<int> Heartbeats::exited_ranks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<int> exited;
+  for (int peer = 0; peer < static_cast<int>(peers_.size()); ++peer) {
+    const PeerBeat& p = peers_[peer];
+    if (peer == rank_ || p.count == 0 || p.host != mine_.host) continue;
+    if (local_process_state(p.pid).rfind("exited", 0) == 0) exited.push_back(peer);
+  }
+  return exited;
 }
 
 std::vector<long> Heartbeats::local_peer_pids() const {

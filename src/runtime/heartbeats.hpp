@@ -49,8 +49,11 @@ class Heartbeats {
   // Ranks (never this one) from which nothing has arrived for longer than
   // `silent_s` seconds (including ranks never heard from, once running that long).
   std::vector<int> silent_ranks(double silent_s) const;
-  // silent_ranks(silent_s), plus ranks on this host whose process has exited.
+  // silent_ranks(silent_s), plus exited_ranks().
   std::vector<int> gone_ranks(double silent_s) const;
+  // Ranks on this host whose process has exited (/proc): certain at once, unlike
+  // silence, which a stopped or slow rank shows too.
+  std::vector<int> exited_ranks() const;
   // "rank 1 (host h, pid 123): no heartbeat for 12.3 s; the process is stopped
   // (SIGSTOP or a debugger)" for rank `rank`.
   std::string describe(int rank) const;
