@@ -151,6 +151,7 @@ std::unique_ptr<compute::Backend> make_run_backend(const Config& config, const r
   request.precision = config.model.precision;
   request.float32_matmul = config.model.float32_matmul_precision;
   request.conv_algorithms = config.model.conv_algorithms;
+  request.cpu_threads = plan.rank.compute_threads;  // the plan's share of this node's CPUs
   return make_backend(request, log);
 }
 

@@ -18,7 +18,7 @@ struct BackendRequest {
   std::string precision = "32";             // model.precision
   std::string float32_matmul = "highest";   // model.float32_matmul_precision (GPU only)
   std::string conv_algorithms = "auto";  // model.conv_algorithms (GPU only)
-  int cpu_threads = 0;                      // 0: OMP_NUM_THREADS or all cores
+  int cpu_threads = 0;                      // 0: OMP_NUM_THREADS, else the CPUs this process may use
 };
 
 // A GPU asked of a CPU-only build is a user error; a mixed precision on the CPU is

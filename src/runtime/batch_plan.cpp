@@ -2,6 +2,7 @@
 
 #include <algorithm>  // std::clamp
 #include <cmath>      // std::ceil, std::sqrt
+#include <cstdlib>    // std::atoi
 
 #include "util/error.hpp"      // UserError
 #include "util/name_list.hpp"  // join_names
@@ -78,6 +79,20 @@ int workers_per_rank(int num_workers, const Env& env, int cores_per_node, int ra
                         "): the node is over-subscribed (hint: lower training.num_workers or raise --cpus-per-task)");
   }
   return workers;
+}
+
+ComputeThreads compute_threads_per_rank(const Env& env, int usable_cpus, int sharers) {
+  usable_cpus = std::max(usable_cpus, 1);
+  sharers = std::max(sharers, 1);
+  if (const auto omp = env_get(env, "OMP_NUM_THREADS")) {
+    const int n = std::atoi(omp->c_str());  // "4" or "4,2": the outer level counts
+    if (n > 0) return {n, "OMP_NUM_THREADS"};
+  }
+  if (const auto cpus = env_int(env, "SLURM_CPUS_PER_TASK"); cpus && *cpus > 0)
+    return {static_cast<int>(std::min<long long>(*cpus, usable_cpus)), "SLURM_CPUS_PER_TASK"};
+  if (sharers == 1) return {usable_cpus, "the CPUs this rank is bound to"};
+  return {std::max(1, usable_cpus / sharers),
+          std::to_string(usable_cpus) + " CPUs shared by " + std::to_string(sharers) + " ranks"};
 }
 
 const std::vector<std::string>& lr_scaling_names() {

@@ -30,6 +30,17 @@ int workers_per_rank(int num_workers, const Env& env, int cores_per_node, int ra
                      std::vector<std::string>* warnings);
 inline constexpr int kMaxWorkersPerRank = 8;
 
+// Compute threads (OpenMP, oneDNN) of one rank on the CPU path, and the rule that
+// chose them: OMP_NUM_THREADS when set (its first level); else SLURM_CPUS_PER_TASK, no
+// more than the rank's usable CPUs; else those CPUs (`usable_cpus`: its affinity
+// mask, or the node's cores when unknown) divided evenly among the `sharers` ranks of
+// the node that may run on them. At least 1.
+struct ComputeThreads {
+  int threads = 1;
+  std::string source;
+};
+ComputeThreads compute_threads_per_rank(const Env& env, int usable_cpus, int sharers);
+
 // How the learning rate follows the global batch (training.lr_scaling).
 enum class LrScaling { none, linear, sqrt };
 // The names of training.lr_scaling: "none", "linear", "sqrt".

@@ -27,7 +27,7 @@ std::string json_strings(const std::vector<std::string>& items) {
   return out + "]";
 }
 
-const char* kHeader = " rank  node  local  device  train    val   test  context  unlabeled  workers  host";
+const char* kHeader = " rank  node  local  device  train    val   test  context  unlabeled  threads  workers  host";
 
 }  // namespace
 
@@ -61,6 +61,7 @@ std::string rank_row_text(const RankPlan& r) {
                     pad(std::to_string(r.test_batch_size), 7) +
                     pad(r.context_batch_size < 0 ? "-" : std::to_string(r.context_batch_size), 9) +
                     pad(r.unlabeled_frames < 0 ? "-" : std::to_string(r.unlabeled_frames), 11) +
+                    pad(r.compute_threads <= 0 ? "-" : std::to_string(r.compute_threads), 9) +
                     pad(std::to_string(r.num_workers), 9) + "  " + r.hostname;
   for (const auto& w : r.warnings) row += "\n       warning: [rank " + std::to_string(r.rank) + "] " + w;
   return row;
@@ -76,6 +77,8 @@ std::string rank_object_json(const RankPlan& r) {
      << (r.context_batch_size < 0 ? std::string("null") : std::to_string(r.context_batch_size))
      << ", \"unlabeled_frames\": "
      << (r.unlabeled_frames < 0 ? std::string("null") : std::to_string(r.unlabeled_frames))
+     << ", \"compute_threads\": " << r.compute_threads
+     << ", \"compute_threads_source\": " << json_quote(r.compute_threads_source)
      << ", \"num_workers\": " << r.num_workers << ", \"warnings\": " << json_strings(r.warnings) << "}";
   return os.str();
 }
@@ -96,6 +99,9 @@ std::string plan_text(const RunPlan& p, const std::vector<std::string>& rows) {
   else if (p.unlabeled_sequence_length > 0)
     os << "unlabelled video frames per step: " << p.unlabeled_sequence_length << " (dali.base.train.sequence_length), "
        << "ceil(L / G) consecutive frames per rank\n";
+  if (p.rank.compute_threads > 0)
+    os << "compute threads (CPU): " << p.rank.compute_threads << " per rank on rank 0's node ("
+       << p.rank.compute_threads_source << ")\n";
   os << "effective global batch: train " << p.effective_train_batch << ", val " << p.effective_val_batch << "\n";
   os << "learning rate: " << number(p.learning_rate) << " (base " << number(p.base_learning_rate)
      << ", lr_scaling " << p.lr_scaling;

@@ -179,6 +179,25 @@ RunPlan plan_run(const Config& config, const World& world, int visible_gpus, con
                               " cores: the node is over-subscribed (hint: lower training.num_workers or raise "
                               "--cpus-per-task)");
   }
+  if (plan.accelerator == "cpu") {
+    // The ranks' affinity masks when known (world.cpp), else every rank of the node on
+    // all of its CPUs (a hypothetical plan: SLURM's count for the node when given).
+    const bool masks = world.usable_cpus > 0;
+    const int node_cpus = static_cast<int>(env_int(env, "SLURM_CPUS_ON_NODE").value_or(cores));
+    const ComputeThreads threads = compute_threads_per_rank(env, masks ? world.usable_cpus : node_cpus,
+                                                            masks ? world.cpu_sharers : world.local_size);
+    mine.compute_threads = threads.threads;
+    mine.compute_threads_source = threads.source;
+    // A launcher's binding that leaves most of the node idle (Open MPI binds each rank
+    // to one core when it starts 2 or fewer); a SLURM allocation is deliberate.
+    const bool chosen = env_get(env, "OMP_NUM_THREADS") || env_get(env, "SLURM_CPUS_ON_NODE");
+    if (masks && !chosen && world.node_cpus * 2 <= cores)
+      node_warnings.push_back("its " + plural_ranks(world.local_size) + " may run on " +
+                              std::to_string(world.node_cpus) + " of its " + std::to_string(cores) +
+                              " CPUs (the launcher's binding), so " + std::to_string(mine.compute_threads) +
+                              " compute thread(s) per rank (hint: mpirun --bind-to none, or --map-by slot:PE=" +
+                              std::to_string(std::max(1, cores / std::max(world.local_size, 1))) + ")");
+  }
   if (world.local_rank == 0) {
     for (const auto& w : node_warnings) mine.warnings.push_back("node " + world.hostname + ": " + w);
   }

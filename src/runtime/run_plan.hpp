@@ -25,6 +25,8 @@ struct RankPlan {
   int context_batch_size = -1;  // heatmap_mhcrnn: ceil((B - 4) / G) + 4; -1 for other models
   int unlabeled_frames = -1;  // unsupervised losses: ceil(L / G) video frames per step (heatmap_mhcrnn:
                               // the context batch, ceil((B - 4) / G) + 4); -1 without
+  int compute_threads = 0;    // CPU path: OpenMP/oneDNN threads of this rank (0 on GPUs)
+  std::string compute_threads_source;  // the rule that chose them (batch_plan.hpp)
   int num_workers = 0;        // loader threads of this rank
   int unlabeled_workers = 0;  // unsupervised losses: video decoding threads (max(1, num_workers)); 0 without
   std::vector<std::string> warnings;  // about this rank only

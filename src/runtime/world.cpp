@@ -2,7 +2,10 @@
 
 #include <unistd.h>  // gethostname
 
+#include <vector>  // std::vector
+
 #include "runtime/owned_mpi_comm.hpp"  // OwnedMpiComm: the node and leader communicators
+#include "util/cpu_affinity.hpp"         // usable_cpu_ids
 #include "util/error.hpp"                // MPI_CHECK
 
 namespace trainer::runtime {
@@ -12,6 +15,37 @@ std::string this_hostname() {
   char name[256] = {};
   if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
   return name;
+}
+
+// The node's ranks exchange their affinity masks (collective over `node`): a rank's
+// compute threads share its CPUs with every rank whose mask overlaps it (all of the
+// node's ranks when the launcher bound none; none with one core each).
+void describe_node_cpus(MPI_Comm node, int local_rank, int local_size, World& world) {
+  constexpr int kBits = 1024;  // CPU_SETSIZE; an unreadable mask is sent empty
+  std::vector<unsigned char> mine(kBits / 8, 0);
+  const std::vector<int> ids = usable_cpu_ids();
+  for (int cpu : ids)
+    if (cpu < kBits) mine[static_cast<std::size_t>(cpu / 8)] |= static_cast<unsigned char>(1u << (cpu % 8));
+  std::vector<unsigned char> all(mine.size() * static_cast<std::size_t>(local_size));
+  MPI_CHECK(MPI_Allgather(mine.data(), kBits / 8, MPI_UNSIGNED_CHAR, all.data(), kBits / 8, MPI_UNSIGNED_CHAR, node));
+  std::vector<unsigned char> node_mask(mine.size(), 0);
+  bool every_mask_known = true;
+  int sharers = 0;
+  for (int r = 0; r < local_size; ++r) {
+    const unsigned char* theirs = &all[mine.size() * static_cast<std::size_t>(r)];
+    bool overlaps = false, known = false;
+    for (std::size_t b = 0; b < mine.size(); ++b) {
+      overlaps = overlaps || (theirs[b] & mine[b]) != 0;
+      known = known || theirs[b] != 0;
+      node_mask[b] |= theirs[b];
+    }
+    every_mask_known = every_mask_known && known;
+    sharers += overlaps || r == local_rank;
+  }
+  if (ids.empty() || !every_mask_known) return;  // unknown: the plan falls back to the hardware's count
+  world.usable_cpus = static_cast<int>(ids.size());
+  world.cpu_sharers = sharers;
+  for (unsigned char byte : node_mask) world.node_cpus += __builtin_popcount(byte);
 }
 
 }  // namespace
@@ -29,6 +63,7 @@ World describe_world(MPI_Comm comm) {
   const OwnedMpiComm node = OwnedMpiComm::adopt(made);
   MPI_CHECK(MPI_Comm_rank(node.get(), &world.local_rank));
   MPI_CHECK(MPI_Comm_size(node.get(), &world.local_size));
+  describe_node_cpus(node.get(), world.local_rank, world.local_size, world);
 
   // The first rank of each node joins the "leaders" communicator; its rank there is
   // the node's index, which it then broadcasts to the other ranks of its node.

@@ -19,6 +19,12 @@ struct World {
   int local_size = 1;    // ranks on this node
   int node_rank = 0;     // index of this node, 0..num_nodes-1 (ordered by the nodes' lowest rank)
   int num_nodes = 1;
+  // The CPUs of this node, from the ranks' affinity masks (0: unknown, e.g. hypothetical
+  // worlds): this rank's, how many ranks of the node (this one included) may run on
+  // some of the same CPUs, and how many CPUs the node's ranks may run on together.
+  int usable_cpus = 0;
+  int cpu_sharers = 1;
+  int node_cpus = 0;
   std::string hostname;
   // "singleton", "mpirun", "srun", "self-spawn" (set by MpiSession), "hypothetical",
   // or empty when unknown (then the launcher environment is taken at its word).

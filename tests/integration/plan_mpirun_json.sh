@@ -1,5 +1,6 @@
 # `mpirun -np 2 trainer plan --json`: both ranks in the JSON, batch divided by 2,
-# effective-batch warning for an odd batch, lr scaling.
+# compute threads that share the node's CPUs, effective-batch warning for an odd
+# batch, lr scaling.
 source "$(dirname "$0")/lib/common.sh"
 
 $MPIRUN -np 2 "$TRAINER" plan --json >"$SCRATCH/plan.json" 2>"$SCRATCH/err.txt" ||
@@ -21,8 +22,22 @@ for r in ranks:
     assert r["train_batch_size"] == 8 and r["val_batch_size"] == 16 and r["test_batch_size"] == 32, r
     assert r["context_batch_size"] is None, r
     assert r["num_workers"] >= 0, r
+# Compute threads: the node's CPUs shared by its ranks, never each rank all of them.
+import os
+cpus = len(os.sched_getaffinity(0))
+assert all(r["compute_threads"] >= 1 and r["compute_threads_source"] for r in ranks), ranks
+assert sum(r["compute_threads"] for r in ranks) <= max(cpus, 2), (cpus, ranks)
 print("plan --json under mpirun: ok")
 PY
+
+# OMP_NUM_THREADS, passed to the ranks, wins.
+$MPIRUN -np 2 -x OMP_NUM_THREADS=3 "$TRAINER" plan --json >"$SCRATCH/omp.json" 2>"$SCRATCH/err.txt" ||
+  { cat "$SCRATCH/err.txt" >&2; fail "plan with OMP_NUM_THREADS failed"; }
+/usr/bin/python3 -c '
+import json, sys
+ranks = json.load(open(sys.argv[1]))["ranks"]
+assert all(r["compute_threads"] == 3 and r["compute_threads_source"] == "OMP_NUM_THREADS" for r in ranks), ranks
+' "$SCRATCH/omp.json" || fail "OMP_NUM_THREADS is not the ranks' compute threads"
 
 # Odd global batch: 15 over 2 ranks -> 8 each, effective 16, one warning; sqrt lr scaling.
 $MPIRUN -np 2 "$TRAINER" plan --json --training.train_batch_size 15 --training.lr_scaling sqrt \

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "compute/cpu/cpu_conv_plan.hpp"
+#include "util/cpu_affinity.hpp"  // usable_cpu_count
 #include "util/env.hpp"  // Env: OMP_NUM_THREADS, TRAINER_CPU_CONV_LAYOUT
 #include "util/error.hpp"
 
@@ -52,8 +53,7 @@ int resolve_threads(int requested, const Env& env) {
     const int n = std::atoi(value->c_str());  // "4" or "4,2": the first level counts
     if (n > 0) return n;
   }
-  const unsigned hw = std::thread::hardware_concurrency();
-  return hw > 0 ? int(hw) : 1;
+  return usable_cpu_count();  // the affinity mask's CPUs: taskset or a launcher's binding counts
 }
 
 // TRAINER_CPU_CONV_LAYOUT=plain|blocked (default: blocked); see docs/PERFORMANCE.md.

@@ -109,3 +109,29 @@ TEST_CASE("learning rate scaling: none, linear, sqrt against reference_batch_siz
   require_user_error([] { scaled_learning_rate(1e-3, "cubic", 64, 16); }, "lr_scaling=\"cubic\"");
   require_user_error([] { scaled_learning_rate(1e-3, "linear", 64, 0); }, "reference_batch_size=0");
 }
+
+TEST_CASE("compute threads: OMP_NUM_THREADS, else SLURM_CPUS_PER_TASK, else the rank's share of its CPUs",
+          "[runtime]") {
+  // OMP_NUM_THREADS wins, its outer level for a nested list; not capped: the user asked.
+  CHECK(compute_threads_per_rank({{"OMP_NUM_THREADS", "6,2"}, {"SLURM_CPUS_PER_TASK", "4"}}, 2, 2).threads == 6);
+  CHECK(compute_threads_per_rank({{"OMP_NUM_THREADS", "6"}}, 2, 2).source == "OMP_NUM_THREADS");
+  // A malformed or zero OMP_NUM_THREADS falls through to the next rule.
+  CHECK(compute_threads_per_rank({{"OMP_NUM_THREADS", "x"}}, 8, 1).threads == 8);
+  // SLURM_CPUS_PER_TASK, no more than the CPUs the rank may run on.
+  const ComputeThreads slurm = compute_threads_per_rank({{"SLURM_CPUS_PER_TASK", "4"}}, 16, 4);
+  CHECK(slurm.threads == 4);
+  CHECK(slurm.source == "SLURM_CPUS_PER_TASK");
+  CHECK(compute_threads_per_rank({{"SLURM_CPUS_PER_TASK", "8"}}, 2, 1).threads == 2);
+  // Unbound ranks share the node's CPUs: 64 CPUs, 4 ranks on all of them.
+  const ComputeThreads shared = compute_threads_per_rank({}, 64, 4);
+  CHECK(shared.threads == 16);
+  CHECK(shared.source == "64 CPUs shared by 4 ranks");
+  // Socket binding, two ranks per 16-core socket: 8 each. Core binding: 1.
+  CHECK(compute_threads_per_rank({}, 16, 2).threads == 8);
+  const ComputeThreads bound = compute_threads_per_rank({}, 1, 1);
+  CHECK(bound.threads == 1);
+  CHECK(bound.source == "the CPUs this rank is bound to");
+  // Never 0: more ranks than CPUs, or nothing known.
+  CHECK(compute_threads_per_rank({}, 2, 8).threads == 1);
+  CHECK(compute_threads_per_rank({}, 0, 0).threads == 1);
+}

@@ -130,6 +130,34 @@ TEST_CASE("plan: num_gpus that disagrees with the world is reported", "[runtime]
   CHECK(contains(plan.warnings, "training.num_gpus=4 is ignored"));
 }
 
+TEST_CASE("plan: CPU compute threads from the ranks' CPU masks; a binding that idles the node is reported",
+          "[runtime]") {
+  Config config;
+  // No masks (a hypothetical world): the node's 8 cores over its 2 ranks.
+  CHECK(plan_run(config, node_world(1, 1, 2), 0, {}, 8).rank.compute_threads == 4);
+  // Masks: unbound ranks share all 8 CPUs; Open MPI's one core per rank gives 1 thread, and
+  // the node's first rank warns that 6 of 8 CPUs stay idle.
+  World unbound = node_world(0, 1, 2);
+  unbound.usable_cpus = 8, unbound.cpu_sharers = 2, unbound.node_cpus = 8;
+  const RunPlan shared = plan_run(config, unbound, 0, {}, 8);
+  CHECK(shared.rank.compute_threads == 4);
+  CHECK(shared.rank.compute_threads_source == "8 CPUs shared by 2 ranks");
+  CHECK_FALSE(contains(shared.rank.warnings, "binding"));
+  World bound = node_world(0, 1, 2);
+  bound.usable_cpus = 1, bound.cpu_sharers = 1, bound.node_cpus = 2;
+  const RunPlan one_core = plan_run(config, bound, 0, {}, 8);
+  CHECK(one_core.rank.compute_threads == 1);
+  CHECK(contains(one_core.rank.warnings, "may run on 2 of its 8 CPUs (the launcher's binding)"));
+  CHECK(contains(one_core.rank.warnings, "--bind-to none"));
+  bound.rank = 1, bound.local_rank = 1;
+  CHECK(plan_run(config, bound, 0, {}, 8).rank.warnings.empty());  // once per node
+  // Under SLURM the allocation is deliberate: no warning.
+  bound.rank = 0, bound.local_rank = 0;
+  CHECK_FALSE(contains(plan_run(config, bound, 0, {{"SLURM_CPUS_ON_NODE", "2"}}, 8).rank.warnings, "binding"));
+  // GPUs: no CPU compute threads.
+  if (built_with_cuda()) CHECK(plan_run(config, node_world(0, 1, 2), 2, {}, 8).rank.compute_threads == 0);
+}
+
 TEST_CASE("plan: over-subscribed workers are reported once per node", "[runtime]") {
   Config config;
   config.training.num_workers = 4;
