@@ -1,7 +1,8 @@
 // `trainer bench allreduce`: all-reduce time, algbw and busbw per message size,
 // as nccl-tests prints them, so users can check a cluster's interconnect before
-// training. Run under mpirun/srun (or with --nprocs N on one machine). `--check` (for tests) instead verifies every
-// collective of the communicator against known answers.
+// training. Run under mpirun/srun (or with --nprocs N on one machine). `--check`
+// instead verifies every collective of the communicator against known answers (a
+// quick test of a cluster's MPI or Gloo set-up; the tests use it too).
 #include <algorithm>  // std::max, std::min
 #include <chrono>     // std::chrono::steady_clock
 #include <cstdio>     // std::snprintf
@@ -78,11 +79,11 @@ int bench_allreduce(const Args& args) {
       ("iters", po::value(&iters)->default_value(iters), "timed iterations per size (fewer above 4 MB)")
       ("warmup", po::value(&warmup)->default_value(warmup), "untimed iterations per size")
       ("timeout", po::value(&timeout_s)->default_value(timeout_s), "collective timeout in seconds")
-      ("nprocs", po::value(&nprocs)->default_value(nprocs), "start N ranks on this machine without mpirun");
-  po::options_description hidden;
-  hidden.add_options()("check", "verify the communicator's collectives instead of timing them");
+      ("nprocs", po::value(&nprocs)->default_value(nprocs), "start N ranks on this machine without mpirun")
+      ("check", "verify the communicator's collectives (sums, broadcasts, gathers, barriers; mpi and gloo) "
+                "against known answers instead of timing them: exit 0 when every rank agrees they passed");
   po::options_description all;
-  all.add(visible).add(hidden);
+  all.add(visible);
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(all).run(), vm);

@@ -27,6 +27,9 @@ for backend in mpi gloo; do
   [[ $rows == 5 ]] || fail "expected 5 size rows (4K..64K), got $rows ($backend)"
 done
 
+# --check is documented (docs/DISTRIBUTED.md), so --help lists it.
+"$TRAINER" bench allreduce --help | grep -q -- "--check .*verify the communicator's collectives" ||
+  fail "bench allreduce --help does not list --check"
 expect_fail 2 "not a size" "$TRAINER" bench allreduce --max-bytes lots
 if ! "$TRAINER" --version | grep -qi nccl; then
   expect_fail 2 "nccl backend needs the CUDA build" "$TRAINER" bench allreduce --backend nccl
