@@ -1,7 +1,7 @@
 // `trainer import`: convert a DeepLabCut / lightning-pose project to HDF5 (see data/import.hpp).
 #include <boost/program_options.hpp>  // options_description, command_line_parser
 
-#include <iostream>  // std::cout
+#include <iostream>  // std::cout, std::cerr
 
 #include "app/commands.hpp"  // run_import, Args
 #include "app/output_files.hpp" // remove_stale_temp_files_in
@@ -61,9 +61,15 @@ int run_import(const Args& args) {
   data::ImportSummary s;
   std::string from = o.csv;
   if (vm.count("dlc-project")) {
-    from = vm["dlc-project"].as<std::string>();
-    const data::DlcProject project = data::read_dlc_project(from);
+    const data::DlcProject project = data::read_dlc_project(vm["dlc-project"].as<std::string>());
+    from = project.folder;
     o.csv = from + "/config.yaml";  // the file's "source" attribute
+    if (project.interchangeable_individuals)
+      std::cerr << "warning: " << o.csv << " is a multi-animal project without `identity: true`: its individuals "
+                   "are interchangeable, but each individual's keypoints are imported as keypoints of their own "
+                   "(individual_bodypart), as lightning-pose takes them, so a frame that labels animal1 where "
+                   "another labels animal2 teaches contradictory targets (hint: train only when every frame names "
+                   "the same animal the same way, e.g. DeepLabCut's identity: true projects)\n";
     s = data::import_label_tables(project.folders, o);
     std::cout << "DeepLabCut project " << from << " (scorer " << project.scorer << "): " << project.videos.size()
               << " labeled videos:";

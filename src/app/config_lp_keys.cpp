@@ -3,6 +3,7 @@
 
 #include <yaml-cpp/yaml.h>  // YAML::Emitter, for config_to_yaml
 
+#include <filesystem>  // std::filesystem::path: a DeepLabCut config.yaml's folder
 #include <set>      // std::set
 #include <utility>  // std::move
 
@@ -211,9 +212,11 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
   }
   if (has_scorer && has_bodyparts) {
     const std::string file = file_leaves.front().where.substr(0, file_leaves.front().where.rfind(':'));
+    std::string folder = std::filesystem::path(file).parent_path().string();
+    if (folder.empty()) folder = ".";
     throw UserError(file + " is a DeepLabCut project's config.yaml, not a training configuration",
-                    "import the project first: trainer import --dlc-project <its folder> --out data.h5, then train "
-                    "with --data.data_files data.h5");
+                    "import the project first: trainer import --dlc-project " + folder +
+                        " --out data.h5, then train with --data.data_files data.h5");
   }
   std::vector<YamlLeaf> leaves = file_leaves;
   const std::size_t from_file = leaves.size();

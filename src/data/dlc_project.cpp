@@ -23,14 +23,25 @@ std::vector<std::string> string_list(const YAML::Node& node) {
   return out;
 }
 
+bool yaml_true(const YAML::Node& node) {
+  if (!node || !node.IsScalar()) return false;
+  std::string text = node.as<std::string>();
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return text == "true" || text == "yes";
+}
+
 }  // namespace
 
-DlcProject read_dlc_project(const std::string& dir) {
-  const fs::path root(dir);
-  const fs::path config_path = root / "config.yaml";
+DlcProject read_dlc_project(const std::string& given) {
   std::error_code ec;
+  // The project's config.yaml names its folder as well as the folder does.
+  const bool config_given = fs::is_regular_file(given, ec) && fs::path(given).filename() == "config.yaml";
+  const std::string dir = config_given ? fs::path(given).parent_path().lexically_normal().string() : given;
+  const fs::path root(dir.empty() ? "." : dir);
+  const fs::path config_path = root / "config.yaml";
   if (!fs::is_directory(root, ec))
-    throw UserError("--dlc-project " + dir + " is not a folder", "give the DeepLabCut project folder (with config.yaml)");
+    throw UserError("--dlc-project " + dir + " is not a folder",
+                    "give the DeepLabCut project folder (with config.yaml), or its config.yaml");
   if (!fs::is_regular_file(config_path, ec))
     throw UserError("--dlc-project " + dir + " has no config.yaml", "give the DeepLabCut project folder itself");
   YAML::Node config;
@@ -40,15 +51,13 @@ DlcProject read_dlc_project(const std::string& dir) {
     throw UserError(config_path.string() + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
   }
   DlcProject p;
+  p.folder = root.string();
   try {
     if (!config.IsMap() || !config["scorer"] || !config["scorer"].IsScalar())
       throw UserError(config_path.string() + " has no scorer", "DeepLabCut's config.yaml names the labeler: scorer: NAME");
     p.scorer = config["scorer"].as<std::string>();
-    std::string multi_text = config["multianimalproject"] && config["multianimalproject"].IsScalar()
-                                 ? config["multianimalproject"].as<std::string>()
-                                 : "false";
-    for (char& c : multi_text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    const bool multi = multi_text == "true" || multi_text == "yes";
+    const bool multi = yaml_true(config["multianimalproject"]);
+    p.interchangeable_individuals = multi && !yaml_true(config["identity"]);
     if (!multi) {
       p.bodyparts = string_list(config["bodyparts"]);
       if (p.bodyparts.empty())

@@ -22,8 +22,13 @@ struct DlcProject {
   std::vector<std::string> videos;         // their folder names (video id = index)
   std::vector<std::string> unlabeled;      // labeled-data folders with no label file
   std::vector<std::string> read_from_h5;   // folders whose labels came from the .h5 twin
+  std::string folder;                      // the project folder (`dir`, or a config.yaml's folder)
+  // Multi-animal without `identity: true`: DeepLabCut's individuals are interchangeable
+  // (animal1 in one frame may be animal2 in the next), which fixed keypoints cannot learn.
+  bool interchangeable_individuals = false;
 };
 
+// `dir`: the project folder, or its config.yaml.
 DlcProject read_dlc_project(const std::string& dir);
 
 }  // namespace trainer::data

@@ -49,7 +49,8 @@ cv::Mat read_image_file(const fs::path& path, const std::string& where) {
   std::error_code ec;
   if (!fs::exists(path, ec))
     throw UserError(where + ": image file " + path.string() + " not found",
-                    "image paths are relative to --root (default: the CSV's folder)");
+                    "image paths are relative to --root (default: the CSV's folder; for a DeepLabCut project's "
+                    "labeled-data/<video>/ CSV, the project's folder)");
   // Read the bytes ourselves: cv::imread prints its own warning for a file it cannot
   // open and cannot say why (a permission problem is not a decoding one).
   if (!fs::is_regular_file(path, ec))
@@ -80,6 +81,24 @@ cv::Mat read_image_file(const fs::path& path, const std::string& where) {
 
 }  // namespace
 
+namespace {
+
+// Where a label file's image paths start when --root is not given: the file's folder,
+// except for a DeepLabCut project's PROJECT/labeled-data/<video>/CollectedData_*.csv,
+// whose paths (labeled-data/<video>/img.png) start at PROJECT.
+std::string default_image_root(const std::string& csv, const LabelTable& table) {
+  const fs::path folder = fs::path(csv).parent_path();
+  const bool in_dlc_video = folder.parent_path().filename() == "labeled-data";
+  const bool dlc_paths = !table.frame_paths.empty() && table.frame_paths.front().rfind("labeled-data/", 0) == 0;
+  if (in_dlc_video && dlc_paths) {
+    const std::string project = folder.parent_path().parent_path().string();
+    return project.empty() ? "." : project;
+  }
+  return folder.string();
+}
+
+}  // namespace
+
 ImportSummary import_project(const ImportOptions& o) {
   if (o.csv.empty()) throw UserError("import: --csv is required", "run `trainer import --help`");
   if (o.out.empty()) throw UserError("import: --out is required", "run `trainer import --help`");
@@ -90,7 +109,7 @@ ImportSummary import_project(const ImportOptions& o) {
     folder.table = read_pandas_label_h5(o.csv, o.keypoint_names);
   else
     folder.table = parse_label_csv(o.csv);
-  folder.root = o.root.empty() ? fs::path(o.csv).parent_path().string() : o.root;
+  folder.root = o.root.empty() ? default_image_root(o.csv, folder.table) : o.root;
   return import_label_tables({folder}, o);
 }
 

@@ -1,6 +1,9 @@
 # trainer import --dlc-project: a small DeepLabCut project written here (config.yaml,
 # labeled-data/<video>/CollectedData_<scorer>.csv, and .h5 twins written by pandas
-# when PyTables is at hand) becomes one HDF5 file with a video id per folder.
+# when PyTables is at hand) becomes one HDF5 file with a video id per folder. Also:
+# the project named by its config.yaml, one video's CSV without --root, a multi-animal
+# project (a warning when its individuals are interchangeable), and the hint of
+# `train --config` given the project's config.yaml.
 source "$(dirname "$0")/lib/common.sh"
 PY=/usr/bin/python3
 $PY -c "import numpy, h5py" 2>/dev/null || skip "needs /usr/bin/python3 with numpy and h5py"
@@ -94,6 +97,41 @@ if [[ $HAVE_PANDAS_H5 == 1 ]]; then
     "$TRAINER" import --csv "$P/labeled-data/vidB/CollectedData_alice.h5" --root "$P" --out "$SCRATCH/b.h5"
   grep -q "hint: import the whole project with --dlc-project" "$SCRATCH/err.txt" || fail "no --dlc-project hint"
 fi
+
+# The project's config.yaml names the project as well as its folder does.
+"$TRAINER" import --dlc-project "$P/config.yaml" --out "$SCRATCH/by-config.h5" >"$SCRATCH/by-config.txt" ||
+  fail "--dlc-project PROJECT/config.yaml"
+grep -q "imported .* frames .* from $P " "$SCRATCH/by-config.txt" || { cat "$SCRATCH/by-config.txt"; fail "by config.yaml"; }
+# One video's CSV with --csv: its labeled-data/<video>/... paths start at the project,
+# found without --root.
+"$TRAINER" import --csv "$P/labeled-data/vidA/CollectedData_alice.csv" --out "$SCRATCH/vidA.h5" >"$SCRATCH/vidA.txt" ||
+  fail "--csv of a project's labeled-data CSV without --root"
+grep -q "imported 3 frames (48x64x1, 2 keypoints)" "$SCRATCH/vidA.txt" || fail "--csv vidA summary"
+# Given to train, the project's config.yaml is refused with the import command to run.
+expect_fail 2 "is a DeepLabCut project's config.yaml, not a training configuration" \
+  "$TRAINER" train --config "$P/config.yaml" --out "$SCRATCH/never"
+grep -qF "hint: import the project first: trainer import --dlc-project $P --out data.h5" "$SCRATCH/err.txt" ||
+  { cat "$SCRATCH/err.txt"; fail "the hint does not name the project folder"; }
+
+# Multi-animal: individuals become keypoints of their own; without identity: true they
+# are interchangeable, and the import says so.
+M="$SCRATCH/multi-alice"
+mkdir -p "$M/labeled-data/vidA" && cp "$P"/labeled-data/vidA/*.png "$M/labeled-data/vidA/"
+printf '%s\n' "scorer: alice" "multianimalproject: true" "identity: false" "individuals:" "- m1" "- m2" \
+  "multianimalbodyparts:" "- nose" "uniquebodyparts: []" "bodyparts: MULTI!" >"$M/config.yaml"
+printf '%s\n' "scorer,,,alice,alice,alice,alice" "individuals,,,m1,m1,m2,m2" "bodyparts,,,nose,nose,nose,nose" \
+  "coords,,,x,y,x,y" "labeled-data,vidA,img0003.png,1,2,3,4" "labeled-data,vidA,img0010.png,5,6,7,8" \
+  >"$M/labeled-data/vidA/CollectedData_alice.csv"
+"$TRAINER" import --dlc-project "$M" --out "$SCRATCH/multi.h5" >"$SCRATCH/multi.txt" 2>"$SCRATCH/multi.err" ||
+  { cat "$SCRATCH/multi.err"; fail "multi-animal import"; }
+grep -q "imported 2 frames (48x64x1, 2 keypoints)" "$SCRATCH/multi.txt" || fail "multi-animal summary"
+grep -q "^warning: .*multi-animal project without \`identity: true\`: its individuals are interchangeable" \
+  "$SCRATCH/multi.err" || { cat "$SCRATCH/multi.err"; fail "no warning for interchangeable individuals"; }
+sed -i 's/^identity: false/identity: true/' "$M/config.yaml"
+rm "$SCRATCH/multi.h5"
+"$TRAINER" import --dlc-project "$M" --out "$SCRATCH/multi.h5" >"$SCRATCH/multi.txt" 2>"$SCRATCH/multi.err" ||
+  fail "multi-animal import with identity: true"
+! grep -q "interchangeable" "$SCRATCH/multi.err" || fail "identity: true still warned"
 
 # Errors: exit 2 with the cause.
 expect_fail 2 "error: .*has no config.yaml" "$TRAINER" import --dlc-project "$SCRATCH" --out "$SCRATCH/x.h5"
