@@ -172,7 +172,9 @@ int finish_stopped_run(int signal, const Config& config, const Env& env, const L
       const std::string command = "scontrol requeue " + job->second;
       const int rc = std::system(command.c_str());
       if (rc == 0)
-        log.info("requeued SLURM job " + job->second + " (" + command + ")");
+        log.info("requeued SLURM job " + job->second + " (" + command + "): SLURM now ends this run, so its "
+                 "\"CANCELLED ... DUE TO JOB REQUEUE\" and srun's termination lines are expected, and starts the "
+                 "job again under the same id");
       else
         log.warn(command + " failed (status " + std::to_string(rc) + "): resubmit the job with --resume auto");
     }
@@ -549,7 +551,10 @@ int run_train(const Args& args) {
   const double setup_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
   stop_signals->in_training_loop(true);  // SIGINT and SIGTERM too stop at a step boundary
   state = trainer.run(state);
-  stop_signals.reset();  // training is over: signals end the process (predictions are atomic files)
+  // Training is over: signals end the process (predictions are atomic files). A run a
+  // signal stopped keeps recording them, so its requeue's SIGTERM (scontrol requeue
+  // ends the job step) cannot cut its shutdown short.
+  if (trainer.stopped_by_signal() == 0) stop_signals.reset();
   if (ddp.active()) log.info(ddp.overlap_report());
   if (const auto& c = runner.recording_counts(); c.steps > 0)
     log.info("model.cuda_graphs: " + std::to_string(c.replayed) + " of " + std::to_string(c.steps) +

@@ -7,6 +7,9 @@
 source "$(dirname "$0")/lib/common.sh"
 source "$(dirname "$0")/lib/slurm.sh"
 start_local_slurm requeue 16947 16948
+# The same compute threads under mpirun (which binds each rank to a core) and srun
+# (SLURM_CPUS_PER_TASK): oneDNN's sums, and so the bits, depend on the thread count.
+export OMP_NUM_THREADS=1
 
 "$TRAINER" synth --out "$SCRATCH/small.h5" --frames 48 --size 64 --keypoints 4 --seed 1 >/dev/null || fail "synth"
 cat >"$SCRATCH/small.cfg" <<CFG
