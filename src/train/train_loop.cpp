@@ -228,7 +228,9 @@ TrainingState TrainLoop::run(TrainingState state) {
     optimizer_.set_group(model::ParamGroup::backbone, lr.backbone, lr.backbone_trainable);
     if (epoch == config_.lr.unfreezing_epoch && epoch > 0)
       log_.info("epoch " + std::to_string(epoch) + ": unfreezing the backbone");
-    to_tensorboard([&](TensorBoardLog& tb) { tb.epoch_start(epoch, state.global_step, lr.head, lr.backbone); });
+    // The epoch's learning rates, once: a run resumed inside the epoch logged them at its start.
+    if (state.batches_into_epoch == 0)
+      to_tensorboard([&](TensorBoardLog& tb) { tb.epoch_start(epoch, state.global_step, lr.head, lr.backbone); });
 
     if (started_epoch != epoch) {
       train_.start_epoch(epoch);

@@ -2,7 +2,7 @@
 # `tensorboard` package (EventAccumulator): 2 ranks, lightning-pose's scalar names and
 # folder layout, every value checked against metrics.csv; then a resume from an
 # earlier checkpoint into the same run, after which TensorBoard shows each step once,
-# with the resumed run's values.
+# with the resumed run's values; and a resume inside an epoch.
 source "$(dirname "$0")/lib/common.sh"
 PY=$(test_python tensorboard) || skip "no Python with the tensorboard package (scripts/setup.sh test installs it)"
 "$TRAINER" synth --out "$SCRATCH/small.h5" --frames 40 --size 64 --keypoints 4 --seed 1 >/dev/null || fail "synth"
@@ -91,4 +91,14 @@ $MPIRUN -np 2 "$TRAINER" train --config "$SCRATCH/small.cfg" --training.max_epoc
 [[ $(ls "$SCRATCH"/run/tb_logs/mouse/version_0/events.out.tfevents.* | wc -l) == 3 ]] || fail "a resumed run continues version_0"
 [[ ! -d $SCRATCH/run/tb_logs/mouse/version_1 ]] || fail "a resumed run opened a new version"
 check "$SCRATCH/run" 3 || fail "TensorBoard scalars after the resumes"
+
+# Stopped inside an epoch (--max-steps), then resumed there: each epoch's learning
+# rates stay one point at its first step (the resume does not log them again).
+$MPIRUN -np 2 "$TRAINER" train --config "$SCRATCH/small.cfg" --max-steps 6 --out "$SCRATCH/mid" \
+  >"$SCRATCH/mid.log" 2>&1 || { cat "$SCRATCH/mid.log"; fail "run stopped at step 6"; }
+$MPIRUN -np 2 "$TRAINER" train --config "$SCRATCH/small.cfg" --resume "$SCRATCH/mid/checkpoints/last.h5" \
+  >"$SCRATCH/mid-resume.log" 2>&1 || { cat "$SCRATCH/mid-resume.log"; fail "resume inside the epoch"; }
+grep -q "resumed from .* in epoch 1 after batch" "$SCRATCH/mid-resume.log" ||
+  { cat "$SCRATCH/mid-resume.log"; fail "the resume was not inside epoch 1"; }
+check "$SCRATCH/mid" 2 || fail "TensorBoard scalars after a resume inside an epoch"
 echo "PASSED"
