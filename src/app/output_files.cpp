@@ -6,6 +6,7 @@
 #include <cerrno>   // errno
 #include <cstring>  // std::strerror
 #include <ctime>    // std::time, localtime_r, strftime
+#include <filesystem>  // std::filesystem::path: a lightning-pose model folder
 
 #include "util/atomic_write.hpp"  // remove_stale_temp_files
 #include "util/error.hpp"         // UserError
@@ -16,8 +17,18 @@ std::string run_dir_of_checkpoint(const std::string& path) {
   const auto slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   const auto parent = dir.rfind('/');
-  if (dir.size() >= 11 && dir.compare(dir.size() - 11, 11, "checkpoints") == 0)
-    return parent == std::string::npos ? "." : dir.substr(0, parent);
+  if (dir.size() >= 11 && dir.compare(dir.size() - 11, 11, "checkpoints") == 0) {
+    const std::string run = parent == std::string::npos ? "." : dir.substr(0, parent);
+    // lightning-pose keeps its checkpoints under tb_logs/<name>/version_<n>/: the model
+    // folder is the one that holds tb_logs (where its config.yaml and predictions are).
+    const std::filesystem::path version(run);
+    if (version.filename().string().rfind("version_", 0) == 0 &&
+        version.parent_path().parent_path().filename() == "tb_logs") {
+      const std::string model = version.parent_path().parent_path().parent_path().string();
+      return model.empty() ? "." : model;
+    }
+    return run;
+  }
   return dir;
 }
 

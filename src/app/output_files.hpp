@@ -7,8 +7,9 @@
 
 namespace trainer::app {
 
-// The checkpoint's run folder: <run>/checkpoints/x.h5 -> <run> (any other folder:
-// the checkpoint's own).
+// The checkpoint's run folder: <run>/checkpoints/x.h5 -> <run>; a lightning-pose model
+// folder's <model>/tb_logs/<name>/version_<n>/checkpoints/x.ckpt(.trainer.h5) -> <model>
+// (any other folder: the checkpoint's own).
 std::string run_dir_of_checkpoint(const std::string& path);
 // outputs/YYYY-MM-DD/HH-MM-SS (local time), as lightning-pose's hydra folders.
 std::string timestamped_output_dir();

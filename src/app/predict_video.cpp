@@ -389,7 +389,10 @@ int run_predict_video(const CommandLine& cl, const Args& args, const std::string
   if (!config.data.keypoint_names.empty() && !pca_files) {
     request.keypoint_names = config.data.keypoint_names;
   } else {
-    const RunData run = runtime::on_every_rank_or_none(session, [&] { return open_run_data(config, session.world(), log); });
+    // A CSV to import is cached beside the run (or lightning-pose model) folder, as training does.
+    const std::string import_dir = import_dir_beside(run_dir_of_checkpoint(request.checkpoint));
+    const RunData run = runtime::on_every_rank_or_none(
+        session, [&] { return open_run_data(config, session.world(), log, import_dir); });
     request.keypoint_names =
         config.data.keypoint_names.empty() ? run.dataset->keypoint_names() : config.data.keypoint_names;
     if (pca_files) set_pca_labels(request, *run.dataset, run.split);

@@ -29,7 +29,7 @@ struct RunData {
 // set (data.synthetic_file) if it does not exist yet. Every rank learns rank 0's
 // outcome (no rank waits on a failed one), then opens the data.
 RunData open_run_data(const Config& config, const runtime::World& world, const Log& log,
-                      const std::string& import_dir = "outputs/imported");
+                      const std::string& import_dir);
 
 // Where a training run caches its import: `imported/` beside the run folder, so the
 // runs of one folder share it (outputs/<date>/<time> -> outputs/<date>/imported).

@@ -146,6 +146,15 @@ cmp <(tail -n +4 lproot/video_preds/clip.csv) <(tail -n +4 run/video_preds/clip.
 : >labels.csv
 expect_fail 2 "data.data_dir uses the resolver ..LP_ROOT_PATH:" "$TRAINER" predict lproot labels.csv
 grep -q "^hint: .*--overrides data.data_dir=" "$SCRATCH/err.txt" || fail "the hint does not say how to give data.data_dir"
+# With data.data_dir given, the CSV's frames are predicted into the model folder's
+# image_preds/, and the CSV's import is cached beside the model folder, as a run's is
+# (not inside its tb_logs/).
+"$TRAINER" synth --out e.h5 --frames 6 --size 64 --keypoints 3 --seed 2 --export-dir proj >/dev/null || fail "synth export"
+"$TRAINER" predict lproot proj/CollectedData.csv --overrides "data.data_dir=$SCRATCH/proj" >csv_predict.log 2>&1 ||
+  { cat csv_predict.log; fail "predict LP_DIR CSV with data.data_dir"; }
+[[ -s lproot/image_preds/CollectedData.csv/predictions.csv ]] || { cat csv_predict.log; fail "no image_preds in the model folder"; }
+ls imported/CollectedData-*.h5 >/dev/null 2>&1 || { ls -R lproot | head -30; fail "the CSV's import is not cached beside the model folder"; }
+! find lproot -name imported | grep -q . || fail "an import cache inside the lightning-pose model folder"
 # --init-weights takes the folders too: the model directory's .ckpt, a run's best.h5.
 "$TRAINER" train --config s.cfg --out run_dir_init --init-weights lpdir --training.max_epochs 1 >dir_init.log 2>&1 ||
   { cat dir_init.log; fail "train --init-weights LP_MODEL_DIR"; }
