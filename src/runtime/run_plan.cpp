@@ -188,15 +188,14 @@ RunPlan plan_run(const Config& config, const World& world, int visible_gpus, con
                                                             masks ? world.cpu_sharers : world.local_size);
     mine.compute_threads = threads.threads;
     mine.compute_threads_source = threads.source;
-    // A launcher's binding that leaves most of the node idle (Open MPI binds each rank
-    // to one core when it starts 2 or fewer); a SLURM allocation is deliberate.
-    const bool chosen = env_get(env, "OMP_NUM_THREADS") || env_get(env, "SLURM_CPUS_ON_NODE");
-    if (masks && !chosen && world.node_cpus * 2 <= cores)
+    // A launcher's binding that leaves most of the node (under SLURM: of the job's CPUs
+    // there) idle; Open MPI binds each rank to one core when it starts 2 or fewer.
+    if (masks && !env_get(env, "OMP_NUM_THREADS") && world.node_cpus * 2 <= node_cpus)
       node_warnings.push_back("its " + plural_ranks(world.local_size) + " may run on " +
-                              std::to_string(world.node_cpus) + " of its " + std::to_string(cores) +
+                              std::to_string(world.node_cpus) + " of its " + std::to_string(node_cpus) +
                               " CPUs (the launcher's binding), so " + std::to_string(mine.compute_threads) +
                               " compute thread(s) per rank (hint: mpirun --bind-to none, or --map-by slot:PE=" +
-                              std::to_string(std::max(1, cores / std::max(world.local_size, 1))) + ")");
+                              std::to_string(std::max(1, node_cpus / std::max(world.local_size, 1))) + ")");
   }
   if (world.local_rank == 0) {
     for (const auto& w : node_warnings) mine.warnings.push_back("node " + world.hostname + ": " + w);

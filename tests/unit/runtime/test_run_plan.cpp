@@ -151,9 +151,12 @@ TEST_CASE("plan: CPU compute threads from the ranks' CPU masks; a binding that i
   CHECK(contains(one_core.rank.warnings, "--bind-to none"));
   bound.rank = 1, bound.local_rank = 1;
   CHECK(plan_run(config, bound, 0, {}, 8).rank.warnings.empty());  // once per node
-  // Under SLURM the allocation is deliberate: no warning.
+  // Under SLURM, against the job's CPUs on the node: 2 of 2 is all of them; 2 of 16 is not.
   bound.rank = 0, bound.local_rank = 0;
   CHECK_FALSE(contains(plan_run(config, bound, 0, {{"SLURM_CPUS_ON_NODE", "2"}}, 8).rank.warnings, "binding"));
+  CHECK(contains(plan_run(config, bound, 0, {{"SLURM_CPUS_ON_NODE", "16"}}, 8).rank.warnings,
+                 "may run on 2 of its 16 CPUs"));
+  CHECK_FALSE(contains(plan_run(config, bound, 0, {{"OMP_NUM_THREADS", "1"}}, 8).rank.warnings, "binding"));
   // GPUs: no CPU compute threads.
   if (built_with_cuda()) CHECK(plan_run(config, node_world(0, 1, 2), 2, {}, 8).rank.compute_threads == 0);
 }
