@@ -9,7 +9,8 @@
 #       checks that they match `devices` (unset = all GPUs the task can see) and stops
 #       with a hint when they do not.
 #   --cpus-per-task: CPU cores per rank. Loader workers per rank = cpus-per-task - 1
-#       (at most 8) unless training.num_workers is set in the config.
+#       (at most 8) unless training.num_workers is set in the config; on CPU nodes
+#       (--accelerator cpu) also each rank's compute threads (OMP_NUM_THREADS wins).
 #   --partition / --account / --time / --mem: your site's values.
 #   The `module load` line, if your site uses environment modules.
 #   TRAINER_ARGS: what the trainer runs (default: train with inputs/demo.cfg into

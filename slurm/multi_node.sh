@@ -9,7 +9,8 @@
 #   --nodes: the number of nodes. If the config sets distributed.num_nodes, it must match
 #       (0, the default, takes it from SLURM).
 #   --gres=gpu:N and --ntasks-per-node=N together: one rank per GPU on every node.
-#   --cpus-per-task: CPU cores per rank; loader workers per rank = cpus-per-task - 1 (max 8).
+#   --cpus-per-task: CPU cores per rank; loader workers per rank = cpus-per-task - 1 (max 8);
+#       on CPU nodes also each rank's compute threads (OMP_NUM_THREADS wins).
 #   --partition / --account / --time / --mem, and the `module load` line: your site's.
 #   The NCCL_* lines below only if your network needs them.
 #   TRAINER_ARGS: what the trainer runs (default: train with inputs/demo.cfg).
