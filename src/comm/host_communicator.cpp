@@ -84,8 +84,9 @@ std::shared_ptr<Completion> HostCommunicator::submit(std::string what, Body body
       throw SystemError(inspector_.failure_report(seq, what, step, e.what()));
     }
     if (completed) return;
-    // Before the deadline: a member's process exited, and the collective can never end.
-    if (std::chrono::steady_clock::now() < deadline.at) inspector_.report_exited_and_abort(seq, what, step);
+    // A member's process exited (the MPI wait stops for that; Gloo's may have timed out
+    // first): the collective could never end, and the report says so.
+    if (deadline.peer_exited && deadline.peer_exited()) inspector_.report_exited_and_abort(seq, what, step);
     // Give late arrival messages a moment (grace_s: never longer than the timeout itself).
     inspector_.report_and_abort(seq, what, step, timeout_s_, grace_s);
   });
