@@ -9,6 +9,7 @@
 #include <chrono>    // std::chrono::steady_clock (the time line)
 #include <cstdint>   // std::int64_t
 #include <cstdio>    // std::snprintf
+#include <ctime>       // std::time, localtime_r, strftime: the set-aside folder's name
 #include <filesystem>  // std::filesystem::exists, path
 #include <cstdlib>   // std::system
 #include <iostream>  // std::cout
@@ -86,6 +87,63 @@ void check_resumable(const std::string& resume, const train::TrainingState& stat
                         std::to_string(spec.downsample_factor) + ")",
                     "resume with the configuration the run was started with (" + run_dir_of_checkpoint(resume) +
                         "/config.ini)");
+}
+
+// The lines of a stored configuration (config_to_ini) that decide the train/val/test
+// split: the data and its fractions and seed.
+std::string split_lines(const std::string& ini) {
+  std::istringstream in(ini);
+  std::string out;
+  for (std::string line; std::getline(in, line);)
+    for (const char* key : {"data_files =", "data_dir =", "csv_file =", "train_prob =", "val_prob =",
+                            "train_frames =", "rng_seed_data_pt ="})
+      if (line.rfind(key, 0) == 0) out += line + "\n";
+  return out;
+}
+
+// A resume under another split trains on frames the run held out (and the reverse),
+// and its best.h5 was chosen on other validation frames: allowed (new labels, a
+// deliberate change), but said.
+void warn_other_split(const std::string& resume, const train::TrainingState& state, const Config& config,
+                      const Log& log) {
+  if (state.config_text.empty()) return;
+  const std::string before = split_lines(state.config_text), now = split_lines(config_to_ini(with_absolute_paths(config)));
+  if (before == now) return;
+  std::string changed;
+  std::istringstream a(before), b(now);
+  for (std::string x, y; std::getline(b, y);) {
+    if (!std::getline(a, x)) x.clear();
+    if (x != y) changed += (changed.empty() ? "" : "; ") + y + (x.empty() ? "" : " (was " + x.substr(x.find('=') + 2) + ")");
+  }
+  log.warn("--resume " + resume + ": the data or its split differs from the run's (" + changed +
+           "): frames it trained on may now be validation or test frames, and the reverse");
+}
+
+// A new run (not --resume) in a folder that holds another run's checkpoints: those are
+// moved to checkpoints/before-<time>/, never deleted, so that nothing (predictions after
+// this run, `trainer predict RUN`) takes the other run's best.h5 for this one's.
+void set_aside_previous_checkpoints(const std::string& out_dir, const Log& log) {
+  namespace fs = std::filesystem;
+  const fs::path checkpoints = fs::path(out_dir) / "checkpoints";
+  std::vector<fs::path> previous;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(checkpoints, ec))
+    if (entry.is_regular_file(ec) && entry.path().extension() == ".h5") previous.push_back(entry.path());
+  if (previous.empty()) return;
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "before-%Y%m%d-%H%M%S", &tm);
+  const fs::path aside = checkpoints / stamp;
+  make_directories(aside.string());
+  for (const auto& file : previous) {
+    fs::rename(file, aside / file.filename(), ec);
+    if (ec)
+      throw SystemError("cannot move " + file.string() + " to " + aside.string() + ": " + ec.message());
+  }
+  log.warn(out_dir + " held another run's checkpoints: moved to " + aside.string() +
+           " (this is a new run; --resume auto continues a run instead)");
 }
 
 // A backbone without pretrained weights: say so, and say it loudly when lightning-pose
@@ -368,12 +426,24 @@ int run_train(const Args& args) {
   }
   const data::Dataset& dataset = *run.dataset;
   check_train_batch_fits(config, plan, run, world);  // every rank, so all stop together
+  const model::ModelSpec spec = model_spec(config, dataset.num_keypoints());
+  // The checkpoint to resume is read and checked before anything is written: a refused
+  // --resume leaves the run folder as it was. Every rank reads it; one that cannot
+  // stops them all with the cause.
+  train::TrainingState state;
+  if (!resume.empty())
+    runtime::on_every_rank_or_none(session, [&] {
+      state = train::load_training_state(resume);
+      check_resumable(resume, state, config.model.model_type, spec);
+    });
+  if (!resume.empty() && log.is_root()) warn_other_split(resume, state, config, log);
   runtime::on_every_rank_or_none(session, [&] {
     if (world.rank != 0) return;
     check_run_outputs(out_dir);                  // a folder where a file goes: refused before any work
     make_directories(out_dir + "/checkpoints");  // here, not at the first checkpoint, so a bad --out fails early
     remove_stale_temp_files_in(out_dir, log);
     remove_stale_temp_files_in(out_dir + "/checkpoints", log);
+    if (resume.empty()) set_aside_previous_checkpoints(out_dir, log);
     write_file_atomically(out_dir + "/config.ini", config_to_ini(with_absolute_paths(config)));
     data::write_split_csv(out_dir + "/split.csv", run.split, dataset.frame_paths());
     Config lp = lp_config;  // lightning-pose needs the keypoints named (data from HDF5 files may not say)
@@ -381,7 +451,7 @@ int run_train(const Args& args) {
     if (lp.data.keypoint_names.empty()) lp.data.keypoint_names = dataset.keypoint_names();
     name_imported_labels(lp);
     write_lightning_pose_config(out_dir, lp);
-    write_train_status(out_dir, "TRAINING", 0, config.training.max_epochs);
+    write_train_status(out_dir, "TRAINING", state.epochs_completed, config.training.max_epochs);
   });
   log.info("data: " + std::to_string(dataset.size()) + " frames (" + std::to_string(run.split.train.size()) +
            " train, " + std::to_string(run.split.val.size()) + " val, " + std::to_string(run.split.test.size()) +
@@ -401,18 +471,14 @@ int run_train(const Args& args) {
   LoaderSource val_source(val_loader, run.split.val, sampler);
 
   // ---- model and optimizer -------------------------------------------------
-  const model::ModelSpec spec = model_spec(config, dataset.num_keypoints());
   const auto network = model::make_pose_model(*backend, config.model.model_type, spec);
   model::PoseModel& net = *network;
   net.initialize(config.training.rng_seed_model_pt, stream);
   train::Optimizer optimizer(net.store(), optimizer_config(config));
 
-  train::TrainingState state;
-  // Every rank reads the checkpoint; one that cannot stops them all with the cause.
+  // Every rank reads the checkpoint's tensors; one that cannot stops them all with the cause.
   runtime::on_every_rank_or_none(session, [&] {
     if (!resume.empty()) {
-      state = train::load_training_state(resume);
-      check_resumable(resume, state, config.model.model_type, spec);
       train::load_model(resume, net.store(), stream);
       train::load_optimizer(resume, optimizer, stream);
       log.info("resumed from " + resume +
@@ -613,7 +679,9 @@ int run_train(const Args& args) {
     } catch (const std::exception& e) {
       log.warn(std::string("train_status.json: an epoch's update failed: ") + e.what());
     }
-    write_train_status(out_dir, "COMPLETED", state.epochs_completed, state.epochs_completed);
+    // lightning-pose's tracker ends with completed = total = max_epochs, whatever stopped
+    // the training (early stopping, --max-steps).
+    write_train_status(out_dir, "COMPLETED", config.training.max_epochs, config.training.max_epochs);
   }
   return 0;
 }

@@ -1,6 +1,8 @@
 # --resume continues exactly: a run interrupted after epoch 2 and resumed reaches,
 # bit for bit, the weights, BN statistics, Adam moments and metrics rows of an
-# uninterrupted 3-epoch run (CPU, augmentation on, backbone unfrozen mid-run).
+# uninterrupted 3-epoch run (CPU, augmentation on, backbone unfrozen mid-run). A refused
+# --resume writes nothing; another split warns; a new run in a used folder sets the
+# old checkpoints aside.
 source "$(dirname "$0")/lib/common.sh"
 command -v h5diff >/dev/null || skip "h5diff (hdf5-tools) missing"
 "$TRAINER" synth --out "$SCRATCH/small.h5" --frames 24 --size 64 --keypoints 3 --seed 2 >/dev/null || fail "synth"
@@ -41,4 +43,28 @@ cut -d, -f1-7,10 "$SCRATCH/full/metrics.csv" >"$SCRATCH/a.csv"
 cut -d, -f1-7,10 "$SCRATCH/part/metrics.csv" >"$SCRATCH/b.csv"
 diff "$SCRATCH/a.csv" "$SCRATCH/b.csv" || fail "metrics.csv differs"
 [[ $(epoch_rows "$SCRATCH/a.csv" | wc -l) == 3 ]] || fail "metrics.csv epoch rows"
+
+# A refused --resume (another backbone) leaves the run folder as it was.
+cp -r "$SCRATCH/full" "$SCRATCH/kept"
+(cd "$SCRATCH/kept" && md5sum config.ini config.yaml split.csv train_status.json metrics.csv checkpoints/*.h5) >"$SCRATCH/kept.md5"
+expect_fail 2 "is a resnet18 with 3 keypoints .* but the configuration asks for resnet34" \
+  "$TRAINER" train --config "$SCRATCH/small.cfg" --model.backbone resnet34 --resume "$SCRATCH/kept/checkpoints/last.h5"
+(cd "$SCRATCH/kept" && md5sum -c --quiet "$SCRATCH/kept.md5") || fail "a refused --resume changed the run folder"
+# A resume under another split is allowed, with a warning naming what changed.
+"$TRAINER" train --config "$SCRATCH/small.cfg" --training.max_epochs 4 --training.train_prob 0.5 \
+  --resume "$SCRATCH/kept/checkpoints/last.h5" >"$SCRATCH/split.log" 2>&1 || { cat "$SCRATCH/split.log"; fail "resume, other split"; }
+grep -q "warning: --resume .*: the data or its split differs from the run's (train_prob = 0.5 (was 0.8))" \
+  "$SCRATCH/split.log" || { cat "$SCRATCH/split.log"; fail "no warning for another split"; }
+# A new run in a folder holding a run: the old checkpoints are set aside, not taken for
+# this run's (a 1-step run has no best.h5 of its own: its predictions use its last.h5).
+"$TRAINER" train --config "$SCRATCH/small.cfg" --out "$SCRATCH/kept" --max-steps 1 >"$SCRATCH/again.log" 2>&1 ||
+  { cat "$SCRATCH/again.log"; fail "a new run in a used folder"; }
+grep -q "held another run's checkpoints: moved to $SCRATCH/kept/checkpoints/before-" "$SCRATCH/again.log" ||
+  { cat "$SCRATCH/again.log"; fail "no word on the set-aside checkpoints"; }
+grep -q "predictions with $SCRATCH/kept/checkpoints/last.h5" "$SCRATCH/again.log" ||
+  { cat "$SCRATCH/again.log"; fail "the new run's predictions did not use its own last.h5"; }
+[[ ! -e $SCRATCH/kept/checkpoints/best.h5 ]] || fail "the old run's best.h5 stayed in place"
+ls "$SCRATCH"/kept/checkpoints/before-*/best.h5 >/dev/null || fail "the old run's best.h5 was not kept aside"
+grep -qE '"status": "COMPLETED", "progress": \{"completed": 3, "total": 3' "$SCRATCH/kept/train_status.json" ||
+  { cat "$SCRATCH/kept/train_status.json"; fail "train_status.json after --max-steps"; }
 echo "PASSED"
