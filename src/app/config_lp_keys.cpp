@@ -39,10 +39,9 @@ std::vector<LpKeyRule> build_rules() {
       // training
       only_if("training.imgaug_3d", "multiview 3D augmentation: false accepted, true refused", is_false,
               "multiview 3D augmentation is not supported", "set training.imgaug_3d=false"),
-      only_if("training.lr_scheduler", "multisteplr accepted (training.lr_scheduler_milestones / gamma), others "
-                                       "refused",
-              [](const YamlLeaf& leaf, const ValueLookup&) { return leaf.value == "multisteplr"; },
-              "only multisteplr is supported",
+      only_value("training.lr_scheduler", "multisteplr",
+                 "multisteplr accepted (training.lr_scheduler_milestones / gamma), others refused",
+                 "only multisteplr is supported",
               "set training.lr_scheduler=multisteplr (milestones and gamma under lr_scheduler_params.multisteplr)"),
       ignored("training.dropout_rate", "not read by lightning-pose's heatmap models either: accepted, not used"),
       only_if("training.unfreezing_step", "step-based schedule: refused", never,
@@ -79,12 +78,10 @@ std::vector<LpKeyRule> build_rules() {
   // Whole sections last: a specific rule above wins over them.
   rules.push_back(ignored_section("losses", unsupervised));
   // callbacks: the unsupervised-loss weight annealing (its values are keys of [losses])
-  rules.push_back(only_if("callbacks.anneal_weight.attr_name", "total_unsupervised_importance accepted",
-                          [](const YamlLeaf& leaf, const ValueLookup&) {
-                            return leaf.value == "total_unsupervised_importance";
-                          },
-                          "the warm-up applies to the unsupervised losses' weight only",
-                          "set callbacks.anneal_weight.attr_name=total_unsupervised_importance"));
+  rules.push_back(only_value("callbacks.anneal_weight.attr_name", "total_unsupervised_importance",
+                             "total_unsupervised_importance accepted",
+                             "the warm-up applies to the unsupervised losses' weight only",
+                             "set callbacks.anneal_weight.attr_name=total_unsupervised_importance"));
   rules.push_back(ignored_section("callbacks", unsupervised));
   // hydra: Hydra's own output folder settings
   rules.push_back(ignored_section("hydra", "Hydra's output folder: accepted, not used (the trainer writes its run "
@@ -413,9 +410,8 @@ YAML::Node yaml_value(const ConfigKey& key, const std::string& value) {
 
 std::string config_to_yaml(const Config& config) {
   YAML::Node root(YAML::NodeType::Map);
-  for (const auto& key : config_keys()) {
-    const std::string path = is_yaml_path(key.lightning_pose) ? key.lightning_pose : key.full_name();
-    // Walk/create the nested mappings of the path.
+  // Sets `value` at a dotted path, making the nested mappings on the way.
+  const auto set_path = [&root](const std::string& path, const YAML::Node& value) {
     std::vector<std::string> parts;
     std::size_t start = 0;
     while (true) {
@@ -431,8 +427,14 @@ std::string config_to_yaml(const Config& config) {
       chain.back()[parts[i]] = next;
       chain.push_back(chain.back()[parts[i]]);
     }
-    chain.back()[parts.back()] = yaml_value(key, key.get(config));
-  }
+    chain.back()[parts.back()] = value;
+  };
+  for (const auto& key : config_keys())
+    set_path(is_yaml_path(key.lightning_pose) ? key.lightning_pose : key.full_name(), yaml_value(key, key.get(config)));
+  // The keys whose one accepted value lightning-pose still reads (callbacks.anneal_weight
+  // is passed whole to its AnnealWeight, which needs attr_name).
+  for (const auto& rule : lp_key_rules())
+    if (!rule.written.empty()) set_path(rule.path, YAML::Node(rule.written));
   YAML::Emitter out;
   out.SetIndent(2);
   out.SetNullFormat(YAML::LowerNull);  // `null`, as lightning-pose's files write it

@@ -41,6 +41,8 @@ struct LpKeyRule {
   std::function<LpVerdict(const YamlLeaf& leaf, const ValueLookup& others)> check;
   // An old name: the leaf is read as this YAML path, unless the configuration has it too.
   std::string renamed_to;
+  // The one value accepted (only_value), written into config.yaml: lightning-pose reads the key.
+  std::string written = {};
 };
 
 const std::vector<LpKeyRule>& lp_key_rules();

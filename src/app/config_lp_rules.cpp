@@ -21,6 +21,14 @@ LpKeyRule only_if(const char* path, const char* what, LpValueTest ok, std::strin
           ""};
 }
 
+LpKeyRule only_value(const char* path, const char* value, const char* what, std::string refusal, std::string hint) {
+  LpKeyRule rule = only_if(
+      path, what, [value = std::string(value)](const YamlLeaf& leaf, const ValueLookup&) { return leaf.value == value; },
+      std::move(refusal), std::move(hint));
+  rule.written = value;
+  return rule;
+}
+
 LpKeyRule note_unless(const char* path, const char* what, LpValueTest ok, std::string note) {
   return {path, false, what,
           [ok = std::move(ok), note = std::move(note)](const YamlLeaf& leaf, const ValueLookup& others) {

@@ -21,6 +21,9 @@ LpKeyRule ignored_section(const char* path, const char* what);
 // Accepted when null or when `ok` holds; otherwise an error naming the key, `refusal`
 // and `hint`.
 LpKeyRule only_if(const char* path, const char* what, LpValueTest ok, std::string refusal, std::string hint);
+// Accepted when null or exactly `value`, the one value the trainer implements, which
+// config.yaml then carries (lightning-pose needs the key); otherwise an error.
+LpKeyRule only_value(const char* path, const char* value, const char* what, std::string refusal, std::string hint);
 // Accepted always; a one-line note `note` when the value is not null and `ok` fails.
 LpKeyRule note_unless(const char* path, const char* what, LpValueTest ok, std::string note);
 // Lightning-pose's old name of a key-table key: read as `new_path`, unless the

@@ -185,7 +185,14 @@ void apply_entries(Config& config, const std::vector<config_detail::IniEntry>& e
 }
 
 void print_help(const std::string& subcommand, const po::options_description& own, const Layout& layout) {
-  std::cout << "usage: trainer " << subcommand << " [config.yaml] [options]\n"
+  std::cout << "usage: trainer " << subcommand << " [config.yaml] [options]\n";
+  if (subcommand == "predict")  // the form of litpose predict (app/predict_inputs.hpp)
+    std::cout << "       trainer predict RUN_DIR VIDEO|FOLDER|LABELS.csv... [--skip_viz] [--overwrite] "
+                 "[--batch_size N] [options]\n"
+              << "         (a run folder or lightning-pose model directory, as litpose predict: labeled videos "
+                 "unless --skip_viz;\n          inputs whose prediction file exists are skipped unless "
+                 "--overwrite; --batch_size: frames per batch)\n";
+  std::cout
             << "Configuration: defaults <- --config FILE (lightning-pose YAML or INI) <- --overrides a.b=VALUE ... <-\n"
             << "  --<section>.<key> VALUE (the command line wins).\n"
             << "Lists are written a, b or [a, b]. Every key is explained in docs/CONFIG.md.\n\n";

@@ -5,12 +5,14 @@
 
 #include <algorithm>   // std::find
 #include <cctype>      // std::tolower
+#include <cstdlib>     // std::strtol
 #include <filesystem>  // std::filesystem::absolute, directory_iterator
 
 #include "app/config_parse.hpp"     // with_leading_overrides
 #include "app/lp_model_import.hpp"  // is_lightning_pose_model_dir, open_lightning_pose_model, model_folder_overrides
 #include "data/video_reader.hpp"    // video_extensions
 #include "util/error.hpp"         // UserError
+#include "util/log.hpp"           // Log: litpose flags without a counterpart, skipped inputs
 
 namespace trainer::app {
 namespace {
@@ -24,6 +26,61 @@ bool is_dir(const std::string& path) {
 bool is_file(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+// lightning-pose's own flags of `litpose predict` (cli/commands/predict.py at f54c477),
+// taken out of the options: labeled videos unless --skip_viz, inputs with a prediction
+// file skipped unless --overwrite, --batch_size N for the frames per batch.
+struct LitposeFlags {
+  bool skip_viz = false;
+  bool overwrite = false;
+  std::string batch_size;  // empty: the configuration's
+};
+
+LitposeFlags take_litpose_flags(Args& options, const Log& log) {
+  LitposeFlags flags;
+  Args kept;
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    const std::string& option = options[i];
+    const std::string name = option.substr(0, option.find('='));
+    const bool inline_value = option.find('=') != std::string::npos;
+    // The value of an option that takes one: after '=' or the next argument.
+    const auto value = [&]() -> std::string {
+      if (inline_value) return option.substr(option.find('=') + 1);
+      if (i + 1 >= options.size() || options[i + 1].rfind("--", 0) == 0)
+        throw UserError("predict: " + name + " needs a value", std::string("usage: ") + kUsage);
+      return options[++i];
+    };
+    if (name == "--skip_viz") {
+      flags.skip_viz = true;
+    } else if (name == "--overwrite") {
+      flags.overwrite = true;
+    } else if (name == "--batch_size") {
+      flags.batch_size = value();
+      char* end = nullptr;
+      const long n = std::strtol(flags.batch_size.c_str(), &end, 10);
+      if (flags.batch_size.empty() || *end != '\0' || n < 1 || n > 100000)
+        throw UserError("predict: --batch_size '" + flags.batch_size + "' is not a positive number of frames",
+                        "e.g. --batch_size 32 (frames per batch of a video, or of a label CSV)");
+    } else if (name == "--compile") {
+      log.info("predict: --compile has no counterpart here (on a GPU the forward pass is recorded as a CUDA "
+               "graph, model.cuda_graphs); ignored");
+    } else if (name == "--reader") {
+      log.info("predict: --reader " + value() + " has no counterpart here (FFmpeg decodes every video); ignored");
+    } else if (name == "--runtime") {
+      const std::string runtime = value();
+      if (runtime != "eager")
+        throw UserError("predict: --runtime " + runtime + " (lightning-pose's exported models) is not supported",
+                        "the trainer runs its own checkpoint: leave --runtime out (eager)");
+    } else if (name == "--bbox_dir") {
+      throw UserError("predict: --bbox_dir (cropping each frame to a bounding box) is not supported",
+                      "predict the uncropped videos or frames");
+    } else {
+      kept.push_back(option);
+    }
+  }
+  options = kept;
+  return flags;
 }
 
 std::string lower_extension(const std::string& path) {
@@ -75,7 +132,9 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
   std::size_t first_option = 1;
   while (first_option < args.size() && args[first_option].rfind("-", 0) != 0) ++first_option;
   const Args inputs(args.begin() + 1, args.begin() + long(first_option));
-  const Args options(args.begin() + long(first_option), args.end());
+  Args options(args.begin() + long(first_option), args.end());
+  const Log log(0);
+  const LitposeFlags flags = take_litpose_flags(options, log);
   if (inputs.empty())
     throw UserError("predict: nothing to predict after the run folder '" + run_dir + "'",
                     std::string("give videos, folders of videos or label CSVs: ") + kUsage);
@@ -124,22 +183,43 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
     }
   }
 
+  // As litpose predict: an input whose prediction file exists is skipped unless --overwrite.
+  const auto already_predicted = [&](const std::string& input, const std::string& csv) {
+    if (flags.overwrite || !is_file(csv)) return false;
+    log.info("predict: skipping " + input + " (" + csv + " exists; --overwrite predicts it again)");
+    return true;
+  };
   std::vector<Args> calls;
   for (const auto& csv : csvs) {
+    if (already_predicted(csv, image_preds_csv(run_dir, csv))) continue;
     // data_files cleared: the run's imported data must not stand beside the new CSV.
     Args call{"--checkpoint", checkpoint, "--out", image_preds_csv(run_dir, csv)};
     call.insert(call.end(), model_options.begin(), model_options.end());
     call.insert(call.end(), options.begin(), options.end());
     std::vector<std::string> overrides = csv_overrides;
     overrides.insert(overrides.end(), {"data.csv_file=" + csv, "data.data_files=[]"});
+    if (!flags.batch_size.empty()) overrides.push_back("training.test_batch_size=" + flags.batch_size);
     calls.push_back(with_leading_overrides(call, overrides));
   }
-  if (!videos.empty()) {
+  std::vector<std::string> video_files;
+  for (const auto& input : videos)
+    for (const auto& video : data::list_videos(input))
+      if (!already_predicted(video, run_dir + "/video_preds/" + std::filesystem::path(video).stem().string() + ".csv"))
+        video_files.push_back(video);
+  if (!video_files.empty()) {
     Args call{"--checkpoint", checkpoint, "--video-out", run_dir + "/video_preds"};
     call.insert(call.end(), model_options.begin(), model_options.end());
+    // litpose predict draws them unless --skip_viz (which also overrides the run's
+    // eval.save_vids_after_training below).
+    const bool asked = std::find(options.begin(), options.end(), "--labeled-video") != options.end();
+    if (!flags.skip_viz && !asked) call.push_back("--labeled-video");
+    if (flags.skip_viz) video_overrides.push_back("eval.save_vids_after_training=false");
     call.push_back("--video");
-    call.insert(call.end(), videos.begin(), videos.end());
+    call.insert(call.end(), video_files.begin(), video_files.end());
     call.insert(call.end(), options.begin(), options.end());
+    if (!flags.batch_size.empty())
+      video_overrides.insert(video_overrides.end(), {"eval.video_sequence_length=" + flags.batch_size,
+                                                     "eval.context_video_sequence_length=" + flags.batch_size});
     calls.push_back(with_leading_overrides(call, video_overrides));
   }
   return calls;

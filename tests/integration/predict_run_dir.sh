@@ -2,7 +2,8 @@
 # a label CSV goes to RUN_DIR/image_preds/<csv>/predictions.csv (+ the pixel error file)
 # and equals the explicit `--checkpoint ... --overrides data.csv_file=...` call, which
 # no longer conflicts with the run's imported data_files and no longer overwrites the
-# run's own predictions.csv; a video goes to RUN_DIR/video_preds/; misuse is `error:` +
+# run's own predictions.csv; a video goes to RUN_DIR/video_preds/ (with a labeled video;
+# lightning-pose's --skip_viz, --overwrite, --batch_size); misuse is `error:` +
 # exit 2 (no inputs, a missing input, an image folder, --checkpoint twice, --out with
 # --video, lightning-pose's --output_dir, a lightning-pose model directory without a checkpoint).
 source "$(dirname "$0")/lib/common.sh"
@@ -53,6 +54,23 @@ rm -rf run/image_preds
 "$TOOL" write clip.mp4 12 64 64 || fail "video_tool write"
 "$TRAINER" predict run clip.mp4 >video.log 2>&1 || { cat video.log; fail "predict RUN_DIR VIDEO"; }
 [[ -s run/video_preds/clip.csv ]] || { ls -R run; fail "no video_preds/clip.csv"; }
+# lightning-pose's defaults and flags: a labeled video unless --skip_viz; an input whose
+# prediction file exists is skipped unless --overwrite; --batch_size N frames per batch.
+[[ -s run/video_preds/labeled_videos/clip_labeled.mp4 ]] || { ls -R run/video_preds; fail "no labeled video by default"; }
+before=$(md5sum <run/video_preds/clip.csv)
+"$TRAINER" predict run clip.mp4 proj/CollectedData.csv >again.log 2>&1 || { cat again.log; fail "predict again"; }
+grep -q "skipping clip.mp4 (run/video_preds/clip.csv exists; --overwrite predicts it again)" again.log ||
+  { cat again.log; fail "an already predicted video was not skipped"; }
+grep -q "skipping .*CollectedData.csv (run/image_preds/CollectedData.csv/predictions.csv exists" again.log ||
+  { cat again.log; fail "an already predicted CSV was not skipped"; }
+rm run/video_preds/labeled_videos/clip_labeled.mp4
+"$TRAINER" predict run clip.mp4 --overwrite --skip_viz --batch_size 5 >over.log 2>&1 || { cat over.log; fail "--overwrite"; }
+grep -q "skipping" over.log && fail "--overwrite still skipped"
+grep -q ", batch 5, " over.log || { cat over.log; fail "--batch_size 5 is not the video batch"; }
+[[ ! -e run/video_preds/labeled_videos/clip_labeled.mp4 ]] || fail "--skip_viz still drew a labeled video"
+[[ $(md5sum <run/video_preds/clip.csv) == "$before" ]] || fail "the video's predictions changed between two calls"
+expect_fail 2 "--runtime onnx .* is not supported" "$TRAINER" predict run clip.mp4 --runtime onnx
+expect_fail 2 "--batch_size 'x' is not a positive number" "$TRAINER" predict run clip.mp4 --batch_size x
 
 # Misuse.
 expect_fail 2 "nothing to predict after the run folder" "$TRAINER" predict run

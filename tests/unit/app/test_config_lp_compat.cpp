@@ -300,6 +300,10 @@ TEST_CASE("--print-config writes YAML types: numbers, booleans, null, sequences"
   CHECK(at_path(root, "model.model_name").Tag() == "!");
   CHECK(at_path(root, "model.model_name").as<std::string>() == "1");
   CHECK(at_path(root, "model.backbone_weights").Tag() == "!");  // "" (empty)
+  // Keys with one accepted value that lightning-pose still reads: its get_callbacks
+  // passes callbacks.anneal_weight whole to AnnealWeight, which needs attr_name.
+  CHECK(at_path(root, "callbacks.anneal_weight.attr_name").as<std::string>() == "total_unsupervised_importance");
+  CHECK(at_path(root, "training.lr_scheduler").as<std::string>() == "multisteplr");
 }
 
 TEST_CASE("--print-config leaves every value of lightning-pose's configs as the file gives it",
