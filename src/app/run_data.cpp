@@ -59,7 +59,9 @@ std::string import_csv_project(const Config& config, const std::string& import_d
   data::ImportOptions options;
   options.csv = csv.string();
   options.out = out;
-  options.root = dir.string();  // lightning-pose: image paths are relative to data_dir
+  // lightning-pose: image paths are relative to data_dir. Without one, `trainer import`'s
+  // rule: the CSV's folder (a DeepLabCut project's labeled-data/<video>/ CSV: the project).
+  if (!config.data.data_dir.empty()) options.root = dir.string();
   options.keypoint_names = config.data.keypoint_names;  // for a pandas .h5 label file
   data::ImportSummary s;
   try {
@@ -67,7 +69,9 @@ std::string import_csv_project(const Config& config, const std::string& import_d
   } catch (const UserError& e) {
     // import's hints speak of its --root option; here the folder is data.data_dir.
     if (e.hint().find("--root") == std::string::npos) throw;
-    throw UserError(e.what(), "image paths in the CSV are relative to data.data_dir (" + dir.string() + ")");
+    throw UserError(e.what(), config.data.data_dir.empty()
+                                  ? "image paths in the CSV are relative to data.data_dir (not set: the CSV's folder)"
+                                  : "image paths in the CSV are relative to data.data_dir (" + dir.string() + ")");
   }
   log.info("data: imported " + std::to_string(s.frames) + " frames (" + std::to_string(s.height) + "x" +
            std::to_string(s.width) + ", " + std::to_string(s.keypoints) + " keypoints" +

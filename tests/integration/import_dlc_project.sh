@@ -107,6 +107,15 @@ grep -q "imported .* frames .* from $P " "$SCRATCH/by-config.txt" || { cat "$SCR
 "$TRAINER" import --csv "$P/labeled-data/vidA/CollectedData_alice.csv" --out "$SCRATCH/vidA.h5" >"$SCRATCH/vidA.txt" ||
   fail "--csv of a project's labeled-data CSV without --root"
 grep -q "imported 3 frames (48x64x1, 2 keypoints)" "$SCRATCH/vidA.txt" || fail "--csv vidA summary"
+# A run trained on the project predicts one video's CSV the same way: its images are
+# found from the project folder (data.data_dir is not set for a whole-project import).
+"$TRAINER" train --data.data_files "$SCRATCH/dlc.h5" --data.image_resize_height 64 \
+  --data.image_resize_width 64 --model.backbone resnet18 --training.train_batch_size 2 --max-steps 1 --out "$SCRATCH/dlcrun" >"$SCRATCH/dlcrun.log" 2>&1 ||
+  { cat "$SCRATCH/dlcrun.log"; fail "train on the imported project"; }
+"$TRAINER" predict "$SCRATCH/dlcrun" "$P/labeled-data/vidA/CollectedData_alice.csv" >"$SCRATCH/dlcpred.log" 2>&1 ||
+  { cat "$SCRATCH/dlcpred.log"; fail "predict RUN a project's labeled-data CSV"; }
+[[ $(tail -n +4 "$SCRATCH/dlcrun/image_preds/CollectedData_alice.csv/predictions.csv" | wc -l) == 3 ]] ||
+  fail "the labeled-data CSV's 3 frames were not predicted"
 # Given to train, the project's config.yaml is refused with the import command to run.
 expect_fail 2 "is a DeepLabCut project's config.yaml, not a training configuration" \
   "$TRAINER" train --config "$P/config.yaml" --out "$SCRATCH/never"
