@@ -336,6 +336,19 @@ int run_train(const Args& args) {
     const std::string& path = cl.own["resume"].as<std::string>();
     check_input_file(path, "cannot open checkpoint '" + path + "'", "check the path of --resume");
   }
+  // The label project first: the video folders below default to folders of data.data_dir,
+  // so a wrong data_dir must be named as such, not as a missing video folder.
+  if (!config.data.csv_file.empty() && config.data.data_files.empty()) {
+    std::error_code ec;
+    if (!config.data.data_dir.empty() && !std::filesystem::is_directory(config.data.data_dir, ec))
+      throw UserError("data.data_dir '" + config.data.data_dir + "' is not a folder",
+                      "set data.data_dir to the project folder that holds data.csv_file and labeled-data/");
+    const std::filesystem::path csv(config.data.csv_file);
+    const std::string csv_path =
+        csv.is_absolute() || config.data.data_dir.empty() ? csv.string() : (config.data.data_dir / csv).string();
+    check_input_file(csv_path, "cannot open data.csv_file '" + csv_path + "'",
+                     "data.csv_file is relative to data.data_dir: name the project's label CSV");
+  }
   // The videos to predict after training: checked now, not after the whole training.
   if (config.eval.predict_vids_after_training && !config.eval.test_videos_directory.empty()) {
     try {

@@ -206,4 +206,7 @@ expect_fail 2 "^error: the train split of .*d.h5 \(11 frames\) gives each of 2 r
   timeout 120 "$TRAINER" train --config "$S/c.cfg" --out "$S/run_b" --nprocs 2 --backend gloo \
   --training.drop_last true --training.train_batch_size 11
 [[ ! -e $S/run_b/checkpoints ]] || fail "a refused 2-rank run wrote checkpoints"
+# A wrong data.data_dir is named as such before the video folders beneath it are checked.
+expect_fail 2 "^error: data.data_dir '$S/nope' is not a folder" "$TRAINER" train --data.data_dir "$S/nope" \
+  --data.csv_file CollectedData.csv --eval.predict_vids_after_training true --eval.test_videos_directory "$S/nope/videos"
 echo "OK"

@@ -90,8 +90,8 @@ grep -q "hint: did you mean 'training.train_batch_size'" "$SCRATCH/err.txt" || f
 printf 'training:\n  max_epochs: [3\n' >"$SCRATCH/bad.yaml"
 expect_fail 2 "error: .*bad.yaml:[0-9]+: not valid YAML" "$TRAINER" train --config "$SCRATCH/bad.yaml"
 expect_fail 2 "error: .*unknown key 'model.backbonee'" "$TRAINER" train "$CONFIG" --overrides model.backbonee=resnet18
-# A missing CSV fails on rank 0; rank 1 learns it and stops too.
-expect_fail 2 "error: data.csv_file: cannot read data.csv_file .*nothing.csv" \
+# A missing CSV is named before anything starts, on every rank.
+expect_fail 2 "error: cannot open data.csv_file '.*nothing.csv'" \
   timeout 120 $MPIRUN -np 2 "$TRAINER" train "$CONFIG" --overrides "${OVERRIDES[@]}" data.csv_file=nothing.csv \
   --out "$SCRATCH/runs/d"
 echo "OK"
