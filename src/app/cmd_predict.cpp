@@ -11,6 +11,7 @@
 
 #include <algorithm>  // std::find
 #include <cstdio>    // std::snprintf
+#include <filesystem>  // std::filesystem::exists: a mistyped run folder
 #include <memory>    // std::unique_ptr
 #include <sstream>   // std::ostringstream
 #include <string>    // std::string
@@ -200,6 +201,12 @@ int predict_with_checkpoint(const Args& args_in) {
 }  // namespace
 
 int run_predict(const Args& args) {
+  // A first argument that names nothing: a mistyped run folder, most likely.
+  std::error_code ec;
+  if (!args.empty() && args[0].rfind("-", 0) != 0 && !std::filesystem::exists(args[0], ec))
+    throw UserError("predict: '" + args[0] + "' does not exist",
+                    "give a run folder or a lightning-pose model directory (trainer predict RUN_DIR "
+                    "VIDEO|FOLDER|LABELS.csv...), or a configuration file");
   if (!is_run_dir_form(args)) return predict_with_checkpoint(args);
   for (Args call : explicit_predict_calls(args)) {
     const auto out = std::find(call.begin(), call.end(), "--out");

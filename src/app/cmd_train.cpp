@@ -334,6 +334,11 @@ int run_train(const Args& args) {
   // folder in their place is refused now, not when it blocks or after the set-up.
   if (cl.own.count("resume") && cl.own["resume"].as<std::string>() != "auto") {
     const std::string& path = cl.own["resume"].as<std::string>();
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      throw UserError("train: --resume " + path + " is a folder, not a checkpoint",
+                      "give its checkpoint (--resume " + path + "/checkpoints/last.h5), or --resume auto --out " + path +
+                          " to continue the run in that folder");
     check_input_file(path, "cannot open checkpoint '" + path + "'", "check the path of --resume");
   }
   // The label project first: the video folders below default to folders of data.data_dir,

@@ -187,8 +187,15 @@ bool is_yaml_config(const std::string& path, const std::string& text) {
 std::string read_config_text(const std::string& path) {
   // Only regular files (a FIFO would block until a writer comes, forever), and at most
   // 256 MiB: util/input_file.hpp, the gate of every user-named input.
-  return read_input_file(path, "cannot read config file '" + path + "'", std::size_t{256} << 20,
-                         "check the path; example configs are in inputs/ (e.g. --config inputs/demo.cfg)");
+  std::string text = read_input_file(path, "cannot read config file '" + path + "'", std::size_t{256} << 20,
+                                     "check the path; example configs are in inputs/ (e.g. --config inputs/demo.cfg)");
+  // An HDF5 file (ours carry a checksum line first, in the user block) given as the
+  // configuration: say what it is, not which line fails to parse.
+  if (text.rfind("TRAINER-CHECKSUM", 0) == 0 || text.rfind("\x89HDF\r\n\x1a\n", 0) == 0)
+    throw UserError("'" + path + "' is an HDF5 file (a data set or a checkpoint), not a configuration",
+                    "a data set goes in --data.data_files " + path + ", a checkpoint in --resume or --init-weights; "
+                    "--config takes a lightning-pose YAML or an INI file");
+  return text;
 }
 
 std::vector<YamlLeaf> parse_yaml_leaves(const std::string& text, const std::string& name) {

@@ -98,10 +98,11 @@ bool is_image_name(const std::string& path) {
 }
 
 // What a folder input holds: videos (predicted), or only images (refused).
-bool folder_has_videos(const std::string& dir) {
+// Whether a folder holds a file whose name `is_kind` accepts.
+bool folder_holds(const std::string& dir, bool (*is_kind)(const std::string&)) {
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
-    if (entry.is_regular_file(ec) && is_video_name(entry.path().string())) return true;
+    if (entry.is_regular_file(ec) && is_kind(entry.path().string())) return true;
   return false;
 }
 
@@ -163,10 +164,12 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
   std::vector<std::string> csvs, videos;
   for (const auto& input : inputs) {
     if (is_dir(input)) {
-      if (!folder_has_videos(input))
+      if (!folder_holds(input, is_video_name))
         throw UserError("predict: folder '" + input + "' holds no videos",
-                        "image folders are not predicted yet: list the frames in a label CSV (lightning-pose's "
-                        "format) and give that CSV");
+                        folder_holds(input, is_image_name)
+                            ? "image folders are not predicted yet: list the frames in a label CSV (lightning-pose's "
+                              "format) and give that CSV"
+                            : "give a folder of videos (.mp4, .avi, ...), a video, or a label CSV");
       videos.push_back(input);
     } else if (!is_file(input)) {
       throw UserError("predict: input '" + input + "' does not exist", std::string("usage: ") + kUsage);

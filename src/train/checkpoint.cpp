@@ -292,6 +292,10 @@ void save_named_tensors(const std::string& path, const std::vector<NamedTensor>&
 TrainingState load_training_state(const std::string& path) {
   return reading(path, [&] {
     h5::Handle file = open_checkpoint(path);
+    // A data set (trainer import / synth) is the likeliest other HDF5 file to land here.
+    if (H5Lexists(file.get(), "images", H5P_DEFAULT) > 0 && H5Lexists(file.get(), "keypoints", H5P_DEFAULT) > 0)
+      throw UserError("'" + path + "' is a data set (trainer import / synth), not a checkpoint",
+                      "train on it with --data.data_files " + path + "; a checkpoint is a run's checkpoints/*.h5");
     h5::Handle st = open_group(file.get(), "state", "'" + path + "' is not a trainer checkpoint (no /state group)",
                                "for backbone weights alone use --init-weights");
     TrainingState s;

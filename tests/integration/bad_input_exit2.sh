@@ -206,6 +206,16 @@ expect_fail 2 "^error: the train split of .*d.h5 \(11 frames\) gives each of 2 r
   timeout 120 "$TRAINER" train --config "$S/c.cfg" --out "$S/run_b" --nprocs 2 --backend gloo \
   --training.drop_last true --training.train_batch_size 11
 [[ ! -e $S/run_b/checkpoints ]] || fail "a refused 2-rank run wrote checkpoints"
+# A data set where a checkpoint or a configuration goes, a run folder given to --resume,
+# a mistyped run folder, a folder without videos: each named for what it is.
+expect_fail 2 "^error: '$S/d.h5' is a data set \(trainer import / synth\), not a checkpoint" \
+  "$TRAINER" train --config "$S/c.cfg" --resume "$S/d.h5"
+expect_fail 2 "^error: '$S/d.h5' is an HDF5 file \(a data set or a checkpoint\), not a configuration" \
+  "$TRAINER" train --config "$S/d.h5"
+mkdir -p "$S/a_run" "$S/no_videos"
+expect_fail 2 "^error: train: --resume $S/a_run is a folder, not a checkpoint" "$TRAINER" train --resume "$S/a_run"
+grep -q "^hint: .*--resume auto --out $S/a_run" "$SCRATCH/err.txt" || fail "no --resume auto hint for a folder"
+expect_fail 2 "^error: predict: '$S/nope_run' does not exist" "$TRAINER" predict "$S/nope_run" "$S/no_videos"
 # A wrong data.data_dir is named as such before the video folders beneath it are checked.
 expect_fail 2 "^error: data.data_dir '$S/nope' is not a folder" "$TRAINER" train --data.data_dir "$S/nope" \
   --data.csv_file CollectedData.csv --eval.predict_vids_after_training true --eval.test_videos_directory "$S/nope/videos"
