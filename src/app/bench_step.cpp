@@ -105,7 +105,7 @@ int bench_step(const Args& args) {
        "(model.cuda_graphs); the first three (warm-up, and a recording per staging slot) should be "
        "untimed: --warmup 3")
       ("warmup", po::value(&warmup)->default_value(warmup), "untimed steps first")
-      ("threads", po::value(&threads)->default_value(threads), "CPU threads (0: OMP_NUM_THREADS or all cores)")
+      ("threads", po::value(&threads)->default_value(threads), "CPU threads (0: OMP_NUM_THREADS, else the CPUs this process may run on)")
       ("seed", po::value(&seed)->default_value(seed), "model and input seed")
       ("init-weights", po::value(&init_weights),
        "backbone weights to start from, as model.backbone_weights (the parity tests start from a given state)")

@@ -28,7 +28,7 @@ constexpr Subcommand kSubcommands[] = {
     {"import", trainer::app::run_import, "convert a DeepLabCut/lightning-pose CollectedData.csv project to HDF5"},
     {"synth", trainer::app::run_synth, "generate the synthetic demo dataset"},
     {"predict", trainer::app::run_predict, "predict keypoints with a checkpoint and write a predictions CSV"},
-    {"bench", trainer::app::run_bench, "benchmarks: loader, step, allreduce"},
+    {"bench", trainer::app::run_bench, "benchmarks: loader, step, allreduce, plans"},
 };
 
 void print_usage(std::ostream& os) {
