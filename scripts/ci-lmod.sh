@@ -3,7 +3,10 @@
 # MODULEPATH) for the system-installed CUDA, Open MPI, HDF5 and Boost that export the
 # variables Makefile.hpc reads, `module load` them in a clean environment, then
 #   make -f Makefile.hpc CUDA=0      -> ./trainer and ./libtrainer_media.so, and run
-#                                       ./trainer --version (which loads the module).
+#                                       ./trainer --version (which loads the module);
+#   make -f Makefile.hpc install     -> a prefix with its modulefile, then, with every
+#                                       module purged, `module load trainer`, its
+#                                       --version and a plan of its example config.
 # The CPU-only variant is built (it doubles as CI's CPU-only build check); the GPU
 # variant's compile commands are checked with a dry run so CUDA_HOME is exercised too.
 # The build runs at -O0 in a scratch copy of the checkout (its tracked and untracked,
@@ -81,5 +84,17 @@ env -u CUDA_HOME -u CUDA_ROOT -u CUDNN_ROOT -u CUDNN_HOME -u NCCL_ROOT -u NCCL_H
   grep -q "unoptimized" "$MODULES/version.txt"  # OPT reached the compiler
   # The media module was built beside ./trainer and loads from there.
   grep -q "media module (image and video files): OpenCV" "$MODULES/version.txt"
+
+  # An admin install: a prefix with its own modulefile, loaded with nothing else loaded
+  # (the dependency libraries come through the binary run path).
+  make -f Makefile.hpc install CUDA=0 OPT=-O0 REVISION="$REVISION" PREFIX="$MODULES/prefix" | tail -n 1
+  module purge
+  module use "$MODULES/prefix/share/trainer/modulefiles"
+  module load trainer
+  [[ $(command -v trainer) == "$MODULES/prefix/bin/trainer" ]] || { echo "module load trainer: not on PATH" >&2; exit 1; }
+  trainer --version | grep -q "media module (image and video files): OpenCV" \
+    || { echo "the installed trainer does not load its media module" >&2; exit 1; }
+  trainer plan --config "$TRAINER_ROOT/share/trainer/inputs/demo.cfg" | grep -q "^plan: 1 rank" \
+    || { echo "the installed trainer cannot plan its example config" >&2; exit 1; }
 '
-echo "module build OK: ./trainer (in a scratch copy of the checkout, -O0)"
+echo "module build OK: ./trainer (in a scratch copy of the checkout, -O0), installed and loaded as a module"

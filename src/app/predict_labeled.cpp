@@ -11,6 +11,7 @@
 #include "app/prediction_recording.hpp"  // enable_prediction_recording, report_prediction_recording
 #include "app/run_data.hpp"         // open_run_data
 #include "app/run_options.hpp"      // predict_loader_options
+#include "util/name_list.hpp"        // join_names: the keypoints of a mismatch
 #include "compute/backend.hpp"      // compute::Backend
 #include "compute/losses/heatmap_mse.hpp"  // compute::heatmap_mse_loss (the runner needs one; predict computes none)
 #include "data/loader.hpp"          // data::Loader
@@ -41,10 +42,14 @@ long predict_labeled_frames(const Config& config, const std::string& checkpoint,
   runtime::World world;  // one process: predictions need no ranks
   RunData run = open_run_data(config, world, log, request.import_dir);
   const data::Dataset& dataset = *run.dataset;
-  if (state.num_keypoints != dataset.num_keypoints())
-    throw UserError("checkpoint '" + checkpoint + "' predicts " + std::to_string(state.num_keypoints) +
-                        " keypoints but the data has " + std::to_string(dataset.num_keypoints()),
-                    "use the configuration the model was trained with (--config <run>/config.ini)");
+  if (state.num_keypoints != dataset.num_keypoints()) {
+    const auto& trained = config.data.keypoint_names;  // the run's, when its configuration names them
+    throw UserError("checkpoint '" + checkpoint + "' predicts " + std::to_string(state.num_keypoints) + " keypoints" +
+                        (trained.empty() ? std::string() : " (" + join_names(trained) + ")") + " but the data has " +
+                        std::to_string(dataset.num_keypoints()) + " (" + join_names(dataset.keypoint_names()) + ")",
+                    "predict labels of the keypoints this model was trained on; a model for these keypoints is "
+                    "trained on them");
+  }
   auto backend = make_predict_backend(config, log, request.precision);
   auto& stream = backend->default_stream();
   // The checkpoint knows its model type (older checkpoints: the configuration's).
