@@ -61,6 +61,7 @@
 #include "util/input_file.hpp"      // check_input_file
 #include "util/log.hpp"             // Log
 #include "util/name_list.hpp"       // join_names
+#include "data/context.hpp"          // ContextIndex: frames without neighbours
 #include "util/signal_cleanup.hpp"  // GracefulStop
 
 namespace po = boost::program_options;
@@ -597,6 +598,15 @@ int run_train(const Args& args) {
   const bool mae_checkpoint = !config.model.backbone_checkpoint.empty() && config.model.backbone == "vitb_imagenet";
   if (resume.empty() && config.model.backbone_weights.empty() && config.model.checkpoint.empty() && !mae_checkpoint)
     warn_random_backbone(config, log);
+  if (config.model.model_type == "heatmap_mhcrnn" && dataset.has_video_info()) {
+    // The context head learns from neighbouring frames; without them it sees one frame five times.
+    const std::int64_t alone = data::ContextIndex(dataset).frames_without_neighbours();
+    if (alone * 2 > dataset.size())
+      log.warn("heatmap_mhcrnn: " + std::to_string(alone) + " of " + std::to_string(dataset.size()) +
+               " labelled frames have none of their neighbours t-2..t+2 (no such images beside them), so their "
+               "context is the frame itself, as in lightning-pose (hint: extract the frames around each labelled "
+               "one into its folder before importing, or train model_type heatmap)");
+  }
   if (const std::int64_t occluded = dataset.occluded_with_coordinates(); occluded > 0)
     log.warn(std::to_string(occluded) + " keypoint label(s) flagged visible=1 (occluded) have x, y coordinates: the "
              "flag wins and their target is the uniform heatmap, as in lightning-pose (docs/DATA.md)");

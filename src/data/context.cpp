@@ -39,4 +39,15 @@ std::array<std::int64_t, kContextFrames> ContextIndex::around(std::int64_t frame
   return out;
 }
 
+std::int64_t ContextIndex::frames_without_neighbours() const {
+  std::int64_t alone = 0;
+  for (std::int64_t frame = 0; frame < dataset_->size(); ++frame) {
+    const auto context = around(frame);
+    bool any = false;
+    for (std::int64_t f : context) any = any || f != frame;
+    alone += any ? 0 : 1;
+  }
+  return alone;
+}
+
 }  // namespace trainer::data

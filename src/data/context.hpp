@@ -23,6 +23,9 @@ class ContextIndex {
   // Global indices of frames t-2, t-1, t, t+1, t+2 around global frame `frame`; a
   // negative value v is the context-only frame -1 - v (Dataset::read_context_image).
   std::array<std::int64_t, kContextFrames> around(std::int64_t frame) const;
+  // Labelled frames none of whose neighbours exist: their context is the frame five
+  // times (a project that labelled every 5th frame and kept only those images).
+  std::int64_t frames_without_neighbours() const;
 
  private:
   const Dataset* dataset_;

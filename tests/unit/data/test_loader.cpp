@@ -220,6 +220,12 @@ TEST_CASE("context frames follow lightning-pose's rule: floored at 0, a missing 
   CHECK(ctx.around(4) == A{2, 3, 4, 4, 4});
   CHECK(ctx.around(6) == A{5, 5, 6, 7, 8});
   CHECK(ctx.around(9) == A{7, 8, 9, 9, 9});
+  CHECK(ctx.frames_without_neighbours() == 0);
+  // Ten videos of one frame each: no frame has a neighbour (train warns for heatmap_mhcrnn).
+  so.videos = 10;
+  write_synthetic_dataset(dir.file("alone.h5"), so);
+  const Dataset alone = Dataset::open({dir.file("alone.h5")});
+  CHECK(ContextIndex(alone).frames_without_neighbours() == 10);
 
   // A context batch holds the same pixels as single frames, in order t-2 .. t+2.
   LoaderOptions o;
