@@ -82,9 +82,11 @@ const media::Api& media_api(const std::string& purpose) {
   throw UserError(purpose + " needs trainer's media module (" + std::string(kTrainerMediaModuleName) +
                       ": OpenCV image codecs and FFmpeg video I/O), which is " +
                       (m.error == "not installed" ? "not installed" : "installed but cannot be loaded") + where,
-                  "a bundle made by scripts/bundle.sh without --media leaves it out (training, benchmarks and "
-                  "prediction from HDF5 work without it); make the bundle with --media, or unpack its "
-                  "media archive into the bundle folder");
+                  "the module sits beside the trainer binary (or in ../lib, or ..): copy " +
+                      std::string(kTrainerMediaModuleName) + " there with the binary (make -f Makefile.hpc install "
+                      "does); a bundle made by scripts/bundle.sh without --media leaves it out (training, benchmarks "
+                      "and prediction from HDF5 work without it): make it with --media, or unpack its media archive "
+                      "into the bundle folder");
 }
 
 std::string media_module_status() {
