@@ -20,7 +20,15 @@ TRAINER_HOST_DEVICE inline BatchnormAffine batchnorm_affine_of(const float* mean
                                                                const float* gamma, const float* beta, int ch) {
   BatchnormAffine a;
   a.scale = invstd[ch] * (gamma ? gamma[ch] : 1.f);
+#if defined(__CUDA_ARCH__)
+  // Written as the one fused multiply-add ptxas made of the expression (FFMA(-scale,
+  // mean, beta), read in the SASS of 56466e8), so every kernel that computes the
+  // coefficients (a coefficients pass, or each thread of a folded element pass) keeps
+  // the same bits whatever a later compiler would contract.
+  a.shift = __fmaf_rn(-mean[ch], a.scale, beta ? beta[ch] : 0.f);
+#else
   a.shift = (beta ? beta[ch] : 0.f) - mean[ch] * a.scale;
+#endif
   return a;
 }
 

@@ -192,14 +192,17 @@ std::vector<std::vector<float>> resnet_step(const char* backbone, Precision prec
 }
 }  // namespace
 
-TEST_CASE("cuda ResNet steps with the batch norm's steps folded give their own kernels' bits", "[gpu][bn_fold]") {
+// The forward (heatmaps, running statistics) must be the same bits. The gradients pass
+// through cuDNN's weight-gradient kernels, whose order of summing is not the same from
+// run to run (test_cuda_step_graphs.cpp), and every batch norm's dy with them: a
+// tolerance there, as test_cuda_fused_norm.cpp has (the op-level case above is exact).
+TEST_CASE("cuda ResNet steps with the batch norm's steps folded give their own kernels' numbers", "[gpu][bn_fold]") {
   for (Precision p : {Precision::fp32, Precision::bf16}) {
     INFO(precision_name(p));
     const auto folded = resnet_step("resnet18", p, true), separate = resnet_step("resnet18", p, false);
-    const char* names[] = {"heatmaps", "gradients", "running statistics"};
-    for (std::size_t i = 0; i < folded.size(); ++i) {
-      INFO(names[i]);
-      CHECK(bits_of(folded[i]) == bits_of(separate[i]));
-    }
+    CHECK(bits_of(folded[0]) == bits_of(separate[0]));  // heatmaps
+    // gradients: 16-bit activation gradients round a reordered sum to a bf16 ulp (4e-3)
+    CHECK(rel_error(folded[1], separate[1]) < (p == Precision::fp32 ? 1e-5 : 1e-2));
+    CHECK(bits_of(folded[2]) == bits_of(separate[2]));  // running statistics
   }
 }
