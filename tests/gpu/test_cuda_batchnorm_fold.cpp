@@ -8,6 +8,8 @@
 // NHWC activations; then whole ResNet steps.
 #include <catch2/catch.hpp>
 
+#include <cuda_runtime.h>  // stream capture: the kernels an op launches
+
 #include <cstdint>  // std::uint32_t
 #include <cstring>  // std::memcpy
 #include <vector>
@@ -159,6 +161,104 @@ TEST_CASE("cuda batch norm with its per-channel steps folded gives their own ker
       be->set_folds_batchnorm_steps(false);
       const Outputs separate = run_ops(*be, k.d, storage16);
       check_same_bits(folded, separate);
+    }
+  }
+}
+
+namespace {
+// The kernels `ops` launches on the backend's stream, counted as the kernel nodes of a
+// CUDA graph captured from it; a first run outside the capture sizes any scratch.
+template <typename Ops>
+std::size_t kernels_launched(Backend& be, Ops ops) {
+  Stream& s = be.default_stream();
+  ops();
+  s.synchronize();
+  const auto stream = static_cast<cudaStream_t>(s.native());
+  cudaGraph_t graph = nullptr;
+  REQUIRE(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) == cudaSuccess);
+  ops();
+  REQUIRE(cudaStreamEndCapture(stream, &graph) == cudaSuccess);
+  std::size_t count = 0;
+  REQUIRE(cudaGraphGetNodes(graph, nullptr, &count) == cudaSuccess);
+  std::vector<cudaGraphNode_t> nodes(count);
+  if (count > 0) REQUIRE(cudaGraphGetNodes(graph, nodes.data(), &count) == cudaSuccess);
+  std::size_t kernels = 0;
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType type{};
+    REQUIRE(cudaGraphNodeGetType(node, &type) == cudaSuccess);
+    kernels += type == cudaGraphNodeTypeKernel ? 1 : 0;
+  }
+  cudaGraphDestroy(graph);
+  return kernels;
+}
+}  // namespace
+
+// The bit comparisons above would pass trivially if the switch stopped switching:
+// the folded ops must launch fewer kernels (the statistics' finalize, the parameter
+// gradients, the 16-bit tiled passes' coefficients) than their separate kernels.
+TEST_CASE("cuda batch norm fold: the folded ops launch fewer kernels than the separate ones", "[gpu][bn_fold]") {
+  for (Precision p : {Precision::fp32, Precision::bf16}) {
+    INFO(precision_name(p));
+    const bool storage16 = p != Precision::fp32;
+    auto be = make_cuda_backend(0, p);
+    if (storage16) be->set_activation_storage(storage_16bit_of(p));
+    select(*be, KernelSet::tiled);
+    Stream& s = be->default_stream();
+    const Shape4 d{4, 64, 32, 32};
+    const int c = d.c;
+    const Storage storage = storage16 ? be->activation_storage() : Storage::f32_nchw;
+    const std::size_t floats = storage_floats(d.numel(), storage);
+    const auto filled = [&](std::size_t n, unsigned seed, float lo, float hi) {
+      DeviceBuffer b(*be, n);
+      const auto host = random_vector(n, seed, lo, hi);
+      be->upload(b.data(), host.data(), n, s);
+      return b;
+    };
+    // 16-bit storage from fp32 values (random bits could be NaN).
+    const auto activation = [&](unsigned seed) {
+      DeviceBuffer x32 = filled(d.numel(), seed, -1.f, 1.f);
+      if (!storage16) return x32;
+      DeviceBuffer x(*be, floats);
+      be->convert_storage({x32.data(), d}, {x.data(), d, storage}, s);
+      return x;
+    };
+    DeviceBuffer x = activation(801), dy = activation(802), out(*be, floats);
+    DeviceBuffer gamma = filled(c, 803, 0.5f, 1.5f), beta = filled(c, 804, -0.5f, 0.5f),
+                 running_mean = filled(c, 805, -0.5f, 0.5f), running_var = filled(c, 806, 0.5f, 2.f),
+                 mean(*be, c), invstd(*be, c), moments(*be, batchnorm_moments_size(c)), reduce(*be, 2 * std::size_t(c)),
+                 dgamma(*be, c), dbeta(*be, c);
+    const ConstTensorView xv{x.data(), d, storage}, dyv{dy.data(), d, storage};
+    const TensorView outv{out.data(), d, storage};
+    const auto statistics = [&] {
+      be->batchnorm_local_statistics(xv, moments.data(), 1e-5f, 0.1f, mean.data(), invstd.data(), running_mean.data(),
+                                     running_var.data(), s);
+    };
+    const auto reduce_grads = [&] {
+      be->batchnorm_backward_reduce_grads(dyv, xv, mean.data(), invstd.data(), gamma.data(), beta.data(), true,
+                                          reduce.data(), dgamma.data(), dbeta.data(), s);
+    };
+    const auto apply = [&] {
+      be->batchnorm_apply_relu(xv, mean.data(), invstd.data(), gamma.data(), beta.data(), nullptr, outv, s);
+    };
+    const auto backward_apply = [&] {
+      be->batchnorm_relu_backward_apply(dyv, xv, mean.data(), invstd.data(), gamma.data(), beta.data(), reduce.data(),
+                                        double(d.n) * d.h * d.w, outv, s);
+    };
+    std::size_t folded[4], separate[4];
+    be->set_folds_batchnorm_steps(true);
+    folded[0] = kernels_launched(*be, statistics), folded[1] = kernels_launched(*be, reduce_grads);
+    folded[2] = kernels_launched(*be, apply), folded[3] = kernels_launched(*be, backward_apply);
+    be->set_folds_batchnorm_steps(false);
+    separate[0] = kernels_launched(*be, statistics), separate[1] = kernels_launched(*be, reduce_grads);
+    separate[2] = kernels_launched(*be, apply), separate[3] = kernels_launched(*be, backward_apply);
+    CHECK(folded[0] < separate[0]);  // the finalize kernel
+    CHECK(folded[1] < separate[1]);  // the parameter-gradient kernel
+    if (storage16) {                 // the coefficient kernels of the tiled 16-bit passes
+      CHECK(folded[2] < separate[2]);
+      CHECK(folded[3] < separate[3]);
+    } else {                         // fp32's element passes are not folded
+      CHECK(folded[2] == separate[2]);
+      CHECK(folded[3] == separate[3]);
     }
   }
 }
