@@ -10,6 +10,8 @@
 #include <cstdint>   // std::int64_t
 #include <cstdio>    // std::snprintf
 #include <ctime>       // std::time, localtime_r, strftime: the set-aside folder's name
+#include <cstring>     // std::strlen
+#include <map>         // std::map: the split's values by key
 #include <filesystem>  // std::filesystem::exists, path
 #include <cstdlib>   // std::system
 #include <iostream>  // std::cout
@@ -90,15 +92,15 @@ void check_resumable(const std::string& resume, const train::TrainingState& stat
                         "/config.ini)");
 }
 
-// The lines of a stored configuration (config_to_ini) that decide the train/val/test
-// split: the data and its fractions and seed.
-std::string split_lines(const std::string& ini) {
+// The values of a stored configuration (config_to_ini) that decide the train/val/test
+// split, by key: the data and its fractions and seed.
+std::map<std::string, std::string> split_values(const std::string& ini) {
   std::istringstream in(ini);
-  std::string out;
+  std::map<std::string, std::string> out;
   for (std::string line; std::getline(in, line);)
-    for (const char* key : {"data_files =", "data_dir =", "csv_file =", "train_prob =", "val_prob =",
-                            "train_frames =", "rng_seed_data_pt ="})
-      if (line.rfind(key, 0) == 0) out += line + "\n";
+    for (const char* key : {"data_files", "data_dir", "csv_file", "train_prob", "val_prob", "train_frames",
+                            "rng_seed_data_pt"})
+      if (line.rfind(std::string(key) + " = ", 0) == 0) out[key] = line.substr(std::strlen(key) + 3);
   return out;
 }
 
@@ -108,14 +110,14 @@ std::string split_lines(const std::string& ini) {
 void warn_other_split(const std::string& resume, const train::TrainingState& state, const Config& config,
                       const Log& log) {
   if (state.config_text.empty()) return;
-  const std::string before = split_lines(state.config_text), now = split_lines(config_to_ini(with_absolute_paths(config)));
-  if (before == now) return;
+  const auto before = split_values(state.config_text), now = split_values(config_to_ini(with_absolute_paths(config)));
   std::string changed;
-  std::istringstream a(before), b(now);
-  for (std::string x, y; std::getline(b, y);) {
-    if (!std::getline(a, x)) x.clear();
-    if (x != y) changed += (changed.empty() ? "" : "; ") + y + (x.empty() ? "" : " (was " + x.substr(x.find('=') + 2) + ")");
+  for (const auto& [key, value] : now) {
+    const auto was = before.find(key);
+    if (was == before.end() || was->second == value) continue;  // a key older runs did not store: no claim
+    changed += (changed.empty() ? "" : "; ") + key + " = " + value + " (was " + was->second + ")";
   }
+  if (changed.empty()) return;
   log.warn("--resume " + resume + ": the data or its split differs from the run's (" + changed +
            "): frames it trained on may now be validation or test frames, and the reverse");
 }
@@ -349,9 +351,7 @@ int run_train(const Args& args) {
     if (!config.data.data_dir.empty() && !std::filesystem::is_directory(config.data.data_dir, ec))
       throw UserError("data.data_dir '" + config.data.data_dir + "' is not a folder",
                       "set data.data_dir to the project folder that holds data.csv_file and labeled-data/");
-    const std::filesystem::path csv(config.data.csv_file);
-    const std::string csv_path =
-        csv.is_absolute() || config.data.data_dir.empty() ? csv.string() : (config.data.data_dir / csv).string();
+    const std::string csv_path = resolve_csv_file(config.data);
     check_input_file(csv_path, "cannot open data.csv_file '" + csv_path + "'",
                      "data.csv_file is relative to data.data_dir: name the project's label CSV");
   }

@@ -42,7 +42,7 @@ std::vector<LpKeyRule> build_rules() {
       only_value("training.lr_scheduler", "multisteplr",
                  "multisteplr accepted (training.lr_scheduler_milestones / gamma), others refused",
                  "only multisteplr is supported",
-              "set training.lr_scheduler=multisteplr (milestones and gamma under lr_scheduler_params.multisteplr)"),
+                 "set training.lr_scheduler=multisteplr (milestones and gamma under lr_scheduler_params.multisteplr)"),
       ignored("training.dropout_rate", "not read by lightning-pose's heatmap models either: accepted, not used"),
       only_if("training.unfreezing_step", "step-based schedule: refused", never,
               "step-based schedules are not supported", "use training.unfreezing_epoch"),

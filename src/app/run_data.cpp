@@ -7,6 +7,7 @@
 
 #include "app/config_values.hpp"       // config_detail::format_real
 #include "app/output_files.hpp"        // make_directories, remove_stale_temp_files_in
+#include "app/run_options.hpp"         // resolve_csv_file
 #include "data/sampler.hpp"            // data::samples_per_rank
 #include "data/synth.hpp"              // data::ensure_synthetic_dataset
 #include "runtime/broadcast_string.hpp"  // runtime::broadcast_string: rank 0's outcome
@@ -37,7 +38,7 @@ constexpr const char* kImportRevision = "import 2";
 std::string import_csv_project(const Config& config, const std::string& import_dir, const Log& log) {
   const fs::path dir = fs::absolute(config.data.data_dir.empty() ? fs::path(".") : fs::path(config.data.data_dir));
   const fs::path csv_path = fs::path(config.data.csv_file);
-  const fs::path csv = (csv_path.is_absolute() ? csv_path : dir / csv_path).lexically_normal();
+  const fs::path csv = resolve_csv_file(config.data);
   const std::string bytes = read_input_file(
       csv.string(),
       "cannot read data.csv_file " + csv.string() +

@@ -99,6 +99,13 @@ train::LoopConfig loop_config(const Config& config, const runtime::RunPlan& plan
   return loop;
 }
 
+std::string resolve_csv_file(const DataConfig& data) {
+  namespace fs = std::filesystem;
+  const fs::path csv(data.csv_file);
+  if (csv.is_absolute()) return csv.lexically_normal().string();
+  return (fs::absolute(data.data_dir.empty() ? fs::path(".") : fs::path(data.data_dir)) / csv).lexically_normal().string();
+}
+
 std::string resolve_video_dir(const DataConfig& data) {
   const std::string& dir = data.video_dir;
   if (dir.empty() || dir.front() == '/') return dir;

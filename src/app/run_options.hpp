@@ -53,6 +53,9 @@ train::LoopConfig loop_config(const Config& config, const runtime::RunPlan& plan
 // (a relative video_dir is inside data_dir) unless the relative path already names an
 // existing folder from here and data_dir/video_dir does not exist.
 std::string resolve_video_dir(const DataConfig& data);
+// data.csv_file as an absolute path: lightning-pose's rule (a relative csv_file is
+// inside data_dir; without data_dir, from the working directory).
+std::string resolve_csv_file(const DataConfig& data);
 
 // The configuration with every file and folder path made absolute (against the
 // current directory), as the run folder's config.ini and checkpoints store it, so
