@@ -59,7 +59,10 @@ TEST_CASE("profiling backend: the same numbers as the backend it wraps; ops coun
   CHECK(calls(OpCategory::head_loss) >= 3);  // targets, the loss, the softmax
   CHECK(calls(OpCategory::copies) >= 2);     // the images and keypoints uploads
   CHECK(ms(OpCategory::convolution) > 0);
-  CHECK(ms(OpCategory::convolution) > ms(OpCategory::copies));
+  // Time is charged only to categories that ran something. (Which category took
+  // longer is a timing, and a loaded CI machine can reorder any two.)
+  for (std::size_t c = 0; c < p.calls.size(); ++c)
+    if (p.calls[c] == 0) CHECK(p.ms[c] == 0);
   CHECK(profiled.take_profile().calls == compute::OpProfile{}.calls);  // taken: forgotten
   CHECK(profiled.fuses_norm_activation() == cpu->fuses_norm_activation());
 }
