@@ -10,10 +10,11 @@
 #include "app/pca_error_files.hpp"  // fit_pca_error_metrics, pca_error_csv, metric_error_path
 #include "app/prediction_recording.hpp"  // enable_prediction_recording, report_prediction_recording
 #include "app/run_data.hpp"         // open_run_data
-#include "app/run_options.hpp"      // predict_loader_options
+#include "app/run_options.hpp"      // predict_loader_options, resolve_csv_file
 #include "util/name_list.hpp"        // join_names: the keypoints of a mismatch
 #include "compute/backend.hpp"      // compute::Backend
 #include "compute/losses/heatmap_mse.hpp"  // compute::heatmap_mse_loss (the runner needs one; predict computes none)
+#include "data/label_csv.hpp"       // data::parse_label_csv: the keypoints, before the import
 #include "data/loader.hpp"          // data::Loader
 #include "data/split.hpp"           // data::set_names
 #include "model/make_model.hpp"     // model::make_pose_model
@@ -32,6 +33,18 @@ std::string lightning_pose_set(const std::string& ours) { return ours == "val" ?
 
 std::string pixel_error_path(const std::string& predictions_csv) { return metric_error_path(predictions_csv, "pixel"); }
 
+// Labels of other keypoints than the checkpoint predicts are the user's to fix.
+void require_same_keypoint_count(const std::string& checkpoint, int predicted, const Config& config,
+                                 const std::vector<std::string>& labelled) {
+  if (static_cast<std::size_t>(predicted) == labelled.size()) return;
+  const auto& trained = config.data.keypoint_names;  // the run's, when its configuration names them
+  throw UserError("checkpoint '" + checkpoint + "' predicts " + std::to_string(predicted) + " keypoints" +
+                      (trained.empty() ? std::string() : " (" + join_names(trained) + ")") + " but the data has " +
+                      std::to_string(labelled.size()) + " (" + join_names(labelled) + ")",
+                  "predict labels of the keypoints this model was trained on; a model for these keypoints is "
+                  "trained on them");
+}
+
 }  // namespace
 
 std::string lightning_pose_scorer(const std::string& model_type) { return model_type + "_tracker"; }
@@ -39,17 +52,22 @@ std::string lightning_pose_scorer(const std::string& model_type) { return model_
 long predict_labeled_frames(const Config& config, const std::string& checkpoint, const LabeledPredictions& request,
                             const Log& log) {
   const train::TrainingState state = train::load_training_state(checkpoint);
+  // A label CSV's header names its keypoints: checked before its images are imported,
+  // which can take minutes. A CSV that does not parse is left to the import's message.
+  if (!config.data.csv_file.empty()) {
+    std::vector<std::string> labelled;
+    bool parsed = false;
+    try {
+      labelled = data::parse_label_csv(resolve_csv_file(config.data)).keypoint_names;
+      parsed = true;
+    } catch (const std::exception&) {
+    }
+    if (parsed) require_same_keypoint_count(checkpoint, state.num_keypoints, config, labelled);
+  }
   runtime::World world;  // one process: predictions need no ranks
   RunData run = open_run_data(config, world, log, request.import_dir);
   const data::Dataset& dataset = *run.dataset;
-  if (state.num_keypoints != dataset.num_keypoints()) {
-    const auto& trained = config.data.keypoint_names;  // the run's, when its configuration names them
-    throw UserError("checkpoint '" + checkpoint + "' predicts " + std::to_string(state.num_keypoints) + " keypoints" +
-                        (trained.empty() ? std::string() : " (" + join_names(trained) + ")") + " but the data has " +
-                        std::to_string(dataset.num_keypoints()) + " (" + join_names(dataset.keypoint_names()) + ")",
-                    "predict labels of the keypoints this model was trained on; a model for these keypoints is "
-                    "trained on them");
-  }
+  require_same_keypoint_count(checkpoint, state.num_keypoints, config, dataset.keypoint_names());
   auto backend = make_predict_backend(config, log, request.precision);
   auto& stream = backend->default_stream();
   // The checkpoint knows its model type (older checkpoints: the configuration's).

@@ -70,10 +70,12 @@ grep -q ", batch 5, " over.log || { cat over.log; fail "--batch_size 5 is not th
 [[ ! -e run/video_preds/labeled_videos/clip_labeled.mp4 ]] || fail "--skip_viz still drew a labeled video"
 [[ $(md5sum <run/video_preds/clip.csv) == "$before" ]] || fail "the video's predictions changed between two calls"
 # A CSV of other keypoints is refused, naming them (--overwrite: image_preds/ already
-# holds a CollectedData.csv).
+# holds a CollectedData.csv), from its header: before its images are imported.
 "$TRAINER" synth --out four.h5 --frames 4 --size 64 --keypoints 4 --seed 3 --export-dir proj4 >/dev/null || fail "synth 4"
+imports_before=$(ls imported 2>/dev/null | wc -l)
 expect_fail 2 "predicts 3 keypoints but the data has 4 \(nose, ear_left, ear_right, paw_LF\)" \
   "$TRAINER" predict run proj4/CollectedData.csv --overwrite
+[[ $(ls imported 2>/dev/null | wc -l) == "$imports_before" ]] || fail "the refused CSV was imported first: $(ls imported)"
 expect_fail 2 "--runtime onnx .* is not supported" "$TRAINER" predict run clip.mp4 --runtime onnx
 expect_fail 2 "--batch_size 'x' is not a positive number" "$TRAINER" predict run clip.mp4 --batch_size x
 
