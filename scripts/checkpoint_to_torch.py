@@ -9,7 +9,8 @@ or from the shell, to check a file and optionally save a torch state_dict:
 
     /usr/bin/python3 scripts/checkpoint_to_torch.py best.h5 [--save model.pt]
 
-The module is torchvision's ResNet cut before avgpool/fc (as `backbone`) and the
+The module is torchvision's ResNet cut before avgpool/fc, or its EfficientNet's
+`features` (as `backbone`), and the
 heatmap head (PixelShuffle(2) + ConvTranspose2d layers as `head.deconv<i>`), ending
 in a spatial softmax; names and layouts are exactly the checkpoint's /model
 datasets (docs/MODEL.md), so load_state_dict(strict=True) succeeds.
@@ -48,11 +49,12 @@ class HeatmapHead(nn.Module):
 class HeatmapNet(nn.Module):
     def __init__(self, backbone, num_keypoints, downsample_factor):
         super().__init__()
-        resnet = getattr(torchvision.models, backbone)()
-        # Everything before avgpool/fc, keeping torchvision's child names.
+        base = getattr(torchvision.models, backbone)()
+        # Everything before avgpool and fc (ResNet) or classifier (EfficientNet: its
+        # `features`), keeping torchvision's child names.
         self.backbone = nn.Sequential(OrderedDict(
-            (name, module) for name, module in resnet.named_children() if name not in ("avgpool", "fc")))
-        channels = 2048 if backbone == "resnet50" else 512
+            (name, module) for name, module in base.named_children() if name not in ("avgpool", "fc", "classifier")))
+        channels = base.classifier[-1].in_features if backbone.startswith("efficientnet") else base.fc.in_features
         self.head = HeatmapHead(channels, num_keypoints, downsample_factor)
 
     def logits(self, images):

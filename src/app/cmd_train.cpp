@@ -160,7 +160,7 @@ void warn_random_backbone(const Config& config, const Log& log) {
              "Face cache: download model.safetensors and set model.backbone_weights to it (or to its cache "
              "folder): without it the backbone starts from random weights");
   else if (name.find('_') != std::string::npos)
-    log.warn("model.backbone = " + name + " is a pretrained ResNet-50 in lightning-pose, which downloads " +
+    log.warn("model.backbone = " + name + " starts from pretrained weights in lightning-pose, which downloads " +
              model::backbone_weights_url(name) + "; download it and set model.backbone_weights to the file: "
              "without it the backbone starts from random weights");
   if (config.training.unfreezing_epoch > 0)

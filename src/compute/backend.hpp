@@ -41,6 +41,7 @@
 #include "compute/precision.hpp"  // Precision
 #include "compute/stream.hpp"     // Stream, Event
 #include "compute/tensor.hpp"  // Shape4, TensorView, ConstTensorView, DeviceKind
+#include "compute/mbconv_ops.hpp"       // MbConvOps (mbconv_ops)
 #include "compute/transformer_ops.hpp"  // TransformerOps (transformer_ops)
 
 namespace trainer::compute {
@@ -93,6 +94,9 @@ class Backend {
   virtual Precision precision() const = 0;
   // The ops of the ViT backbones (compute/transformer_ops.hpp), owned by the backend.
   virtual TransformerOps& transformer_ops() = 0;
+  // The EfficientNets' depthwise convolutions, SiLU, squeeze-excitation and stochastic
+  // depth (compute/mbconv_ops.hpp), owned by the backend.
+  virtual MbConvOps& mbconv_ops() = 0;
 
   // ---- streams and memory -------------------------------------------------
   virtual Stream& default_stream() = 0;

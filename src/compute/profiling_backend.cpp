@@ -172,11 +172,65 @@ class ProfilingBackend::TimedTransformerOps final : public TransformerOps {
   TransformerOps& inner_;
 };
 
+// Forwards every MBConv op to the inner backend's, timed.
+class ProfilingBackend::TimedMbConvOps final : public MbConvOps {
+ public:
+  TimedMbConvOps(ProfilingBackend& owner, MbConvOps& inner) : owner_(owner), inner_(inner) {}
+#define TRAINER_TIMED_OP(category, call) owner_.timed(OpCategory::category, s, [&] { inner_.call; })
+  void depthwise_forward(ConstTensorView x, const float* w, TensorView y, const ConvGeometry& g, Stream& s) override {
+    TRAINER_TIMED_OP(convolution, depthwise_forward(x, w, y, g, s));
+  }
+  void depthwise_backward_data(ConstTensorView dy, const float* w, TensorView dx, const ConvGeometry& g,
+                               Stream& s) override {
+    TRAINER_TIMED_OP(convolution, depthwise_backward_data(dy, w, dx, g, s));
+  }
+  void depthwise_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw, const ConvGeometry& g,
+                                  Stream& s) override {
+    TRAINER_TIMED_OP(convolution, depthwise_backward_weights(x, dy, dw, g, s));
+  }
+  void silu_forward(const float* x, float* y, std::size_t count, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, silu_forward(x, y, count, s));
+  }
+  void silu_backward(const float* x, const float* dy, float* dx, std::size_t count, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, silu_backward(x, dy, dx, count, s));
+  }
+  void gate_forward(const float* x, const float* z, float* y, int rows, int width, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, gate_forward(x, z, y, rows, width, s));
+  }
+  void gate_backward(const float* x, const float* z, const float* dy, float* dx, float* dz, int rows, int width,
+                     Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, gate_backward(x, z, dy, dx, dz, rows, width, s));
+  }
+  void row_mean_forward(const float* x, float* out, int rows, int width, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, row_mean_forward(x, out, rows, width, s));
+  }
+  void row_mean_backward_add(const float* dmean, float* dx, int rows, int width, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, row_mean_backward_add(dmean, dx, rows, width, s));
+  }
+  void scale_rows(const float* x, const float* factors, float* y, int rows, int width, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, scale_rows(x, factors, y, rows, width, s));
+  }
+  void stochastic_depth_factors(const float* key, std::uint32_t salt, float p, float* factors, int rows,
+                                Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, stochastic_depth_factors(key, salt, p, factors, rows, s));
+  }
+#undef TRAINER_TIMED_OP
+
+ private:
+  ProfilingBackend& owner_;
+  MbConvOps& inner_;
+};
+
 ProfilingBackend::~ProfilingBackend() = default;
 
 TransformerOps& ProfilingBackend::transformer_ops() {
   if (!transformer_ops_) transformer_ops_ = std::make_unique<TimedTransformerOps>(*this, inner_.transformer_ops());
   return *transformer_ops_;
+}
+
+MbConvOps& ProfilingBackend::mbconv_ops() {
+  if (!mbconv_ops_) mbconv_ops_ = std::make_unique<TimedMbConvOps>(*this, inner_.mbconv_ops());
+  return *mbconv_ops_;
 }
 
 void ProfilingBackend::upload(float* dst, const float* host_src, std::size_t count, Stream& s) {

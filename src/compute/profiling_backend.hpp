@@ -18,10 +18,11 @@
 namespace trainer::compute {
 
 enum class OpCategory {
-  convolution,    // conv2d_*, deconv2d_*
+  convolution,    // conv2d_*, deconv2d_*, the EfficientNets' depthwise convolutions
   normalization,  // batchnorm_*
   elementwise,    // ReLU, residual add, pooling, pixel shuffle, accumulate, fill, scale, affine points;
-                  // the ViTs' GELU, softmax, bias adds, layer scale, RoPE, adds, transposes, patches
+                  // the ViTs' GELU, softmax, bias adds, layer scale, RoPE, adds, transposes, patches;
+                  // the EfficientNets' SiLU, gates, means and stochastic depth
   head_loss,      // input normalization, heatmap targets, softmax, losses, soft-argmax, keypoint losses
   optimizer,      // Adam, loss-scale unscale
   copies,         // upload, download, copy
@@ -67,6 +68,9 @@ class ProfilingBackend final : public Backend {
   // The ViT ops, timed the same way (matmul, attention; LayerNorm under
   // normalization, the rest under elementwise).
   TransformerOps& transformer_ops() override;
+  // The EfficientNets' ops, timed: depthwise convolutions under convolution, the rest
+  // under elementwise.
+  MbConvOps& mbconv_ops() override;
   Stream& default_stream() override { return inner_.default_stream(); }
   std::unique_ptr<Stream> create_stream() override { return inner_.create_stream(); }
   float* allocate(std::size_t count) override { return inner_.allocate(count); }
@@ -170,6 +174,7 @@ class ProfilingBackend final : public Backend {
   void timed(OpCategory category, Stream& s, Op&& op);
 
   class TimedTransformerOps;
+  class TimedMbConvOps;
 
   Backend& inner_;
   bool enabled_ = false;
@@ -178,6 +183,7 @@ class ProfilingBackend final : public Backend {
   std::vector<AttentionShape> attention_calls_;
   long copy_reads_ = 0;  // while enabled, since the last take_profile
   std::unique_ptr<TransformerOps> transformer_ops_;  // a TimedTransformerOps, made on first use
+  std::unique_ptr<MbConvOps> mbconv_ops_;            // a TimedMbConvOps, made on first use
 };
 
 }  // namespace trainer::compute

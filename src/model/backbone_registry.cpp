@@ -4,6 +4,7 @@
 
 #include <cctype>  // std::isdigit
 
+#include "model/efficientnet.hpp"          // make_efficientnet
 #include "model/lightning_pose_names.hpp"  // state_name_from_lightning_pose
 #include "model/resnet.hpp"                // make_resnet
 #include "model/vit.hpp"                   // make_vit
@@ -44,6 +45,11 @@ constexpr BackboneEntry kBackbones[] = {
      "https://download.openmmlab.com/mmpose/top_down/resnet/res50_mpii_256x256-418ffc88_20200812.pth"},
     {"resnet50_human_hand", make_resnet,
      "https://download.openmmlab.com/mmpose/hand/resnet/res50_onehand10k_256x256-739c8639_20210330.pth"},
+    // torchvision's EfficientNets (lightning-pose asks for IMAGENET1K_V1 for B0 and B2,
+    // IMAGENET1K_V2 for B1).
+    {"efficientnet_b0", make_efficientnet, "https://download.pytorch.org/models/efficientnet_b0_rwightman-3dd342df.pth"},
+    {"efficientnet_b1", make_efficientnet, "https://download.pytorch.org/models/efficientnet_b1-c27df63c.pth"},
+    {"efficientnet_b2", make_efficientnet, "https://download.pytorch.org/models/efficientnet_b2_rwightman-bcdf34b7.pth"},
     // Hugging Face's ViTModel checkpoints (lightning-pose loads them through transformers).
     {"vits_dino", make_vit, "https://huggingface.co/facebook/dino-vits16/resolve/main/model.safetensors"},
     {"vitb_dino", make_vit, "https://huggingface.co/facebook/dino-vitb16/resolve/main/model.safetensors"},
@@ -93,8 +99,8 @@ std::string backbone_tensor_name(std::string name) {
   if (name.size() > 9 && name.rfind("backbone.", 0) == 0 && std::isdigit(static_cast<unsigned char>(name[9])))
     return state_name_from_lightning_pose(name);
   if (name.rfind("backbone.", 0) == 0) return name;  // mmpose, ours
-  for (const char* stem : {"conv1.", "bn1.", "layer1.", "layer2.", "layer3.", "layer4."})
-    if (name.rfind(stem, 0) == 0) return "backbone." + name;  // torchvision's ResNet
+  for (const char* stem : {"conv1.", "bn1.", "layer1.", "layer2.", "layer3.", "layer4.", "features."})
+    if (name.rfind(stem, 0) == 0) return "backbone." + name;  // torchvision's ResNet or EfficientNet
   // Hugging Face's ViTModel (model.safetensors of facebook/dino-vits16, ...); "vit."
   // when saved from a model with a head (MAE's ViTMAEForPreTraining: its decoder.*
   // is not the encoder's). lightning-pose keeps it as vision_encoder. DINOv3ViTModel's

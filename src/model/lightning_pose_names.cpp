@@ -15,6 +15,10 @@ struct Child {
 };
 constexpr Child kStem[] = {{"conv1", 0}, {"bn1", 1}};
 constexpr int kLayer1Index = 4;  // conv1, bn1, relu, maxpool come first
+// The EfficientNets: lightning-pose keeps only `features`, as the Sequential's child 0
+// (backbone.0.<stage>...), where ours are torchvision's (backbone.features.<stage>...).
+constexpr const char* kFeatures = "backbone.features.";
+constexpr const char* kLpFeatures = "backbone.0.";
 // The ViT backbones keep lightning-pose's VisionEncoder names (model/vit.hpp).
 constexpr const char* kVisionEncoder = "backbone.vision_encoder.";
 
@@ -41,6 +45,7 @@ std::pair<int, std::string> leading_index(const std::string& s) {
 
 std::string lightning_pose_state_name(const std::string& name) {
   if (starts_with(name, kVisionEncoder)) return name;  // the ViTs: lightning-pose's names already
+  if (starts_with(name, kFeatures)) return kLpFeatures + name.substr(std::string(kFeatures).size());
   if (starts_with(name, "backbone.")) {
     const std::string rest = name.substr(9);
     for (const auto& c : kStem)
@@ -91,6 +96,10 @@ bool crnn_has_w_pre(const std::vector<std::string>& state_names) {
 
 std::string state_name_from_lightning_pose(const std::string& lp_name) {
   if (starts_with(lp_name, kVisionEncoder)) return lp_name;
+  // backbone.0.<stage>.*: an EfficientNet's features (a ResNet's child 0 is conv1,
+  // backbone.0.weight, with no index after it).
+  if (starts_with(lp_name, kLpFeatures) && leading_index(lp_name.substr(std::string(kLpFeatures).size())).first >= 0)
+    return kFeatures + lp_name.substr(std::string(kLpFeatures).size());
   if (starts_with(lp_name, "backbone.")) {
     const auto [i, rest] = leading_index(lp_name.substr(9));
     for (const auto& c : kStem)

@@ -8,7 +8,9 @@
 // (grab_layers_sequential) and heads/heatmap.py (make_upsampling_layers) at v2.4.0.
 // The context model (heatmap_mhcrnn) has head.head_sf.deconv<i> (a HeatmapHead:
 // head.head_sf.upsampling_layers.<i+1>) and head.head_mf.{W_pre,W_f,H_f,W_b,H_b},
-// lightning-pose's own names (heads/heatmap_mhcrnn.py, UpsamplingCRNN).
+// lightning-pose's own names (heads/heatmap_mhcrnn.py, UpsamplingCRNN). The
+// EfficientNets' backbone.features.<i>... are lightning-pose's backbone.0.<i>...
+// (grab_layers_sequential keeps `features` alone).
 #include <string>  // std::string
 #include <vector>  // std::vector
 

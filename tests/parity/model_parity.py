@@ -3,7 +3,8 @@
 initial weights (initial.h5), the batch, our loss and gradients (batch.h5) and the
 weights and Adam moments after one step (after.h5). This script rebuilds the same
 computation in PyTorch (scripts/checkpoint_to_torch.py) and compares:
-  1. checkpoint names and shapes == torchvision's ResNet state_dict (minus fc) + head
+  1. checkpoint names and shapes == torchvision's ResNet state_dict (minus fc) or
+     EfficientNet state_dict (minus classifier) + head
   2. the loss (lightning-pose MSE heatmap loss on Gaussian targets)
   3. every parameter's gradient
   4. one Adam step: parameters, exp_avg, exp_avg_sq, BN running statistics
@@ -66,9 +67,24 @@ def gaussian_targets(keypoints_hm, h, w, sigma=1.25):
     return t, mask
 
 
-def run_torch(initial, images, kp, dtype):
-    """Loss, gradients, and the state after one Adam step, in `dtype`."""
+class FixedRowScale(torch.nn.Module):
+    """torchvision's StochasticDepth("row") with the draws the trainer made."""
+
+    def __init__(self, factors):
+        super().__init__()
+        self.factors = factors
+
+    def forward(self, x):
+        return x * self.factors.to(x.dtype).reshape(-1, *([1] * (x.dim() - 1)))
+
+
+def run_torch(initial, images, kp, dtype, draws):
+    """Loss, gradients, and the state after one Adam step, in `dtype`. draws: the
+    EfficientNets' stochastic depth factors per residual block ({} for a ResNet)."""
     net = load_checkpoint(initial, train=True).to(dtype)
+    for name, factors in draws.items():  # backbone.features.<stage>.<block>
+        _, _, stage, block = name.split(".")
+        net.backbone.features[int(stage)][int(block)].stochastic_depth = FixedRowScale(torch.from_numpy(factors))
     x = torch.from_numpy(images).to(dtype)
     heatmaps = net(x)
     n, k, h, w = heatmaps.shape
@@ -98,7 +114,13 @@ def run_torch(initial, images, kp, dtype):
 FLIP_CAP = 0.05  # per-tensor cap under --relu-flips
 
 
-def main(export_dir, relu_flips=False):
+def main(export_dir, relu_flips=False, gradients_only=False):
+    # --gradients-only: the project's rule for parity (gradients per tensor, and the
+    # batch norms' running statistics); the Adam step's parameters and moments are
+    # printed only. A first Adam step moves every parameter by about lr * sign(grad),
+    # so a gradient that is rounding noise (a bias behind a shift-invariant batch norm,
+    # a squeeze-excitation bias on a 2x2 feature map) flips a whole step's sign.
+    informational = ("exp_avg", "exp_avg_sq", "param") if gradients_only else ()
     initial = os.path.join(export_dir, "initial.h5")
     after = os.path.join(export_dir, "after.h5")
     backbone, keypoints, d = describe(initial)
@@ -107,7 +129,8 @@ def main(export_dir, relu_flips=False):
     with h5py.File(initial, "r") as f:
         shapes = {name: tuple(f["model"][name].shape) for name in f["model"]}
     tv = getattr(torchvision.models, backbone)().state_dict()
-    expected = {"backbone." + k: tuple(v.shape) for k, v in tv.items() if not k.startswith("fc.")}
+    expected = {"backbone." + k: tuple(v.shape) for k, v in tv.items()
+                if not k.startswith("fc.") and not k.startswith("classifier.")}
     head = {k: v for k, v in shapes.items() if k.startswith("head.")}
     missing = sorted(set(expected) - set(shapes))
     extra = sorted(set(shapes) - set(expected) - set(head))
@@ -121,14 +144,20 @@ def main(export_dir, relu_flips=False):
         images = np.array(f["images"])
         kp = np.array(f["keypoints"], dtype=np.float64)
         ours = {"loss": float(np.array(f["loss"])[0]), "grad": {n: np.array(f["grad"][n]) for n in f["grad"]}}
+        draws = {n: np.array(f["stochastic_depth"][n]) for n in f["stochastic_depth"]} if "stochastic_depth" in f else {}
+    if backbone.startswith("efficientnet"):
+        print(f"stochastic depth: {len(draws)} blocks, {sum(int((v == 0).sum()) for v in draws.values())} "
+              f"of {sum(v.size for v in draws.values())} samples dropped")
+        if not draws:
+            failures.append("no stochastic depth draws exported for an EfficientNet")
     with h5py.File(after, "r") as f:
         for kind, group in (("param", "model"), ("exp_avg", "optimizer/exp_avg"), ("exp_avg_sq", "optimizer/exp_avg_sq")):
             ours[kind] = {n: np.array(f[group][n]) for n in ours["grad"]}
         ours["buffer"] = {n: np.array(f["model"][n]) for n in f["model"] if "running" in n}
         ours["count"] = {n: int(np.array(f["model"][n])) for n in f["model"] if n.endswith("num_batches_tracked")}
 
-    exact = run_torch(initial, images, kp, torch.float64)
-    t32 = run_torch(initial, images, kp, torch.float32)
+    exact = run_torch(initial, images, kp, torch.float64, draws)
+    t32 = run_torch(initial, images, kp, torch.float32, draws)
 
     # 2. loss
     loss_rel = abs(ours["loss"] - exact["loss"]) / abs(exact["loss"])
@@ -146,7 +175,11 @@ def main(export_dir, relu_flips=False):
         scale = np.sqrt(sum(norm(v) ** 2 for v in exact[kind].values()))
         for name, ref in exact[kind].items():
             mine = ours[kind][name]
-            if name == zero_grad:
+            # Zero in exact arithmetic, rounding noise on both sides: the last bias, and in
+            # the EfficientNets the batch norms whose outputs reach the loss only through
+            # another convolution and batch norm (shift-invariant in train mode: their
+            # biases' gradients, and the running means behind a zero-mean input).
+            if name == zero_grad or norm(ref) <= 1e-9 * scale:
                 if norm(mine - ref) > LIMIT * scale:
                     failures.append(f"{kind} {name}: |diff| {norm(mine - ref):.3g} > {LIMIT} x {scale:.3g}")
                 continue
@@ -154,12 +187,15 @@ def main(export_dir, relu_flips=False):
             worst = max(worst, (err, err32, name))
             errs.append(err)
             errs32.append(err32)
+            if kind in informational:
+                continue
             if err > max(LIMIT, 3 * err32, FLIP_CAP if relu_flips else 0.0):
                 failures.append(f"{kind} {name}: error {err:.3g} (PyTorch float32: {err32:.3g})")
         mean, mean32 = float(np.mean(errs)), float(np.mean(errs32))
-        print(f"{kind:10s}: worst error {worst[0]:.2e} ({worst[2]}; PyTorch float32 there: {worst[1]:.2e}); "
+        note = " (shown, not enforced: --gradients-only)" if kind in informational else ""
+        print(f"{kind:10s}{note}: worst error {worst[0]:.2e} ({worst[2]}; PyTorch float32 there: {worst[1]:.2e}); "
               f"mean {mean:.2e} (PyTorch float32: {mean32:.2e})")
-        if relu_flips and mean > max(LIMIT, 3 * mean32):
+        if relu_flips and kind not in informational and mean > max(LIMIT, 3 * mean32):
             failures.append(f"{kind}: mean error {mean:.3g} > 3x PyTorch float32's {mean32:.3g}")
     for name, count in exact["count"].items():
         if ours["count"].get(name) != count:
@@ -177,4 +213,4 @@ def main(export_dir, relu_flips=False):
 if __name__ == "__main__":
     # --relu-flips: per-tensor bar tolerant of ReLU mask flips (ResNet-50, see above
     # and docs/MODEL.md).
-    sys.exit(main(sys.argv[1], "--relu-flips" in sys.argv[2:]))
+    sys.exit(main(sys.argv[1], "--relu-flips" in sys.argv[2:], "--gradients-only" in sys.argv[2:]))

@@ -15,6 +15,7 @@
 #include <oneapi/dnnl/dnnl.hpp>  // dnnl::engine, dnnl::stream, primitives
 
 #include "compute/backend.hpp"  // Backend, geometries, views
+#include "compute/cpu/cpu_mbconv_ops.hpp"       // CpuMbConvOps
 #include "compute/cpu/cpu_transformer_ops.hpp"  // CpuTransformerOps
 #include "util/env.hpp"      // Env
 
@@ -56,6 +57,7 @@ class CpuBackend final : public Backend {
   Precision precision() const override { return precision_; }
   int threads() const { return threads_; }
   TransformerOps& transformer_ops() override { return transformer_ops_; }
+  MbConvOps& mbconv_ops() override { return mbconv_ops_; }
 
   Stream& default_stream() override;
   std::unique_ptr<Stream> create_stream() override;
@@ -180,6 +182,7 @@ class CpuBackend final : public Backend {
   int threads_;
   Precision precision_;
   CpuTransformerOps transformer_ops_{threads_, precision_};  // after threads_ and precision_: reads them
+  CpuMbConvOps mbconv_ops_{threads_};
   // Convolution layouts: oneDNN's choice (blocked, with reorders at the op's
   // boundary) or plain NCHW/OIHW throughout (no reorders). TRAINER_CPU_CONV_LAYOUT.
   bool blocked_layouts_;

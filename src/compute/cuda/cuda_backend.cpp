@@ -20,6 +20,7 @@
 #include "compute/cuda/conv_runner.hpp"   // ConvRunner, ConvProblem, ConvPass
 #include "compute/cuda/cuda_check.hpp"    // CUDA_CHECK, CUDNN_CHECK
 #include "compute/cuda/cuda_stream.hpp"   // CudaStream, as_cuda
+#include "compute/cuda/cuda_mbconv_ops.hpp"       // CudaMbConvOps
 #include "compute/cuda/cuda_transformer_ops.hpp"  // CudaTransformerOps
 #include "compute/cuda/cudnn_raii.hpp"    // CudnnHandle
 #include "compute/cuda/filter_cache.hpp"  // FilterCache (cache_filters16)
@@ -82,6 +83,7 @@ class CudaBackend final : public Backend {
   DeviceKind kind() const override { return DeviceKind::cuda; }
   Precision precision() const override { return options_.precision; }
   TransformerOps& transformer_ops() override { return transformer_ops_; }
+  MbConvOps& mbconv_ops() override { return mbconv_ops_; }
 
   std::string description() const override {
     std::ostringstream os;
@@ -861,6 +863,7 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::CudnnHandle> cudnn_;
   cuda::ConvRunner convs_;
   cuda::FilterCache filter_cache_{*this};
+  cuda::CudaMbConvOps mbconv_ops_;
   cuda::CudaTransformerOps transformer_ops_{options_.allow_tf32, options_.precision,
                                             options_.vit_bias_epilogue};  // after options_: reads it
 };
