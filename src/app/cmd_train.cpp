@@ -585,7 +585,7 @@ int run_train(const Args& args) {
   train::StepRunner runner(*backend, stream, net, compute::parse_heatmap_loss(config.model.heatmap_loss_type));
   runner.loss_scaler().restore({state.loss_scale, state.loss_scale_growth_tracker});  // 16-mixed resumes its scale
   runner.set_uniform_heatmaps_for_missing(config.training.uniform_heatmaps_for_nan_keypoints);
-  runner.set_model_seed(config.training.rng_seed_model_pt);  // the network's own train-mode draws
+  runner.set_model_seed(config.training.rng_seed_model_pt, world.rank);  // the network's own train-mode draws
   // Semi-supervised: every rank opens the videos and fits the PCA; one that cannot
   // (a missing or short video) stops them all with the cause.
   SemiSupervised semi = runtime::on_every_rank_or_none(session, [&] {

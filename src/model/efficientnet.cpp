@@ -28,10 +28,10 @@ constexpr StageRow kB0Stages[] = {{1, 3, 1, 32, 16, 1},  {6, 3, 2, 16, 24, 2},  
                                   {6, 3, 1, 192, 320, 1}};
 constexpr double kStochasticDepth = 0.2;  // torchvision's stochastic_depth_prob
 
-// The step key's two 24-bit words (exact floats) from (seed, epoch, batch).
+// The step key's two 24-bit words (exact floats) from (seed, epoch, batch, rank).
 void key_words(const StepKey& key, float words[2]) {
   std::uint64_t h = key.seed ^ 0x45666E4E6574ull;  // "EfNet"
-  for (std::uint64_t v : {std::uint64_t(key.epoch), std::uint64_t(key.batch)}) {
+  for (std::uint64_t v : {std::uint64_t(key.epoch), std::uint64_t(key.batch), std::uint64_t(key.rank)}) {
     h += v + 0x9E3779B97F4A7C15ull;
     h = (h ^ (h >> 30)) * 0xBF58476D1CE4E5B9ull;
     h = (h ^ (h >> 27)) * 0x94D049BB133111EBull;

@@ -54,6 +54,9 @@ class GradientReadyListener {
 struct StepKey {
   std::uint64_t seed = 0;
   std::int64_t epoch = 0, batch = 0;
+  // The drawing rank: per-sample draws (the EfficientNets' stochastic depth) mix it in,
+  // so ranks do not drop the same rows; per-step draws (DINOv3's rescale) ignore it.
+  int rank = 0;
 };
 
 // What a layer needs to run: where, on which stream, train or eval mode, hooks.

@@ -193,7 +193,7 @@ void StepRunner::train_step(const data::Batch& batch, Optimizer& optimizer, Grad
 
 void StepRunner::prepare_draws(const data::Batch& batch, int forwards) {
   model::Context ctx{backend_, stream_, true};
-  model_.prepare_training_step(ctx, {model_seed_, batch.epoch, batch.index}, forwards);
+  model_.prepare_training_step(ctx, {model_seed_, batch.epoch, batch.index, draw_rank_}, forwards);
 }
 
 bool StepRunner::recordable(model::BatchNormSync* bn_sync, const MicroBatch& micro, const GradientSync& sync) const {

@@ -105,7 +105,11 @@ class StepRunner {
                   double unsupervised_importance = 0.0, MicroBatch micro = {});
   // The seed of the network's own train-mode draws (training.rng_seed_model_pt): each
   // step's are keyed by it and the batch's epoch and index (model::StepKey).
-  void set_model_seed(std::uint64_t seed) { model_seed_ = seed; }
+  // rank: this process's rank, for the per-sample draws (model::StepKey::rank).
+  void set_model_seed(std::uint64_t seed, int rank = 0) {
+    model_seed_ = seed;
+    draw_rank_ = rank;
+  }
   // model.cuda_graphs: from now on, single-process steps, supervised or semi-supervised
   // (a GradientSync that is recordable(), no accumulation, no synchronized batch norm;
   // any precision) on a stream that can record run as recordings of their device work,
@@ -243,6 +247,7 @@ class StepRunner {
   LossScaler scaler_;
   StepRecorder recorder_;
   std::uint64_t model_seed_ = 0;
+  int draw_rank_ = 0;
   compute::DeviceBuffer targets_, mask_, loss_, loss_sum_, dpred_, coords_, confidence_;
   compute::HostBuffer<float> loss_host_;  // pinned: [0] requested loss, [1] loss sum
   std::unique_ptr<compute::Event> loss_copied_;

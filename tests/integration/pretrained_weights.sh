@@ -89,4 +89,44 @@ run_bad "has dtype I8, which the trainer cannot load" "$SCRATCH/int8.safetensors
 run_bad "cannot open backbone weights" "$SCRATCH/missing.pth"
 head -c 3000 "$SCRATCH/resnet18.pth" >"$SCRATCH/truncated.pth"
 run_bad "cannot read .* as a zip archive|truncated or corrupt" "$SCRATCH/truncated.pth"
+# EfficientNet-B0: torchvision's .pth (features.*; classifier.* ignored) loads bit for
+# bit; the run's lightning-pose .ckpt names its tensors backbone.0.* as lightning-pose
+# does, and reads back as the same weights.
+$PY - "$SCRATCH" <<'PY' || fail "writing efficientnet_b0.pth"
+import sys, torch, torchvision
+torch.manual_seed(1)
+sd = torchvision.models.efficientnet_b0().state_dict()
+for k, v in sd.items():
+    if v.dtype == torch.float32: v.copy_(torch.randn_like(v) * 0.1 + (1.0 if k.endswith("running_var") else 0.0))
+torch.save(sd, f"{sys.argv[1]}/efficientnet_b0.pth")
+PY
+"$TRAINER" train --config "$SCRATCH/small.cfg" --model.backbone efficientnet_b0 --training.unfreezing_epoch 0 \
+  --model.backbone_weights "$SCRATCH/efficientnet_b0.pth" --max-steps 2 --save-initial --out "$SCRATCH/eff" \
+  >"$SCRATCH/eff.log" 2>&1 || { cat "$SCRATCH/eff.log"; fail "efficientnet_b0: train"; }
+grep -q "backbone: loaded 358 tensors from .*efficientnet_b0.pth (PyTorch (torch.save)" "$SCRATCH/eff.log" ||
+  { cat "$SCRATCH/eff.log"; fail "efficientnet_b0: not every features.* tensor (parameters, statistics, counters) loaded"; }
+grep -q "2 tensors of other layers ignored" "$SCRATCH/eff.log" || { cat "$SCRATCH/eff.log"; fail "classifier.* not ignored"; }
+ckpt=$(ls "$SCRATCH"/eff/tb_logs/*/version_0/checkpoints/*.ckpt | head -1)
+[[ -f $ckpt ]] || fail "efficientnet_b0: no lightning-pose checkpoint"
+$PY - "$SCRATCH/eff/checkpoints/initial.h5" "$SCRATCH/efficientnet_b0.pth" "$ckpt" "$SCRATCH/eff/checkpoints/last.h5" <<'PY' || fail "efficientnet_b0: weights or lightning-pose names differ"
+import sys, h5py, numpy as np, torch
+initial, pth, ckpt, last = sys.argv[1:]
+ref = torch.load(pth)
+with h5py.File(initial, "r") as f:
+    for k, v in ref.items():
+        if k.startswith("classifier."): continue
+        assert np.array_equal(np.asarray(f["model/backbone." + k][()]), v.numpy()), k
+state = torch.load(ckpt, map_location="cpu")["state_dict"]
+with h5py.File(last, "r") as f:
+    for k, v in ref.items():
+        if k.startswith("classifier."): continue
+        lp = "backbone.0." + k[len("features."):]
+        assert lp in state, lp
+        assert np.array_equal(state[lp].numpy(), np.asarray(f["model/backbone." + k][()])), lp
+print("efficientnet_b0: the .pth loaded bit for bit; the .ckpt holds backbone.0.* as lightning-pose")
+PY
+# The lightning-pose checkpoint read back (backbone.0.* -> backbone.features.*).
+"$TRAINER" train --config "$SCRATCH/small.cfg" --model.backbone efficientnet_b0 --model.backbone_weights "$ckpt" \
+  --max-steps 0 --out "$SCRATCH/eff-lp" >"$SCRATCH/eff-lp.log" 2>&1 || { cat "$SCRATCH/eff-lp.log"; fail "efficientnet_b0 from its .ckpt"; }
+grep -q "backbone: loaded 358 tensors from .*\.ckpt" "$SCRATCH/eff-lp.log" || { cat "$SCRATCH/eff-lp.log"; fail "efficientnet_b0: .ckpt not read"; }
 echo "PASSED"
