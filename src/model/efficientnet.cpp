@@ -171,7 +171,8 @@ compute::TensorView EfficientNet::forward(const Context& ctx, compute::ConstTens
         ctx.backend.mbconv_ops().stochastic_depth_factors(key_.data(), draw_salt(forward_in_step_, int(i)),
                                                           float(blocks_[i]->drop_probability()),
                                                           factors_.data() + i * std::size_t(n), n, ctx.stream);
-    forward_batches_.push_back(n);
+    if (std::size_t(forward_in_step_) < forward_batches_.size()) forward_batches_[std::size_t(forward_in_step_)] = n;
+    else forward_batches_.push_back(n);
     ++forward_in_step_;
   }
   compute::ConstTensorView h = stem_.forward(ctx, x);
@@ -195,7 +196,9 @@ void EfficientNet::prepare_training_step(const Context& ctx, const StepKey& key,
   ctx.backend.set_values(key_.data(), key_words_, 2, ctx.stream);
   forwards_prepared_ = forwards;
   forward_in_step_ = 0;
-  forward_batches_.clear();
+  // The images of each forward: those of the last step that ran its forwards on the
+  // host until this step's do (a replayed recording has the recorded shapes).
+  if (forward_batches_.size() > std::size_t(forwards)) forward_batches_.resize(std::size_t(forwards));
 }
 
 std::vector<std::pair<std::string, std::vector<float>>> EfficientNet::training_draws() const {

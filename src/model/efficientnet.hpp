@@ -85,7 +85,7 @@ class EfficientNet final : public Backbone {
   compute::DeviceBuffer key_, factors_;  // the step's key words; this forward's factors per block
   float key_words_[2] = {0, 0};
   int forwards_prepared_ = 0, forward_in_step_ = 0;
-  std::vector<int> forward_batches_;  // images of each training forward of the step
+  std::vector<int> forward_batches_;  // images of each training forward of the step (training_draws)
 };
 
 // The registry's factory for efficientnet_b0 | efficientnet_b1 | efficientnet_b2.

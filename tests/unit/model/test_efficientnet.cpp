@@ -113,7 +113,18 @@ TEST_CASE("efficientnet stochastic depth: drawn in train mode after prepare_trai
   CHECK(draws_for({7, 0, 3, 0}, true) == first);   // the same step draws alike (a resume, a replay)
   CHECK(draws_for({7, 0, 4, 0}, true) != first);   // the next batch draws again
   CHECK(draws_for({7, 0, 3, 1}, true) != first);   // another rank drops other rows
-  CHECK(draws_for({7, 0, 3, 0}, false).empty());   // eval mode: no draws
+  // Eval mode never drops: its features do not depend on the step's key; train mode's do.
+  const auto features_for = [&](const model::StepKey& key, bool training) {
+    model::Context ctx{*b, s, training, nullptr, nullptr};
+    backbone->prepare_training_step(ctx, key, 1);
+    const auto y = backbone->forward(ctx, {x.data(), in});
+    std::vector<float> out(y.shape.numel());
+    b->download(out.data(), y.data, out.size(), s);
+    s.synchronize();
+    return out;
+  };
+  CHECK(features_for({7, 0, 3, 0}, false) == features_for({7, 0, 4, 0}, false));
+  CHECK(features_for({7, 0, 3, 0}, true) != features_for({7, 0, 4, 0}, true));
   // Probabilities 0.0125 .. 0.1875 over 54 rows: some dropped, most kept (this key's draws).
   CHECK(dropped > 0);
   CHECK(dropped < 27);
