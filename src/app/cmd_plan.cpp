@@ -9,6 +9,10 @@
 
 #include "app/commands.hpp"          // Args, run_plan
 #include "app/config_parse.hpp"      // parse_command_line
+#include "compute/backend.hpp"      // make_cpu_backend (the backbone's description only)
+#include "model/backbone_registry.hpp"  // make_backbone: the backbone's stride
+#include "model/heatmap_head.hpp"       // HeatmapHead::layer_count
+#include "model/parameter_store.hpp"    // ParameterStore
 #include "runtime/launch.hpp"       // Launch: MPI session + agreed plan
 #include "runtime/plan_report.hpp"  // plan_text, plan_json for hypothetical plans
 #include "runtime/run_plan.hpp"     // plan_hypothetical
@@ -71,6 +75,15 @@ int run_plan(const Args& args) {
   if (hypothetical && !cl.own["nprocs"].defaulted()) {
     throw UserError("--nprocs starts ranks; --nodes plans a cluster without starting any",
                     "use one of them: --nodes N --ranks-per-node M plans N x M ranks");
+  }
+  // What `train` refuses when it builds the model (a downsample factor the backbone's
+  // stride leaves no head for) is refused here too. The backbone only registers its
+  // tensors' names and shapes: nothing is allocated.
+  {
+    auto cpu = compute::make_cpu_backend(1);
+    model::ParameterStore store(*cpu);
+    const auto backbone = model::make_backbone(cl.config.model.backbone, store, "backbone.");
+    model::HeatmapHead::layer_count(cl.config.data.downsample_factor, backbone->stride());
   }
   if (hypothetical) return plan_hypothetical_cluster(cl, json);
 

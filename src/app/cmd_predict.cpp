@@ -27,7 +27,9 @@
 #include "app/run_data.hpp"         // import_dir_beside
 #include "app/predict_video.hpp"    // run_predict_video (--video)
 #include "app/output_files.hpp"     // remove_stale_temp_files_in, run_dir_of_checkpoint, make_directories
+#include "runtime/watchdog.hpp"     // runtime::launcher_rank: rank 0 alone predicts labelled frames
 #include "train/checkpoint.hpp"     // load_training_state
+#include "util/env.hpp"             // capture_environment
 #include "util/atomic_write.hpp"    // write_file_atomically, folder_of
 #include "util/error.hpp"           // UserError
 #include "util/input_file.hpp"      // check_input_file
@@ -172,6 +174,9 @@ int predict_with_checkpoint(const Args& args_in) {
                       "give the videos' folder with --video-out DIR (default <run>/video_preds)");
     return run_predict_video(cl, args, config_note);
   }
+  // Labelled frames need no ranks: under mpirun or srun rank 0 predicts them alone
+  // (the others would repeat its work and its files).
+  if (runtime::launcher_rank(capture_environment()) > 0) return 0;
   const Config& config = cl.config;
   // The set column says how the training split used each frame: only meaningful
   // for the data the checkpoint was trained on. Other data goes to image_preds/ by

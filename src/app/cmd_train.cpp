@@ -355,10 +355,11 @@ int run_train(const Args& args) {
     check_input_file(csv_path, "cannot open data.csv_file '" + csv_path + "'",
                      "data.csv_file is relative to data.data_dir: name the project's label CSV");
   }
-  // The videos to predict after training: checked now, not after the whole training.
+  // The videos to predict after training: checked now (each one opens and has frames),
+  // not after the whole training.
   if (config.eval.predict_vids_after_training && !config.eval.test_videos_directory.empty()) {
     try {
-      data::list_videos(config.eval.test_videos_directory);
+      for (const std::string& video : data::list_videos(config.eval.test_videos_directory)) (void)data::VideoReader(video);
     } catch (const UserError& e) {
       throw UserError("eval.test_videos_directory: " + std::string(e.what()),
                       "eval.predict_vids_after_training predicts these videos after training: give a video or a "
@@ -378,11 +379,12 @@ int run_train(const Args& args) {
                                "folder of videos, or model.losses_to_use=[] to train supervised only");
     }
   }
-  // The ViTs' Hugging Face files: a given folder's, or the Hugging Face cache's.
+  // A folder: a lightning-pose model directory's .ckpt, or a run folder's best.h5;
+  // first, so that a ViT's run or model folder is not searched as a Hugging Face cache.
+  if (!config.model.backbone_weights.empty()) config.model.backbone_weights = weights_file_of(config.model.backbone_weights);
+  // The ViTs' Hugging Face files: another given folder's, or the Hugging Face cache's.
   config.model.backbone_weights =
       hugging_face_weights(config.model.backbone_weights, config.model.backbone, capture_environment());
-  // A folder: a lightning-pose model directory's .ckpt, or a run folder's best.h5.
-  if (!config.model.backbone_weights.empty()) config.model.backbone_weights = weights_file_of(config.model.backbone_weights);
   if (!config.model.backbone_weights.empty())
     check_input_file(config.model.backbone_weights,
                      "cannot open backbone weights '" + config.model.backbone_weights + "'",
@@ -456,21 +458,10 @@ int run_train(const Args& args) {
       check_resumable(resume, state, config.model.model_type, spec);
     });
   if (!resume.empty() && log.is_root()) warn_other_split(resume, state, config, log);
+  // The run folder is only checked here; it is written once every check of the set-up
+  // has passed (below), so that a refused run leaves an existing run as it was.
   runtime::on_every_rank_or_none(session, [&] {
-    if (world.rank != 0) return;
-    check_run_outputs(out_dir);                  // a folder where a file goes: refused before any work
-    make_directories(out_dir + "/checkpoints");  // here, not at the first checkpoint, so a bad --out fails early
-    remove_stale_temp_files_in(out_dir, log);
-    remove_stale_temp_files_in(out_dir + "/checkpoints", log);
-    if (resume.empty()) set_aside_previous_checkpoints(out_dir, log);
-    write_file_atomically(out_dir + "/config.ini", config_to_ini(with_absolute_paths(config)));
-    data::write_split_csv(out_dir + "/split.csv", run.split, dataset.frame_paths());
-    Config lp = lp_config;  // lightning-pose needs the keypoints named (data from HDF5 files may not say)
-    if (lp.data.num_keypoints <= 0) lp.data.num_keypoints = dataset.num_keypoints();
-    if (lp.data.keypoint_names.empty()) lp.data.keypoint_names = dataset.keypoint_names();
-    name_imported_labels(lp);
-    write_lightning_pose_config(out_dir, lp);
-    write_train_status(out_dir, "TRAINING", state.epochs_completed, config.training.max_epochs);
+    if (world.rank == 0) check_run_outputs(out_dir);  // a folder where a file goes: refused before any work
   });
   log.info("data: " + std::to_string(dataset.size()) + " frames (" + std::to_string(run.split.train.size()) +
            " train, " + std::to_string(run.split.val.size()) + " val, " + std::to_string(run.split.test.size()) +
@@ -591,6 +582,26 @@ int run_train(const Args& args) {
   SemiSupervised semi = runtime::on_every_rank_or_none(session, [&] {
     return make_semi_supervised(config, plan, world, dataset, run.split, *backend, stream, log);
   });
+  // lightning-pose's epoch length: semi-supervised epochs cycle the labelled frames.
+  train_source.set_steps_per_epoch(steps_per_epoch(config, plan, run.split, train_source, semi));
+  // A val_check_interval the epoch cannot hold fails here, before the communicator and the loop.
+  train::val_check_batches(loop.val_check_interval, train_source.batches_per_epoch());
+  // ---- the run folder: every check has passed --------------------------------
+  runtime::on_every_rank_or_none(session, [&] {
+    if (world.rank != 0) return;
+    make_directories(out_dir + "/checkpoints");  // here, not at the first checkpoint, so a bad --out fails before the loop
+    remove_stale_temp_files_in(out_dir, log);
+    remove_stale_temp_files_in(out_dir + "/checkpoints", log);
+    if (resume.empty()) set_aside_previous_checkpoints(out_dir, log);
+    write_file_atomically(out_dir + "/config.ini", config_to_ini(with_absolute_paths(config)));
+    data::write_split_csv(out_dir + "/split.csv", run.split, dataset.frame_paths());
+    Config lp = lp_config;  // lightning-pose needs the keypoints named (data from HDF5 files may not say)
+    if (lp.data.num_keypoints <= 0) lp.data.num_keypoints = dataset.num_keypoints();
+    if (lp.data.keypoint_names.empty()) lp.data.keypoint_names = dataset.keypoint_names();
+    name_imported_labels(lp);
+    write_lightning_pose_config(out_dir, lp);
+    write_train_status(out_dir, "TRAINING", state.epochs_completed, config.training.max_epochs);
+  });
   // Everything is checked: now the warnings about the run.
   log.release_warnings();
   for (const auto& w : plan.warnings) log.warn(w);
@@ -616,10 +627,6 @@ int run_train(const Args& args) {
     loop.unlabeled = semi.source.get();
     loop.anneal = config.losses;
   }
-  // lightning-pose's epoch length: semi-supervised epochs cycle the labelled frames.
-  train_source.set_steps_per_epoch(steps_per_epoch(config, plan, run.split, train_source, semi));
-  // A val_check_interval the epoch cannot hold fails here, before the communicator and the loop.
-  train::val_check_batches(loop.val_check_interval, train_source.batches_per_epoch());
   if (!config.training.limit_train_batches.empty())
     log.info("epoch: " + std::to_string(train_source.batches_per_epoch()) + " batches (training.limit_train_batches = " +
              config.training.limit_train_batches + "; a pass of the labelled rows is " +

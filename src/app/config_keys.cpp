@@ -83,7 +83,8 @@ KeyBuilder integer(const char* section, const char* name, Field<S, T> f, long lo
     }
     if (multiple_of > 1 && v % multiple_of != 0) {
       std::ostringstream os;
-      os << "a multiple of " << multiple_of << " (the backbone downsamples by " << multiple_of << "), got " << v
+      os << "a multiple of " << multiple_of << " (what every backbone takes: the convolutional ones downsample by "
+         << multiple_of << "), got " << v
          << "; nearest: " << (v / multiple_of) * multiple_of << " or " << (v / multiple_of + 1) * multiple_of;
       throw BadValue(os.str());
     }

@@ -192,7 +192,10 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
     log.info("predict: skipping " + input + " (" + csv + " exists; --overwrite predicts it again)");
     return true;
   };
+  // The videos first: every rank of a launch shares them (one MPI session per process),
+  // while rank 0 alone predicts the label CSVs after them (cmd_predict.cpp).
   std::vector<Args> calls;
+  std::vector<Args> csv_calls;
   for (const auto& csv : csvs) {
     if (already_predicted(csv, image_preds_csv(run_dir, csv))) continue;
     // data_files cleared: the run's imported data must not stand beside the new CSV.
@@ -202,7 +205,7 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
     std::vector<std::string> overrides = csv_overrides;
     overrides.insert(overrides.end(), {"data.csv_file=" + csv, "data.data_files=[]"});
     if (!flags.batch_size.empty()) overrides.push_back("training.test_batch_size=" + flags.batch_size);
-    calls.push_back(with_leading_overrides(call, overrides));
+    csv_calls.push_back(with_leading_overrides(call, overrides));
   }
   std::vector<std::string> video_files;
   for (const auto& input : videos)
@@ -225,6 +228,7 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
                                                      "eval.context_video_sequence_length=" + flags.batch_size});
     calls.push_back(with_leading_overrides(call, video_overrides));
   }
+  calls.insert(calls.end(), csv_calls.begin(), csv_calls.end());
   return calls;
 }
 

@@ -7,12 +7,9 @@
 
 namespace trainer::model {
 
-HeatmapHead::HeatmapHead(ParameterStore& store, const std::string& prefix, int in_channels,
-                         int num_keypoints, int downsample_factor, int input_stride)
-    : store_(&store) {
+int HeatmapHead::layer_count(int downsample_factor, int input_stride) {
   if (downsample_factor < 1 || downsample_factor > 3)
     throw UserError("data.downsample_factor must be 1, 2 or 3 (got " + std::to_string(downsample_factor) + ")");
-  if (num_keypoints < 1) throw UserError("the model needs at least one keypoint");
   int log2_stride = 0;
   while ((2 << log2_stride) <= input_stride) ++log2_stride;
   if (input_stride < 2 || (1 << log2_stride) != input_stride)
@@ -23,6 +20,14 @@ HeatmapHead::HeatmapHead(ParameterStore& store, const std::string& prefix, int i
                         " leaves no upsampling layer after a backbone of stride " + std::to_string(input_stride),
                     "use data.downsample_factor " + std::to_string(log2_stride - 2) +
                         " or lower with this backbone (lightning-pose's head would have none either)");
+  return n;
+}
+
+HeatmapHead::HeatmapHead(ParameterStore& store, const std::string& prefix, int in_channels,
+                         int num_keypoints, int downsample_factor, int input_stride)
+    : store_(&store) {
+  const int n = layer_count(downsample_factor, input_stride);
+  if (num_keypoints < 1) throw UserError("the model needs at least one keypoint");
   layers_.resize(n);
   int in = in_channels / 4;
   for (int i = 0; i < n; ++i) {

@@ -24,6 +24,10 @@ class HeatmapHead {
   HeatmapHead(ParameterStore& store, const std::string& prefix, int in_channels, int num_keypoints,
               int downsample_factor, int input_stride);
 
+  // The transposed convolutions such a head has (lightning-pose's n_layers), with the
+  // constructor's checks: UserError when there would be none.
+  static int layer_count(int downsample_factor, int input_stride);
+
   int num_deconvs() const { return int(layers_.size()); }
   // x: [N, C, h, w] backbone features; returns logits [N, K, h * 2^(n+1), w * 2^(n+1)].
   compute::TensorView forward(const Context& ctx, compute::ConstTensorView x);

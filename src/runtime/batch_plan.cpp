@@ -34,7 +34,8 @@ int per_gpu_context_batch(int global, int num_gpus) {
   if (num_gpus < 1) num_gpus = 1;
   const int per_gpu = ceil_div(global - 4, num_gpus) + 4;
   if (per_gpu < 5) {
-    throw UserError("training.context_batch_size=" + std::to_string(global) + " over " + std::to_string(num_gpus) +
+    throw UserError("training.context_batch_size (lightning-pose: dali.context.train.batch_size) = " +
+                        std::to_string(global) + " over " + std::to_string(num_gpus) +
                         " GPU(s) gives " + std::to_string(per_gpu) +
                         " context frames per GPU; heatmap_mhcrnn needs at least 5 (2 frames either side of each "
                         "labeled one)",

@@ -90,8 +90,9 @@ std::string plan_text(const RunPlan& p, const std::vector<std::string>& rows) {
   os << "accelerator: " << p.accelerator;
   if (!p.accelerator_note.empty()) os << " (" << p.accelerator_note << ")";
   os << ", backend: " << p.backend << "\n";
-  os << "global batch: train " << p.train_batch_size << ", val " << p.val_batch_size
-     << ", context " << p.context_batch_size << "; divided over G=" << p.data_parallel_ranks
+  os << "global batch: train " << p.train_batch_size << ", val " << p.val_batch_size;
+  if (p.unlabeled_context) os << ", context " << p.context_batch_size;  // read only by heatmap_mhcrnn's unsupervised losses
+  os << "; divided over G=" << p.data_parallel_ranks
      << " data-parallel ranks (test batch is not divided)\n";
   if (p.unlabeled_sequence_length > 0 && p.unlabeled_context)
     os << "unlabelled video frames per step: " << p.unlabeled_sequence_length << " (dali.context.train.batch_size), "

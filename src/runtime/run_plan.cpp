@@ -1,6 +1,6 @@
 #include "runtime/run_plan.hpp"
 
-#include <algorithm>  // std::max
+#include <algorithm>  // std::max, std::find
 #include <cstdint>    // std::int64_t
 #include <limits>     // std::numeric_limits
 #include <utility>    // std::pair
@@ -133,7 +133,9 @@ RunPlan plan_run(const Config& config, const World& world, int visible_gpus, con
   mine.train_batch_size = per_gpu_batch(training.train_batch_size, G, "train_batch_size", &plan.warnings);
   mine.val_batch_size = per_gpu_batch(training.val_batch_size, G, "val_batch_size");
   mine.test_batch_size = per_gpu_batch(training.test_batch_size, 1, "test_batch_size");
-  if (config.model.model_type == "heatmap_mhcrnn") {
+  // The context batch is the unlabelled video frames of heatmap_mhcrnn's unsupervised
+  // losses: a supervised run never reads it (lightning-pose checks it only then too).
+  if (config.model.model_type == "heatmap_mhcrnn" && !config.model.losses_to_use.empty()) {
     mine.context_batch_size = per_gpu_context_batch(training.context_batch_size, G);
   }
   if (!config.model.losses_to_use.empty()) {
@@ -147,6 +149,19 @@ RunPlan plan_run(const Config& config, const World& world, int visible_gpus, con
     } else {
       plan.unlabeled_sequence_length = training.unlabeled_sequence_length;
       mine.unlabeled_frames = per_gpu_unlabeled_frames(training.unlabeled_sequence_length, G);
+      if (mine.unlabeled_frames * G != training.unlabeled_sequence_length)
+        plan.warnings.push_back("dali.base.train.sequence_length=" + std::to_string(training.unlabeled_sequence_length) +
+                                " over " + plural_ranks(G) + " is " + std::to_string(mine.unlabeled_frames) +
+                                " unlabelled frames per rank: " + std::to_string(mine.unlabeled_frames * G) +
+                                " a step, not " + std::to_string(training.unlabeled_sequence_length) +
+                                " (hint: use a multiple of " + std::to_string(G) + ")");
+      const auto& losses = config.model.losses_to_use;
+      if (mine.unlabeled_frames < 2 && std::find(losses.begin(), losses.end(), "temporal") != losses.end())
+        plan.warnings.push_back("the temporal loss compares consecutive unlabelled frames of one rank: with " +
+                                std::to_string(mine.unlabeled_frames) + " frame per rank (dali.base.train."
+                                "sequence_length=" + std::to_string(training.unlabeled_sequence_length) + " over " +
+                                plural_ranks(G) + ") it is 0 at every step (hint: at least " + std::to_string(2 * G) +
+                                " frames)");
     }
   }
   plan.effective_train_batch = mine.train_batch_size * G;

@@ -28,13 +28,14 @@ constexpr std::pair<const char*, const char*> kLauncherRankVariables[] = {
     {"SLURM_PROCID", "SLURM_NTASKS"},
     {"PMI_RANK", "PMI_SIZE"}};
 
+}  // namespace
+
 int launcher_rank(const Env& env) {
   for (const auto& names : kLauncherRankVariables) {
     if (const auto rank = env_int(env, names.first)) return static_cast<int>(*rank);
   }
   return -1;
 }
-}  // namespace
 
 std::string launcher_rank_label(const Env& env) {
   for (const auto& [rank_key, size_key] : kLauncherRankVariables) {

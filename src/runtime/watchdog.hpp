@@ -150,6 +150,9 @@ std::optional<Watchdog::Stage> watch(Watchdog* dog, std::string what);
 
 // "rank 1 of 4" from the launcher's environment (Open MPI, PMIx, SLURM, PMI), or
 // "this process" when no launcher says; for reports before MPI_Init returns.
+// This process's rank as its launcher (mpirun, srun, a PMI launcher) numbers it, read
+// from the environment before or without MPI; -1 when no launcher names it.
+int launcher_rank(const Env& env);
 std::string launcher_rank_label(const Env& env);
 
 }  // namespace trainer::runtime

@@ -61,6 +61,12 @@ expect_one_error "cannot read config file .*fifo.cfg.*not a regular file" timeou
 printf '\xef\xbb\xbf[training]\ntrain_batch_size = 6\n' >"$S/bom.cfg"
 "$TRAINER" plan --config "$S/bom.cfg" --print-config >"$S/bom.out" || fail "a config with a UTF-8 BOM was refused"
 grep -q '^train_batch_size = 6$' "$S/bom.out" || fail "the BOM config's value was lost"
+# plan refuses what train refuses when it builds the model: a ViT (stride 16) has no head
+# for downsample_factor 3 (with --nodes too, without launching anything).
+expect_one_error "data.downsample_factor = 3 leaves no upsampling layer after a backbone of stride 16" \
+  "$TRAINER" plan --model.backbone vits_dino --data.downsample_factor 3
+expect_one_error "data.downsample_factor = 3 leaves no upsampling layer" \
+  "$TRAINER" plan --nodes 2 --model.backbone vits_dino --data.downsample_factor 3
 # Control characters of the input are shown as escapes, never sent raw.
 expect_one_error "cannot read config file .*x\\\\x1b\[31m.cfg" "$TRAINER" plan --config "$S/x"$'\x1b'"[31m.cfg"
 ! grep -q $'\x1b' "$S/err.txt" || fail "an escape character reached stderr raw"

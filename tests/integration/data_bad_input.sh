@@ -45,4 +45,11 @@ expect_fail 2 "synth: --out FILE is required" "$TRAINER" synth
 expect_fail 2 "imgaug = 'heavy' is not supported" "$TRAINER" bench loader --imgaug heavy --workers 0
 expect_fail 2 "^error: bench loader: --channels is 1 or 3" \
   "$TRAINER" bench loader --unlabeled "$S/missing.mp4" --channels 2 --workers 1
+# A video after training that cannot be read is refused at the start, not after the
+# whole training: exit 2 naming it, and no run folder.
+mkdir -p "$S/badvids" && echo junk >"$S/badvids/x.mp4"
+expect_fail 2 "^error: eval.test_videos_directory: .*x.mp4" "$TRAINER" train --data.data_files "$S/s.h5" \
+  --data.image_resize_height 64 --data.image_resize_width 64 --training.train_batch_size 2 --max-steps 1 \
+  --eval.test_videos_directory "$S/badvids" --out "$S/badvid-run"
+[[ ! -e $S/badvid-run ]] || fail "the refused run left $S/badvid-run behind"
 echo "OK"

@@ -2,7 +2,8 @@
 source "$(dirname "$0")/lib/common.sh"
 
 "$TRAINER" plan --nodes 2 --gpus-per-node 4 --cpus-per-task 5 --json --training.train_batch_size 30 \
-  --model.model_type heatmap_mhcrnn --training.context_batch_size 27 >"$SCRATCH/h.json" 2>"$SCRATCH/err.txt" ||
+  --model.model_type heatmap_mhcrnn --training.context_batch_size 27 --model.losses_to_use '[temporal]' \
+  --data.video_dir "$SCRATCH" >"$SCRATCH/h.json" 2>"$SCRATCH/err.txt" ||
   { cat "$SCRATCH/err.txt" >&2; fail "hypothetical plan failed"; }
 /usr/bin/python3 - "$SCRATCH/h.json" <<'PY' || fail "h.json checks"
 import json, sys
@@ -22,9 +23,12 @@ print("hypothetical 2x4: ok")
 PY
 
 "$TRAINER" plan --nodes 1 --gpus-per-node 2 | grep -qE '^ +1 +0 +1 +gpu:1' || fail "text form lacks rank 1 on gpu:1"
-# A context batch that leaves fewer than 5 frames per GPU: the message shows the value.
+# A context batch that leaves fewer than 5 frames per GPU: the message shows the value;
+# a supervised heatmap_mhcrnn never reads it (as in lightning-pose), so it passes.
 expect_fail 2 "gives 4 context frames" "$TRAINER" plan --nodes 1 --gpus-per-node 2 \
-  --model.model_type heatmap_mhcrnn --training.context_batch_size 4
+  --model.model_type heatmap_mhcrnn --training.context_batch_size 4 --model.losses_to_use '[temporal]' --data.video_dir "$SCRATCH"
+"$TRAINER" plan --nodes 1 --gpus-per-node 2 --model.model_type heatmap_mhcrnn --training.context_batch_size 4 \
+  >"$SCRATCH/supervised.txt" 2>&1 || { cat "$SCRATCH/supervised.txt"; fail "a supervised heatmap_mhcrnn was refused over its context batch"; }
 # More GPUs per node than the devices list: a Lightning-style error naming the input.
 expect_fail 2 "requested GPUs \[0, 5\]" "$TRAINER" plan --nodes 1 --gpus-per-node 4 --devices "0,5"
 expect_fail 2 "listed twice" "$TRAINER" plan --nodes 1 --gpus-per-node 4 --devices "[1, 1]"

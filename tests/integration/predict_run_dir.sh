@@ -69,6 +69,11 @@ grep -q "skipping" over.log && fail "--overwrite still skipped"
 grep -q ", batch 5, " over.log || { cat over.log; fail "--batch_size 5 is not the video batch"; }
 [[ ! -e run/video_preds/labeled_videos/clip_labeled.mp4 ]] || fail "--skip_viz still drew a labeled video"
 [[ $(md5sum <run/video_preds/clip.csv) == "$before" ]] || fail "the video's predictions changed between two calls"
+# Under mpirun, rank 0 alone predicts a label CSV (the videos are shared, first).
+timeout 300 $MPIRUN -np 2 "$TRAINER" predict run proj/CollectedData.csv clip.mp4 --overwrite --skip_viz >mpi.log 2>&1 ||
+  { cat mpi.log; fail "predict under mpirun -np 2"; }
+[[ $(grep -c "^predicted .* frames with" mpi.log) == 1 ]] || { cat mpi.log; fail "the label CSV was not predicted exactly once"; }
+[[ $(grep -c "^configuration: " mpi.log) == 2 ]] || { cat mpi.log; fail "rank 1 read the CSV's configuration too"; }
 # A CSV of other keypoints is refused, naming them (--overwrite: image_preds/ already
 # holds a CollectedData.csv), from its header: before its images are imported.
 "$TRAINER" synth --out four.h5 --frames 4 --size 64 --keypoints 4 --seed 3 --export-dir proj4 >/dev/null || fail "synth 4"

@@ -2,7 +2,7 @@
 # bit for bit, the weights, BN statistics, Adam moments and metrics rows of an
 # uninterrupted 3-epoch run (CPU, augmentation on, backbone unfrozen mid-run). A refused
 # --resume writes nothing; another split warns; a new run in a used folder sets the
-# old checkpoints aside.
+# old checkpoints aside; a run refused during its set-up touches no folder.
 source "$(dirname "$0")/lib/common.sh"
 command -v h5diff >/dev/null || skip "h5diff (hdf5-tools) missing"
 "$TRAINER" synth --out "$SCRATCH/small.h5" --frames 24 --size 64 --keypoints 3 --seed 2 >/dev/null || fail "synth"
@@ -67,4 +67,16 @@ grep -q "predictions with $SCRATCH/kept/checkpoints/last.h5" "$SCRATCH/again.log
 ls "$SCRATCH"/kept/checkpoints/before-*/best.h5 >/dev/null || fail "the old run's best.h5 was not kept aside"
 grep -qE '"status": "COMPLETED", "progress": \{"completed": 3, "total": 3' "$SCRATCH/kept/train_status.json" ||
   { cat "$SCRATCH/kept/train_status.json"; fail "train_status.json after --max-steps"; }
+# A run refused during its set-up (here: a val_check_interval longer than the epoch,
+# found once the loaders are built) leaves a finished run in its folder as it was:
+# nothing set aside, nothing rewritten; and a fresh --out is not created at all.
+before=$(cd "$SCRATCH/full" && find . -type f -newer "$SCRATCH/small.cfg" -printf '%p %s %T@\n' | sort | md5sum)
+expect_fail 2 "training.val_check_interval = 1000 is more than" "$TRAINER" train --config "$SCRATCH/small.cfg" \
+  --out "$SCRATCH/full" --training.val_check_interval 1000
+[[ $(cd "$SCRATCH/full" && find . -type f -newer "$SCRATCH/small.cfg" -printf '%p %s %T@\n' | sort | md5sum) == "$before" ]] ||
+  fail "a refused run changed the finished run's folder: $(ls -R "$SCRATCH/full" | head -20)"
+! ls -d "$SCRATCH"/full/checkpoints/before-* >/dev/null 2>&1 || fail "a refused run set the finished run's checkpoints aside"
+expect_fail 2 "training.val_check_interval = 1000 is more than" "$TRAINER" train --config "$SCRATCH/small.cfg" \
+  --out "$SCRATCH/never" --training.val_check_interval 1000
+[[ ! -e $SCRATCH/never ]] || fail "a refused run left a run folder behind: $(ls -R "$SCRATCH/never")"
 echo "PASSED"

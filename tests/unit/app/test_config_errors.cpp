@@ -129,7 +129,7 @@ TEST_CASE("malformed values name the key, the location and what was expected", "
       {"data", "data_files = a.h5, b.h5]", "data.data_files", "missing '['"},
       {"data", "data_files = a.h5,,b.h5", "data.data_files", "without empty elements"},
       {"data", "data_files = \"a.h5, b.h5", "data.data_files", "balanced quotes"},
-      {"data", "image_resize_height = 100", "data.image_resize_height", "multiple of 32 (the backbone downsamples by 32), got 100; nearest: 96 or 128"},
+      {"data", "image_resize_height = 100", "data.image_resize_height", "multiple of 32 (what every backbone takes: the convolutional ones downsample by 32), got 100; nearest: 96 or 128"},
       {"data", "image_resize_width = 250", "data.image_resize_width", "multiple of 32"},
       {"data", "image_resize_width = 0", "data.image_resize_width", "from 32 to 4096"},
       {"data", "downsample_factor = 4", "data.downsample_factor", "from 1 to 3, got 4"},

@@ -52,7 +52,7 @@ TEST_CASE("batch: unlabelled frames are ceil(L / G), and L below G is an error",
 TEST_CASE("batch: a context batch below 5 per GPU is an error showing the value", "[runtime]") {
   const auto e = trainer::test::user_error_of([] { per_gpu_context_batch(4, 2); });
   const std::string message = e.what();
-  CHECK(message.find("context_batch_size=4") != std::string::npos);
+  CHECK(message.find("context_batch_size (lightning-pose: dali.context.train.batch_size) = 4") != std::string::npos);
   CHECK(message.find("gives 4 context frames per GPU") != std::string::npos);
   CHECK(message.find('{') == std::string::npos);  // lightning-pose's slip: literal braces
   require_user_error([] { per_gpu_context_batch(2, 2); }, "gives 3 context frames");  // ceil(-1)+4 = 3

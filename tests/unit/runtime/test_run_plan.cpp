@@ -84,9 +84,11 @@ TEST_CASE("plan: CPU ranks divide the batch too; devices is ignored with a warni
   CHECK(contains(plan.warnings, "devices=\"2\" is ignored on the CPU"));
 }
 
-TEST_CASE("plan: heatmap_mhcrnn gets a context batch; lr scales with the effective batch", "[runtime]") {
+TEST_CASE("plan: heatmap_mhcrnn with unsupervised losses gets a context batch; lr scales with the effective batch",
+          "[runtime]") {
   Config config;
   config.model.model_type = "heatmap_mhcrnn";
+  config.model.losses_to_use = {"temporal"};
   config.training.context_batch_size = 28;
   config.training.lr_scaling = "linear";
   config.training.reference_batch_size = 8;
@@ -96,6 +98,9 @@ TEST_CASE("plan: heatmap_mhcrnn gets a context batch; lr scales with the effecti
   CHECK(plan.learning_rate == Approx(2e-3));  // 16 / 8
   config.training.context_batch_size = 4;
   require_user_error([&] { plan_run(config, node_world(0, 1, 2), 2, {}, 8); }, "gives 4 context frames");
+  // Supervised, it never reads the context batch (lightning-pose checks it only then too).
+  config.model.losses_to_use.clear();
+  CHECK(plan_run(config, node_world(0, 1, 2), 2, {}, 8).rank.context_batch_size == -1);
 }
 
 TEST_CASE("plan: errors surface (too many ranks, devices vs ntasks-per-node, launcher)", "[runtime]") {
