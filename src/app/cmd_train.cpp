@@ -609,6 +609,15 @@ int run_train(const Args& args) {
   const bool mae_checkpoint = !config.model.backbone_checkpoint.empty() && config.model.backbone == "vitb_imagenet";
   if (resume.empty() && config.model.backbone_weights.empty() && config.model.checkpoint.empty() && !mae_checkpoint)
     warn_random_backbone(config, log);
+  // lightning-pose's get_model (models/factory.py) refuses a backbone with "vit" in its
+  // name at another height than width; this trainer takes any grid of patches.
+  if (config.model.backbone.find("vit") != std::string::npos &&
+      config.data.image_resize_height != config.data.image_resize_width)
+    log.warn("data.image_resize_dims " + std::to_string(config.data.image_resize_height) + "x" +
+             std::to_string(config.data.image_resize_width) + " with " + config.model.backbone +
+             ": lightning-pose refuses ViT models whose height and width differ (\"ViT model requires resized "
+             "height and width to be equal\"), so this run's model folder (config.yaml, tb_logs/) will not load in "
+             "lightning-pose; the trainer's own predict reads it (hint: equal height and width keep both)");
   if (config.model.model_type == "heatmap_mhcrnn" && dataset.has_video_info()) {
     // The context head learns from neighbouring frames; without them it sees one frame five times.
     const std::int64_t alone = data::ContextIndex(dataset).frames_without_neighbours();

@@ -9,6 +9,7 @@
 #include <filesystem>  // std::filesystem::absolute, directory_iterator
 
 #include "app/config_parse.hpp"     // with_leading_overrides
+#include "app/make_backend.hpp"     // predict_precision: --precision checked before inputs are skipped
 #include "app/lp_model_import.hpp"  // is_lightning_pose_model_dir, open_lightning_pose_model, model_folder_overrides
 #include "data/video_reader.hpp"    // video_extensions
 #include "util/error.hpp"         // UserError
@@ -186,6 +187,12 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
     }
   }
 
+  // Option values checked before any input is skipped: a run whose every input was
+  // predicted before still refuses a wrong --precision.
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    if (options[i] == "--precision" && i + 1 < options.size()) predict_precision(options[i + 1]);
+    if (options[i].rfind("--precision=", 0) == 0) predict_precision(options[i].substr(12));
+  }
   // As litpose predict: an input whose prediction file exists is skipped unless --overwrite.
   const auto already_predicted = [&](const std::string& input, const std::string& csv) {
     if (flags.overwrite || !is_file(csv)) return false;

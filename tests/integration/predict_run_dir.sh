@@ -82,6 +82,8 @@ expect_fail 2 "predicts 3 keypoints but the data has 4 \(nose, ear_left, ear_rig
   "$TRAINER" predict run proj4/CollectedData.csv --overwrite
 [[ $(ls imported 2>/dev/null | wc -l) == "$imports_before" ]] || fail "the refused CSV was imported first: $(ls imported)"
 expect_fail 2 "--runtime onnx .* is not supported" "$TRAINER" predict run clip.mp4 --runtime onnx
+# A wrong --precision is refused even when every input was predicted before (skipped).
+expect_fail 2 "unknown --precision 'fp64'" "$TRAINER" predict run clip.mp4 --precision fp64
 expect_fail 2 "--batch_size 'x' is not a positive number" "$TRAINER" predict run clip.mp4 --batch_size x
 
 # Misuse.
