@@ -19,6 +19,7 @@
 
 #include <boost/program_options.hpp>  // options_description
 
+#include "app/checkpoint_config.hpp"  // use_checkpoint_configuration
 #include "app/commands.hpp"         // run_predict, Args
 #include "app/config_parse.hpp"     // parse_command_line, FallbackConfig
 #include "app/make_backend.hpp"     // predict_precision
@@ -40,12 +41,6 @@ namespace po = boost::program_options;
 namespace trainer::app {
 
 namespace {
-// Whether anything is there (not opened: a FIFO would block; --config refuses it).
-bool file_exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
 // The predictions CSV must be a file in an existing folder: found out before the
 // work, not when the finished CSV is renamed into place.
 void check_output_file(const std::string& out) {
@@ -146,22 +141,9 @@ int predict_with_checkpoint(const Args& args_in) {
     check_input_file(checkpoint, "cannot open checkpoint '" + checkpoint + "'", "check the path of --checkpoint");
   std::string config_note;
   FallbackConfig stored;
-  const FallbackConfig* fallback = nullptr;
-  if (!has_config && !checkpoint.empty()) {
-    const std::string beside = run_dir_of_checkpoint(checkpoint) + "/config.ini";
-    if (file_exists(beside)) {
-      args.insert(args.begin(), {"--config", beside});
-      config_note = "configuration: " + beside;
-    } else if (!wants_help) {
-      stored.text = train::load_training_state(checkpoint).config_text;
-      stored.name = checkpoint + " (its stored configuration)";
-      if (stored.text.empty())
-        throw UserError("checkpoint '" + checkpoint + "' carries no configuration and there is no " + beside,
-                        "give the configuration the model was trained with: --config <run>/config.ini");
-      fallback = &stored;
-      config_note = "configuration: the one stored in " + checkpoint + " (no " + beside + ")";
-    }
-  }
+  if (!has_config && !checkpoint.empty())
+    config_note = use_checkpoint_configuration(args, checkpoint, stored, /*read_checkpoint=*/!wants_help);
+  const FallbackConfig* fallback = stored.text.empty() ? nullptr : &stored;
   const CommandLine cl = parse_command_line("predict", args, own, fallback);
   if (cl.help) return 0;
   if (!cl.own.count("checkpoint"))

@@ -22,6 +22,7 @@
 
 #include <boost/program_options.hpp>  // options_description
 
+#include "app/checkpoint_config.hpp"  // names_configuration, use_checkpoint_configuration: --resume alone
 #include "app/commands.hpp"         // run_train, Args
 #include "app/config_parse.hpp"     // parse_command_line, config_to_ini
 #include "app/hf_weights.hpp"       // hugging_face_weights
@@ -291,13 +292,14 @@ void name_imported_labels(Config& lp) {
 }
 }  // namespace
 
-int run_train(const Args& args) {
+int run_train(const Args& args_in) {
   po::options_description own("train options");
   own.add_options()
       ("out", po::value<std::string>()->value_name("DIR"),
        "output folder (default: outputs/<date>/<time>; with --resume: the checkpoint's run folder)")
       ("resume", po::value<std::string>()->value_name("CHECKPOINT"),
-       "continue a run from its checkpoint (e.g. <run>/checkpoints/last.h5); `auto`: from --out's "
+       "continue a run from its checkpoint (e.g. <run>/checkpoints/last.h5; without a configuration, with the "
+       "run's config.ini, else the checkpoint's stored one); `auto`: from --out's "
        "checkpoints/last.h5 when it exists, else start (for jobs that SLURM requeues)")
       ("init-weights", po::value<std::string>()->value_name("FILE"),
        "same as --model.backbone_weights FILE: pretrained backbone weights (.pth, .ckpt, .safetensors, .h5; a "
@@ -310,7 +312,24 @@ int run_train(const Args& args) {
        "the global step (1-based) whose gradients --dump-gradients writes (default: this run's first)")
       ("nprocs", po::value<int>()->default_value(1)->value_name("N"),
        "start N ranks on this machine without mpirun (self-spawn)");
-  const CommandLine cl = parse_command_line("train", args, own);
+  // `train --resume CHECKPOINT` without a configuration continues with the run's own
+  // (its config.ini, else the checkpoint's stored one), as predict does.
+  Args args = args_in;
+  std::string config_note;
+  FallbackConfig stored;
+  {
+    std::string resume_path;
+    bool wants_help = false;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--resume" && i + 1 < args.size()) resume_path = args[i + 1];
+      if (args[i].rfind("--resume=", 0) == 0) resume_path = args[i].substr(9);
+      if (args[i] == "--help" || args[i] == "-h") wants_help = true;
+    }
+    if (!resume_path.empty() && resume_path != "auto" && !names_configuration(args) && !wants_help &&
+        std::filesystem::is_regular_file(resume_path))
+      config_note = use_checkpoint_configuration(args, resume_path, stored);
+  }
+  const CommandLine cl = parse_command_line("train", args, own, stored.text.empty() ? nullptr : &stored);
   if (cl.help) return 0;
   Config config = cl.config;
   if (cl.own.count("max-steps")) {
@@ -409,6 +428,7 @@ int run_train(const Args& args) {
   runtime::MpiSession session(spawn_args, cl.own["nprocs"].as<int>(), env, config.distributed.collective_timeout);
   const runtime::World& world = session.world();
   Log log(world.rank);
+  if (!config_note.empty()) log.info(config_note);
   // Warnings of the set-up (a CPU precision emulated, ...) wait until every check has
   // passed: a refused run prints its error alone (released before the loop).
   log.hold_warnings();

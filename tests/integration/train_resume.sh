@@ -36,6 +36,16 @@ h5diff "$SCRATCH/full/checkpoints/last.h5" "$SCRATCH/part/checkpoints/last.h5" /
   || fail "weights differ after resume"
 h5diff "$SCRATCH/full/checkpoints/last.h5" "$SCRATCH/part/checkpoints/last.h5" /optimizer /optimizer \
   || fail "optimizer state differs after resume"
+# --resume without a configuration continues with the run's own config.ini (as predict
+# reads it), not the defaults: the same weights again.
+mkdir -p "$SCRATCH/noconf/checkpoints"
+cp "$SCRATCH/after2.h5" "$SCRATCH/noconf/checkpoints/last.h5"
+cp "$SCRATCH/part/config.ini" "$SCRATCH/noconf/config.ini"
+"$TRAINER" train --resume "$SCRATCH/noconf/checkpoints/last.h5" >"$SCRATCH/noconf.log" 2>&1 ||
+  { cat "$SCRATCH/noconf.log"; fail "--resume without --config"; }
+grep -q "^configuration: $SCRATCH/noconf/config.ini" "$SCRATCH/noconf.log" || { cat "$SCRATCH/noconf.log"; fail "no configuration line"; }
+h5diff "$SCRATCH/full/checkpoints/last.h5" "$SCRATCH/noconf/checkpoints/last.h5" /model /model ||
+  fail "--resume without --config did not continue the run"
 # The interrupted checkpoint really was different (the test is not vacuous).
 if h5diff -q "$SCRATCH/full/checkpoints/last.h5" "$SCRATCH/after2.h5" /model /model; then fail "epoch 2 and 3 weights are equal"; fi
 # metrics.csv: same rows except timing columns (epoch and step rows, the step losses included).
