@@ -12,6 +12,7 @@
 #include "app/make_backend.hpp"     // predict_precision: --precision checked before inputs are skipped
 #include "app/lp_model_import.hpp"  // is_lightning_pose_model_dir, open_lightning_pose_model, model_folder_overrides
 #include "data/video_reader.hpp"    // video_extensions
+#include "train/checkpoint.hpp"      // load_training_state: a context model's smallest batch
 #include "util/error.hpp"         // UserError
 #include "util/log.hpp"           // Log: litpose flags without a counterpart, skipped inputs
 
@@ -230,6 +231,12 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
     call.push_back("--video");
     call.insert(call.end(), video_files.begin(), video_files.end());
     call.insert(call.end(), options.begin(), options.end());
+    // A context model's batch holds two context frames on each side of those it predicts.
+    if (!flags.batch_size.empty() && std::stol(flags.batch_size) < 5 &&
+        train::load_training_state(checkpoint).model_type == "heatmap_mhcrnn")
+      throw UserError("predict: --batch_size " + flags.batch_size + " is below the 5 frames a heatmap_mhcrnn "
+                      "batch of a video needs (two context frames on each side of the ones it predicts)",
+                      "give --batch_size 5 or more (the batch's frames minus 4 are predicted)");
     if (!flags.batch_size.empty())
       video_overrides.insert(video_overrides.end(), {"eval.video_sequence_length=" + flags.batch_size,
                                                      "eval.context_video_sequence_length=" + flags.batch_size});

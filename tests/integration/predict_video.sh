@@ -102,6 +102,10 @@ d=$(max_diff "$SCRATCH/c1/clip.csv" "$SCRATCH/c2/clip.csv") || fail "mhcrnn: $d"
 echo "heatmap_mhcrnn clip.csv: 1 rank vs 2 ranks, max |diff| = $d"
 awk -v d="$d" 'BEGIN { exit !(d < 1e-3) }' || fail "heatmap_mhcrnn: 2 ranks differ from 1 by $d"
 
+# A context model's video batch needs 5 frames: --batch_size below that names itself.
+expect_fail 2 "^error: predict: --batch_size 3 is below the 5 frames a heatmap_mhcrnn batch" \
+  "$TRAINER" predict "$SCRATCH/vrun" "$SCRATCH/clip.avi" --batch_size 3
+
 # ---- the same frames as images: predict equals predict --video ---------------------
 NAMES=$(sed -n 2p "$CSV" | cut -d, -f2- | tr ',' '\n' | awk '!seen[$0]++' | tr '\n' ' ')
 "$TOOL" extract "$SCRATCH/clip.avi" "$SCRATCH/frames" $NAMES || fail "video_tool extract"
