@@ -16,17 +16,10 @@ bool file_exists(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0;
 }
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() > tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 }  // namespace
 
 bool names_configuration(const Args& args) {
-  if (!args.empty() && args[0].rfind("-", 0) != 0 &&
-      (ends_with(args[0], ".yaml") || ends_with(args[0], ".yml") || ends_with(args[0], ".ini") ||
-       ends_with(args[0], ".cfg")))
-    return true;
+  if (!args.empty() && is_positional_config(args[0])) return true;
   for (const auto& a : args)
     if (a == "--config" || a.rfind("--config=", 0) == 0) return true;
   return false;

@@ -11,7 +11,7 @@
 namespace trainer::app {
 
 // Whether `args` name a configuration: --config, or a config file as the first argument
-// (`trainer train config.yaml`, `trainer predict config.yaml`).
+// (`trainer train config.yaml`, `trainer predict config.yaml`: is_positional_config).
 bool names_configuration(const Args& args);
 
 // Inserts --config <run>/config.ini at the front of `args` when that file exists; else,

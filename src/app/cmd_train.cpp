@@ -318,13 +318,17 @@ int run_train(const Args& args_in) {
   std::string config_note;
   FallbackConfig stored;
   {
-    std::string resume_path;
+    std::string resume_path, out;
     bool wants_help = false;
     for (std::size_t i = 0; i < args.size(); ++i) {
       if (args[i] == "--resume" && i + 1 < args.size()) resume_path = args[i + 1];
       if (args[i].rfind("--resume=", 0) == 0) resume_path = args[i].substr(9);
+      if (args[i] == "--out" && i + 1 < args.size()) out = args[i + 1];
+      if (args[i].rfind("--out=", 0) == 0) out = args[i].substr(6);
       if (args[i] == "--help" || args[i] == "-h") wants_help = true;
     }
+    // --resume auto continues --out's last.h5 when there is one (resolve_auto_resume).
+    if (resume_path == "auto" && !out.empty()) resume_path = out + "/checkpoints/last.h5";
     if (!resume_path.empty() && resume_path != "auto" && !names_configuration(args) && !wants_help &&
         std::filesystem::is_regular_file(resume_path))
       config_note = use_checkpoint_configuration(args, resume_path, stored);
@@ -606,6 +610,7 @@ int run_train(const Args& args_in) {
   train_source.set_steps_per_epoch(steps_per_epoch(config, plan, run.split, train_source, semi));
   // A val_check_interval the epoch cannot hold fails here, before the communicator and the loop.
   train::val_check_batches(loop.val_check_interval, train_source.batches_per_epoch());
+  train::gradient_dump_step(loop, state.global_step);  // a --dump-gradients-step this run never reaches
   // ---- the run folder: every check has passed --------------------------------
   runtime::on_every_rank_or_none(session, [&] {
     if (world.rank != 0) return;

@@ -18,6 +18,14 @@
 namespace po = boost::program_options;
 
 namespace trainer::app {
+
+bool is_positional_config(const std::string& arg) {
+  if (arg.rfind("-", 0) == 0) return false;
+  const auto ends = [&arg](const std::string& t) {
+    return arg.size() > t.size() && arg.compare(arg.size() - t.size(), t.size(), t) == 0;
+  };
+  return ends(".yaml") || ends(".yml") || ends(".YAML") || ends(".YML");
+}
 namespace {
 
 using config_detail::BadValue;
@@ -253,15 +261,9 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
   // lightning-pose's form, `litpose train config.yaml --overrides ...`: a YAML file
   // as the first argument is the config file.
   std::string positional_config;
-  if (!rest.empty() && rest.front().rfind("-", 0) != 0) {
-    const std::string first = rest.front();
-    const auto ends = [&first](const std::string& t) {
-      return first.size() > t.size() && first.compare(first.size() - t.size(), t.size(), t) == 0;
-    };
-    if (ends(".yaml") || ends(".yml") || ends(".YAML") || ends(".YML")) {
-      positional_config = first;
-      rest.erase(rest.begin());
-    }
+  if (!rest.empty() && is_positional_config(rest.front())) {
+    positional_config = rest.front();
+    rest.erase(rest.begin());
   }
   const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
   try {

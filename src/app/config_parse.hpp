@@ -34,6 +34,10 @@ struct FallbackConfig {
 // and impossible combinations are UserErrors (exit code 2) naming the key and
 // file:line or the command-line option, with a hint (e.g. the closest valid key).
 // Without --config, `fallback` (if given) is read as if it were the config file.
+// Whether a first argument is taken as the config file (lightning-pose's `litpose train
+// config.yaml`): a name ending in .yaml or .yml (either case), not an option.
+bool is_positional_config(const std::string& arg);
+
 CommandLine parse_command_line(const std::string& subcommand, const Args& args,
                                const boost::program_options::options_description& own_options,
                                const FallbackConfig* fallback = nullptr);

@@ -101,6 +101,21 @@ bool TrainLoop::periodic_checkpoints_at_epoch_end() const {
   return !config_.val_check_interval.is_set() || config_.val_check_interval.value == 1;
 }
 
+long gradient_dump_step(const LoopConfig& config, long global_step) {
+  const long dump_step = config.dump_gradients.empty()      ? -1
+                         : config.dump_gradients_step > 0 ? config.dump_gradients_step
+                                                          : global_step + 1;
+  if (dump_step > 0 && dump_step <= global_step)
+    throw UserError("cannot dump the gradients of step " + std::to_string(dump_step) + ": the run resumes after step " +
+                        std::to_string(global_step),
+                    "pick a later step, or leave --dump-gradients-step out for the first step of this run");
+  if (dump_step > 0 && config.max_steps >= 0 && dump_step > config.max_steps)
+    throw UserError("cannot dump the gradients of step " + std::to_string(dump_step) + ": the run stops after step " +
+                        std::to_string(config.max_steps) + " (training.max_steps)",
+                    "raise --max-steps or pick an earlier step");
+  return dump_step;
+}
+
 TrainingState TrainLoop::run(TrainingState state) {
   const auto start = Clock::now();  // timing_.total: all of run(), the initial save included
   timing_ = Timing{};
@@ -136,17 +151,7 @@ TrainingState TrainLoop::run(TrainingState state) {
   }
   long steps_this_run = 0;
   bool stop = config_.max_steps >= 0 && state.global_step >= config_.max_steps;
-  const long dump_step = config_.dump_gradients.empty()      ? -1
-                         : config_.dump_gradients_step > 0 ? config_.dump_gradients_step
-                                                           : state.global_step + 1;
-  if (dump_step > 0 && dump_step <= state.global_step)
-    throw UserError("cannot dump the gradients of step " + std::to_string(dump_step) + ": the run resumes after step " +
-                        std::to_string(state.global_step),
-                    "pick a later step, or leave --dump-gradients-step out for the first step of this run");
-  if (dump_step > 0 && config_.max_steps >= 0 && dump_step > config_.max_steps)
-    throw UserError("cannot dump the gradients of step " + std::to_string(dump_step) + ": the run stops after step " +
-                        std::to_string(config_.max_steps) + " (training.max_steps)",
-                    "raise --max-steps or pick an earlier step");
+  const long dump_step = gradient_dump_step(config_, state.global_step);
   bool dumped = false;
   long last_saved_step = -1;
   int started_epoch = -1;  // the epoch whose batches the loader already prepares

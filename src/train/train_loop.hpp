@@ -84,6 +84,11 @@ struct DistributedHooks {
   model::BatchNormSync* bn_sync = nullptr;
 };
 
+// The global step whose gradients --dump-gradients writes (-1: none) for a run resuming
+// after `global_step`; UserError when that step is not one this run will train. Checked
+// by `train` before its run folder is written, and again by TrainLoop::run.
+long gradient_dump_step(const LoopConfig& config, long global_step);
+
 class TrainLoop {
  public:
   TrainLoop(StepRunner& runner, model::PoseModel& model, Optimizer& optimizer, BatchSource& train,

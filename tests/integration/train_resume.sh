@@ -86,6 +86,11 @@ expect_fail 2 "training.val_check_interval = 1000 is more than" "$TRAINER" train
 [[ $(cd "$SCRATCH/full" && find . -type f -newer "$SCRATCH/small.cfg" -printf '%p %s %T@\n' | sort | md5sum) == "$before" ]] ||
   fail "a refused run changed the finished run's folder: $(ls -R "$SCRATCH/full" | head -20)"
 ! ls -d "$SCRATCH"/full/checkpoints/before-* >/dev/null 2>&1 || fail "a refused run set the finished run's checkpoints aside"
+# The same for a --dump-gradients-step the run never reaches (checked by the loop too).
+expect_fail 2 "cannot dump the gradients of step 100: the run stops after step 2" "$TRAINER" train \
+  --config "$SCRATCH/small.cfg" --out "$SCRATCH/full" --max-steps 2 --dump-gradients "$SCRATCH/g.h5" --dump-gradients-step 100
+[[ $(cd "$SCRATCH/full" && find . -type f -newer "$SCRATCH/small.cfg" -printf '%p %s %T@\n' | sort | md5sum) == "$before" ]] ||
+  fail "a run refused over --dump-gradients-step changed the finished run's folder"
 expect_fail 2 "training.val_check_interval = 1000 is more than" "$TRAINER" train --config "$SCRATCH/small.cfg" \
   --out "$SCRATCH/never" --training.val_check_interval 1000
 [[ ! -e $SCRATCH/never ]] || fail "a refused run left a run folder behind: $(ls -R "$SCRATCH/never")"

@@ -41,15 +41,15 @@ print("ckpt: 198 backbone.vision_encoder.* tensors and the head")
 PYEOF
 
 # The run folder as --init-weights of a new ViT run: its checkpoint, not a Hugging Face
-# cache to search (as for the ResNets). At 256x192, which lightning-pose refuses for a
+# cache to search (as for the ResNets). At 128x96, which lightning-pose refuses for a
 # ViT: a warning says its model folder will not load there.
 "$TRAINER" train "$CONFIG" --overrides "${OVERRIDES[@]}" "model.losses_to_use=[]" training.max_steps=1 \
-  data.image_resize_dims.width=192 \
+  data.image_resize_dims.height=128 data.image_resize_dims.width=96 \
   --init-weights "$SCRATCH/runs/a" --out "$SCRATCH/runs/c" >"$SCRATCH/c.txt" 2>&1 ||
   { cat "$SCRATCH/c.txt"; fail "--init-weights of a vits_dino run folder"; }
 grep -q "backbone: loaded 198 tensors from $SCRATCH/runs/a/checkpoints/\(best\|last\).h5" "$SCRATCH/c.txt" ||
   { cat "$SCRATCH/c.txt"; fail "the run folder's checkpoint was not loaded"; }
-grep -q "^warning: data.image_resize_dims 256x192 with vits_dino: lightning-pose refuses ViT models" "$SCRATCH/c.txt" ||
+grep -q "^warning: data.image_resize_dims 128x96 with vits_dino: lightning-pose refuses ViT models" "$SCRATCH/c.txt" ||
   { cat "$SCRATCH/c.txt"; fail "no warning for a non-square ViT"; }
 # A folder that holds no file for the model: one error naming the id and the file, exit 2.
 mkdir -p "$SCRATCH/empty"
