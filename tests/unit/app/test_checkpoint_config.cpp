@@ -11,7 +11,7 @@
 
 using namespace trainer::app;
 
-TEST_CASE("a configuration is given by --config or a YAML file first, in either case", "[app][config]") {
+TEST_CASE("a configuration is given by --config or by a YAML file first (either case)", "[app][config]") {
   CHECK(names_configuration({"conf.YAML", "--resume", "x.h5"}));
   CHECK(names_configuration({"conf.yml"}));
   CHECK(names_configuration({"--resume", "x.h5", "--config", "a.ini"}));
