@@ -19,7 +19,7 @@
 
 #include <boost/program_options.hpp>  // options_description
 
-#include "app/checkpoint_config.hpp"  // use_checkpoint_configuration
+#include "app/checkpoint_config.hpp"  // names_configuration, use_checkpoint_configuration
 #include "app/commands.hpp"         // run_predict, Args
 #include "app/config_parse.hpp"     // parse_command_line, FallbackConfig
 #include "app/make_backend.hpp"     // predict_precision
@@ -125,13 +125,10 @@ int predict_with_checkpoint(const Args& args_in) {
   if (mentions(args, "data.csv_file") && !mentions(args, "data.data_files"))
     args = with_leading_overrides(args, {"data.data_files=[]"});
   std::string checkpoint;
-  // `trainer predict config.yaml ...`: a YAML file as the first argument is the config.
-  bool has_config = !args.empty() && args[0].rfind("-", 0) != 0 &&
-                    (args[0].size() > 5 && (args[0].compare(args[0].size() - 5, 5, ".yaml") == 0 ||
-                                            args[0].compare(args[0].size() - 4, 4, ".yml") == 0));
+  // --config, or `trainer predict config.yaml ...`: a YAML file as the first argument.
+  const bool has_config = names_configuration(args);
   bool wants_help = false;
   for (std::size_t i = 0; i < args.size(); ++i) {
-    if (args[i] == "--config" || args[i].rfind("--config=", 0) == 0) has_config = true;
     if (args[i] == "--help" || args[i] == "-h" || args[i] == "--print-config") wants_help = true;
     if (args[i] == "--checkpoint" && i + 1 < args.size()) checkpoint = args[i + 1];
     if (args[i].rfind("--checkpoint=", 0) == 0) checkpoint = args[i].substr(13);

@@ -3,6 +3,15 @@
 
 namespace trainer::model {
 
+InitRule conv_filter_init(int out_channels, int in_per_group, int kernel) {
+  InitRule init;
+  init.kind = InitRule::kaiming_normal_fan_out;
+  init.gain = 1.4142135623730951;  // calculate_gain("relu") = sqrt(2)
+  init.fan_in = double(in_per_group) * kernel * kernel;
+  init.fan_out = double(out_channels) * kernel * kernel;
+  return init;
+}
+
 Conv2d::Conv2d(ParameterStore& store, const std::string& name, int in_channels, int out_channels,
                int kernel, int stride, int pad, ParamGroup group)
     : store_(&store) {
@@ -11,13 +20,8 @@ Conv2d::Conv2d(ParameterStore& store, const std::string& name, int in_channels, 
   geometry_.kernel = kernel;
   geometry_.stride = stride;
   geometry_.pad = pad;
-  InitRule init;
-  init.kind = InitRule::kaiming_normal_fan_out;
-  init.gain = 1.4142135623730951;  // calculate_gain("relu") = sqrt(2)
-  init.fan_in = double(in_channels) * kernel * kernel;
-  init.fan_out = double(out_channels) * kernel * kernel;
   weight_ = store.add_parameter(name + ".weight", {out_channels, in_channels, kernel, kernel}, group,
-                                init);
+                                conv_filter_init(out_channels, in_channels, kernel));
 }
 
 compute::Shape4 Conv2d::output_shape(compute::Shape4 in) const {

@@ -10,6 +10,11 @@
 
 namespace trainer::model {
 
+// torchvision's init of a convolution filter [out, in_per_group, k, k]:
+// kaiming_normal_(mode="fan_out"), gain sqrt(2), with PyTorch's fans (size(0) or size(1)
+// times the kernel area, whatever the groups).
+InitRule conv_filter_init(int out_channels, int in_per_group, int kernel);
+
 class Conv2d {
  public:
   Conv2d(ParameterStore& store, const std::string& name, int in_channels, int out_channels,

@@ -2,22 +2,6 @@
 #include "model/mbconv_layers.hpp"
 
 namespace trainer::model {
-namespace {
-
-// torchvision's EfficientNet init for every Conv2d: kaiming_normal_(mode="fan_out"),
-// gain sqrt(2); fans as PyTorch counts them (size(0) or size(1) times the kernel area,
-// whatever the groups).
-InitRule conv_init(int out_channels, int in_per_group, int kernel) {
-  InitRule init;
-  init.kind = InitRule::kaiming_normal_fan_out;
-  init.gain = 1.4142135623730951;
-  init.fan_in = double(in_per_group) * kernel * kernel;
-  init.fan_out = double(out_channels) * kernel * kernel;
-  return init;
-}
-
-}  // namespace
-
 DepthwiseConv2d::DepthwiseConv2d(ParameterStore& store, const std::string& name, int channels, int kernel, int stride)
     : store_(&store) {
   geometry_.in_channels = geometry_.out_channels = channels;
@@ -25,7 +9,7 @@ DepthwiseConv2d::DepthwiseConv2d(ParameterStore& store, const std::string& name,
   geometry_.stride = stride;
   geometry_.pad = (kernel - 1) / 2;
   weight_ = store.add_parameter(name + ".weight", {channels, 1, kernel, kernel}, ParamGroup::backbone,
-                                conv_init(channels, 1, kernel));
+                                conv_filter_init(channels, 1, kernel));
 }
 
 compute::Shape4 DepthwiseConv2d::output_shape(compute::Shape4 in) const {
@@ -59,7 +43,7 @@ SqueezeExcitation::SqueezeExcitation(ParameterStore& store, const std::string& n
 SqueezeExcitation::Linear SqueezeExcitation::add_linear(ParameterStore& store, const std::string& name, int in,
                                                         int out) {
   Linear l;
-  l.weight = store.add_parameter(name + ".weight", {out, in, 1, 1}, ParamGroup::backbone, conv_init(out, in, 1));
+  l.weight = store.add_parameter(name + ".weight", {out, in, 1, 1}, ParamGroup::backbone, conv_filter_init(out, in, 1));
   l.bias = store.add_parameter(name + ".bias", {out}, ParamGroup::backbone, InitRule{});  // zeros
   return l;
 }
