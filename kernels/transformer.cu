@@ -234,6 +234,20 @@ __global__ void patchify_kernel(const float* images, float* patches, int channel
   }
 }
 
+// One thread per float of the destination; a row's floats are consecutive threads,
+// so both sides are read and written in whole rows.
+__global__ void window_partition_kernel(const float* tokens, float* windows, compute::WindowGrid g, int width,
+                                        std::size_t n) {
+  GRID_STRIDE(o, n) {
+    const long long t = g.token_of((long long)(o / width));
+    windows[o] = t < 0 ? 0.f : tokens[std::size_t(t) * width + o % width];
+  }
+}
+__global__ void window_unpartition_kernel(const float* windows, float* tokens, compute::WindowGrid g, int width,
+                                          std::size_t n) {
+  GRID_STRIDE(o, n) tokens[o] = windows[std::size_t(g.window_of((long long)(o / width))) * width + o % width];
+}
+
 }  // namespace
 
 void transpose(const float* in, long long in_ld, long long in_stride, float* out, long long out_stride, int batch,
@@ -248,6 +262,20 @@ void patchify(const float* images, float* patches, int batch, int channels, int 
   const std::size_t n = std::size_t(batch) * (height / patch) * (width / patch) * channels * patch * patch;
   if (n == 0) return;
   patchify_kernel<<<blocks_for(n), kThreads, 0, stream>>>(images, patches, channels, height, width, patch, n);
+}
+
+void window_partition(const float* tokens, float* windows, const compute::WindowGrid& g, int width,
+                      cudaStream_t stream) {
+  const std::size_t n = std::size_t(g.window_rows()) * width;
+  if (n == 0) return;
+  window_partition_kernel<<<blocks_for(n), kThreads, 0, stream>>>(tokens, windows, g, width, n);
+}
+
+void window_unpartition(const float* windows, float* tokens, const compute::WindowGrid& g, int width,
+                        cudaStream_t stream) {
+  const std::size_t n = std::size_t(g.token_rows()) * width;
+  if (n == 0) return;
+  window_unpartition_kernel<<<blocks_for(n), kThreads, 0, stream>>>(windows, tokens, g, width, n);
 }
 
 void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, std::uint16_t* y16,

@@ -8,7 +8,8 @@
 #include <cstddef>             // std::size_t
 #include <cstdint>             // std::uint16_t
 
-#include "cast.cuh"  // Format16
+#include "cast.cuh"                  // Format16
+#include "compute/window_rule.hpp"  // compute::WindowGrid
 
 namespace trainer::kernels {
 
@@ -52,5 +53,10 @@ void transpose(const float* in, long long in_ld, long long in_stride, float* out
 // Image patches as rows (TransformerOps::patchify).
 void patchify(const float* images, float* patches, int batch, int channels, int height, int width, int patch,
               cudaStream_t stream);
+// SAM's window layout and back (TransformerOps::window_partition / _unpartition).
+void window_partition(const float* tokens, float* windows, const compute::WindowGrid& g, int width,
+                      cudaStream_t stream);
+void window_unpartition(const float* windows, float* tokens, const compute::WindowGrid& g, int width,
+                        cudaStream_t stream);
 
 }  // namespace trainer::kernels

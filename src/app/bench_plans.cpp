@@ -53,7 +53,7 @@ struct ModelCalls {
   auto cpu = compute::make_cpu_backend(0, compute::Precision::fp32);
   compute::ProfilingBackend recorder(*cpu);
   auto& stream = recorder.default_stream();
-  model::HeatmapModel net(recorder, model::ModelSpec{backbone, keypoints, downsample});
+  model::HeatmapModel net(recorder, model::ModelSpec{backbone, keypoints, downsample, {size, size}});
   net.initialize(0, stream);
   train::StepRunner runner(recorder, stream, net, compute::heatmap_mse_loss());
   compute::HostBuffer<float> image(*cpu, std::size_t(3) * size * size);

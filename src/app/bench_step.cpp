@@ -167,7 +167,7 @@ int bench_step(const Args& args) {
   if (profile > 0) profiler = std::make_unique<compute::ProfilingBackend>(*backend);
   compute::Backend& run_backend = profiler ? *profiler : *backend;
   auto& stream = run_backend.default_stream();
-  model::HeatmapModel net(run_backend, model::ModelSpec{backbone, keypoints, downsample});
+  model::HeatmapModel net(run_backend, model::ModelSpec{backbone, keypoints, downsample, {size, size}});
   net.initialize(seed, stream);
   if (!init_weights.empty()) train::load_pretrained_backbone(init_weights, net.store(), stream);
   if (!init_checkpoint.empty()) train::load_model(init_checkpoint, net.store(), stream);

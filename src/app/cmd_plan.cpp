@@ -82,7 +82,8 @@ int run_plan(const Args& args) {
   {
     auto cpu = compute::make_cpu_backend(1);
     model::ParameterStore store(*cpu);
-    const auto backbone = model::make_backbone(cl.config.model.backbone, store, "backbone.");
+    const auto backbone = model::make_backbone(cl.config.model.backbone, store, "backbone.",
+                                                {cl.config.data.image_resize_height, cl.config.data.image_resize_width});
     model::HeatmapHead::layer_count(cl.config.data.downsample_factor, backbone->stride());
   }
   if (hypothetical) return plan_hypothetical_cluster(cl, json);

@@ -10,6 +10,7 @@
 
 #include "app/config_parse.hpp"            // config_to_yaml
 #include "app/output_files.hpp"            // make_directories
+#include "app/run_options.hpp"             // checkpoint_model_spec
 #include "compute/backend.hpp"             // make_cpu_backend
 #include "model/lightning_pose_names.hpp"  // lightning_pose_state_name
 #include "model/make_model.hpp"            // make_pose_model
@@ -40,12 +41,13 @@ StoredTensor int64_scalar(std::int64_t value) {
 }
 
 // The network's tensors under lightning-pose's names, in state_dict order.
-PickleValue lightning_pose_state_dict(const std::string& h5_checkpoint, const train::TrainingState& state) {
+PickleValue lightning_pose_state_dict(const Config& config, const std::string& h5_checkpoint,
+                                      const train::TrainingState& state) {
   auto backend = compute::make_cpu_backend(1);
   auto& stream = backend->default_stream();
   const std::string model_type = state.model_type.empty() ? "heatmap" : state.model_type;
   const auto net = model::make_pose_model(*backend, model_type,
-                                          model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
+                                          checkpoint_model_spec(state, config));
   auto& store = net->store();
   train::load_model(h5_checkpoint, store, stream);
   PickleValue dict = PickleValue::ordered_dict();
@@ -128,7 +130,7 @@ void write_ckpt(const Config& config, const std::string& h5_checkpoint, const tr
   root.set("epoch", PickleValue::integer(epoch))
       .set("global_step", PickleValue::integer(state.global_step))
       .set("pytorch-lightning_version", PickleValue::string(kLightningVersion))
-      .set("state_dict", lightning_pose_state_dict(h5_checkpoint, state))
+      .set("state_dict", lightning_pose_state_dict(config, h5_checkpoint, state))
       .set("callbacks", PickleValue::dict())
       .set("optimizer_states", PickleValue::list())
       .set("lr_schedulers", PickleValue::list())

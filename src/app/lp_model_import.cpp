@@ -11,6 +11,7 @@
 #include <vector>                     // std::vector
 
 #include "app/config_parse.hpp"            // parse_command_line, config_to_ini
+#include "app/run_options.hpp"             // checkpoint_model_spec
 #include "compute/backend.hpp"             // make_cpu_backend
 #include "model/lightning_pose_names.hpp"  // state_name_from_lightning_pose
 #include "model/make_model.hpp"            // make_pose_model
@@ -94,7 +95,7 @@ void convert(const std::string& ckpt, const Config& config, const std::string& o
   auto backend = compute::make_cpu_backend(1);
   auto& stream = backend->default_stream();
   const auto net = model::make_pose_model(*backend, state.model_type,
-                                          model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
+                                          checkpoint_model_spec(state, config));
   auto& store = net->store();
   train::StoredTensorLoad how;  // every tensor of the model, by lightning-pose's names
   how.path = ckpt;

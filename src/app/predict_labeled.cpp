@@ -73,7 +73,7 @@ long predict_labeled_frames(const Config& config, const std::string& checkpoint,
   // The checkpoint knows its model type (older checkpoints: the configuration's).
   const std::string& model_type = state.model_type.empty() ? config.model.model_type : state.model_type;
   const auto network = model::make_pose_model(*backend, model_type,
-                                              model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
+                                              checkpoint_model_spec(state, config));
   model::PoseModel& net = *network;
   train::load_model(checkpoint, net.store(), stream);
   train::StepRunner runner(*backend, stream, net, compute::heatmap_mse_loss());

@@ -24,6 +24,7 @@
 #include "app/pca_error_files.hpp"  // fit_pca_error_metrics, pca_error_csv
 #include "app/prediction_recording.hpp"  // enable_prediction_recording, report_prediction_recording
 #include "app/run_data.hpp"         // open_run_data
+#include "app/run_options.hpp"      // checkpoint_model_spec
 #include "compute/backend.hpp"      // compute::Backend
 #include "compute/losses/heatmap_mse.hpp"  // the runner needs a loss; prediction computes none
 #include "data/labeled_video.hpp"   // data::write_labeled_video
@@ -245,7 +246,7 @@ void predict_videos(runtime::MpiSession& session, const Config& config, const Vi
   auto& stream = backend->default_stream();
   const std::string& model_type = state.model_type.empty() ? config.model.model_type : state.model_type;
   const auto network = model::make_pose_model(*backend, model_type,
-                                              model::ModelSpec{state.backbone, state.num_keypoints, state.downsample_factor});
+                                              checkpoint_model_spec(state, config));
   train::load_model(request.checkpoint, network->store(), stream);
   train::StepRunner runner(*backend, stream, *network, compute::heatmap_mse_loss());
   enable_prediction_recording(config, *backend, runner, log);

@@ -66,6 +66,16 @@ model::ModelSpec model_spec(const Config& config, int num_keypoints) {
   spec.backbone = config.model.backbone;
   spec.num_keypoints = num_keypoints;
   spec.downsample_factor = config.data.downsample_factor;
+  spec.image = {config.data.image_resize_height, config.data.image_resize_width};
+  return spec;
+}
+
+model::ModelSpec checkpoint_model_spec(const train::TrainingState& state, const Config& config) {
+  model::ModelSpec spec;
+  spec.backbone = state.backbone;
+  spec.num_keypoints = state.num_keypoints;
+  spec.downsample_factor = state.downsample_factor;
+  spec.image = {config.data.image_resize_height, config.data.image_resize_width};
   return spec;
 }
 

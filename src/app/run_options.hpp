@@ -12,6 +12,7 @@
 #include "model/pose_model.hpp"   // model::ModelSpec
 #include "runtime/run_plan.hpp"   // runtime::RunPlan
 #include "runtime/world.hpp"      // runtime::World
+#include "train/checkpoint.hpp"   // train::TrainingState
 #include "train/optimizer.hpp"    // train::OptimizerConfig
 #include "train/train_loop.hpp"   // train::LoopConfig
 
@@ -41,6 +42,9 @@ data::SamplerOptions sampler_options(const Config& config, const runtime::World&
 
 // The network for `num_keypoints` keypoints (the data set's).
 model::ModelSpec model_spec(const Config& config, int num_keypoints);
+// The network a checkpoint holds (its backbone, keypoints and downsample factor),
+// for images of the configuration's size.
+model::ModelSpec checkpoint_model_spec(const train::TrainingState& state, const Config& config);
 
 train::OptimizerConfig optimizer_config(const Config& config);
 

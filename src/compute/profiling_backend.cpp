@@ -147,6 +147,12 @@ class ProfilingBackend::TimedTransformerOps final : public TransformerOps {
                 Stream& s) override {
     TRAINER_TIMED_OP(elementwise, patchify(images, patches, batch, channels, height, width, patch, s));
   }
+  void window_partition(const float* tokens, float* windows, const WindowGrid& g, int width, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, window_partition(tokens, windows, g, width, s));
+  }
+  void window_unpartition(const float* windows, float* tokens, const WindowGrid& g, int width, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, window_unpartition(windows, tokens, g, width, s));
+  }
   void attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                          const AttentionShape& a, Stream& s) override {
     if (owner_.enabled_) owner_.attention_calls_.push_back(a);

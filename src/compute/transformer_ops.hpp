@@ -14,8 +14,9 @@
 #include <cstdint>  // std::uint16_t
 #include <string>   // std::string
 
-#include "compute/precision.hpp"  // Precision
-#include "compute/stream.hpp"     // Stream
+#include "compute/precision.hpp"    // Precision
+#include "compute/stream.hpp"       // Stream
+#include "compute/window_rule.hpp"  // WindowGrid
 
 namespace trainer::compute {
 
@@ -211,6 +212,13 @@ class TransformerOps {
   // is a Linear with the convolution's [out, c, ky, kx] weight read as [out, in].
   virtual void patchify(const float* images, float* patches, int batch, int channels, int height, int width,
                         int patch, Stream& s) = 0;
+  // SAM's windowed attention (window_rule.hpp): tokens [g.token_rows(), width] into
+  // the windowed layout [g.window_rows(), width], padding rows zero; and back, each
+  // token row from the windowed row that holds it (the padding rows are dropped). Each
+  // is the other's backward.
+  virtual void window_partition(const float* tokens, float* windows, const WindowGrid& g, int width, Stream& s) = 0;
+  virtual void window_unpartition(const float* windows, float* tokens, const WindowGrid& g, int width,
+                                  Stream& s) = 0;
 
   // Attention, written once over matmul and softmax (transformer_attention.cpp); a
   // device may override it with a fused kernel. Forward: probs = softmax(q k^T /

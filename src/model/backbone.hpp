@@ -21,6 +21,12 @@
 
 namespace trainer::model {
 
+// The network's input size, for a backbone whose tensors depend on it (vitb_sam's
+// position table); {0, 0}: the backbone's own default.
+struct ImageSize {
+  int height = 0, width = 0;
+};
+
 class Backbone {
  public:
   virtual ~Backbone() = default;

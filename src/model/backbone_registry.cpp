@@ -14,7 +14,7 @@ namespace trainer::model {
 namespace {
 
 using BackboneFactory = std::unique_ptr<Backbone> (*)(ParameterStore& store, const std::string& name,
-                                                      const std::string& prefix);
+                                                      const std::string& prefix, ImageSize image);
 
 struct BackboneEntry {
   const char* name;
@@ -62,6 +62,9 @@ constexpr BackboneEntry kBackbones[] = {
      "https://huggingface.co/facebook/dinov3-vitb16-pretrain-lvd1689m/resolve/main/model.safetensors"},
     // MAE's ViT-B, which lightning-pose reads into a plain ViTModel.
     {"vitb_imagenet", make_vit, "https://huggingface.co/facebook/vit-mae-base/resolve/main/model.safetensors"},
+    // SAM's image encoder (the whole SamModel's file; its prompt encoder and mask
+    // decoder are not the backbone's).
+    {"vitb_sam", make_vit, "https://huggingface.co/facebook/sam-vit-base/resolve/main/model.safetensors"},
 };
 
 const BackboneEntry& find_backbone(const std::string& name) {
@@ -105,6 +108,7 @@ std::string backbone_tensor_name(std::string name) {
   // when saved from a model with a head (MAE's ViTMAEForPreTraining: its decoder.*
   // is not the encoder's). lightning-pose keeps it as vision_encoder. DINOv3ViTModel's
   // keys are layer.<i>.* and norm.*.
+  if (name.rfind("vision_encoder.", 0) == 0) return "backbone." + name;  // SamModel's (vitb_sam)
   if (name.rfind("vit_mae.", 0) == 0) name = name.substr(8);  // lightning-pose's MAE checkpoints (vit.py)
   if (name.rfind("vit.", 0) == 0) name = name.substr(4);
   for (const char* stem : {"embeddings.", "encoder.", "layernorm.", "layer.", "norm."})
@@ -116,6 +120,11 @@ void adapt_backbone_tensors(std::vector<StoredTensor>& tensors, const ParameterS
   const std::string kernel = "embeddings.patch_embeddings.projection.weight";
   for (StoredTensor& t : tensors) {
     const std::string ours = backbone_tensor_name(t.name);
+    if (ours == "backbone.vision_encoder.pos_embed") {  // SAM's table, for this run's grid
+      const long i = store.find_parameter(ours);
+      if (i >= 0) t = resize_position_table(t, store.parameters()[std::size_t(i)].shape);
+      continue;
+    }
     if (ours.size() < kernel.size() || ours.compare(ours.size() - kernel.size(), kernel.size(), kernel) != 0) continue;
     const long i = store.find_parameter(ours);
     if (i < 0) continue;
@@ -126,8 +135,9 @@ void adapt_backbone_tensors(std::vector<StoredTensor>& tensors, const ParameterS
   }
 }
 
-std::unique_ptr<Backbone> make_backbone(const std::string& name, ParameterStore& store, const std::string& prefix) {
-  return find_backbone(name).make(store, name, prefix);
+std::unique_ptr<Backbone> make_backbone(const std::string& name, ParameterStore& store, const std::string& prefix,
+                                        ImageSize image) {
+  return find_backbone(name).make(store, name, prefix, image);
 }
 
 }  // namespace trainer::model

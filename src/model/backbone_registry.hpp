@@ -36,11 +36,14 @@ std::string backbone_tensor_name(std::string name);
 
 // Brings a pretrained file's tensors to the shapes the store wants where lightning-pose
 // transforms them at load: DINOv2's 14x14 patch-embedding kernels become 16x16
-// (model/vit.hpp, resize_patch_embedding). Others are left as they are.
+// (model/vit.hpp, resize_patch_embedding); SAM's 64x64 position table becomes the
+// run's grid (resize_position_table). Others are left as they are.
 void adapt_backbone_tensors(std::vector<StoredTensor>& tensors, const ParameterStore& store);
 
 // Builds backbone `name`, registering its tensors in `store` under `prefix`
-// (see backbone.hpp). Throws UserError for an unknown name.
-std::unique_ptr<Backbone> make_backbone(const std::string& name, ParameterStore& store, const std::string& prefix);
+// (see backbone.hpp), for input images of size `image` (which only vitb_sam's
+// tensors depend on). Throws UserError for an unknown name.
+std::unique_ptr<Backbone> make_backbone(const std::string& name, ParameterStore& store, const std::string& prefix,
+                                        ImageSize image = {});
 
 }  // namespace trainer::model

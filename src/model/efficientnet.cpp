@@ -216,7 +216,8 @@ std::vector<std::pair<std::string, std::vector<float>>> EfficientNet::training_d
   return draws;
 }
 
-std::unique_ptr<Backbone> make_efficientnet(ParameterStore& store, const std::string& name, const std::string& prefix) {
+std::unique_ptr<Backbone> make_efficientnet(ParameterStore& store, const std::string& name, const std::string& prefix,
+                                            ImageSize) {
   return std::make_unique<EfficientNet>(store, efficientnet_spec(name), prefix);
 }
 

@@ -89,6 +89,7 @@ class EfficientNet final : public Backbone {
 };
 
 // The registry's factory for efficientnet_b0 | efficientnet_b1 | efficientnet_b2.
-std::unique_ptr<Backbone> make_efficientnet(ParameterStore& store, const std::string& name, const std::string& prefix);
+std::unique_ptr<Backbone> make_efficientnet(ParameterStore& store, const std::string& name, const std::string& prefix,
+                                            ImageSize image);
 
 }  // namespace trainer::model

@@ -9,7 +9,7 @@ namespace trainer::model {
 HeatmapModel::HeatmapModel(compute::Backend& backend, const ModelSpec& spec)
     : spec_(spec),
       store_(backend),
-      backbone_(make_backbone(spec.backbone, store_, "backbone.")),
+      backbone_(make_backbone(spec.backbone, store_, "backbone.", spec.image)),
       head_(store_, "head.", backbone_->out_channels(), spec.num_keypoints, spec.downsample_factor,
             backbone_->stride()) {
   store_.allocate();

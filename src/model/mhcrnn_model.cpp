@@ -30,7 +30,7 @@ int crnn_upsampling_factor(const Backbone& backbone) { return checked_context_st
 MhcrnnModel::MhcrnnModel(compute::Backend& backend, const ModelSpec& spec)
     : spec_(spec),
       store_(backend),
-      backbone_(make_backbone(spec.backbone, store_, "backbone.")),
+      backbone_(make_backbone(spec.backbone, store_, "backbone.", spec.image)),
       head_sf_(store_, "head.head_sf.", backbone_->out_channels(), spec.num_keypoints,
                checked_downsample(spec.downsample_factor), checked_context_stride(*backbone_)),
       head_mf_(store_, "head.head_mf.", backbone_->out_channels(), spec.num_keypoints,

@@ -6,6 +6,7 @@
 // ([branch 0 rows; branch 1 rows; ...]), all trained against the same targets.
 #include <cstdint>  // std::uint64_t
 #include <string>   // std::string
+#include <utility>  // std::move
 #include <vector>   // std::vector
 
 #include "compute/backend.hpp"        // compute::TensorView
@@ -16,9 +17,17 @@
 namespace trainer::model {
 
 struct ModelSpec {
+  ModelSpec() = default;
+  ModelSpec(std::string backbone_name, int keypoints, int downsample, ImageSize image_size = {})
+      : backbone(std::move(backbone_name)), num_keypoints(keypoints), downsample_factor(downsample),
+        image(image_size) {}
+
   std::string backbone = "resnet50";  // one of backbone_names() (backbone_registry.hpp)
   int num_keypoints = 0;
   int downsample_factor = 2;
+  // The input images' size: vitb_sam's position table is made for it ({0, 0}: its
+  // checkpoint's 1024 x 1024); the other backbones take any size.
+  ImageSize image;
 };
 
 class PoseModel {

@@ -110,7 +110,8 @@ void ResNet::backward(const Context& ctx, compute::TensorView dy) {
   conv1_.backward(ctx, dconv, false);
 }
 
-std::unique_ptr<Backbone> make_resnet(ParameterStore& store, const std::string& name, const std::string& prefix) {
+std::unique_ptr<Backbone> make_resnet(ParameterStore& store, const std::string& name, const std::string& prefix,
+                                      ImageSize) {
   return std::make_unique<ResNet>(store, resnet_spec(name), prefix);
 }
 

@@ -62,6 +62,7 @@ class ResNet final : public Backbone {
 };
 
 // The registry's factory for resnet18 | resnet34 | resnet50.
-std::unique_ptr<Backbone> make_resnet(ParameterStore& store, const std::string& name, const std::string& prefix);
+std::unique_ptr<Backbone> make_resnet(ParameterStore& store, const std::string& name, const std::string& prefix,
+                                      ImageSize image);
 
 }  // namespace trainer::model

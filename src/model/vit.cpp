@@ -3,7 +3,7 @@
 // R = B * T token rows, C hidden width, M MLP width; every activation is [R, width].
 #include "model/vit.hpp"
 
-#include <algorithm>  // std::sort, std::max
+#include <algorithm>  // std::sort, std::max, std::unique
 #include <cstring>    // std::memcpy
 #include <utility>    // std::swap
 
@@ -32,6 +32,22 @@ InitRule ones() {
   InitRule r;
   r.kind = InitRule::ones;
   return r;
+}
+
+// A float32 or float64 tensor's elements (the resizes below check the type first).
+std::vector<double> stored_values(const StoredTensor& tensor) {
+  const bool f32 = tensor.type == StoredType::f32;
+  std::vector<double> values(tensor.bytes.size() / (f32 ? sizeof(float) : sizeof(double)));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    if (f32) {
+      float v;
+      std::memcpy(&v, tensor.bytes.data() + i * sizeof v, sizeof v);
+      values[i] = v;
+    } else {
+      std::memcpy(&values[i], tensor.bytes.data() + i * sizeof(double), sizeof(double));
+    }
+  }
+  return values;
 }
 
 }  // namespace
@@ -66,12 +82,26 @@ VitSpec vit_spec(const std::string& name) {
     // trainable parameters like DINO's; ViTMAEConfig's eps is ViTConfig's 1e-12.
     s.model_id = "facebook/vit-mae-base";
     s.hidden = 768, s.heads = 12, s.mlp = 3072;
+  } else if (name == "vitb_sam") {
+    // SamVisionConfig of facebook/sam-vit-base: 1024 x 1024 images (a 64 x 64 table),
+    // LayerNorm eps 1e-6, windows of 14, global attention in layers 2, 5, 8, 11.
+    s.sam = true;
+    s.model_id = "facebook/sam-vit-base";
+    s.hidden = 768, s.heads = 12, s.mlp = 3072;
+    s.pretrained_grid = 64, s.layer_norm_eps = 1e-6f;
+    s.window = 14, s.global_layers = {2, 5, 8, 11};
   } else {
     throw UserError("unknown backbone '" + name + "'",
-                    "the ViT backbones are vits_dino, vitb_dino, vits_dinov2, vitb_dinov2, vits_dinov3, vitb_dinov3 "
-                    "and vitb_imagenet");
+                    "the ViT backbones are vits_dino, vitb_dino, vits_dinov2, vitb_dinov2, vits_dinov3, vitb_dinov3, "
+                    "vitb_imagenet and vitb_sam");
   }
   return s;
+}
+
+int VitSpec::layer_window(int layer) const {
+  for (int g : global_layers)
+    if (g == layer) return 0;
+  return window;
 }
 
 VisionTransformer::Linear VisionTransformer::add_linear(ParameterStore& store, const std::string& name, int in,
@@ -123,6 +153,55 @@ void VisionTransformer::add_embeddings(ParameterStore& store, const std::string&
   patch_embedding_.bias = store.add_parameter(projection + ".bias", {C}, ParamGroup::backbone, InitRule{});
 }
 
+void VisionTransformer::add_sam_encoder(ParameterStore& store, const std::string& root, ImageSize image) {
+  // SamVisionEncoder's state_dict: pos_embed, patch_embed.projection, layers.<i>
+  // (layer_norm1, attn.rel_pos_h/_w, attn.qkv, attn.proj, layer_norm2, mlp.lin1/2), neck.
+  const int C = spec_.hidden, P = spec_.patch, G = spec_.pretrained_grid;
+  if (image.height == 0 && image.width == 0) image = {G * P, G * P};
+  if (image.height < P || image.width < P || image.height % P != 0 || image.width % P != 0)
+    throw UserError(spec_.name + " cannot take " + std::to_string(image.height) + "x" + std::to_string(image.width) +
+                        " images: its position table needs multiples of " + std::to_string(P),
+                    "set data.image_resize_height/width to multiples of " + std::to_string(P));
+  sam_grid_h_ = image.height / P, sam_grid_w_ = image.width / P;
+  position_embeddings_ =
+      store.add_parameter(root + "pos_embed", {1, sam_grid_h_, sam_grid_w_, C}, ParamGroup::backbone, InitRule{});
+  patch_embedding_.in = 3 * P * P, patch_embedding_.out = C;
+  patch_embedding_.weight =
+      store.add_parameter(root + "patch_embed.projection.weight", {C, 3, P, P}, ParamGroup::backbone, normal_002());
+  patch_embedding_.bias =
+      store.add_parameter(root + "patch_embed.projection.bias", {C}, ParamGroup::backbone, InitRule{});
+  const int head_dim = C / spec_.heads;
+  for (int i = 0; i < spec_.layers; ++i) {
+    Block& b = blocks_[std::size_t(i)];
+    const std::string layer = root + "layers." + std::to_string(i) + ".";
+    b.window = spec_.layer_window(i);
+    // Sized as SamVisionAttention makes them: for the window, or for the pretrained grid.
+    const int span = 2 * (b.window > 0 ? b.window : G) - 1;
+    b.before = add_layer_norm(store, layer + "layer_norm1");
+    b.rel_pos_h = store.add_parameter(layer + "attn.rel_pos_h", {span, head_dim}, ParamGroup::backbone, InitRule{});
+    b.rel_pos_w = store.add_parameter(layer + "attn.rel_pos_w", {span, head_dim}, ParamGroup::backbone, InitRule{});
+    const Linear qkv = add_linear(store, layer + "attn.qkv", C, 3 * C);
+    for (Linear* part : {&b.query, &b.key, &b.value}) {
+      *part = qkv;
+      part->out = C;
+    }
+    b.key.first_row = C, b.value.first_row = 2 * C;
+    b.proj = add_linear(store, layer + "attn.proj", C, C);
+    b.after = add_layer_norm(store, layer + "layer_norm2");
+    b.fc1 = add_linear(store, layer + "mlp.lin1", C, spec_.mlp);
+    b.fc2 = add_linear(store, layer + "mlp.lin2", spec_.mlp, C);
+  }
+  // SamVisionNeck (256 channels), which lightning-pose's forward skips.
+  const int neck = 256;
+  InitRule conv = normal_002();
+  sam_neck_ = {store.add_parameter(root + "neck.conv1.weight", {neck, C, 1, 1}, ParamGroup::backbone, conv),
+               store.add_parameter(root + "neck.layer_norm1.weight", {neck}, ParamGroup::backbone, ones()),
+               store.add_parameter(root + "neck.layer_norm1.bias", {neck}, ParamGroup::backbone, InitRule{}),
+               store.add_parameter(root + "neck.conv2.weight", {neck, neck, 3, 3}, ParamGroup::backbone, conv),
+               store.add_parameter(root + "neck.layer_norm2.weight", {neck}, ParamGroup::backbone, ones()),
+               store.add_parameter(root + "neck.layer_norm2.bias", {neck}, ParamGroup::backbone, InitRule{})};
+}
+
 void VisionTransformer::add_attention(ParameterStore& store, Block& b, const std::string& layer) {
   const int C = spec_.hidden;
   b.query = add_linear(store, layer + "attention.attention.query", C, C);
@@ -138,7 +217,8 @@ VisionTransformer::LayerNorm VisionTransformer::add_layer_norm(ParameterStore& s
   return n;
 }
 
-VisionTransformer::VisionTransformer(ParameterStore& store, const VitSpec& spec, const std::string& prefix)
+VisionTransformer::VisionTransformer(ParameterStore& store, const VitSpec& spec, const std::string& prefix,
+                                     ImageSize image)
     : spec_(spec), store_(&store), blocks_(std::size_t(spec.layers)), hidden_(std::size_t(spec.layers) + 1) {
   if (spec.hidden % spec.heads != 0)
     throw SystemError("internal error: ViT width " + std::to_string(spec.hidden) + " is not a multiple of " +
@@ -147,6 +227,10 @@ VisionTransformer::VisionTransformer(ParameterStore& store, const VitSpec& spec,
     throw SystemError("internal error: DINOv3's RoPE needs a head width divisible by 4");
   const int C = spec.hidden;
   const std::string root = prefix + "vision_encoder.";
+  if (spec.sam) {
+    add_sam_encoder(store, root, image);
+    return;
+  }
   add_embeddings(store, root);
   // Each layer's tensors in Hugging Face's order (ViTLayer: attention, intermediate,
   // output, layernorm_before/after).
@@ -177,14 +261,20 @@ VisionTransformer::VisionTransformer(ParameterStore& store, const VitSpec& spec,
 void VisionTransformer::ensure_buffers(compute::Backend& backend) {
   const std::size_t R = std::size_t(batch_) * tokens_, C = std::size_t(spec_.hidden), M = std::size_t(spec_.mlp);
   const std::size_t N = std::size_t(tokens_) - spec_.prefix_tokens(), P = std::size_t(spec_.patch);
-  // The attention's saved state: its probabilities, or far less where a device fuses it.
-  const std::size_t probs = backend.transformer_ops().attention_state_count(
-      compute::AttentionShape{batch_, tokens_, spec_.heads, spec_.hidden / spec_.heads});
   ensure_capacity(backend, patches_, std::size_t(batch_) * N * 3 * P * P);
   ensure_capacity(backend, positions_, std::size_t(tokens_) * C);
   for (auto& h : hidden_) ensure_capacity(backend, h, R * C);
   for (auto& b : blocks_) {
-    for (DeviceBuffer* t : {&b.ln1, &b.q, &b.k, &b.v, &b.context, &b.mid, &b.ln2}) ensure_capacity(backend, *t, R * C);
+    // The attention's rows (SAM's windows: padding included) and its saved state:
+    // its probabilities, or far less where a device fuses it.
+    const std::size_t A = attention_rows(b);
+    const std::size_t probs = backend.transformer_ops().attention_state_count(attention_shape(b));
+    for (DeviceBuffer* t : {&b.ln1, &b.mid, &b.ln2}) ensure_capacity(backend, *t, R * C);
+    for (DeviceBuffer* t : {&b.q, &b.k, &b.v, &b.context}) ensure_capacity(backend, *t, A * C);
+    if (b.window > 0) {
+      ensure_capacity(backend, b.ln1_windows, A * C);
+      ensure_capacity(backend, b.context_tokens, R * C);
+    }
     for (DeviceBuffer* t : {&b.mean1, &b.rstd1, &b.mean2, &b.rstd2}) ensure_capacity(backend, *t, R);
     ensure_capacity(backend, b.probs, probs);
     if (spec_.layer_scale()) {
@@ -205,11 +295,39 @@ void VisionTransformer::ensure_buffers(compute::Backend& backend) {
   ensure_capacity(backend, features_, std::size_t(batch_) * C * N);
 }
 
+const float* VisionTransformer::weight(const Linear& l) const {
+  return store_->param(l.weight) + std::size_t(l.first_row) * l.in;
+}
+const float* VisionTransformer::bias(const Linear& l) const {
+  return l.has_bias ? store_->param(l.bias) + l.first_row : nullptr;
+}
+float* VisionTransformer::weight_grad(const Linear& l) const {
+  return store_->grad(l.weight) + std::size_t(l.first_row) * l.in;
+}
+float* VisionTransformer::bias_grad(const Linear& l) const {
+  return l.has_bias ? store_->grad(l.bias) + l.first_row : nullptr;
+}
+
+compute::WindowGrid VisionTransformer::window_grid(const Block& b) const {
+  return {batch_, grid_h_, grid_w_, b.window};
+}
+
+compute::AttentionShape VisionTransformer::attention_shape(const Block& b) const {
+  const int head_dim = spec_.hidden / spec_.heads;
+  if (b.window == 0) return {batch_, tokens_, spec_.heads, head_dim};
+  const compute::WindowGrid g = window_grid(b);
+  return {batch_ * g.windows_h() * g.windows_w(), b.window * b.window, spec_.heads, head_dim};
+}
+
+std::size_t VisionTransformer::attention_rows(const Block& b) const {
+  const compute::AttentionShape a = attention_shape(b);
+  return std::size_t(a.batch) * a.tokens;
+}
+
 void VisionTransformer::linear_forward(const Context& ctx, const Linear& l, const float* x, const std::uint16_t* x16,
                                        float* y) {
-  ctx.backend.transformer_ops().linear_forward(x, x16, store_->param(l.weight),
-                                               l.has_bias ? store_->param(l.bias) : nullptr, y, batch_ * tokens_, l.in,
-                                               l.out, ctx.stream);
+  ctx.backend.transformer_ops().linear_forward(x, x16, weight(l), bias(l), y, batch_ * tokens_, l.in, l.out,
+                                               ctx.stream);
 }
 
 std::uint16_t* VisionTransformer::copy16(DeviceBuffer& buffer) const {
@@ -219,19 +337,18 @@ std::uint16_t* VisionTransformer::copy16(DeviceBuffer& buffer) const {
 compute::SharedInputLinear VisionTransformer::shared_input(const Linear& l, float* y) {
   compute::SharedInputLinear s;
   s.out = l.out;
-  s.w = store_->param(l.weight);
-  s.bias = l.has_bias ? store_->param(l.bias) : nullptr;
+  s.w = weight(l);
+  s.bias = bias(l);
   s.y = y;
-  s.dw = store_->grad(l.weight);
-  s.dbias = l.has_bias ? store_->grad(l.bias) : nullptr;
+  s.dw = weight_grad(l);
+  s.dbias = bias_grad(l);
   return s;
 }
 
 void VisionTransformer::linear_backward(const Context& ctx, const Linear& l, const float* x, const std::uint16_t* x16,
                                         const float* dy, float* dx) {
-  ctx.backend.transformer_ops().linear_backward(x, x16, store_->param(l.weight), dy, dx, store_->grad(l.weight),
-                                                l.has_bias ? store_->grad(l.bias) : nullptr, batch_ * tokens_, l.in,
-                                                l.out, ctx.stream);
+  ctx.backend.transformer_ops().linear_backward(x, x16, weight(l), dy, dx, weight_grad(l), bias_grad(l),
+                                                batch_ * tokens_, l.in, l.out, ctx.stream);
 }
 
 compute::TensorView VisionTransformer::forward(const Context& ctx, compute::ConstTensorView x) {
@@ -268,11 +385,15 @@ compute::TensorView VisionTransformer::forward(const Context& ctx, compute::Cons
   ops.matmul(embed, patches_.data(), store_->param(patch_embedding_.weight), tokens + std::size_t(prefix) * C, s);
 
   for (std::size_t l = 0; l < blocks_.size(); ++l) block_forward(ctx, blocks_[l], hidden_[l].data(), hidden_[l + 1].data());
-  ops.layer_norm_forward(hidden_.back().data(), store_->param(final_norm_.weight), store_->param(final_norm_.bias),
-                         final_out_.data(), nullptr, final_mean_.data(), final_rstd_.data(), batch_ * T, C,
-                         spec_.layer_norm_eps, s);
+  const float* last = hidden_.back().data();  // SAM's features: the last block's tokens
+  if (!spec_.sam) {
+    ops.layer_norm_forward(hidden_.back().data(), store_->param(final_norm_.weight), store_->param(final_norm_.bias),
+                           final_out_.data(), nullptr, final_mean_.data(), final_rstd_.data(), batch_ * T, C,
+                           spec_.layer_norm_eps, s);
+    last = final_out_.data();
+  }
   // The CLS (and register) tokens are dropped; patch tokens [N, C] become the map [C, h, w].
-  ops.transpose(final_out_.data() + std::size_t(prefix) * C, C, static_cast<long long>(T) * C, features_.data(),
+  ops.transpose(last + std::size_t(prefix) * C, C, static_cast<long long>(T) * C, features_.data(),
                 static_cast<long long>(C) * N, batch_, N, C, s);
   return {features_.data(), {batch_, C, grid_h_, grid_w_}};
 }
@@ -282,6 +403,17 @@ void VisionTransformer::embedding_rows(const Context& ctx) {
   auto& s = ctx.stream;
   const int C = spec_.hidden, G = spec_.pretrained_grid, N = grid_h_ * grid_w_, prefix = spec_.prefix_tokens();
   float* rows = positions_.data();
+  if (spec_.sam) {  // the table, made for one grid at load, plus the patch-embedding bias
+    if (grid_h_ != sam_grid_h_ || grid_w_ != sam_grid_w_)
+      throw UserError(spec_.name + "'s position table is for " + std::to_string(sam_grid_h_ * spec_.patch) + "x" +
+                          std::to_string(sam_grid_w_ * spec_.patch) + " images, not " +
+                          std::to_string(grid_h_ * spec_.patch) + "x" + std::to_string(grid_w_ * spec_.patch),
+                      "a vitb_sam model takes the image size it was made for (data.image_resize_height/width of "
+                      "its training)");
+    ctx.backend.copy(rows, store_->param(position_embeddings_), std::size_t(N) * C, s);
+    ops.add_bias(rows, store_->param(patch_embedding_.bias), N, C, s);
+    return;
+  }
   if (spec_.dinov3) {
     // [CLS; registers; patch-embedding bias]: DINOv3 has no additive position
     // embedding; positions enter as the rotation of each patch's queries and keys.
@@ -361,24 +493,40 @@ void VisionTransformer::block_forward(const Context& ctx, Block& b, const float*
   auto& s = ctx.stream;
   const int R = batch_ * tokens_, C = spec_.hidden;
   const std::size_t RC = std::size_t(R) * C;
+  const bool windowed = b.window > 0;
+  // Windowed (SAM): the projections and the attention run on the windows of ln1, zero
+  // tokens in the padding, as SamVisionLayer pads after its layer_norm1; the
+  // projection after the attention is per token, so it runs on the windows' output
+  // put back in token order (the padding's rows, which SAM crops, skipped).
   ops.layer_norm_forward(x, store_->param(b.before.weight), store_->param(b.before.bias), b.ln1.data(),
-                         copy16(b.ln1_16), b.mean1.data(), b.rstd1.data(), R, C, spec_.layer_norm_eps, s);
+                         windowed ? nullptr : copy16(b.ln1_16), b.mean1.data(), b.rstd1.data(), R, C,
+                         spec_.layer_norm_eps, s);
+  const float* qkv_in = b.ln1.data();
+  if (windowed) {
+    ops.window_partition(b.ln1.data(), b.ln1_windows.data(), window_grid(b), C, s);
+    qkv_in = b.ln1_windows.data();
+  }
   const SharedInputLinear qkv[3] = {shared_input(b.query, b.q.data()), shared_input(b.key, b.k.data()),
                                      shared_input(b.value, b.v.data())};
-  ops.linears_forward(b.ln1.data(), copy16(b.ln1_16), qkv, 3, R, C, s);
+  ops.linears_forward(qkv_in, windowed ? nullptr : copy16(b.ln1_16), qkv, 3, int(attention_rows(b)), C, s);
   if (spec_.dinov3) {  // q and k are kept turned: the attention's backward reads them
     ops.rotary_forward(b.q.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
     ops.rotary_forward(b.k.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
   }
-  const compute::AttentionShape a{batch_, tokens_, spec_.heads, C / spec_.heads};
+  const compute::AttentionShape a = attention_shape(b);
   ops.attention_forward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), b.context.data(), a, s);
-  // A fused attention's own 16-bit output, where it kept one.
-  const std::uint16_t* context16 = copies_ ? ops.attention_output16(b.probs.data(), a) : nullptr;
+  // A fused attention's own 16-bit output, where it kept one (in token order only).
+  const std::uint16_t* context16 = copies_ && !windowed ? ops.attention_output16(b.probs.data(), a) : nullptr;
+  const float* context = b.context.data();
+  if (windowed) {
+    ops.window_unpartition(b.context.data(), b.context_tokens.data(), window_grid(b), C, s);
+    context = b.context_tokens.data();
+  }
   if (spec_.layer_scale()) {
-    linear_forward(ctx, b.proj, b.context.data(), context16, b.attention_out.data());
+    linear_forward(ctx, b.proj, context, context16, b.attention_out.data());
     ops.layer_scale_forward(b.attention_out.data(), store_->param(b.layer_scale1), b.mid.data(), R, C, s);
   } else {
-    linear_forward(ctx, b.proj, b.context.data(), context16, b.mid.data());
+    linear_forward(ctx, b.proj, context, context16, b.mid.data());
   }
   ops.add(b.mid.data(), x, b.mid.data(), RC, s);  // residual
   ops.layer_norm_forward(b.mid.data(), store_->param(b.after.weight), store_->param(b.after.bias), b.ln2.data(),
@@ -419,10 +567,17 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
                              store_->grad(b.layer_scale1), R, C, s);
     d_attention = d_branch_.data();
   }
-  const compute::AttentionShape a{batch_, tokens_, spec_.heads, C / spec_.heads};
-  const std::uint16_t* context16 = copies_ ? ops.attention_output16(b.probs.data(), a) : nullptr;
-  linear_backward(ctx, b.proj, b.context.data(), context16, d_attention, d_tmp_.data());
-  ops.attention_backward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), b.context.data(), d_tmp_.data(),
+  const bool windowed = b.window > 0;
+  const compute::AttentionShape a = attention_shape(b);
+  const std::uint16_t* context16 = copies_ && !windowed ? ops.attention_output16(b.probs.data(), a) : nullptr;
+  linear_backward(ctx, b.proj, windowed ? b.context_tokens.data() : b.context.data(), context16, d_attention,
+                  d_tmp_.data());
+  const float* d_context = d_tmp_.data();
+  if (windowed) {  // the cropped padding's outputs have no gradient
+    ops.window_partition(d_tmp_.data(), d_windows_.data(), window_grid(b), C, s);
+    d_context = d_windows_.data();
+  }
+  ops.attention_backward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), b.context.data(), d_context,
                          d_q_.data(), d_k_.data(), d_v_.data(), d_scratch_.data(), a, s);
   if (spec_.dinov3) {  // back through the rotations to the projections' outputs
     ops.rotary_backward(d_q_.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
@@ -434,7 +589,12 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
                               shared_input(b.value, nullptr)};
   const float* d_qkv[3] = {d_q_.data(), d_k_.data(), d_v_.data()};
   for (int i = 0; i < 3; ++i) qkv[i].dy = d_qkv[i];
-  ops.linears_backward(b.ln1.data(), copy16(b.ln1_16), qkv, 3, d_tmp_.data(), R, C, s);
+  if (windowed) {  // back from the windows of ln1; the padding's zeros were constants
+    ops.linears_backward(b.ln1_windows.data(), nullptr, qkv, 3, d_windows_.data(), int(attention_rows(b)), C, s);
+    ops.window_unpartition(d_windows_.data(), d_tmp_.data(), window_grid(b), C, s);
+  } else {
+    ops.linears_backward(b.ln1.data(), copy16(b.ln1_16), qkv, 3, d_tmp_.data(), R, C, s);
+  }
   ops.layer_norm_backward(x, store_->param(b.before.weight), b.mean1.data(), b.rstd1.data(), d_tmp_.data(), dx,
                           store_->grad(b.before.weight), store_->grad(b.before.bias), R, C, s);
   ops.add(dx, d_mid_.data(), dx, RC, s);
@@ -444,6 +604,7 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
     if (l->has_bias) done.push_back(l->bias);
   }
   if (spec_.layer_scale()) done.insert(done.end(), {b.layer_scale1, b.layer_scale2});
+  if (spec_.sam) done.insert(done.end(), {b.rel_pos_h, b.rel_pos_w});  // unused: gradients 0
   announce(ctx, std::move(done));
 }
 
@@ -456,22 +617,35 @@ void VisionTransformer::backward(const Context& ctx, compute::TensorView dy) {
   if (dy.shape != compute::Shape4{batch_, C, grid_h_, grid_w_})
     throw SystemError("internal error: " + spec_.name + " backward of " + dy.shape.str() + " after a forward of " +
                       compute::Shape4{batch_, C, grid_h_, grid_w_}.str());
-  for (DeviceBuffer* t : {&d_hidden_a_, &d_hidden_b_, &d_mid_, &d_tmp_, &d_branch_, &d_q_, &d_k_, &d_v_})
+  for (DeviceBuffer* t : {&d_hidden_a_, &d_hidden_b_, &d_mid_, &d_tmp_, &d_branch_})
     ensure_capacity(ctx.backend, *t, RC);
+  std::size_t attention = RC, scratch = std::size_t(T) * C;  // the widest block's
+  for (const Block& b : blocks_) {
+    const compute::AttentionShape a = attention_shape(b);
+    attention = std::max(attention, attention_rows(b) * C);
+    scratch = std::max(scratch, a.scratch_count());
+    if (b.window > 0) ensure_capacity(ctx.backend, d_windows_, attention_rows(b) * C);
+  }
+  for (DeviceBuffer* t : {&d_q_, &d_k_, &d_v_}) ensure_capacity(ctx.backend, *t, attention);
   ensure_capacity(ctx.backend, d_wide_, std::size_t(R) * spec_.mlp);
-  ensure_capacity(ctx.backend, d_scratch_,
-                  std::max(std::size_t(spec_.heads) * T * T, std::size_t(T) * C));
+  ensure_capacity(ctx.backend, d_scratch_, scratch);
 
   // The map back into patch-token rows; the dropped CLS (and register) tokens' gradient is 0.
-  ctx.backend.fill(d_hidden_a_.data(), 0.f, RC, s);
-  ops.transpose(dy.data, N, static_cast<long long>(C) * N, d_hidden_a_.data() + std::size_t(prefix) * C,
-                static_cast<long long>(T) * C, batch_, C, N, s);
-  ops.layer_norm_backward(hidden_.back().data(), store_->param(final_norm_.weight), final_mean_.data(),
-                          final_rstd_.data(), d_hidden_a_.data(), d_hidden_b_.data(), store_->grad(final_norm_.weight),
-                          store_->grad(final_norm_.bias), R, C, s);
-  announce(ctx, {final_norm_.weight, final_norm_.bias});
   DeviceBuffer* d_out = &d_hidden_b_;
   DeviceBuffer* d_in = &d_hidden_a_;
+  if (spec_.sam) {  // the features are the last block's tokens; the neck is unused
+    ops.transpose(dy.data, N, static_cast<long long>(C) * N, d_hidden_b_.data(), static_cast<long long>(T) * C,
+                  batch_, C, N, s);
+    announce(ctx, sam_neck_);
+  } else {
+    ctx.backend.fill(d_hidden_a_.data(), 0.f, RC, s);
+    ops.transpose(dy.data, N, static_cast<long long>(C) * N, d_hidden_a_.data() + std::size_t(prefix) * C,
+                  static_cast<long long>(T) * C, batch_, C, N, s);
+    ops.layer_norm_backward(hidden_.back().data(), store_->param(final_norm_.weight), final_mean_.data(),
+                            final_rstd_.data(), d_hidden_a_.data(), d_hidden_b_.data(),
+                            store_->grad(final_norm_.weight), store_->grad(final_norm_.bias), R, C, s);
+    announce(ctx, {final_norm_.weight, final_norm_.bias});
+  }
   for (std::size_t l = blocks_.size(); l-- > 0;) {
     block_backward(ctx, blocks_[l], hidden_[l].data(), d_out->data(), d_in->data());
     std::swap(d_out, d_in);
@@ -487,12 +661,18 @@ void VisionTransformer::embedding_backward(const Context& ctx, const float* d_to
   // Every image's rows started as the positions: their gradient is the sum over images.
   float* d_positions = d_scratch_.data();
   ops.column_sums(d_tokens, d_positions, batch_, T * C, s);
-  ctx.backend.copy(store_->grad(cls_token_), d_positions, std::size_t(C), s);
-  std::vector<std::size_t> embeddings = {cls_token_, patch_embedding_.weight, patch_embedding_.bias};
-  if (spec_.dinov3) {
+  std::vector<std::size_t> embeddings = {patch_embedding_.weight, patch_embedding_.bias};
+  if (spec_.sam) {  // the table is used as it is: its gradient is the positions'
+    ctx.backend.copy(store_->grad(position_embeddings_), d_positions, std::size_t(N) * C, s);
+    embeddings.push_back(position_embeddings_);
+  } else if (spec_.dinov3) {
+    ctx.backend.copy(store_->grad(cls_token_), d_positions, std::size_t(C), s);
+    embeddings.push_back(cls_token_);
     ctx.backend.copy(store_->grad(register_tokens_), d_positions + C, std::size_t(spec_.registers) * C, s);
     embeddings.push_back(register_tokens_);
   } else {
+    ctx.backend.copy(store_->grad(cls_token_), d_positions, std::size_t(C), s);
+    embeddings.push_back(cls_token_);
     float* d_pos = store_->grad(position_embeddings_);
     ctx.backend.copy(d_pos, d_positions, std::size_t(C), s);
     MatmulShape resize_t;  // the resize's transpose
@@ -522,6 +702,8 @@ void VisionTransformer::announce(const Context& ctx, std::vector<std::size_t> pa
   const auto& entries = store_->parameters();
   std::sort(params.begin(), params.end(),
             [&](std::size_t a, std::size_t b) { return entries[a].offset > entries[b].offset; });
+  // SAM's query, key and value are rows of one tensor, announced once.
+  params.erase(std::unique(params.begin(), params.end()), params.end());
   for (std::size_t p : params) announce_gradient(ctx, *store_, p);
 }
 
@@ -533,16 +715,7 @@ StoredTensor resize_patch_embedding(const StoredTensor& tensor, int to) {
   const int from = int(sh[2]);
   const std::size_t kernels = std::size_t(sh[0]) * std::size_t(sh[1]);
   const auto m = antialiased_bicubic_resize_matrix(from, to, /*align_corners=*/true);
-  std::vector<double> in(kernels * from * from);
-  for (std::size_t i = 0; i < in.size(); ++i) {
-    if (tensor.type == StoredType::f32) {
-      float v;
-      std::memcpy(&v, tensor.bytes.data() + i * sizeof v, sizeof v);
-      in[i] = v;
-    } else {
-      std::memcpy(&in[i], tensor.bytes.data() + i * sizeof(double), sizeof(double));
-    }
-  }
+  const std::vector<double> in = stored_values(tensor);
   // Separable, rows then columns, as ATen's antialiased kernel runs it.
   std::vector<float> out(kernels * to * to);
   std::vector<double> rows(std::size_t(from) * to);
@@ -569,8 +742,50 @@ StoredTensor resize_patch_embedding(const StoredTensor& tensor, int to) {
   return resized;
 }
 
-std::unique_ptr<Backbone> make_vit(ParameterStore& store, const std::string& name, const std::string& prefix) {
-  return std::make_unique<VisionTransformer>(store, vit_spec(name), prefix);
+StoredTensor resize_position_table(const StoredTensor& tensor, const std::vector<int>& shape) {
+  const auto& sh = tensor.shape;
+  if (sh.size() != 4 || sh[0] != 1 || shape.size() != 4 || sh[3] != shape[3] ||
+      (tensor.type != StoredType::f32 && tensor.type != StoredType::f64))
+    throw UserError("position table '" + tensor.name + "' is not a float32/float64 [1, h, w, " +
+                        std::to_string(shape.size() == 4 ? shape[3] : 0) + "] table",
+                    "give the model's model.safetensors as Hugging Face publishes it");
+  const int in_h = int(sh[1]), in_w = int(sh[2]), out_h = shape[1], out_w = shape[2], C = shape[3];
+  if (in_h == out_h && in_w == out_w) return tensor;
+  const std::vector<double> in = stored_values(tensor);
+  // F.interpolate(bicubic, antialias=True) of the [1, C, h, w] view, separable: along
+  // the width, then the height, as ATen's antialiased kernel runs it.
+  const auto mh = antialiased_bicubic_resize_matrix(in_h, out_h, /*align_corners=*/false);
+  const auto mw = antialiased_bicubic_resize_matrix(in_w, out_w, /*align_corners=*/false);
+  std::vector<double> rows(std::size_t(in_h) * out_w * C, 0.0);
+  for (int y = 0; y < in_h; ++y)
+    for (int x = 0; x < out_w; ++x)
+      for (int i = 0; i < in_w; ++i) {
+        const double w = mw[std::size_t(x) * in_w + i];
+        if (w == 0.0) continue;
+        const double* src = in.data() + (std::size_t(y) * in_w + i) * C;
+        double* dst = rows.data() + (std::size_t(y) * out_w + x) * C;
+        for (int c = 0; c < C; ++c) dst[c] += w * src[c];
+      }
+  std::vector<double> out(std::size_t(out_h) * out_w * C, 0.0);
+  for (int y = 0; y < out_h; ++y)
+    for (int i = 0; i < in_h; ++i) {
+      const double w = mh[std::size_t(y) * in_h + i];
+      if (w == 0.0) continue;
+      for (std::size_t k = 0; k < std::size_t(out_w) * C; ++k)
+        out[std::size_t(y) * out_w * C + k] += w * rows[std::size_t(i) * out_w * C + k];
+    }
+  std::vector<float> values(out.begin(), out.end());
+  StoredTensor resized;
+  resized.name = tensor.name;
+  resized.type = StoredType::f32;
+  resized.shape = {1, out_h, out_w, C};
+  resized.bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  return resized;
+}
+
+std::unique_ptr<Backbone> make_vit(ParameterStore& store, const std::string& name, const std::string& prefix,
+                                   ImageSize image) {
+  return std::make_unique<VisionTransformer>(store, vit_spec(name), prefix, image);
 }
 
 }  // namespace trainer::model

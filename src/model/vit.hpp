@@ -18,13 +18,25 @@
 //      position embedding, model/rope_tables.hpp, and no key bias)
 //   -> LayerNorm -> patch tokens -> features [N, C, H/16, W/16]
 //
+// vitb_sam is SAM's image encoder (Hugging Face's SamVisionEncoder of
+// facebook/sam-vit-base) as lightning-pose's VisionEncoderSam runs it (vit_sam.py):
+// patches + a position table [1, H/16, W/16, C] (the checkpoint's 64x64 table,
+// resized once at load for the run's image size, then trained at that size), no CLS
+// token; the same pre-norm blocks with one qkv Linear, attention inside 14x14
+// windows of the patch grid (zero-padded at the bottom and right) except in the
+// global layers 2, 5, 8 and 11; no relative position terms (lightning-pose turns
+// them off), no final LayerNorm and no neck: the last block's tokens are the
+// features. The unused rel_pos_* and neck.* tensors are kept, with zero gradients,
+// so that checkpoints hold every tensor of lightning-pose's.
+//
 // Tensors are registered as lightning-pose names them: "backbone.vision_encoder."
 // followed by Hugging Face's state_dict keys (embeddings.cls_token,
 // encoder.layer.<i>.attention.attention.query.weight, ..., layernorm.bias; DINOv2's
 // norm1/norm2, mlp.fc1/fc2, layer_scale1/2.lambda1 and an unused mask_token;
 // DINOv3's embeddings.register_tokens, layer.<i>.attention.{k,v,q,o}_proj,
-// mlp.up_proj/down_proj, norm), in the state_dict's order. Every op goes through
-// compute::TransformerOps.
+// mlp.up_proj/down_proj, norm; SAM's pos_embed, patch_embed.projection,
+// layers.<i>.{layer_norm1, attn.qkv, attn.proj, layer_norm2, mlp.lin1, mlp.lin2}),
+// in the state_dict's order. Every op goes through compute::TransformerOps.
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::uint16_t
 #include <memory>   // std::unique_ptr
@@ -41,7 +53,7 @@
 namespace trainer::model {
 
 struct VitSpec {
-  std::string name;      // vits_dino | vitb_dino | vits_dinov2 | vitb_dinov2 | vits_dinov3 | vitb_dinov3 | vitb_imagenet
+  std::string name;      // vits_dino | vitb_dino | vits_dinov2 | vitb_dinov2 | vits_dinov3 | vitb_dinov3 | vitb_imagenet | vitb_sam
   std::string model_id;  // the Hugging Face model its weights come from
   bool dinov2 = false;   // Dinov2Model's names and layer scale
   bool dinov3 = false;   // DINOv3ViTModel's names, layer scale, register tokens, RoPE, no key bias
@@ -55,15 +67,23 @@ struct VitSpec {
   int pretrained_patch = 16;       // the checkpoint's (DINOv2: 14, resized to `patch` at load)
   int pretrained_grid = 14;        // position embeddings for 14 x 14 patches (224 x 224 images) + CLS
   float layer_norm_eps = 1e-12f;  // ViTConfig's default, which the DINO checkpoints keep (DINOv2: 1e-6, DINOv3: 1e-5)
+  // SamVisionEncoder's names and layout (see above): window is the windowed
+  // attention's (14), global_layers the layers that attend over the whole grid.
+  bool sam = false;
+  int window = 0;
+  std::vector<int> global_layers;
   bool layer_scale() const { return dinov2 || dinov3; }
-  int prefix_tokens() const { return 1 + registers; }  // CLS and registers, dropped from the features
+  int prefix_tokens() const { return sam ? 0 : 1 + registers; }  // CLS and registers, dropped from the features
+  int layer_window(int layer) const;  // the layer's attention window; 0: global
 };
 // Throws UserError for an unknown name.
 VitSpec vit_spec(const std::string& name);
 
 class VisionTransformer final : public Backbone {
  public:
-  VisionTransformer(ParameterStore& store, const VitSpec& spec, const std::string& prefix);
+  // image: the input size SAM's position table is made for (the checkpoint's
+  // 1024 x 1024 when not given); the other ViTs take any size.
+  VisionTransformer(ParameterStore& store, const VitSpec& spec, const std::string& prefix, ImageSize image = {});
 
   const std::string& name() const override { return spec_.name; }
   int out_channels() const override { return spec_.hidden; }
@@ -80,6 +100,7 @@ class VisionTransformer final : public Backbone {
     std::size_t weight = 0, bias = 0;
     bool has_bias = true;  // DINOv3's k_proj has none
     int in = 0, out = 0;
+    int first_row = 0;  // its rows of a shared tensor (SAM's qkv: query 0, key C, value 2C)
   };
   struct LayerNorm {
     std::size_t weight = 0, bias = 0;
@@ -89,6 +110,11 @@ class VisionTransformer final : public Backbone {
     Linear query, key, value, proj, fc1, fc2;
     LayerNorm before, after;
     std::size_t layer_scale1 = 0, layer_scale2 = 0;  // DINOv2 and DINOv3 only
+    std::size_t rel_pos_h = 0, rel_pos_w = 0;         // SAM's, unused
+    // SAM's windowed layers: the attention runs on ln1's windows (window_grid's
+    // layout), and the projection reads its output back in token order (context_tokens).
+    int window = 0;
+    compute::DeviceBuffer ln1_windows, context_tokens;
     compute::DeviceBuffer ln1, mean1, rstd1, q, k, v, probs, context, mid, ln2, mean2, rstd2, fc1_out, gelu_out;
     compute::DeviceBuffer attention_out, mlp_out;  // the branches before their layer scale (DINOv2, DINOv3)
     // The 16-bit copies of ln1, ln2 and gelu_out that their producers write and the
@@ -101,6 +127,17 @@ class VisionTransformer final : public Backbone {
   void add_attention(ParameterStore& store, Block& b, const std::string& layer);  // query, key, value, output
   void add_dinov3_layer(ParameterStore& store, Block& b, const std::string& layer);
   void add_embeddings(ParameterStore& store, const std::string& root);
+  void add_sam_encoder(ParameterStore& store, const std::string& root, ImageSize image);
+  // The Linear's tensors: its rows of a shared weight and bias, and their gradients.
+  const float* weight(const Linear& l) const;
+  const float* bias(const Linear& l) const;  // null without one
+  float* weight_grad(const Linear& l) const;
+  float* bias_grad(const Linear& l) const;
+  // A block's attention: over all tokens of each image, or (SAM's windowed layers)
+  // over each window.
+  compute::WindowGrid window_grid(const Block& b) const;
+  compute::AttentionShape attention_shape(const Block& b) const;
+  std::size_t attention_rows(const Block& b) const;
   // The rows every image's tokens start from (positions_), for this step's grid.
   void embedding_rows(const Context& ctx);
   void embedding_backward(const Context& ctx, const float* d_tokens);
@@ -129,6 +166,8 @@ class VisionTransformer final : public Backbone {
   ParameterStore* store_;
   std::size_t cls_token_ = 0, position_embeddings_ = 0;  // no position embeddings in DINOv3
   long mask_token_ = -1;  // DINOv2's and DINOv3's (unused by the forward, as lightning-pose's; its gradient stays 0)
+  std::vector<std::size_t> sam_neck_;  // SAM's neck.*: unused, gradients 0
+  int sam_grid_h_ = 0, sam_grid_w_ = 0;  // the grid SAM's position table is for
   std::size_t register_tokens_ = 0;  // DINOv3's [1, registers, C]
   Linear patch_embedding_;
   std::vector<Block> blocks_;
@@ -158,15 +197,23 @@ class VisionTransformer final : public Backbone {
   compute::DeviceBuffer final_out_, final_mean_, final_rstd_, features_;
   // Backward scratch, shared by the blocks.
   compute::DeviceBuffer d_hidden_a_, d_hidden_b_, d_mid_, d_tmp_, d_branch_, d_wide_, d_q_, d_k_, d_v_, d_scratch_;
+  compute::DeviceBuffer d_windows_;  // SAM's windowed layers: a gradient in the windows' layout
 };
 
 // The registry's factory for every name vit_spec knows.
-std::unique_ptr<Backbone> make_vit(ParameterStore& store, const std::string& name, const std::string& prefix);
+std::unique_ptr<Backbone> make_vit(ParameterStore& store, const std::string& name, const std::string& prefix,
+                                   ImageSize image);
 
 // A pretrained file's patch-embedding kernel [C, 3, p, p] (f32 or f64) for a model
 // whose kernel is [C, 3, q, q]: resized as lightning-pose's VisionEncoderDino does
 // (F.interpolate(bicubic, align_corners=True, antialias=True)), into f32. `tensor`
 // keeps its name. Throws UserError for another element type or layout.
 StoredTensor resize_patch_embedding(const StoredTensor& tensor, int to);
+
+// SAM's position table [1, h, w, C] (f32 or f64) for a model whose table is `shape`
+// [1, h', w', C]: resized as lightning-pose's VisionEncoderSam does
+// (F.interpolate(bicubic, antialias=True) of its [1, C, h, w] view), into f32; as it
+// is when the grids agree. Throws UserError for another element type or layout.
+StoredTensor resize_position_table(const StoredTensor& tensor, const std::vector<int>& shape);
 
 }  // namespace trainer::model

@@ -290,7 +290,7 @@ TEST_CASE("cuda fused attention (cuDNN) matches the CPU emulation", "[gpu][trans
 }
 
 TEST_CASE("cuda ViT step at bf16-mixed / 16-mixed follows the CPU emulation", "[gpu][vit][autocast]") {
-  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov3");
+  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov3", "vitb_sam");
   const Precision p = GENERATE(Precision::bf16, Precision::fp16);
   // The ViT keeps fp32 activations either way; `fused` false is TRAINER_VIT_FUSED_ATTENTION=0.
   const auto fp32_activations = [](bool fused) {
@@ -306,14 +306,14 @@ TEST_CASE("cuda ViT step at bf16-mixed / 16-mixed follows the CPU emulation", "[
   const float loss_scale = p == Precision::fp16 ? 65536.f : 1.f;
   const auto dy = random_vector(std::size_t(2) * 3 * 32 * 32, 2, -1e-2f * loss_scale, 1e-2f * loss_scale);
   // The CPU has no fused attention: one CPU step is the twin of both GPU paths.
-  test_shared::ModelStep cpu(make_cpu_backend(2, p), name, fp32_activations(false));
+  test_shared::ModelStep cpu(make_cpu_backend(2, p), name, fp32_activations(false), {128, 128});
   cpu.run(images, in, dy);
   for (const bool fused : {true, false}) {
     const std::string what = name + " " + precision_name(p) + (fused ? ", fused attention" : ", batched-matmul attention");
     INFO(what);
     // If the device check's time runs out here, the line says which GPU step was under way.
     std::cerr << "cuda ViT step twin: " << what << std::endl;
-    test_shared::ModelStep gpu(make_cuda_backend(0, p), name, fp32_activations(fused));
+    test_shared::ModelStep gpu(make_cuda_backend(0, p), name, fp32_activations(fused), {128, 128});
     gpu.run(images, in, dy);
     INFO("fused attention note: " << gpu.backend->transformer_ops().fused_attention_note());
     CHECK(gpu.backend->transformer_ops().fused_attention_note().empty());  // fused where asked: cuDNN took it
@@ -336,7 +336,8 @@ TEST_CASE("cuda ViT step at bf16-mixed / 16-mixed follows the CPU emulation", "[
 // differ by rounding noise whatever the copies; hence the twin test's bound there.
 TEST_CASE("cuda ViT step with 16-bit activation copies gives the step without them", "[gpu][vit][autocast]") {
   // dinov2: layer scale; dinov3: q and k turned in place before the attention copies them.
-  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2", "vits_dinov3");
+  // vitb_sam: windowed layers, whose projection reads no copy of the windows' output.
+  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2", "vits_dinov3", "vitb_sam");
   const bool fused = GENERATE(true, false);
   const Precision p = Precision::bf16;
   INFO(name << (fused ? ", fused attention" : ", batched-matmul attention"));
@@ -349,8 +350,8 @@ TEST_CASE("cuda ViT step with 16-bit activation copies gives the step without th
       b.transformer_ops().set_activation_copies(copies);
     };
   };
-  test_shared::ModelStep with(make_cuda_backend(0, p), name, setup(true)),
-      without(make_cuda_backend(0, p), name, setup(false));
+  test_shared::ModelStep with(make_cuda_backend(0, p), name, setup(true), {128, 128}),
+      without(make_cuda_backend(0, p), name, setup(false), {128, 128});
   REQUIRE(with.backend->transformer_ops().activation_copies());
   REQUIRE_FALSE(without.backend->transformer_ops().activation_copies());
   const Shape4 in{2, 3, 128, 128};

@@ -198,3 +198,22 @@ TEST_CASE("cuda transpose and patchify match the CPU", "[gpu][transformer]") {
   t.cpu->transformer_ops().patchify(images.data(), patches.data(), kBatch, channels, height, width, patch, t.cs());
   CHECK(t.host(g_patches) == patches);
 }
+
+TEST_CASE("cuda window partition and unpartition match the CPU", "[gpu][transformer][sam]") {
+  Twins t;
+  // SAM at 256x256: a 16x16 grid in windows of 14, padded to 28x28 (4 windows).
+  const WindowGrid g{kBatch, 16, 16, 14};
+  const int width = 768;
+  auto tokens = random_vector(std::size_t(g.token_rows()) * width, 20);
+  auto g_tokens = t.device(tokens), g_windows = t.zeros(std::size_t(g.window_rows()) * width);
+  std::vector<float> windows(g_windows.size());
+  t.gpu->transformer_ops().window_partition(g_tokens.data(), g_windows.data(), g, width, t.gs());
+  t.cpu->transformer_ops().window_partition(tokens.data(), windows.data(), g, width, t.cs());
+  CHECK(t.host(g_windows) == windows);
+  auto g_back = t.zeros(tokens.size());
+  std::vector<float> back(tokens.size());
+  t.gpu->transformer_ops().window_unpartition(g_windows.data(), g_back.data(), g, width, t.gs());
+  t.cpu->transformer_ops().window_unpartition(windows.data(), back.data(), g, width, t.cs());
+  CHECK(t.host(g_back) == back);
+  CHECK(back == tokens);
+}

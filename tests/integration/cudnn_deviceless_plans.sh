@@ -85,6 +85,8 @@ if [[ $vit_part == 1 ]]; then
   check_vit vits-dino-bf16-b64 --backbone vits_dino --size 256 --batch 64 --precision bf16-mixed
   check_vit vits-dinov3-bf16-b16 --backbone vits_dinov3 --size 256 --batch 16 --precision bf16-mixed
   check_vit vitb-dinov2-fp16-b16 --backbone vitb_dinov2 --size 256 --batch 16 --precision 16-mixed
+  # SAM's windowed layers (196-row windows, 64 of them at batch 16) and its global ones (256).
+  check_vit vitb-sam-bf16-b16 --backbone vitb_sam --size 256 --batch 16 --precision bf16-mixed
   # fp32 keeps the batched-matmul attention: nothing fused is asked of cuDNN.
   check vits-dino-fp32 --backbone vits_dino --size 128 --batch 8 --precision 32
   grep -q 'not fused in precision 32' "$SCRATCH/vits-dino-fp32.log" ||

@@ -1,4 +1,5 @@
-# ViT backbone (vits_dino, vits_dinov2, vits_dinov3, vitb_imagenet) parity with PyTorch 1.13 from a given state: the test
+# ViT backbone (vits_dino, vits_dinov2, vits_dinov3, vitb_imagenet, vitb_sam) parity with PyTorch 1.13 from a given
+# state: the test
 # writes a safetensors file under Hugging Face's key names, the trainer starts from it
 # (bench step --init-weights) and exports one step; tests/parity/vit_parity.py
 # rebuilds the step in plain PyTorch mirroring transformers' ViTModel (loading the
@@ -8,8 +9,10 @@
 # 14x14 patch kernels are resized to 16x16 at load as lightning-pose does; DINOv3
 # (CLS + 4 registers, RoPE on 4x4 and 16x16 patch grids) has no position table to
 # resize; it trains with its RoPE coordinates rescaled by the factor the step drew
-# (batch.h5's rope_rescale), which the reference applies too. Skips visibly when
-# torch is missing.
+# (batch.h5's rope_rescale), which the reference applies too. vitb_sam (SAM's image
+# encoder: windowed attention over a zero-padded grid, a position table resized once at
+# load) runs at 64 and 256 and from a shorter trained run. Skips visibly when torch is
+# missing.
 source "$(dirname "$0")/lib/common.sh"
 PY=/usr/bin/python3
 $PY -c "import torch, h5py" 2>/dev/null || skip "torch or h5py missing for $PY"
@@ -17,6 +20,7 @@ $PY "$REPO/tests/parity/vit_parity.py" write "$SCRATCH/dino.safetensors" || fail
 $PY "$REPO/tests/parity/vit_parity.py" write "$SCRATCH/dinov2.safetensors" dinov2 || fail "writing the weights"
 $PY "$REPO/tests/parity/vit_parity.py" write "$SCRATCH/dinov3.safetensors" dinov3 || fail "writing the weights"
 $PY "$REPO/tests/parity/vit_parity.py" write "$SCRATCH/mae.safetensors" mae || fail "writing the weights"
+$PY "$REPO/tests/parity/vit_parity.py" write "$SCRATCH/sam.safetensors" sam || fail "writing the weights"
 export_run() {  # backbone weights size batch keypoints d
   local out="$SCRATCH/$1-$3-d$6"
   "$TRAINER" bench step --backbone "$1" --size "$3" --batch "$4" --keypoints "$5" --downsample "$6" \
@@ -32,13 +36,18 @@ export_run vits_dinov3 dinov3.safetensors 64 2 3 2
 export_run vits_dinov3 dinov3.safetensors 256 1 2 1
 # vitb_imagenet: MAE's file layout (encoder under vit., a decoder to ignore), ViT-B.
 export_run vitb_imagenet mae.safetensors 64 2 3 2
+# vitb_sam: SamModel's file (the vision encoder beside a prompt encoder and mask decoder
+# to ignore), its 64x64 position table resized to 4x4 (one zero-padded window) and
+# 16x16 (four windows of 14x14, padding in each).
+export_run vitb_sam sam.safetensors 64 2 3 2
+export_run vitb_sam sam.safetensors 256 1 2 1
 # From a trained checkpoint (the gradients of a state training reached, not of one
-# written to look trained): 20 steps of lr 1e-3 from the file on 32 synthetic frames
+# written to look trained): 20 steps (vitb_sam: 6 of batch 4) of lr 1e-3 from the file on 32 synthetic frames
 # at 64x64, then the parity step from that checkpoint. DINOv2's kernels are 16x16 by
 # then (resized at the first load), as in every checkpoint of a DINOv2 run.
 "$TRAINER" synth --out "$SCRATCH/frames.h5" --frames 40 --size 64 --keypoints 3 --seed 5 >/dev/null || fail "synth failed"
-trained_run() {  # backbone weights
-  local dir="$SCRATCH/trained-$1"
+trained_run() {  # backbone weights [steps [batch]]
+  local dir="$SCRATCH/trained-$1" steps=${3:-20} batch=${4:-8}
   mkdir -p "$dir"
   cat >"$dir/train.cfg" <<CFG
 [data]
@@ -47,7 +56,7 @@ image_resize_height = 64
 image_resize_width = 64
 downsample_factor = 2
 [training]
-train_batch_size = 8
+train_batch_size = $batch
 train_prob = 0.8
 val_prob = 0.2
 learning_rate = 1e-3
@@ -58,7 +67,7 @@ max_epochs = 1000
 backbone = $1
 backbone_weights = $SCRATCH/$2
 CFG
-  "$TRAINER" train --config "$dir/train.cfg" --out "$dir/run" --max-steps 20 >"$dir/train.log" 2>&1 ||
+  "$TRAINER" train --config "$dir/train.cfg" --out "$dir/run" --max-steps "$steps" >"$dir/train.log" 2>&1 ||
     { cat "$dir/train.log"; fail "training $1 from $2"; }
   "$TRAINER" bench step --backbone "$1" --size 64 --batch 2 --keypoints 3 --downsample 2 --seed 3 --threads 2 \
     --init-checkpoint "$dir/run/checkpoints/last.h5" --export "$dir/step" || fail "export of $1 from its checkpoint"
@@ -69,6 +78,7 @@ CFG
 trained_run vits_dino dino.safetensors
 trained_run vits_dinov2 dinov2.safetensors
 trained_run vits_dinov3 dinov3.safetensors
+trained_run vitb_sam sam.safetensors 6 4  # ViT-B with 196-row windows: fewer, smaller steps
 # bench step refuses a checkpoint of another model before loading it.
 "$TRAINER" bench step --backbone vits_dino --size 64 --batch 1 --keypoints 3 --downsample 2 --steps 1 --warmup 0 \
   --init-weights "$SCRATCH/dino.safetensors" --export "$SCRATCH/small" >/dev/null || fail "small export"

@@ -3,14 +3,20 @@
 lightning-pose's VisionEncoder runs it; vits_dinov2: Dinov2Model as its
 VisionEncoderDino runs it, patch kernels resized 14 -> 16 at load; vits_dinov3:
 DINOv3ViTModel as VisionEncoderDino runs it, CLS + 4 register tokens dropped,
-2-D RoPE on the patch tokens' queries and keys), from a given state rather than
-an initialisation:
+2-D RoPE on the patch tokens' queries and keys; vitb_sam: SAM ViT-B's
+SamVisionEncoder as VisionEncoderSam runs it: NHWC tokens, a 64x64 position table
+antialias-bicubic-resized to the image's patch grid at load, 14x14 windowed
+attention (zero-padded) but in layers 2, 5, 8, 11, no relative positions, no neck),
+from a given state rather than an initialisation:
 
-  vit_parity.py write WEIGHTS.safetensors [dinov2|dinov3|mae]
+  vit_parity.py write WEIGHTS.safetensors [dinov2|dinov3|mae|sam]
       writes a ViT state under Hugging Face's key names (plus a pooler the trainer
       must ignore; mae: ViT-B as facebook/vit-mae-base's ViTMAEForPreTraining file
-      holds it, the encoder under vit. beside a decoder the trainer must ignore) with trained-looking values (LayerNorm gains around 1, non-zero
-      biases, position embeddings with structure);
+      holds it, the encoder under vit. beside a decoder the trainer must ignore;
+      sam: as facebook/sam-vit-base's SamModel file holds it, the encoder under
+      vision_encoder. beside prompt-encoder, mask-decoder and shared-embedding
+      tensors the trainer must ignore) with trained-looking values (LayerNorm gains
+      around 1, non-zero biases, position embeddings with structure);
   vit_parity.py check EXPORT_DIR WEIGHTS.safetensors
       after `trainer bench step --backbone vits_dino --init-weights WEIGHTS --export
       EXPORT_DIR`, rebuilds the step in plain PyTorch (modules mirroring
@@ -22,15 +28,25 @@ an initialisation:
       the same from a trained state: after `trainer train` started from WEIGHTS and
       `bench step --init-checkpoint CHECKPOINT --export EXPORT_DIR`, the step's state
       must be the checkpoint's bit for bit and have moved away from WEIGHTS; the
-      reference starts from that state (its 16x16 DINOv2 kernels as trained).
+      reference starts from that state (its 16x16 DINOv2 kernels as trained, its
+      SAM position table at the image's grid as trained).
+  vit_parity.py selftest-sam
+      checks the SAM reference on its own (windows against global attention, the
+      window partition's round trip, the position table's resize against separable
+      Keys weights, a float64 step at 64x64 and 256x256); needs no trainer.
 
 Errors are ||x - exact|| / ||exact|| against PyTorch in float64; a tensor passes
 below 1e-4 or below 3x PyTorch float32's own error. Two kinds of gradient are zero
 in exact arithmetic and rounding noise on both sides: every attention key bias
 (q . (k + b) shifts a query's scores over all keys by q . b, which the softmax
-ignores) is compared absolutely (1e-4 of all tensors' norm, or 3x PyTorch float32's
-noise there); the last deconvolution's bias (a spatial softmax ignores a per-channel
-shift) is exempt and only printed.
+ignores; SAM's is the middle third of each qkv.bias, split out for this, and its
+zero-padded window tokens have key b too) is compared absolutely (1e-4 of all
+tensors' norm, or 3x PyTorch float32's noise there); the last deconvolution's bias
+(a spatial softmax ignores a per-channel shift) is exempt and only printed.
+Tensors the forward does not use (DINOv2's and DINOv3's mask_token, SAM's
+rel_pos_h/rel_pos_w and neck) get no gradient in PyTorch, so Adam skips them: where
+the export holds them, their gradient must be zero and the step must leave them as
+they were.
 `transformers` is not needed (Debian's python3-torch 1.13 has none).
 """
 import json
@@ -256,12 +272,16 @@ class ViTModel(nn.Module):
 class VisionEncoder(nn.Module):
     """lightning-pose's wrapper: CLS dropped, patch tokens as a [N, C, h, w] map."""
 
-    def __init__(self, dinov3=False, **spec):
+    def __init__(self, dinov3=False, sam=False, **spec):
         super().__init__()
-        self.vision_encoder = Dinov3Model(**spec) if dinov3 else ViTModel(**spec)
+        self.sam = sam
+        self.vision_encoder = (SamVisionEncoder(**spec) if sam else Dinov3Model(**spec) if dinov3 else
+                               ViTModel(**spec))
         self.prefix = 1 + (DINOV3_REGISTERS if dinov3 else 0)
 
     def forward(self, images):
+        if self.sam:  # VisionEncoderSam.forward: [N, h, w, C] tokens already, no CLS, no neck
+            return self.vision_encoder(images).permute(0, 3, 1, 2)
         tokens = self.vision_encoder(images)[:, self.prefix:]
         n, _, h, w = images.shape
         patch = self.vision_encoder.embeddings.patch
@@ -391,17 +411,155 @@ class Dinov3Model(nn.Module):
         return self.norm(x)
 
 
+# ---- Hugging Face's SamVisionEncoder, mirrored module by module (same state_dict keys) ----
+# facebook/sam-vit-base's SamVisionConfig: 1024 / 16 = 64 patches a side, windows of 14
+# tokens but in the global layers, LayerNorm eps 1e-6, a 256-channel neck.
+SAM_GRID, SAM_WINDOW, SAM_GLOBAL, SAM_EPS, SAM_NECK = 64, 14, (2, 5, 8, 11), 1e-6, 256
+
+
+def resize_sam_pos_embed(table, grid):
+    """lightning-pose's VisionEncoderSam._resize_pos_embed: [1, 64, 64, C] -> [1, h, w, C]
+    (antialiased bicubic, align_corners False); the table itself on its own grid."""
+    if tuple(table.shape[1:3]) == tuple(grid):
+        return table
+    return F.interpolate(table.permute(0, 3, 1, 2), size=tuple(grid), mode="bicubic", align_corners=False,
+                         antialias=True).permute(0, 2, 3, 1)
+
+
+def window_partition(x, window):
+    """SamVisionLayer.window_partition: [B, H, W, C] zero-padded at the bottom and right
+    to multiples of the window (after layer_norm1, so a padded token is exactly zero
+    and its key and value are the qkv bias), then [B * windows, window, window, C]."""
+    b, h, w, c = x.shape
+    pad_h, pad_w = (window - h % window) % window, (window - w % window) % window
+    x = F.pad(x, (0, 0, 0, pad_w, 0, pad_h))
+    hp, wp = h + pad_h, w + pad_w
+    x = x.reshape(b, hp // window, window, wp // window, window, c).permute(0, 1, 3, 2, 4, 5)
+    return x.reshape(-1, window, window, c), (hp, wp)
+
+
+def window_unpartition(windows, window, padded, size):
+    """SamVisionLayer.window_unpartition: the inverse permutation, padding cropped."""
+    hp, wp = padded
+    b = windows.shape[0] // (hp // window * (wp // window))
+    x = windows.reshape(b, hp // window, wp // window, window, window, -1).permute(0, 1, 3, 2, 4, 5)
+    return x.reshape(b, hp, wp, -1)[:, :size[0], :size[1]]
+
+
+class SamAttention(nn.Module):
+    """SamVisionAttention with use_rel_pos = False, as lightning-pose sets it: rel_pos_h
+    and rel_pos_w stay in the state_dict (2 * 64 - 1 rows in the global layers, 2 * 14 - 1
+    in the windowed ones) but take no part."""
+
+    def __init__(self, width, heads, rel_side):
+        super().__init__()
+        self.heads = heads
+        self.rel_pos_h = nn.Parameter(torch.zeros(2 * rel_side - 1, width // heads))
+        self.rel_pos_w = nn.Parameter(torch.zeros(2 * rel_side - 1, width // heads))
+        self.qkv, self.proj = nn.Linear(width, 3 * width), nn.Linear(width, width)
+
+    def forward(self, x):
+        b, h, w, c = x.shape
+        qkv = self.qkv(x).reshape(b, h * w, 3, self.heads, c // self.heads).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.reshape(3, b * self.heads, h * w, c // self.heads).unbind(0)
+        # HF: softmax(dtype=torch.float32).to(q.dtype), which is plain softmax in float32;
+        # the float64 reference keeps float64 to stay exact.
+        probs = torch.softmax((q * (c // self.heads) ** -0.5) @ k.transpose(-2, -1), dim=-1)
+        out = (probs @ v).reshape(b, self.heads, h, w, c // self.heads).permute(0, 2, 3, 1, 4)
+        return self.proj(out.reshape(b, h, w, c))
+
+
+class SamMlp(nn.Module):
+    def __init__(self, width, mlp):
+        super().__init__()
+        self.lin1, self.lin2 = nn.Linear(width, mlp), nn.Linear(mlp, width)
+
+    def forward(self, x):
+        return self.lin2(F.gelu(self.lin1(x)))  # exact (erf), SamVisionConfig's "gelu"
+
+
+class SamLayer(nn.Module):
+    """transformers' SamVisionLayer; window 0: global attention over the whole grid."""
+
+    def __init__(self, width, heads, mlp, window):
+        super().__init__()
+        self.window = window
+        self.layer_norm1 = nn.LayerNorm(width, eps=SAM_EPS)
+        self.attn = SamAttention(width, heads, window if window else SAM_GRID)
+        self.layer_norm2 = nn.LayerNorm(width, eps=SAM_EPS)
+        self.mlp = SamMlp(width, mlp)
+
+    def forward(self, x):
+        residual, h = x, self.layer_norm1(x)
+        if self.window:
+            size = h.shape[1:3]
+            h, padded = window_partition(h, self.window)
+        h = self.attn(h)
+        if self.window:
+            h = window_unpartition(h, self.window, padded, size)
+        x = residual + h
+        return x + self.mlp(self.layer_norm2(x))
+
+
+class SamLayerNorm2d(nn.Module):
+    """SamLayerNorm (channels_first): only its parameters, the neck never runs."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.weight, self.bias = nn.Parameter(torch.ones(channels)), nn.Parameter(torch.zeros(channels))
+
+
+class SamNeck(nn.Module):
+    """SamVisionNeck: in the state_dict, unused by VisionEncoderSam.forward."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.conv1 = nn.Conv2d(width, SAM_NECK, kernel_size=1, bias=False)
+        self.layer_norm1 = SamLayerNorm2d(SAM_NECK)
+        self.conv2 = nn.Conv2d(SAM_NECK, SAM_NECK, kernel_size=3, padding=1, bias=False)
+        self.layer_norm2 = SamLayerNorm2d(SAM_NECK)
+
+
+class SamVisionEncoder(nn.Module):
+    """transformers' SamVisionEncoder run as VisionEncoderSam.forward runs it: patch
+    embedding (its size check bypassed) to NHWC, + pos_embed, the layers; no neck.
+    `grid`: the position table's grid (64x64 in the file, the image's in a checkpoint)."""
+
+    def __init__(self, width=768, heads=12, mlp=3072, layers=12, patch=16, grid=(SAM_GRID, SAM_GRID), **_):
+        super().__init__()
+        self.patch = patch
+        self.pos_embed = nn.Parameter(torch.zeros(1, grid[0], grid[1], width))
+        self.patch_embed = PatchEmbeddings(width, patch)
+        self.layers = nn.ModuleList(SamLayer(width, heads, mlp, 0 if i in SAM_GLOBAL else SAM_WINDOW)
+                                    for i in range(layers))
+        self.neck = SamNeck(width)
+
+    def forward(self, images):
+        x = self.patch_embed.projection(images).permute(0, 2, 3, 1) + self.pos_embed
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
 # ---- write -------------------------------------------------------------------------------
 DINOV2 = dict(patch=14, grid=37, dinov2=True)  # facebook/dinov2-small: 518 / 14 = 37
 VIT_B = dict(width=768, heads=12, mlp=3072)
 # vitb_imagenet: MAE's encoder read into a plain ViTModel (ViT-B, ViTConfig's eps).
-SPECS = {"dino": {}, "dinov2": DINOV2, "dinov3": dict(dinov3=True), "mae": VIT_B, "vitb": VIT_B}
-NAMES = {"dino": "vits_dino", "dinov2": "vits_dinov2", "dinov3": "vits_dinov3", "vitb": "vitb_dino / vitb_imagenet"}
+SPECS = {"dino": {}, "dinov2": DINOV2, "dinov3": dict(dinov3=True), "mae": VIT_B, "vitb": VIT_B,
+         "sam": dict(VIT_B, sam=True)}
+NAMES = {"dino": "vits_dino", "dinov2": "vits_dinov2", "dinov3": "vits_dinov3", "vitb": "vitb_dino / vitb_imagenet",
+         "sam": "vitb_sam"}
+SAM_EXTRA = {"shared_image_embedding.positional_embedding": (2, 128),  # SamModel's, not the backbone's
+             "prompt_encoder.no_mask_embed.weight": (1, 256), "mask_decoder.iou_token.weight": (1, 256)}
 
 
 def encoder_tensors(weights):
-    """The file's encoder tensors under ViTModel's keys: MAE's ViTMAEForPreTraining
-    file holds them as vit.*, beside a decoder.* that is not the backbone's."""
+    """The file's encoder tensors under ViTModel's (SamVisionEncoder's) keys: MAE's
+    ViTMAEForPreTraining file holds them as vit.*, beside a decoder.* that is not the
+    backbone's; SAM's SamModel file as vision_encoder.*, beside the prompt encoder,
+    the mask decoder and shared_image_embedding, none of them the backbone's."""
+    if any(k.startswith("vision_encoder.") for k in weights):
+        return {k[len("vision_encoder."):]: v for k, v in weights.items() if k.startswith("vision_encoder.")}
     out = {}
     for k, v in weights.items():
         k = k[len("vit."):] if k.startswith("vit.") else k
@@ -410,11 +568,13 @@ def encoder_tensors(weights):
     return out
 
 
-def write(path, kind="dino", layers=12):
+def make_weights(kind="dino", layers=12):
+    """The tensors `write` saves, in the file's layout."""
     rng = np.random.default_rng(7)
     spec = dict(dict(width=384, heads=6, mlp=1536), **SPECS[kind], layers=layers)
     width = spec["width"]
-    model = Dinov3Model(**spec) if kind == "dinov3" else ViTModel(**spec)
+    model = (Dinov3Model(**spec) if kind == "dinov3" else SamVisionEncoder(**spec) if kind == "sam" else
+             ViTModel(**spec))
     tensors = {}
     for name, p in model.state_dict().items():
         shape = tuple(p.shape)
@@ -432,6 +592,14 @@ def write(path, kind="dino", layers=12):
             waves = np.sin(freq[:, 0, None, None] * yy + freq[:, 1, None, None] * xx + phase[:, None, None])
             value = np.concatenate([0.3 * rng.standard_normal((1, shape[2])),
                                     0.3 * waves.reshape(shape[2], -1).T], axis=0)[None]
+        elif name == "pos_embed":  # SAM's [1, 64, 64, C]: smooth too, but with waves of 0.3 to 4
+            # periods over the grid, many slow enough to outlive the antialiased shrink to 4x4
+            _, gh, gw, c = shape
+            yy, xx = np.meshgrid(np.arange(gh), np.arange(gw), indexing="ij")
+            freq = rng.uniform(0.03, 0.4, size=(c, 2)) * rng.choice([-1.0, 1.0], size=(c, 2))
+            phase = rng.uniform(0, 2 * np.pi, size=c)
+            waves = np.sin(freq[:, 0, None, None] * yy + freq[:, 1, None, None] * xx + phase[:, None, None])
+            value = (0.1 * rng.standard_normal((c, 1, 1)) + 0.3 * waves).transpose(1, 2, 0)[None]
         elif "register_tokens" in name:
             value = 0.5 * rng.standard_normal(shape)
         else:
@@ -442,9 +610,18 @@ def write(path, kind="dino", layers=12):
         tensors = {"vit." + k: v for k, v in tensors.items()}
         tensors["decoder.decoder_embed.weight"] = rng.standard_normal((512, width)).astype(np.float32)
         tensors["decoder.decoder_norm.weight"] = np.ones(512, dtype=np.float32)
+    elif kind == "sam":  # SamModel's layout, in its state_dict order: the encoder under vision_encoder.
+        extra = {k: rng.standard_normal(shape).astype(np.float32) for k, shape in SAM_EXTRA.items()}
+        tensors = dict(list(extra.items())[:1] + [("vision_encoder." + k, v) for k, v in tensors.items()] +
+                       list(extra.items())[1:])
     else:
         tensors["pooler.dense.weight"] = rng.standard_normal((width, width)).astype(np.float32)  # not the backbone's
         tensors["pooler.dense.bias"] = np.zeros(width, dtype=np.float32)
+    return tensors
+
+
+def write(path, kind="dino", layers=12):
+    tensors = make_weights(kind, layers)
     write_safetensors(path, tensors)
     print(f"wrote {path}: {len(tensors)} tensors")
     return 0
@@ -452,15 +629,22 @@ def write(path, kind="dino", layers=12):
 
 # ---- check -------------------------------------------------------------------------------
 def run_torch(weights, head, images, kp, keypoints, downsample, dtype, kind, rope_rescale=None, trained=False):
-    """trained: `weights` is a trained state, whose DINOv2 patch kernels are 16x16 already."""
+    """trained: `weights` is a trained state, whose DINOv2 patch kernels are 16x16 already
+    and whose SAM position table is on the image's patch grid already."""
     resize = kind == "dinov2" and not trained
     spec = dict(SPECS[kind], patch=16) if kind == "dinov2" and trained else SPECS[kind]
+    if kind == "sam":  # the table's own grid: the file's 64x64, or a checkpoint's resized one
+        spec = dict(spec, grid=tuple(weights["pos_embed"].shape[1:3]))
     net = HeatmapNet(keypoints, downsample, **spec)
     state = {"backbone.vision_encoder." + k: torch.from_numpy(v) for k, v in encoder_tensors(weights).items()}
     state.update({k: torch.from_numpy(v) for k, v in head.items()})
     net.load_state_dict(state, strict=True)
     if resize:  # in float64 before any cast, as the file's float32 values are
         net.backbone.vision_encoder.double().resize_patch_kernels(16)
+    if kind == "sam" and not trained:  # at load, in float64 as above
+        encoder = net.backbone.vision_encoder.double()
+        grid = (images.shape[2] // encoder.patch, images.shape[3] // encoder.patch)
+        encoder.pos_embed = nn.Parameter(resize_sam_pos_embed(encoder.pos_embed.data, grid))
     net = net.to(dtype).train()
     if kind == "dinov3":
         net.backbone.vision_encoder.rope_rescale = rope_rescale
@@ -475,7 +659,7 @@ def run_torch(weights, head, images, kp, keypoints, downsample, dtype, kind, rop
     loss.backward()
     out = {"loss": loss.item(), "grad": {}, "param": {}, "exp_avg": {}, "exp_avg_sq": {}}
     for name, p in net.named_parameters():
-        if p.grad is not None:  # DINOv2's and DINOv3's mask_token take no part
+        if p.grad is not None:  # DINOv2's and DINOv3's mask_token, SAM's rel_pos and neck take no part
             out["grad"][name] = p.grad.double().numpy().copy()
     optimizer.step()
     for name, p in net.named_parameters():
@@ -521,9 +705,12 @@ def check(export_dir, weights_path, trained_path=None):
     downsample = int(math.log2(16)) - 1 - sum(1 for k in head if k.endswith(".weight"))
 
     # The trainer loaded every backbone tensor of the file, bit for bit (DINOv2's
-    # patch kernels: resized as lightning-pose resizes them), and nothing else.
+    # patch kernels, SAM's position table: resized as lightning-pose resizes them),
+    # and nothing else.
     backbone = {k: v for k, v in model.items() if k.startswith("backbone.")}
-    family = ("dinov3" if "backbone.vision_encoder.embeddings.register_tokens" in backbone else
+    pos_embed = "backbone.vision_encoder.pos_embed"
+    family = ("sam" if pos_embed in backbone else
+              "dinov3" if "backbone.vision_encoder.embeddings.register_tokens" in backbone else
               "dinov2" if "backbone.vision_encoder.embeddings.mask_token" in backbone else
               "vitb" if backbone["backbone.vision_encoder.embeddings.cls_token"].shape[-1] == 768 else "dino")
     dinov2 = family == "dinov2"
@@ -546,6 +733,21 @@ def check(export_dir, weights_path, trained_path=None):
             print(f"patch kernels 14 -> 16: error {err:.2e} against PyTorch's antialiased bicubic in float64")
             if err > 1e-6:
                 failures.append(f"{name}: resized kernel error {err:.3g}")
+        elif family == "sam" and name == pos_embed:
+            with h5py.File(os.path.join(export_dir, "batch.h5"), "r") as f:
+                grid = tuple(side // 16 for side in f["images"].shape[2:])
+            resized = resize_sam_pos_embed(torch.from_numpy(stored).double(), grid).numpy()
+            if backbone[name].shape != resized.shape:
+                failures.append(f"{name}: shape {backbone[name].shape}, not {resized.shape} for the images")
+            elif resized.shape == stored.shape:  # the image's grid is the table's: no resize
+                if not np.array_equal(backbone[name], stored):
+                    failures.append(f"{name}: not loaded as in the file")
+            else:
+                err = rel(backbone[name], resized)
+                print(f"pos_embed {stored.shape[1]}x{stored.shape[2]} -> {grid[0]}x{grid[1]}: error {err:.2e} "
+                      f"against PyTorch's antialiased bicubic in float64")
+                if err > 1e-6:
+                    failures.append(f"{name}: resized table error {err:.3g}")
         elif not np.array_equal(backbone[name], stored):
             failures.append(f"{name}: not loaded as in the file")
     if not trained_path:
@@ -566,6 +768,10 @@ def check(export_dir, weights_path, trained_path=None):
             print(f"RoPE coordinate factor of the step: {rope_rescale:.9g}")
     elif rope_rescale is not None:
         failures.append(f"a RoPE factor ({rope_rescale}) exported for {family}, which has no RoPE")
+    # A trained SAM state's table is on the images' patch grid already (it is not resized again).
+    if family == "sam" and trained_path and weights["pos_embed"].shape[1:3] != tuple(s // 16 for s in images.shape[2:]):
+        failures.append(f"the checkpoint's pos_embed {weights['pos_embed'].shape} is not on the images' patch grid")
+        return report(failures)
     with h5py.File(os.path.join(export_dir, "after.h5"), "r") as f:
         for kind, group in (("param", "model"), ("exp_avg", "optimizer/exp_avg"), ("exp_avg_sq", "optimizer/exp_avg_sq")):
             ours[kind] = {n: np.array(f[group][n]) for n in ours["grad"]}
@@ -580,39 +786,161 @@ def check(export_dir, weights_path, trained_path=None):
     zero_grad = f"head.deconv{int(math.log2(16)) - downsample - 2}.bias"
     for kind in ("grad", "exp_avg", "exp_avg_sq", "param"):
         worst, errs = (0.0, 0.0, ""), []
-        scale = np.sqrt(sum(norm(v) ** 2 for v in exact[kind].values()))
-        for name, ref in exact[kind].items():
-            if name not in ours[kind]:
+        exact_k, t32_k, ours_k = (split_qkv_bias(d[kind]) for d in (exact, t32, ours))
+        scale = np.sqrt(sum(norm(v) ** 2 for v in exact_k.values()))
+        for name, ref in exact_k.items():
+            if name not in ours_k:
                 failures.append(f"{kind} {name}: missing from the export")
                 continue
-            mine = ours[kind][name].reshape(ref.shape)
+            mine = ours_k[name].reshape(ref.shape)
             if name == zero_grad:  # exempt: a sum of rounding noise over every heatmap pixel
                 print(f"{kind:10s}: {name} (exempt) |diff| {norm(mine - ref):.2e}, PyTorch float32 "
-                      f"{norm(t32[kind][name] - ref):.2e}, all tensors' norm {scale:.2e}")
+                      f"{norm(t32_k[name] - ref):.2e}, all tensors' norm {scale:.2e}")
                 continue
-            if name.endswith("attention.attention.key.bias"):
-                bar = max(LIMIT * scale, 3 * norm(t32[kind][name] - ref))  # or PyTorch float32's own noise
+            if name.endswith(("attention.attention.key.bias", "attn.qkv.bias[key]")):
+                bar = max(LIMIT * scale, 3 * norm(t32_k[name] - ref))  # or PyTorch float32's own noise
                 if norm(mine - ref) > bar:
                     failures.append(f"{kind} {name}: |diff| {norm(mine - ref):.3g} > {bar:.3g}")
                 continue
-            err, err32 = rel(mine, ref), rel(t32[kind][name], ref)
+            err, err32 = rel(mine, ref), rel(t32_k[name], ref)
             worst = max(worst, (err, err32, name))
             errs.append(err)
             if err > max(LIMIT, 3 * err32):
                 failures.append(f"{kind} {name}: error {err:.3g} (PyTorch float32: {err32:.3g})")
         print(f"{kind:10s}: worst error {worst[0]:.2e} ({worst[2]}; PyTorch float32 there: {worst[1]:.2e}); "
               f"mean {float(np.mean(errs)):.2e} over {len(errs)} tensors")
+    # Tensors PyTorch gives no gradient (DINOv2's and DINOv3's mask_token, SAM's rel_pos
+    # tables and neck): Adam skips them there, so the export's gradient must be zero and
+    # the step must leave them bit for bit as they were.
+    unused = sorted(set(ours["grad"]) - set(exact["grad"]))
+    for name in unused:
+        if np.any(ours["grad"][name] != 0):
+            failures.append(f"grad {name}: not zero for a tensor the forward does not use")
+        if name not in model or not np.array_equal(ours["param"][name], model[name]):
+            failures.append(f"param {name}: changed by the step, though the forward does not use it")
+    if unused:
+        print(f"unused    : {len(unused)} tensors with zero gradient, unchanged by the step")
     if failures:
-        print("FAILED:")
-        for line in failures[:30]:
-            print("  " + line)
-        return 1
+        return report(failures)
     print(f"PASSED: {NAMES[family]}, {keypoints} keypoints, d = {downsample}, "
           f"images {images.shape}{', from a trained checkpoint' if trained else ''}")
     return 0
 
 
+def report(failures):
+    print("FAILED:")
+    for line in failures[:30]:
+        print("  " + line)
+    return 1
+
+
+def split_qkv_bias(tensors):
+    """SAM's attention key biases are the middle third of each fused qkv.bias: split
+    out as NAME[key] (compared absolutely, as the other ViTs' key.bias) beside
+    NAME[query,value] (compared as any tensor). Other tensors pass through."""
+    out = {}
+    for name, value in tensors.items():
+        if name.endswith("attn.qkv.bias"):
+            value = value.reshape(-1)
+            third = value.shape[0] // 3
+            out[name + "[query,value]"] = np.concatenate((value[:third], value[2 * third:]))
+            out[name + "[key]"] = value[third:2 * third]
+        else:
+            out[name] = value
+    return out
+
+
+# ---- selftest-sam: the SAM reference checked against itself, no trainer needed -----------
+def keys_resize_matrix(n_in, n_out):
+    """[n_out, n_in] weights of PyTorch's antialiased bicubic along one axis (PIL's filter):
+    Keys a = -0.5, support 2 stretched by in/out when shrinking, taps normalised,
+    output o centred at in/out * (o + 0.5)."""
+    def keys(x):
+        x = abs(x)
+        return (1.5 * x - 2.5) * x * x + 1 if x < 1 else ((-0.5 * x + 2.5) * x - 4) * x + 2 if x < 2 else 0.0
+    scale = n_in / n_out
+    stretch = max(scale, 1.0)
+    m = np.zeros((n_out, n_in))
+    for o in range(n_out):
+        center = scale * (o + 0.5)
+        lo, hi = max(int(center - 2 * stretch + 0.5), 0), min(int(center + 2 * stretch + 0.5), n_in)
+        taps = np.array([keys((j - center + 0.5) / stretch) for j in range(lo, hi)])
+        m[o, lo:hi] = taps / taps.sum()
+    return m
+
+
+def selftest_sam():
+    failures = []
+    torch.manual_seed(0)
+    # 1. One 14x14 window is the whole grid: windowed attention == global attention.
+    windowed, whole = SamLayer(768, 12, 3072, SAM_WINDOW).double(), SamLayer(768, 12, 3072, 0).double()
+    for p in windowed.parameters():
+        p.data.normal_(0, 0.05)
+    whole.load_state_dict({k: v for k, v in windowed.state_dict().items() if "rel_pos" not in k}, strict=False)
+    x = torch.randn(2, 14, 14, 768, dtype=torch.float64)
+    err = rel(windowed(x).detach().numpy(), whole(x).detach().numpy())
+    print(f"14x14 grid, windowed vs global layer: error {err:.1e}")
+    failures += [f"windowed != global on one window: {err:.3g}"] if err > 1e-13 else []
+    # ... and on a 4x4 grid the padded tokens do take part (HF does not mask them).
+    x = torch.randn(2, 4, 4, 768, dtype=torch.float64)
+    err = rel(windowed(x).detach().numpy(), whole(x).detach().numpy())
+    print(f"4x4 grid padded to 14x14, windowed vs global layer: differ by {err:.1e} (the padded keys)")
+    failures += ["padded tokens take no part"] if err < 1e-6 else []
+    # 2. Partition -> unpartition is the identity on the real tokens; padding is zero.
+    x = torch.randn(2, 17, 30, 8, dtype=torch.float64)
+    windows, padded = window_partition(x, SAM_WINDOW)
+    back = window_unpartition(windows, SAM_WINDOW, padded, (17, 30))
+    ok = (windows.shape == (2 * 2 * 3, 14, 14, 8) and padded == (28, 42) and torch.equal(back, x)
+          and torch.equal(windows[1], x[0, :14, 14:28]) and windows.pow(2).sum() == x.pow(2).sum())
+    print(f"17x30 grid: {windows.shape[0]} windows of 14x14, round trip {'exact' if ok else 'WRONG'}")
+    failures += [] if ok else ["window partition round trip"]
+    # 3. The position table's resize is the separable antialiased Keys filter.
+    table = torch.from_numpy(make_weights("sam", layers=0)["vision_encoder.pos_embed"]).double()
+    for grid in ((4, 4), (16, 16), (4, 8), (64, 64)):
+        mine = np.einsum("oh,pw,nhwc->nopc", keys_resize_matrix(64, grid[0]), keys_resize_matrix(64, grid[1]),
+                         table.numpy())
+        resized = resize_sam_pos_embed(table, grid).numpy()
+        err = rel(resized, mine)
+        print(f"pos_embed 64x64 -> {grid[0]}x{grid[1]}: F.interpolate vs Keys weights {err:.1e} in float64; "
+              f"table norm {norm(resized) / math.sqrt(np.prod(grid)):.3f} per position")
+        failures += [f"pos_embed resize to {grid}: {err:.3g}"] if err > 1e-12 else []
+    # 4. A whole step (pos_embed resized at load, head, loss, backward, Adam) in float64.
+    weights = encoder_tensors(make_weights("sam"))
+    rng = np.random.default_rng(1)
+    for size, batch, keypoints, downsample in ((64, 2, 3, 2), (256, 1, 2, 1)):
+        head, channels = {}, 192
+        for i in range(int(math.log2(16)) - downsample - 1):
+            head[f"head.deconv{i}.weight"] = (rng.standard_normal((channels, keypoints, 3, 3)) / 30).astype(np.float32)
+            head[f"head.deconv{i}.bias"] = (0.05 * rng.standard_normal(keypoints)).astype(np.float32)
+            channels = keypoints
+        images = rng.standard_normal((batch, 3, size, size)).astype(np.float32)
+        kp = rng.uniform(0, size, (batch, keypoints, 2))
+        exact = run_torch(weights, head, images, kp, keypoints, downsample, torch.float64, "sam")
+        t32 = run_torch(weights, head, images, kp, keypoints, downsample, torch.float32, "sam")
+        unused = {"backbone.vision_encoder." + k for k in weights if "rel_pos" in k or k.startswith("neck.")}
+        used = {"backbone.vision_encoder." + k for k in weights} - unused | set(head)
+        grads = exact["grad"]
+        key = max(norm(g[768:1536]) / norm(g) for n, g in grads.items() if n.endswith("attn.qkv.bias"))
+        pos = grads["backbone.vision_encoder.pos_embed"]
+        loss_err = abs(t32["loss"] - exact["loss"]) / exact["loss"]
+        grad_err = max(rel(t32["grad"][n], g) for n, g in grads.items() if not n.endswith(("qkv.bias", "deconv0.bias",
+                                                                                            "deconv1.bias")))
+        print(f"{size}x{size} step in float64: loss {exact['loss']:.6g}, {len(grads)} gradients "
+              f"(pos_embed {pos.shape}), key-bias gradient at most {key:.1e} of its qkv.bias's; float32 "
+              f"loss {loss_err:.1e} and gradients {grad_err:.1e} from it")
+        failures += [] if set(grads) == used else [f"{size}: gradients of {sorted(set(grads) ^ used)[:4]}"]
+        failures += [] if pos.shape == (1, size // 16, size // 16, 768) else [f"pos_embed {pos.shape}"]
+        failures += [] if np.isfinite(exact["loss"]) and key < 1e-8 else [f"{size}: loss or key-bias gradient"]
+        failures += [] if loss_err < 1e-5 and grad_err < 1e-3 else [f"{size}: float32 far from float64"]
+    if failures:
+        return report(failures)
+    print("PASSED: the SAM reference")
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["selftest-sam"]:
+        sys.exit(selftest_sam())
     if len(sys.argv) >= 3 and sys.argv[1] == "write":
         sys.exit(write(sys.argv[2], kind=sys.argv[3] if len(sys.argv) > 3 else "dino"))
     if len(sys.argv) == 6 and sys.argv[1] == "check" and sys.argv[4] == "--trained":

@@ -20,9 +20,10 @@ struct ModelStep {
   std::vector<float> heatmaps, grads;
 
   // `before_initialize` sets the backend up once the model is built on it.
+  // image: the input size, for a backbone whose tensors depend on it (vitb_sam).
   ModelStep(std::unique_ptr<compute::Backend> b, const std::string& backbone,
-            const std::function<void(compute::Backend&)>& before_initialize = {})
-      : backend(std::move(b)), net(*backend, model::ModelSpec{backbone, 3, 2}) {
+            const std::function<void(compute::Backend&)>& before_initialize = {}, model::ImageSize image = {})
+      : backend(std::move(b)), net(*backend, model::ModelSpec{backbone, 3, 2, image}) {
     if (before_initialize) before_initialize(*backend);
     net.initialize(11, backend->default_stream());
   }

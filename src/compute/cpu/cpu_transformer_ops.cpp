@@ -4,7 +4,7 @@
 
 #include <omp.h>
 
-#include <algorithm>  // std::max
+#include <algorithm>  // std::max, std::copy, std::fill
 #include <cmath>      // std::erf, std::exp, std::sqrt
 #include <string>     // std::to_string
 #include <vector>     // std::vector of per-thread partial sums
@@ -289,6 +289,33 @@ void CpuTransformerOps::patchify(const float* images, float* patches, int batch,
             for (int kx = 0; kx < patch; ++kx) dst[(c * patch + ky) * patch + kx] = src[kx];
           }
       }
+}
+
+void CpuTransformerOps::window_partition(const float* tokens, float* windows, const WindowGrid& g, int width,
+                                         Stream&) {
+  enter();
+  const long long rows = g.window_rows();
+#pragma omp parallel for schedule(static)
+  for (long long r = 0; r < rows; ++r) {
+    float* dst = windows + r * width;
+    const long long t = g.token_of(r);
+    if (t < 0) {
+      std::fill(dst, dst + width, 0.f);
+    } else {
+      std::copy(tokens + t * width, tokens + (t + 1) * width, dst);
+    }
+  }
+}
+
+void CpuTransformerOps::window_unpartition(const float* windows, float* tokens, const WindowGrid& g, int width,
+                                           Stream&) {
+  enter();
+  const long long rows = g.token_rows();
+#pragma omp parallel for schedule(static)
+  for (long long t = 0; t < rows; ++t) {
+    const float* src = windows + g.window_of(t) * width;
+    std::copy(src, src + width, tokens + t * width);
+  }
 }
 
 }  // namespace trainer::compute::cpu

@@ -248,7 +248,7 @@ TEST_CASE("model.backbone: a lightning-pose backbone this build lacks is refused
     CHECK(std::find(lp.begin(), lp.end(), name) != lp.end());
   }
   // On the command line and in an INI file too; a typo keeps its "did you mean".
-  expect_user_error([] { parse({"--model.backbone", "ViTB_SAM"}); }, {"'vitb_sam' is a lightning-pose backbone"});
+  expect_user_error([] { parse({"--model.backbone", "ViTB_SAM2"}); }, {"'vitb_sam2' is a lightning-pose backbone"});
   expect_user_error([] { parse({"--model.backbone", "resnet181"}); }, {"got 'resnet181'"}, "");
 }
 

@@ -37,7 +37,13 @@ TEST_CASE("Hugging Face ids come from the backbone table", "[app][weights][vit]"
   CHECK(model::backbone_hugging_face_id("vits_dinov3") == "facebook/dinov3-vits16-pretrain-lvd1689m");
   CHECK(model::backbone_hugging_face_id("vitb_dinov3") == "facebook/dinov3-vitb16-pretrain-lvd1689m");
   CHECK(model::backbone_hugging_face_id("vitb_imagenet") == "facebook/vit-mae-base");
+  CHECK(model::backbone_hugging_face_id("vitb_sam") == "facebook/sam-vit-base");
   CHECK(model::backbone_hugging_face_id("resnet50").empty());
+  // SamModel's vision encoder is the backbone; its prompt encoder and mask decoder are not.
+  CHECK(model::backbone_tensor_name("vision_encoder.layers.0.attn.qkv.weight") ==
+        "backbone.vision_encoder.layers.0.attn.qkv.weight");
+  CHECK(model::backbone_tensor_name("mask_decoder.iou_token.weight").empty());
+  CHECK(model::backbone_tensor_name("shared_image_embedding.positional_embedding").empty());
   // ViTModel's names (and a classifier's "vit." ones) are lightning-pose's vision_encoder.
   CHECK(model::backbone_tensor_name("embeddings.cls_token") == "backbone.vision_encoder.embeddings.cls_token");
   CHECK(model::backbone_tensor_name("vit.encoder.layer.3.output.dense.bias") ==

@@ -395,3 +395,41 @@ TEST_CASE("cpu transpose and patchify: index by index", "[compute][transformer]"
                 images[((std::size_t(b) * channels + c) * H + y) * W + x]);
         }
 }
+
+TEST_CASE("cpu window partition: SAM's pad, view and permute, and back", "[compute][transformer][sam]") {
+  Ops t;
+  // A 5x7 grid in windows of 3: padded to 6x9, 2x3 windows of 9 rows each.
+  const int batch = 2, H = 5, W = 7, C = 4, ws = 3;
+  const WindowGrid g{batch, H, W, ws};
+  REQUIRE(g.windows_h() == 2);
+  REQUIRE(g.windows_w() == 3);
+  REQUIRE(g.window_rows() == std::int64_t(batch) * 6 * 9);
+  const auto tokens = random_values(std::size_t(batch) * H * W * C, 26);
+  std::vector<float> windows(std::size_t(g.window_rows()) * C, -3.f);
+  t.ops.window_partition(tokens.data(), windows.data(), g, C, t.s);
+  // F.pad to [B, 6, 9, C], view(B, 2, 3, 3, 3, C), permute(0, 1, 3, 2, 4, 5): window
+  // (wy, wx) row (iy, ix) is padded token (wy * 3 + iy, wx * 3 + ix).
+  int padding = 0;
+  for (int b = 0; b < batch; ++b)
+    for (int wy = 0; wy < 2; ++wy)
+      for (int wx = 0; wx < 3; ++wx)
+        for (int iy = 0; iy < ws; ++iy)
+          for (int ix = 0; ix < ws; ++ix) {
+            const int y = wy * ws + iy, x = wx * ws + ix;
+            const std::size_t row = (((std::size_t(b) * 2 + wy) * 3 + wx) * ws + iy) * ws + ix;
+            padding += y >= H || x >= W;
+            for (int c = 0; c < C; ++c) {
+              const float want = (y < H && x < W) ? tokens[((std::size_t(b) * H + y) * W + x) * C + c] : 0.f;
+              CHECK(windows[row * C + c] == want);
+            }
+          }
+  CHECK(padding == batch * (6 * 9 - H * W));
+  // Unpartition crops the padding: the tokens come back bit for bit.
+  std::vector<float> back(tokens.size(), -5.f);
+  t.ops.window_unpartition(windows.data(), back.data(), g, C, t.s);
+  CHECK(back == tokens);
+  // A grid that the windows tile exactly has no padding rows.
+  const WindowGrid exact{1, 6, 3, 3};
+  CHECK(exact.window_rows() == exact.token_rows());
+  for (long long r = 0; r < exact.window_rows(); ++r) CHECK(exact.window_of(exact.token_of(r)) == r);
+}

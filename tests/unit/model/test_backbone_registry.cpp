@@ -72,10 +72,10 @@ TEST_CASE("unknown backbone and model type names are user errors listing the cho
   auto b = model_test::cpu();
   model::ParameterStore store(*b);
   try {
-    model::make_backbone("vitb_sam", store, "backbone.");
+    model::make_backbone("vitb_sam2", store, "backbone.");
     FAIL("no error");
   } catch (const UserError& e) {
-    CHECK(std::string(e.what()) == "unknown backbone 'vitb_sam'");
+    CHECK(std::string(e.what()) == "unknown backbone 'vitb_sam2'");
     std::string names;
     for (const auto& n : model::backbone_names()) names += (names.empty() ? "" : ", ") + n;
     CHECK(e.hint() == "model.backbone is one of: " + names);

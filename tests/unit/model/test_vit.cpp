@@ -257,6 +257,101 @@ TEST_CASE("vits_dino trains a CPU step; features are the stride-16 patch grid", 
   CHECK_THROWS_AS(step.net.forward(ctx, {x.data(), compute::Shape4{1, 3, 40, 40}}), UserError);
 }
 
+TEST_CASE("vitb_sam registers SamVisionEncoder's tensors, its position table at the image's grid",
+          "[model][vit][sam]") {
+  auto b = model_test::cpu();
+  // Built as facebook/sam-vit-base's SamVisionEncoder (1024 x 1024): 89,670,912 tensors' elements.
+  model::HeatmapModel native(*b, model::ModelSpec{"vitb_sam", 3, 2});
+  CHECK(native.store().group_range(model::ParamGroup::backbone).count == 89670912);
+  model::HeatmapModel net(*b, model::ModelSpec{"vitb_sam", 3, 2, {256, 384}});
+  const auto& p = net.store().parameters();
+  const std::string root = "backbone.vision_encoder.";
+  CHECK(net.store().group_range(model::ParamGroup::backbone).count == 89670912 - 64 * 64 * 768 + 16 * 24 * 768);
+  CHECK(p[0].name == root + "pos_embed");
+  CHECK(p[0].shape == std::vector<int>{1, 16, 24, 768});
+  CHECK(p[1].name == root + "patch_embed.projection.weight");
+  CHECK(p[2].name == root + "patch_embed.projection.bias");
+  // Each layer: layer_norm1, attn.rel_pos_h/_w, attn.qkv, attn.proj, layer_norm2, mlp.lin1/lin2.
+  const char* layer0[] = {"layer_norm1.weight", "layer_norm1.bias", "attn.rel_pos_h", "attn.rel_pos_w",
+                          "attn.qkv.weight",    "attn.qkv.bias",    "attn.proj.weight", "attn.proj.bias",
+                          "layer_norm2.weight", "layer_norm2.bias", "mlp.lin1.weight", "mlp.lin1.bias",
+                          "mlp.lin2.weight",    "mlp.lin2.bias"};
+  for (std::size_t i = 0; i < std::size(layer0); ++i) CHECK(p[3 + i].name == root + "layers.0." + layer0[i]);
+  CHECK(p[3 + 4].shape == std::vector<int>{2304, 768});
+  CHECK(p[3 + 2].shape == std::vector<int>{27, 64});  // a windowed layer's: 2 * 14 - 1
+  CHECK(p[3 + 2 * 14 + 2].name == root + "layers.2.attn.rel_pos_h");
+  CHECK(p[3 + 2 * 14 + 2].shape == std::vector<int>{127, 64});  // a global layer's: 2 * 64 - 1
+  CHECK(p[3 + 12 * 14].name == root + "neck.conv1.weight");
+  CHECK(p[3 + 12 * 14 + 5].name == root + "neck.layer_norm2.bias");
+  CHECK(p[3 + 12 * 14 + 6].name == "head.deconv0.weight");
+  CHECK(p[3 + 12 * 14 + 6].shape == std::vector<int>{192, 3, 3, 3});  // PixelShuffle(2) of 768 channels
+  // A size the 16x16 patches do not tile is the user's to fix.
+  CHECK_THROWS_AS(model::HeatmapModel(*b, model::ModelSpec{"vitb_sam", 3, 2, {250, 256}}), UserError);
+}
+
+TEST_CASE("vitb_sam trains a CPU step through windows and padding; the unused tensors get no gradient",
+          "[model][vit][sam]") {
+  // 48 x 80: a 3 x 5 grid, one zero-padded 14 x 14 window per image in the windowed layers.
+  test_shared::ModelStep step(model_test::cpu(), "vitb_sam", {}, {48, 80});
+  const compute::Shape4 in{2, 3, 48, 80};
+  step.run(model_test::random_vector(in.numel(), 6), in, model_test::random_vector(2 * 3 * 12 * 20, 7, 1e-2f));
+  REQUIRE(step.heatmaps.size() == std::size_t(2 * 3 * 12 * 20));
+  double plane = 0;
+  for (int i = 0; i < 12 * 20; ++i) plane += step.heatmaps[std::size_t(i)];
+  CHECK(plane == Approx(1.0).epsilon(1e-5));
+  for (const auto& e : step.net.store().parameters()) {
+    INFO(e.name);
+    const GradientSeen g = seen(step.grad(e));
+    CHECK(g.finite);
+    const bool unused = e.name.find("rel_pos") != std::string::npos || e.name.find(".neck.") != std::string::npos;
+    CHECK(g.nonzero == !unused);
+  }
+  // The key third of every qkv bias has a zero gradient (softmax ignores a shift of a
+  // query's scores); the query and value thirds do not.
+  const long qkv = step.net.store().find_parameter("backbone.vision_encoder.layers.0.attn.qkv.bias");
+  REQUIRE(qkv >= 0);
+  const auto g = step.grad(step.net.store().parameters()[std::size_t(qkv)]);
+  double query = 0, key = 0, value = 0;
+  for (int i = 0; i < 768; ++i) query += std::fabs(g[std::size_t(i)]), key += std::fabs(g[std::size_t(768 + i)]),
+                                value += std::fabs(g[std::size_t(1536 + i)]);
+  CHECK(query > 0);
+  CHECK(value > 0);
+  CHECK(key < 1e-6 * (query + value));
+  // Its position table is for 48 x 80 images: another size is refused.
+  compute::DeviceBuffer x(*step.backend, std::size_t(3) * 48 * 48);
+  model::Context ctx{*step.backend, step.backend->default_stream(), true, nullptr, nullptr};
+  CHECK_THROWS_AS(step.net.forward(ctx, {x.data(), compute::Shape4{1, 3, 48, 48}}), UserError);
+}
+
+TEST_CASE("SAM's position table is resized as lightning-pose does, separably, taps summing to 1",
+          "[model][vit][sam]") {
+  // [1, 4, 6, 2]: channel 0 constant (a resize keeps it), channel 1 varying.
+  StoredTensor t;
+  t.name = "vision_encoder.pos_embed";
+  t.type = StoredType::f32;
+  t.shape = {1, 4, 6, 2};
+  std::vector<float> v(48);
+  for (int y = 0; y < 4; ++y)
+    for (int x = 0; x < 6; ++x) v[std::size_t((y * 6 + x) * 2)] = 0.25f, v[std::size_t((y * 6 + x) * 2 + 1)] = float(y * 6 + x);
+  t.bytes.assign(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(float));
+  CHECK(model::resize_position_table(t, {1, 4, 6, 2}).bytes == t.bytes);  // already the grid's
+  const StoredTensor r = model::resize_position_table(t, {1, 2, 3, 2});
+  REQUIRE(r.shape == std::vector<std::int64_t>{1, 2, 3, 2});
+  std::vector<float> out(12);
+  std::memcpy(out.data(), r.bytes.data(), r.bytes.size());
+  const auto mh = model::antialiased_bicubic_resize_matrix(4, 2, false);
+  const auto mw = model::antialiased_bicubic_resize_matrix(6, 3, false);
+  for (int y = 0; y < 2; ++y)
+    for (int x = 0; x < 3; ++x) {
+      CHECK(out[std::size_t((y * 3 + x) * 2)] == Approx(0.25).epsilon(1e-6));
+      double want = 0;
+      for (int i = 0; i < 4; ++i)
+        for (int j = 0; j < 6; ++j) want += mh[std::size_t(y * 4 + i)] * mw[std::size_t(x * 6 + j)] * (i * 6 + j);
+      CHECK(out[std::size_t((y * 3 + x) * 2 + 1)] == Approx(want).epsilon(1e-6));
+    }
+  CHECK_THROWS_AS(model::resize_position_table(t, {1, 2, 3, 5}), UserError);  // another width
+}
+
 TEST_CASE("vits_dinov3 trains a CPU step: every tensor but mask_token gets a gradient", "[model][vit]") {
   test_shared::ModelStep step(model_test::cpu(), "vits_dinov3");
   const compute::Shape4 in{2, 3, 48, 80};  // a 3 x 5 patch grid after CLS + 4 registers
@@ -288,7 +383,7 @@ TEST_CASE("ViT backbones: the stride-16 head limits d; the context model takes t
 }
 
 TEST_CASE("vits_dino, vits_dinov3: lightning-pose's checkpoint names are ours, both ways", "[model][vit]") {
-  const std::string name_of_backbone = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov3");
+  const std::string name_of_backbone = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov3", "vitb_sam");
   INFO(name_of_backbone);
   auto b = model_test::cpu();
   model::HeatmapModel net(*b, model::ModelSpec{name_of_backbone, 4, 1});
