@@ -236,11 +236,12 @@ __global__ void patchify_kernel(const float* images, float* patches, int channel
 
 // One thread per float of the destination; a row's floats are consecutive threads,
 // so both sides are read and written in whole rows.
-__global__ void window_partition_kernel(const float* tokens, float* windows, compute::WindowGrid g, int width,
-                                        std::size_t n) {
+__global__ void window_partition_kernel(const float* tokens, float* windows, const float* fill,
+                                        compute::WindowGrid g, int width, std::size_t n) {
   GRID_STRIDE(o, n) {
     const long long t = g.token_of((long long)(o / width));
-    windows[o] = t < 0 ? 0.f : tokens[std::size_t(t) * width + o % width];
+    const std::size_t c = o % width;
+    windows[o] = t >= 0 ? tokens[std::size_t(t) * width + c] : fill != nullptr ? fill[c] : 0.f;
   }
 }
 __global__ void window_unpartition_kernel(const float* windows, float* tokens, compute::WindowGrid g, int width,
@@ -264,11 +265,11 @@ void patchify(const float* images, float* patches, int batch, int channels, int 
   patchify_kernel<<<blocks_for(n), kThreads, 0, stream>>>(images, patches, channels, height, width, patch, n);
 }
 
-void window_partition(const float* tokens, float* windows, const compute::WindowGrid& g, int width,
-                      cudaStream_t stream) {
+void window_partition(const float* tokens, float* windows, const float* fill, const compute::WindowGrid& g,
+                      int width, cudaStream_t stream) {
   const std::size_t n = std::size_t(g.window_rows()) * width;
   if (n == 0) return;
-  window_partition_kernel<<<blocks_for(n), kThreads, 0, stream>>>(tokens, windows, g, width, n);
+  window_partition_kernel<<<blocks_for(n), kThreads, 0, stream>>>(tokens, windows, fill, g, width, n);
 }
 
 void window_unpartition(const float* windows, float* tokens, const compute::WindowGrid& g, int width,

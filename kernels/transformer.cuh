@@ -54,8 +54,8 @@ void transpose(const float* in, long long in_ld, long long in_stride, float* out
 void patchify(const float* images, float* patches, int batch, int channels, int height, int width, int patch,
               cudaStream_t stream);
 // SAM's window layout and back (TransformerOps::window_partition / _unpartition).
-void window_partition(const float* tokens, float* windows, const compute::WindowGrid& g, int width,
-                      cudaStream_t stream);
+void window_partition(const float* tokens, float* windows, const float* fill, const compute::WindowGrid& g,
+                      int width, cudaStream_t stream);
 void window_unpartition(const float* windows, float* tokens, const compute::WindowGrid& g, int width,
                         cudaStream_t stream);
 

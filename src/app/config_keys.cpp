@@ -625,7 +625,8 @@ std::vector<ConfigKey> build_table() {
            "the run's name in TensorBoard: event files go to <run>/tb_logs/<model_name>/version_<n>/")
           .lp("model.model_name"),
       refusing_missing_lp_backbones(choice("model", "backbone", field(M, &MC::backbone), model::backbone_names(),
-                                           "backbone (docs/MODEL.md: the ResNets, the EfficientNets and the DINO / DINOv2 / DINOv3 / MAE ViTs); "
+                                           "backbone (docs/MODEL.md: the ResNets, the EfficientNets and the DINO / DINOv2 / "
+                                           "DINOv3 / MAE / SAM ViTs; vitb_sam is built for the configured image size); "
                                            "lightning-pose's others are refused by name"))
           .lp("model.backbone"),
       text("model", "backbone_weights", field(M, &MC::backbone_weights), "PATH",

@@ -147,8 +147,9 @@ class ProfilingBackend::TimedTransformerOps final : public TransformerOps {
                 Stream& s) override {
     TRAINER_TIMED_OP(elementwise, patchify(images, patches, batch, channels, height, width, patch, s));
   }
-  void window_partition(const float* tokens, float* windows, const WindowGrid& g, int width, Stream& s) override {
-    TRAINER_TIMED_OP(elementwise, window_partition(tokens, windows, g, width, s));
+  void window_partition(const float* tokens, float* windows, const float* fill, const WindowGrid& g, int width,
+                        Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, window_partition(tokens, windows, fill, g, width, s));
   }
   void window_unpartition(const float* windows, float* tokens, const WindowGrid& g, int width, Stream& s) override {
     TRAINER_TIMED_OP(elementwise, window_unpartition(windows, tokens, g, width, s));

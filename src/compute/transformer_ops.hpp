@@ -213,10 +213,12 @@ class TransformerOps {
   virtual void patchify(const float* images, float* patches, int batch, int channels, int height, int width,
                         int patch, Stream& s) = 0;
   // SAM's windowed attention (window_rule.hpp): tokens [g.token_rows(), width] into
-  // the windowed layout [g.window_rows(), width], padding rows zero; and back, each
-  // token row from the windowed row that holds it (the padding rows are dropped). Each
-  // is the other's backward.
-  virtual void window_partition(const float* tokens, float* windows, const WindowGrid& g, int width, Stream& s) = 0;
+  // the windowed layout [g.window_rows(), width], each padding row a copy of
+  // fill[width] (null: zeros); and back, each token row from the windowed row that
+  // holds it (the padding rows are dropped). With zero padding each is the other's
+  // backward.
+  virtual void window_partition(const float* tokens, float* windows, const float* fill, const WindowGrid& g,
+                                int width, Stream& s) = 0;
   virtual void window_unpartition(const float* windows, float* tokens, const WindowGrid& g, int width,
                                   Stream& s) = 0;
 

@@ -272,8 +272,8 @@ void VisionTransformer::ensure_buffers(compute::Backend& backend) {
     for (DeviceBuffer* t : {&b.ln1, &b.mid, &b.ln2}) ensure_capacity(backend, *t, R * C);
     for (DeviceBuffer* t : {&b.q, &b.k, &b.v, &b.context}) ensure_capacity(backend, *t, A * C);
     if (b.window > 0) {
-      ensure_capacity(backend, b.ln1_windows, A * C);
       ensure_capacity(backend, b.context_tokens, R * C);
+      for (DeviceBuffer& t : qkv_tokens_) ensure_capacity(backend, t, R * C);
     }
     for (DeviceBuffer* t : {&b.mean1, &b.rstd1, &b.mean2, &b.rstd2}) ensure_capacity(backend, *t, R);
     ensure_capacity(backend, b.probs, probs);
@@ -494,21 +494,24 @@ void VisionTransformer::block_forward(const Context& ctx, Block& b, const float*
   const int R = batch_ * tokens_, C = spec_.hidden;
   const std::size_t RC = std::size_t(R) * C;
   const bool windowed = b.window > 0;
-  // Windowed (SAM): the projections and the attention run on the windows of ln1, zero
-  // tokens in the padding, as SamVisionLayer pads after its layer_norm1; the
-  // projection after the attention is per token, so it runs on the windows' output
-  // put back in token order (the padding's rows, which SAM crops, skipped).
+  // Windowed (SAM): SamVisionLayer pads ln1's output with zero tokens and projects the
+  // windows, so a padding token's q, k and v are the biases alone. The projections run
+  // here on the tokens only and the windows' padding rows are filled with the biases:
+  // the same values, without projecting the padding (at 256x256, two thirds of the
+  // windows' rows). The projection after the attention is per token too: it runs on
+  // the windows' output put back in token order (SAM crops the padding's rows).
   ops.layer_norm_forward(x, store_->param(b.before.weight), store_->param(b.before.bias), b.ln1.data(),
-                         windowed ? nullptr : copy16(b.ln1_16), b.mean1.data(), b.rstd1.data(), R, C,
-                         spec_.layer_norm_eps, s);
-  const float* qkv_in = b.ln1.data();
+                         copy16(b.ln1_16), b.mean1.data(), b.rstd1.data(), R, C, spec_.layer_norm_eps, s);
+  float* const projected[3] = {windowed ? qkv_tokens_[0].data() : b.q.data(),
+                               windowed ? qkv_tokens_[1].data() : b.k.data(),
+                               windowed ? qkv_tokens_[2].data() : b.v.data()};
+  const SharedInputLinear qkv[3] = {shared_input(b.query, projected[0]), shared_input(b.key, projected[1]),
+                                     shared_input(b.value, projected[2])};
+  ops.linears_forward(b.ln1.data(), copy16(b.ln1_16), qkv, 3, R, C, s);
   if (windowed) {
-    ops.window_partition(b.ln1.data(), b.ln1_windows.data(), window_grid(b), C, s);
-    qkv_in = b.ln1_windows.data();
+    float* const windows[3] = {b.q.data(), b.k.data(), b.v.data()};
+    for (int i = 0; i < 3; ++i) ops.window_partition(projected[i], windows[i], qkv[i].bias, window_grid(b), C, s);
   }
-  const SharedInputLinear qkv[3] = {shared_input(b.query, b.q.data()), shared_input(b.key, b.k.data()),
-                                     shared_input(b.value, b.v.data())};
-  ops.linears_forward(qkv_in, windowed ? nullptr : copy16(b.ln1_16), qkv, 3, int(attention_rows(b)), C, s);
   if (spec_.dinov3) {  // q and k are kept turned: the attention's backward reads them
     ops.rotary_forward(b.q.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
     ops.rotary_forward(b.k.data(), rope_cos_now_, rope_sin_now_, rotary_shape(), s);
@@ -574,7 +577,7 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
                   d_tmp_.data());
   const float* d_context = d_tmp_.data();
   if (windowed) {  // the cropped padding's outputs have no gradient
-    ops.window_partition(d_tmp_.data(), d_windows_.data(), window_grid(b), C, s);
+    ops.window_partition(d_tmp_.data(), d_windows_.data(), nullptr, window_grid(b), C, s);
     d_context = d_windows_.data();
   }
   ops.attention_backward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), b.context.data(), d_context,
@@ -589,12 +592,19 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
                               shared_input(b.value, nullptr)};
   const float* d_qkv[3] = {d_q_.data(), d_k_.data(), d_v_.data()};
   for (int i = 0; i < 3; ++i) qkv[i].dy = d_qkv[i];
-  if (windowed) {  // back from the windows of ln1; the padding's zeros were constants
-    ops.linears_backward(b.ln1_windows.data(), nullptr, qkv, 3, d_windows_.data(), int(attention_rows(b)), C, s);
-    ops.window_unpartition(d_windows_.data(), d_tmp_.data(), window_grid(b), C, s);
-  } else {
-    ops.linears_backward(b.ln1.data(), copy16(b.ln1_16), qkv, 3, d_tmp_.data(), R, C, s);
+  if (windowed) {
+    // The weights and ln1 see the tokens' rows, put back in token order; the biases
+    // see every row of the windows, the padding's included (there q, k, v are the
+    // biases themselves).
+    const int window_rows = int(attention_rows(b));
+    for (int i = 0; i < 3; ++i) {
+      ops.window_unpartition(d_qkv[i], qkv_tokens_[i].data(), window_grid(b), C, s);
+      ops.column_sums(d_qkv[i], qkv[i].dbias, window_rows, C, s);
+      qkv[i].dy = qkv_tokens_[i].data();
+      qkv[i].dbias = nullptr;
+    }
   }
+  ops.linears_backward(b.ln1.data(), copy16(b.ln1_16), qkv, 3, d_tmp_.data(), R, C, s);
   ops.layer_norm_backward(x, store_->param(b.before.weight), b.mean1.data(), b.rstd1.data(), d_tmp_.data(), dx,
                           store_->grad(b.before.weight), store_->grad(b.before.bias), R, C, s);
   ops.add(dx, d_mid_.data(), dx, RC, s);

@@ -111,10 +111,11 @@ class VisionTransformer final : public Backbone {
     LayerNorm before, after;
     std::size_t layer_scale1 = 0, layer_scale2 = 0;  // DINOv2 and DINOv3 only
     std::size_t rel_pos_h = 0, rel_pos_w = 0;         // SAM's, unused
-    // SAM's windowed layers: the attention runs on ln1's windows (window_grid's
-    // layout), and the projection reads its output back in token order (context_tokens).
+    // SAM's windowed layers: q, k, v and the attention's output are kept in the
+    // windows' layout (window_grid), and the projection reads that output back in
+    // token order (context_tokens).
     int window = 0;
-    compute::DeviceBuffer ln1_windows, context_tokens;
+    compute::DeviceBuffer context_tokens;
     compute::DeviceBuffer ln1, mean1, rstd1, q, k, v, probs, context, mid, ln2, mean2, rstd2, fc1_out, gelu_out;
     compute::DeviceBuffer attention_out, mlp_out;  // the branches before their layer scale (DINOv2, DINOv3)
     // The 16-bit copies of ln1, ln2 and gelu_out that their producers write and the
@@ -198,6 +199,9 @@ class VisionTransformer final : public Backbone {
   // Backward scratch, shared by the blocks.
   compute::DeviceBuffer d_hidden_a_, d_hidden_b_, d_mid_, d_tmp_, d_branch_, d_wide_, d_q_, d_k_, d_v_, d_scratch_;
   compute::DeviceBuffer d_windows_;  // SAM's windowed layers: a gradient in the windows' layout
+  // SAM's windowed layers: q, k, v in token order before they are cut into windows
+  // (forward), and their gradients back in token order (backward).
+  compute::DeviceBuffer qkv_tokens_[3];
 };
 
 // The registry's factory for every name vit_spec knows.

@@ -108,7 +108,8 @@ void read_floats(hid_t parent, const std::string& path, const std::string& name,
     for (auto d : shape) want += std::to_string(d) + " ";
     throw UserError("checkpoint '" + path + "': tensor '" + name + "' has shape [ " + got +
                         "] but the model expects [ " + want + "]",
-                    "check model.backbone, the number of keypoints and data.downsample_factor");
+                    "check model.backbone, the number of keypoints, data.downsample_factor and, for vitb_sam "
+                    "(its position table has the image's grid), data.image_resize_height/width");
   }
   std::size_t n = 1;
   for (int d : shape) n *= std::size_t(d);

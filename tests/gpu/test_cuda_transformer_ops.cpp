@@ -207,8 +207,14 @@ TEST_CASE("cuda window partition and unpartition match the CPU", "[gpu][transfor
   auto tokens = random_vector(std::size_t(g.token_rows()) * width, 20);
   auto g_tokens = t.device(tokens), g_windows = t.zeros(std::size_t(g.window_rows()) * width);
   std::vector<float> windows(g_windows.size());
-  t.gpu->transformer_ops().window_partition(g_tokens.data(), g_windows.data(), g, width, t.gs());
-  t.cpu->transformer_ops().window_partition(tokens.data(), windows.data(), g, width, t.cs());
+  t.gpu->transformer_ops().window_partition(g_tokens.data(), g_windows.data(), nullptr, g, width, t.gs());
+  t.cpu->transformer_ops().window_partition(tokens.data(), windows.data(), nullptr, g, width, t.cs());
+  CHECK(t.host(g_windows) == windows);
+  // Padding rows filled with a row (the qkv biases), not zeros.
+  auto fill = random_vector(std::size_t(width), 21);
+  auto g_fill = t.device(fill);
+  t.gpu->transformer_ops().window_partition(g_tokens.data(), g_windows.data(), g_fill.data(), g, width, t.gs());
+  t.cpu->transformer_ops().window_partition(tokens.data(), windows.data(), fill.data(), g, width, t.cs());
   CHECK(t.host(g_windows) == windows);
   auto g_back = t.zeros(tokens.size());
   std::vector<float> back(tokens.size());

@@ -291,16 +291,18 @@ void CpuTransformerOps::patchify(const float* images, float* patches, int batch,
       }
 }
 
-void CpuTransformerOps::window_partition(const float* tokens, float* windows, const WindowGrid& g, int width,
-                                         Stream&) {
+void CpuTransformerOps::window_partition(const float* tokens, float* windows, const float* fill, const WindowGrid& g,
+                                         int width, Stream&) {
   enter();
   const long long rows = g.window_rows();
 #pragma omp parallel for schedule(static)
   for (long long r = 0; r < rows; ++r) {
     float* dst = windows + r * width;
     const long long t = g.token_of(r);
-    if (t < 0) {
+    if (t < 0 && fill == nullptr) {
       std::fill(dst, dst + width, 0.f);
+    } else if (t < 0) {
+      std::copy(fill, fill + width, dst);
     } else {
       std::copy(tokens + t * width, tokens + (t + 1) * width, dst);
     }

@@ -47,7 +47,8 @@ class CpuTransformerOps final : public TransformerOps {
                  int rows, int cols, Stream& s) override;
   void patchify(const float* images, float* patches, int batch, int channels, int height, int width, int patch,
                 Stream& s) override;
-  void window_partition(const float* tokens, float* windows, const WindowGrid& g, int width, Stream& s) override;
+  void window_partition(const float* tokens, float* windows, const float* fill, const WindowGrid& g, int width,
+                        Stream& s) override;
   void window_unpartition(const float* windows, float* tokens, const WindowGrid& g, int width, Stream& s) override;
 
  private:

@@ -354,9 +354,9 @@ void CudaTransformerOps::patchify(const float* images, float* patches, int batch
   CUDA_CHECK_LAUNCH();
 }
 
-void CudaTransformerOps::window_partition(const float* tokens, float* windows, const WindowGrid& g, int width,
-                                          Stream& s) {
-  kernels::window_partition(tokens, windows, g, width, as_cuda(s).get());
+void CudaTransformerOps::window_partition(const float* tokens, float* windows, const float* fill,
+                                          const WindowGrid& g, int width, Stream& s) {
+  kernels::window_partition(tokens, windows, fill, g, width, as_cuda(s).get());
 }
 
 void CudaTransformerOps::window_unpartition(const float* windows, float* tokens, const WindowGrid& g, int width,

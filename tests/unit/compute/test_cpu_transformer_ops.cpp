@@ -406,7 +406,7 @@ TEST_CASE("cpu window partition: SAM's pad, view and permute, and back", "[compu
   REQUIRE(g.window_rows() == std::int64_t(batch) * 6 * 9);
   const auto tokens = random_values(std::size_t(batch) * H * W * C, 26);
   std::vector<float> windows(std::size_t(g.window_rows()) * C, -3.f);
-  t.ops.window_partition(tokens.data(), windows.data(), g, C, t.s);
+  t.ops.window_partition(tokens.data(), windows.data(), nullptr, g, C, t.s);
   // F.pad to [B, 6, 9, C], view(B, 2, 3, 3, 3, C), permute(0, 1, 3, 2, 4, 5): window
   // (wy, wx) row (iy, ix) is padded token (wy * 3 + iy, wx * 3 + ix).
   int padding = 0;
@@ -424,6 +424,13 @@ TEST_CASE("cpu window partition: SAM's pad, view and permute, and back", "[compu
             }
           }
   CHECK(padding == batch * (6 * 9 - H * W));
+  // With a fill row, the padding rows are copies of it and the tokens' rows as before.
+  const std::vector<float> fill = {1.5f, -2.f, 0.25f, 7.f};
+  std::vector<float> filled(windows.size(), -3.f);
+  t.ops.window_partition(tokens.data(), filled.data(), fill.data(), g, C, t.s);
+  for (long long r = 0; r < g.window_rows(); ++r)
+    for (int c = 0; c < C; ++c)
+      CHECK(filled[std::size_t(r) * C + c] == (g.token_of(r) < 0 ? fill[std::size_t(c)] : windows[std::size_t(r) * C + c]));
   // Unpartition crops the padding: the tokens come back bit for bit.
   std::vector<float> back(tokens.size(), -5.f);
   t.ops.window_unpartition(windows.data(), back.data(), g, C, t.s);
