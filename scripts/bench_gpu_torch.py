@@ -145,7 +145,76 @@ class ViTHeatmapModel(nn.Module):
         return F.softmax(h.reshape(n, k, hh * ww), dim=-1).reshape(n, k, hh, ww)
 
 
-def make_model(backbone, num_keypoints):
+def attention(q, k, v):
+    if hasattr(F, "scaled_dot_product_attention"):
+        return F.scaled_dot_product_attention(q, k, v)
+    return torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, dim=-1) @ v  # PyTorch < 2.0
+
+
+class SamBlock(nn.Module):
+    """One SamVisionLayer of facebook/sam-vit-base as lightning-pose runs it (no relative
+    position terms): pre-norm (eps 1e-6), attention over the whole grid (window 0) or
+    within window x window squares of the grid zero-padded at the bottom and right (the
+    padded windows projected, as transformers does), SDPA where this PyTorch has it."""
+
+    def __init__(self, width, heads, mlp, window):
+        super().__init__()
+        self.heads, self.window, self.attention_flops = heads, window, 0
+        self.norm1 = nn.LayerNorm(width, eps=1e-6)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.norm2 = nn.LayerNorm(width, eps=1e-6)
+        self.lin1 = nn.Linear(width, mlp)
+        self.lin2 = nn.Linear(mlp, width)
+
+    def forward(self, x):  # [n, h, w, d]
+        n, h, w, d = x.shape
+        y, ws = self.norm1(x), self.window
+        if ws:
+            hp, wp = h + (-h) % ws, w + (-w) % ws
+            y = F.pad(y, (0, 0, 0, wp - w, 0, hp - h))
+            y = y.reshape(n, hp // ws, ws, wp // ws, ws, d).permute(0, 1, 3, 2, 4, 5).reshape(-1, ws * ws, d)
+        else:
+            y = y.reshape(n, h * w, d)
+        b, t, _ = y.shape
+        q, k, v = self.qkv(y).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        y = self.proj(attention(q, k, v).transpose(1, 2).reshape(b, t, d))
+        self.attention_flops = 4 * b * t * t * d
+        if ws:
+            y = y.reshape(n, hp // ws, wp // ws, ws, ws, d).permute(0, 1, 3, 2, 4, 5).reshape(n, hp, wp, d)
+            y = y[:, :h, :w]
+        x = x + y.reshape(n, h, w, d)
+        return x + self.lin2(F.gelu(self.lin1(self.norm2(x))))
+
+
+class SamHeatmapModel(nn.Module):
+    """lightning-pose HeatmapTracker with vitb_sam, downsample_factor 2: SAM's ViT-B image
+    encoder (a position table [1, H/16, W/16, 768], windows of 14, global attention in
+    layers 2, 5, 8, 11, no neck), PixelShuffle(2) and one ConvTranspose2d."""
+
+    def __init__(self, num_keypoints=17, size=256, width=768, heads=12, mlp=3072, layers=12):
+        super().__init__()
+        self.patch_embed = nn.Conv2d(3, width, 16, stride=16)
+        self.pos = nn.Parameter(torch.randn(1, size // 16, size // 16, width) * 0.02)
+        self.layers = nn.ModuleList(SamBlock(width, heads, mlp, 0 if i in (2, 5, 8, 11) else 14)
+                                    for i in range(layers))
+        self.head = nn.Sequential(
+            nn.PixelShuffle(2),
+            nn.ConvTranspose2d(width // 4, num_keypoints, 3, stride=2, padding=1, output_padding=1),
+        )
+
+    def forward(self, x):
+        h = self.patch_embed(x).permute(0, 2, 3, 1) + self.pos
+        for layer in self.layers:
+            h = layer(h)
+        h = self.head(h.permute(0, 3, 1, 2))
+        n, k, hh, ww = h.shape
+        return F.softmax(h.reshape(n, k, hh * ww), dim=-1).reshape(n, k, hh, ww)
+
+
+def make_model(backbone, num_keypoints, size=256):
+    if backbone == "vitb_sam":
+        return SamHeatmapModel(num_keypoints, size)
     return ViTHeatmapModel(num_keypoints) if backbone == "vits_dino" else HeatmapModel(num_keypoints)
 
 
@@ -180,14 +249,21 @@ def count_flops(model, x):
             n, c, h, w = out.shape
             flops[0] += 2 * n * c * h * w * k * m.in_channels // m.groups
 
+    def linear_hook(m, inp, out):
+        flops[0] += 2 * inp[0].numel() // m.in_features * m.in_features * m.out_features
+
     hooks = [m.register_forward_hook(conv_hook) for m in model.modules()
              if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d))]
+    if isinstance(model, SamHeatmapModel):  # its Linear layers and attention, as run
+        hooks += [m.register_forward_hook(linear_hook) for m in model.modules() if isinstance(m, nn.Linear)]
     with torch.no_grad():
         model(x)
     for h in hooks:
         h.remove()
     if isinstance(model, ViTHeatmapModel):
         flops[0] += vit_linear_flops(model, x)
+    if isinstance(model, SamHeatmapModel):
+        flops[0] += sum(layer.attention_flops for layer in model.layers)
     return flops[0]
 
 
@@ -198,7 +274,7 @@ def sync(device):
 
 def time_training(mode, batch, args, device):
     torch.manual_seed(0)
-    model = make_model(args.backbone, args.keypoints).to(device)
+    model = make_model(args.backbone, args.keypoints, args.image_size).to(device)
     size = args.image_size
     x = torch.randn(batch, 3, size, size, device=device)
     target = torch.rand(batch, args.keypoints, size // 4, size // 4, device=device)
@@ -260,7 +336,7 @@ def subpixel_keypoints(heatmaps, upsamplings=2, temperature=1000.0):
 
 def time_inference(mode, batch, args, device):
     torch.manual_seed(0)
-    model = make_model(args.backbone, args.keypoints).to(device).eval()
+    model = make_model(args.backbone, args.keypoints, args.image_size).to(device).eval()
     size = args.image_size
     x = torch.randn(batch, 3, size, size, device=device)
     channels_last = mode == "amp-bf16-cl"
@@ -319,8 +395,8 @@ def run_trainer(template, batch, precision):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    p.add_argument("--backbone", default="resnet50", choices=["resnet50", "vits_dino"],
-                   help="resnet50, or vits_dino (ViT-S/16 through PyTorch's TransformerEncoderLayer)")
+    p.add_argument("--backbone", default="resnet50", choices=["resnet50", "vits_dino", "vitb_sam"],
+                   help="resnet50, vits_dino (ViT-S/16) or vitb_sam (SAM's ViT-B image encoder, windowed)")
     p.add_argument("--batches", default="16,64")
     p.add_argument("--image-size", type=int, default=256)
     p.add_argument("--keypoints", type=int, default=17)
