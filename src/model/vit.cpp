@@ -4,6 +4,7 @@
 #include "model/vit.hpp"
 
 #include <algorithm>  // std::sort, std::max, std::unique
+#include <cstdint>    // std::int64_t
 #include <cstring>    // std::memcpy
 #include <utility>    // std::swap
 
@@ -754,13 +755,13 @@ StoredTensor resize_patch_embedding(const StoredTensor& tensor, int to) {
 
 StoredTensor resize_position_table(const StoredTensor& tensor, const std::vector<int>& shape) {
   const auto& sh = tensor.shape;
+  if (sh == std::vector<std::int64_t>(shape.begin(), shape.end())) return tensor;  // any element type
   if (sh.size() != 4 || sh[0] != 1 || shape.size() != 4 || sh[3] != shape[3] ||
       (tensor.type != StoredType::f32 && tensor.type != StoredType::f64))
     throw UserError("position table '" + tensor.name + "' is not a float32/float64 [1, h, w, " +
                         std::to_string(shape.size() == 4 ? shape[3] : 0) + "] table",
                     "give the model's model.safetensors as Hugging Face publishes it");
   const int in_h = int(sh[1]), in_w = int(sh[2]), out_h = shape[1], out_w = shape[2], C = shape[3];
-  if (in_h == out_h && in_w == out_w) return tensor;
   const std::vector<double> in = stored_values(tensor);
   // F.interpolate(bicubic, antialias=True) of the [1, C, h, w] view, separable: along
   // the width, then the height, as ATen's antialiased kernel runs it.

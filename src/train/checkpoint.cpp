@@ -6,6 +6,7 @@
 #include <set>        // std::set
 #include <vector>     // std::vector
 
+#include "model/backbone_registry.hpp"        // model::adapt_backbone_tensors
 #include "train/unsupervised_loss_names.hpp"  // unsupervised_loss_names
 #include "util/error.hpp"           // UserError
 #include "util/h5.hpp"              // h5::Handle, H5_CHECK, H5_OWN
@@ -351,6 +352,39 @@ void load_model(const std::string& path, model::ParameterStore& store, compute::
   });
 }
 
+namespace {
+
+// A backbone tensor of a trainer checkpoint, brought to the model's shape where the
+// backbone resizes it at load as it does a pretrained file's (vitb_sam's position
+// table, made for another image size: model::adapt_backbone_tensors); any other
+// shape is refused as read_floats refuses it.
+void read_backbone_floats(hid_t group, const std::string& path, const std::string& name,
+                          const std::vector<int>& shape, const model::ParameterStore& store,
+                          std::vector<float>& out) {
+  if (h5::link_exists(group, name.c_str())) {
+    h5::Handle set = H5_OWN(dataset, H5Dopen2(group, name.c_str(), H5P_DEFAULT));
+    const std::vector<hsize_t> dims = h5::dims_of(set.get());
+    if (dims != dims_of(shape)) {
+      std::vector<int> stored_shape(dims.begin(), dims.end());
+      read_floats(group, path, name, stored_shape, out);
+      std::vector<StoredTensor> tensor(1);
+      tensor[0].name = name;
+      tensor[0].type = StoredType::f32;
+      tensor[0].shape.assign(dims.begin(), dims.end());
+      tensor[0].bytes.assign(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
+      model::adapt_backbone_tensors(tensor, store);
+      if (std::vector<hsize_t>(tensor[0].shape.begin(), tensor[0].shape.end()) == dims_of(shape)) {
+        out.resize(tensor[0].bytes.size() / sizeof(float));
+        std::memcpy(out.data(), tensor[0].bytes.data(), tensor[0].bytes.size());
+        return;
+      }
+    }
+  }
+  read_floats(group, path, name, shape, out);
+}
+
+}  // namespace
+
 int load_backbone_weights(const std::string& path, model::ParameterStore& store, compute::Stream& stream) {
   return reading(path, [&] {
     h5::Handle file = open_checkpoint(path);
@@ -388,7 +422,7 @@ int load_backbone_weights(const std::string& path, model::ParameterStore& store,
     for (std::size_t i = 0; i < store.parameters().size(); ++i) {
       const auto& e = store.parameters()[i];
       if (e.group != model::ParamGroup::backbone) continue;
-      read_floats(group.get(), path, e.name, e.shape, values);
+      read_backbone_floats(group.get(), path, e.name, e.shape, store, values);
       store.upload_param(i, values, stream);
       ++loaded;
     }

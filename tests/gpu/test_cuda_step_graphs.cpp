@@ -2,7 +2,8 @@
 // against the same steps run op by op, in fp32 and bf16-mixed, through a scheduler's
 // lr change, a short batch (a new shape, recorded beside the full batches', whose
 // recordings stay unless a block was released) and a validation batch between steps; and vits_dinov3 steps, whose replays must
-// read each step's RoPE factor from the device. The host half (tests/unit/train/
+// read each step's RoPE factor from the device; and vitb_sam steps (window kernels,
+// the qkv biases filled into the windows' padding). The host half (tests/unit/train/
 // test_step_recorder.cpp) is checked on the CPU. Predictions record too: their
 // keypoints against the unrecorded ones.
 #include <catch2/catch.hpp>
@@ -32,9 +33,9 @@ struct GpuRun {
   train::Optimizer optimizer;
   train::StepRunner runner;
   std::vector<std::string> warnings;
-  GpuRun(compute::Precision p, bool record, const std::string& backbone = "resnet18")
+  GpuRun(compute::Precision p, bool record, const std::string& backbone = "resnet18", model::ImageSize image = {})
       : backend(compute::make_cuda_backend(0, p)),
-        net(*backend, model::ModelSpec{backbone, 3, 2}),
+        net(*backend, model::ModelSpec{backbone, 3, 2, image}),
         optimizer(net.store(), train::OptimizerConfig{}),
         runner(*backend, backend->default_stream(), net, compute::heatmap_mse_loss()) {
     net.initialize(11, backend->default_stream());
@@ -148,6 +149,25 @@ TEST_CASE("recorded vits_dinov3 steps turn with each step's own RoPE factor", "[
   for (const auto& w : recorded.warnings) WARN(w);
   CHECK(factors[3] != factors[5]);  // replays of one recording, with different factors
   CHECK(rel_error(recorded.params(), plain.params()) < 1e-4);
+}
+
+TEST_CASE("recorded vitb_sam steps give the unrecorded steps: window kernels and bias fills replay",
+          "[gpu][cuda_graphs][sam]") {
+  const compute::Precision p = GENERATE(compute::Precision::fp32, compute::Precision::bf16);
+  INFO("precision " << compute::precision_name(p));
+  GpuRun plain(p, false, "vitb_sam", {64, 64}), recorded(p, true, "vitb_sam", {64, 64});
+  HostBatch b0(*plain.backend, 2, 64, 3, 1), b1(*plain.backend, 2, 64, 3, 2);
+  train::LocalGradientSync sync;
+  for (int step = 0; step < 6; ++step) {
+    const data::Batch& b = step % 2 ? b1.batch : b0.batch;
+    const train::StepValues vp = plain.step(b, sync, false), vr = recorded.step(b, sync, false);
+    INFO("step " << step << " loss " << vp.loss << " recorded " << vr.loss);
+    CHECK(std::fabs(vr.loss - vp.loss) <= 1e-4 * std::fabs(vp.loss));
+  }
+  CHECK(recorded.runner.recording_counts().replayed >= 2);
+  CHECK(recorded.warnings.empty());
+  for (const auto& w : recorded.warnings) WARN(w);
+  CHECK(rel_error(recorded.params(), plain.params()) < 1e-3);
 }
 
 TEST_CASE("recorded steps around an epoch's short last batch keep replaying", "[gpu][cuda_graphs]") {

@@ -260,9 +260,13 @@ TEST_CASE("vits_dino trains a CPU step; features are the stride-16 patch grid", 
 TEST_CASE("vitb_sam registers SamVisionEncoder's tensors, its position table at the image's grid",
           "[model][vit][sam]") {
   auto b = model_test::cpu();
-  // Built as facebook/sam-vit-base's SamVisionEncoder (1024 x 1024): 89,670,912 tensors' elements.
-  model::HeatmapModel native(*b, model::ModelSpec{"vitb_sam", 3, 2});
-  CHECK(native.store().group_range(model::ParamGroup::backbone).count == 89670912);
+  {  // Built as facebook/sam-vit-base's SamVisionEncoder (1024 x 1024): 89,670,912 elements.
+    model::ParameterStore native(*b);  // names and shapes only: nothing allocated
+    model::make_backbone("vitb_sam", native, "backbone.");
+    std::size_t count = 0;
+    for (const auto& e : native.parameters()) count += e.count;
+    CHECK(count == 89670912);
+  }
   model::HeatmapModel net(*b, model::ModelSpec{"vitb_sam", 3, 2, {256, 384}});
   const auto& p = net.store().parameters();
   const std::string root = "backbone.vision_encoder.";
@@ -286,7 +290,56 @@ TEST_CASE("vitb_sam registers SamVisionEncoder's tensors, its position table at 
   CHECK(p[3 + 12 * 14 + 6].name == "head.deconv0.weight");
   CHECK(p[3 + 12 * 14 + 6].shape == std::vector<int>{192, 3, 3, 3});  // PixelShuffle(2) of 768 channels
   // A size the 16x16 patches do not tile is the user's to fix.
-  CHECK_THROWS_AS(model::HeatmapModel(*b, model::ModelSpec{"vitb_sam", 3, 2, {250, 256}}), UserError);
+  model::ParameterStore unused(*b);
+  CHECK_THROWS_AS(model::make_backbone("vitb_sam", unused, "backbone.", {250, 256}), UserError);
+  // The context model builds its backbone for the image size too.
+  model::ParameterStore context(*b);
+  const auto backbone = model::make_backbone("vitb_sam", context, "backbone.", {64, 96});
+  CHECK(context.parameters()[0].shape == std::vector<int>{1, 4, 6, 768});
+  const auto mhcrnn = model::make_pose_model(*b, "heatmap_mhcrnn", model::ModelSpec{"vitb_sam", 2, 2, {64, 96}});
+  CHECK(mhcrnn->store().parameters()[0].shape == std::vector<int>{1, 4, 6, 768});
+}
+
+TEST_CASE("vitb_sam's qkv bias gradient matches finite differences, the windows' padding included",
+          "[model][vit][sam]") {
+  // 48 x 80: 15 tokens in each 196-row window, so the value bias reaches the loss mostly
+  // through the padding rows, which hold the biases themselves.
+  test_shared::ModelStep step(model_test::cpu(), "vitb_sam", {}, {48, 80});
+  const compute::Shape4 in{1, 3, 48, 80};
+  const auto images = model_test::random_vector(in.numel(), 8);
+  const auto dy = model_test::random_vector(std::size_t(3) * 12 * 20, 9);
+  const auto objective = [&] {  // what the backward of dy differentiates: <heatmaps, dy>
+    step.run(images, in, dy);
+    double f = 0;
+    for (std::size_t i = 0; i < dy.size(); ++i) f += double(step.heatmaps[i]) * dy[i];
+    return f;
+  };
+  objective();
+  auto& store = step.net.store();
+  auto& s = step.backend->default_stream();
+  for (const int layer : {0, 2}) {  // a windowed layer and a global one
+    const long index = store.find_parameter("backbone.vision_encoder.layers." + std::to_string(layer) + ".attn.qkv.bias");
+    REQUIRE(index >= 0);
+    const auto& entry = store.parameters()[std::size_t(index)];
+    const std::vector<float> grad = step.grad(entry);
+    const std::vector<float> original = store.download_param(std::size_t(index), s);
+    for (const int third : {0, 2}) {  // query, value
+      int j = third * 768;
+      for (int i = third * 768; i < (third + 1) * 768; ++i)
+        if (std::fabs(grad[std::size_t(i)]) > std::fabs(grad[std::size_t(j)])) j = i;
+      const double eps = 0.25;  // the gradients are ~1e-6 at this init: a small step drowns in float32 rounding
+      std::vector<float> moved = original;
+      moved[std::size_t(j)] = original[std::size_t(j)] + float(eps);
+      store.upload_param(std::size_t(index), moved, s);
+      const double up = objective();
+      moved[std::size_t(j)] = original[std::size_t(j)] - float(eps);
+      store.upload_param(std::size_t(index), moved, s);
+      const double down = objective();
+      store.upload_param(std::size_t(index), original, s);
+      INFO("layer " << layer << " bias element " << j << ": analytic " << grad[std::size_t(j)]);
+      CHECK((up - down) / (2 * eps) == Approx(grad[std::size_t(j)]).epsilon(2e-2));
+    }
+  }
 }
 
 TEST_CASE("vitb_sam trains a CPU step through windows and padding; the unused tensors get no gradient",
@@ -350,6 +403,15 @@ TEST_CASE("SAM's position table is resized as lightning-pose does, separably, ta
       CHECK(out[std::size_t((y * 3 + x) * 2 + 1)] == Approx(want).epsilon(1e-6));
     }
   CHECK_THROWS_AS(model::resize_position_table(t, {1, 2, 3, 5}), UserError);  // another width
+  // The taps against PyTorch's (F.interpolate(bicubic, antialias=True) of unit vectors, float64).
+  const auto m64 = model::antialiased_bicubic_resize_matrix(64, 16, false);
+  const double first[] = {0.1970899471, 0.2611111111, 0.2611111111, 0.1970899471,
+                          0.1055555556, 0.0246031746, -0.012962963, -0.0198412698};
+  for (int i = 0; i < 8; ++i) CHECK(m64[std::size_t(i)] == Approx(first[i]).margin(1e-9));
+  const double four_to_two[] = {0.458677686, 0.458677686, 0.1198347107, -0.0371900826};
+  for (int i = 0; i < 4; ++i) CHECK(mh[std::size_t(i)] == Approx(four_to_two[i]).margin(1e-9));
+  const double six_to_three[] = {-0.034351145, 0.1106870229, 0.4236641221, 0.4236641221, 0.1106870229, -0.034351145};
+  for (int i = 0; i < 6; ++i) CHECK(mw[std::size_t(6 + i)] == Approx(six_to_three[i]).margin(1e-9));
 }
 
 TEST_CASE("vits_dinov3 trains a CPU step: every tensor but mask_token gets a gradient", "[model][vit]") {
