@@ -26,13 +26,6 @@ namespace {
 // none of its migrations of old checkpoints (which expect keys such as `loops`).
 constexpr const char* kLightningVersion = "2.5.0";
 
-StoredTensor float_tensor(const std::vector<int>& shape, const std::vector<float>& values) {
-  StoredTensor t;
-  for (int d : shape) t.shape.push_back(d);
-  t.bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
-  return t;
-}
-
 StoredTensor int64_scalar(std::int64_t value) {
   StoredTensor t;
   t.type = StoredType::i64;
@@ -60,11 +53,11 @@ PickleValue lightning_pose_state_dict(const Config& config, const std::string& h
     if (key.kind == Kind::parameter) {
       const auto& e = store.parameters()[key.index];
       name = e.name;
-      tensor = float_tensor(e.shape, store.download_param(key.index, stream));
+      tensor = float32_tensor({}, e.shape, store.download_param(key.index, stream));
     } else if (key.kind == Kind::buffer) {
       const auto& e = store.buffers()[key.index];
       name = e.name;
-      tensor = float_tensor(e.shape, store.download_buffer(key.index, stream));
+      tensor = float32_tensor({}, e.shape, store.download_buffer(key.index, stream));
     } else {
       const auto& c = store.counters()[key.index];
       name = c.name;

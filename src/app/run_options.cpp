@@ -62,21 +62,13 @@ data::SamplerOptions sampler_options(const Config& config, const runtime::World&
 }
 
 model::ModelSpec model_spec(const Config& config, int num_keypoints) {
-  model::ModelSpec spec;
-  spec.backbone = config.model.backbone;
-  spec.num_keypoints = num_keypoints;
-  spec.downsample_factor = config.data.downsample_factor;
-  spec.image = {config.data.image_resize_height, config.data.image_resize_width};
-  return spec;
+  return {config.model.backbone, num_keypoints, config.data.downsample_factor,
+          {config.data.image_resize_height, config.data.image_resize_width}};
 }
 
 model::ModelSpec checkpoint_model_spec(const train::TrainingState& state, const Config& config) {
-  model::ModelSpec spec;
-  spec.backbone = state.backbone;
-  spec.num_keypoints = state.num_keypoints;
-  spec.downsample_factor = state.downsample_factor;
-  spec.image = {config.data.image_resize_height, config.data.image_resize_width};
-  return spec;
+  return {state.backbone, state.num_keypoints, state.downsample_factor,
+          {config.data.image_resize_height, config.data.image_resize_width}};
 }
 
 train::OptimizerConfig optimizer_config(const Config& config) {

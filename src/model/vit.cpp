@@ -745,12 +745,7 @@ StoredTensor resize_patch_embedding(const StoredTensor& tensor, int to) {
         out[k * to * to + std::size_t(y) * to + x] = float(v);
       }
   }
-  StoredTensor resized;
-  resized.name = tensor.name;
-  resized.type = StoredType::f32;
-  resized.shape = {sh[0], sh[1], to, to};
-  resized.bytes.assign(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
-  return resized;
+  return float32_tensor(tensor.name, std::vector<std::int64_t>{sh[0], sh[1], to, to}, out);
 }
 
 StoredTensor resize_position_table(const StoredTensor& tensor, const std::vector<int>& shape) {
@@ -785,13 +780,7 @@ StoredTensor resize_position_table(const StoredTensor& tensor, const std::vector
       for (std::size_t k = 0; k < std::size_t(out_w) * C; ++k)
         out[std::size_t(y) * out_w * C + k] += w * rows[std::size_t(i) * out_w * C + k];
     }
-  std::vector<float> values(out.begin(), out.end());
-  StoredTensor resized;
-  resized.name = tensor.name;
-  resized.type = StoredType::f32;
-  resized.shape = {1, out_h, out_w, C};
-  resized.bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
-  return resized;
+  return float32_tensor(tensor.name, std::vector<int>{1, out_h, out_w, C}, std::vector<float>(out.begin(), out.end()));
 }
 
 std::unique_ptr<Backbone> make_vit(ParameterStore& store, const std::string& name, const std::string& prefix,

@@ -367,11 +367,7 @@ void read_backbone_floats(hid_t group, const std::string& path, const std::strin
     if (dims != dims_of(shape)) {
       std::vector<int> stored_shape(dims.begin(), dims.end());
       read_floats(group, path, name, stored_shape, out);
-      std::vector<StoredTensor> tensor(1);
-      tensor[0].name = name;
-      tensor[0].type = StoredType::f32;
-      tensor[0].shape.assign(dims.begin(), dims.end());
-      tensor[0].bytes.assign(reinterpret_cast<const char*>(out.data()), out.size() * sizeof(float));
+      std::vector<StoredTensor> tensor = {float32_tensor(name, dims, out)};
       model::adapt_backbone_tensors(tensor, store);
       if (std::vector<hsize_t>(tensor[0].shape.begin(), tensor[0].shape.end()) == dims_of(shape)) {
         out.resize(tensor[0].bytes.size() / sizeof(float));

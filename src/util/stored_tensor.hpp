@@ -6,6 +6,7 @@
 #include <cstddef>  // std::size_t
 #include <cstdint>  // std::int64_t
 #include <string>   // std::string
+#include <utility>  // std::move
 #include <vector>   // std::vector
 
 namespace trainer {
@@ -28,5 +29,16 @@ struct StoredTensor {
   std::vector<std::int64_t> shape;
   std::string bytes;  // shape's product elements of `type`
 };
+
+// A float32 tensor of `values` (shape's product of them), as the trainer writes or
+// resizes one.
+template <class Dim>
+StoredTensor float32_tensor(std::string name, const std::vector<Dim>& shape, const std::vector<float>& values) {
+  StoredTensor t;
+  t.name = std::move(name);
+  t.shape.assign(shape.begin(), shape.end());
+  t.bytes.assign(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  return t;
+}
 
 }  // namespace trainer
