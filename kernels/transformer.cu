@@ -249,6 +249,40 @@ __global__ void window_unpartition_kernel(const float* windows, float* tokens, c
   GRID_STRIDE(o, n) tokens[o] = windows[std::size_t(g.window_of((long long)(o / width))) * width + o % width];
 }
 
+// One thread per element written: a row's elements are consecutive threads.
+__global__ void conv_patches_kernel(const float* images, float* patches, compute::ConvPatchGrid g, std::size_t n) {
+  const int cols = g.row_width();
+  GRID_STRIDE(o, n) {
+    const long long src = g.source_of((long long)(o / cols), int(o % cols));
+    patches[o] = src >= 0 ? images[src] : 0.f;
+  }
+}
+__global__ void max_pool_forward_kernel(const float* x, float* y, compute::TokenPoolGrid g, int width,
+                                        std::size_t n) {
+  GRID_STRIDE(o, n) {
+    const long long row = (long long)(o / width);
+    const std::size_t c = o % width;
+    float v[4];
+    for (int t = 0; t < 4; ++t) v[t] = x[std::size_t(g.input_of(row, t)) * width + c];
+    y[o] = v[compute::max_tap(v)];
+  }
+}
+__global__ void max_pool_backward_kernel(const float* x, const float* dy, float* dx, compute::TokenPoolGrid g,
+                                         int width, std::size_t n) {
+  GRID_STRIDE(i, n) {
+    int tap = -1;
+    const long long row = g.output_of((long long)(i / width), tap);
+    const std::size_t c = i % width;
+    float grad = 0.f;
+    if (row >= 0) {
+      float v[4];
+      for (int t = 0; t < 4; ++t) v[t] = x[std::size_t(g.input_of(row, t)) * width + c];
+      if (compute::max_tap(v) == tap) grad = dy[std::size_t(row) * width + c];
+    }
+    dx[i] = grad;
+  }
+}
+
 }  // namespace
 
 void transpose(const float* in, long long in_ld, long long in_stride, float* out, long long out_stride, int batch,
@@ -277,6 +311,25 @@ void window_unpartition(const float* windows, float* tokens, const compute::Wind
   const std::size_t n = std::size_t(g.token_rows()) * width;
   if (n == 0) return;
   window_unpartition_kernel<<<blocks_for(n), kThreads, 0, stream>>>(windows, tokens, g, width, n);
+}
+
+void conv_patches(const float* images, float* patches, const compute::ConvPatchGrid& g, cudaStream_t stream) {
+  const std::size_t n = std::size_t(g.rows()) * g.row_width();
+  if (n == 0) return;
+  conv_patches_kernel<<<blocks_for(n), kThreads, 0, stream>>>(images, patches, g, n);
+}
+
+void max_pool_forward(const float* x, float* y, const compute::TokenPoolGrid& g, int width, cudaStream_t stream) {
+  const std::size_t n = std::size_t(g.out_rows()) * width;
+  if (n == 0) return;
+  max_pool_forward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, y, g, width, n);
+}
+
+void max_pool_backward(const float* x, const float* dy, float* dx, const compute::TokenPoolGrid& g, int width,
+                       cudaStream_t stream) {
+  const std::size_t n = std::size_t(g.in_rows()) * width;
+  if (n == 0) return;
+  max_pool_backward_kernel<<<blocks_for(n), kThreads, 0, stream>>>(x, dy, dx, g, width, n);
 }
 
 void layer_norm_forward(const float* x, const float* gamma, const float* beta, float* y, std::uint16_t* y16,

@@ -9,6 +9,7 @@
 #include <cstdint>             // std::uint16_t
 
 #include "cast.cuh"                  // Format16
+#include "compute/hiera_rule.hpp"   // ConvPatchGrid, TokenPoolGrid
 #include "compute/window_rule.hpp"  // compute::WindowGrid
 
 namespace trainer::kernels {
@@ -58,5 +59,11 @@ void window_partition(const float* tokens, float* windows, const float* fill, co
                       int width, cudaStream_t stream);
 void window_unpartition(const float* windows, float* tokens, const compute::WindowGrid& g, int width,
                         cudaStream_t stream);
+// SAM2 Hiera's patch rows and 2x2 token max pooling (TransformerOps::conv_patches,
+// max_pool_forward / _backward; the index rules in compute/hiera_rule.hpp).
+void conv_patches(const float* images, float* patches, const compute::ConvPatchGrid& g, cudaStream_t stream);
+void max_pool_forward(const float* x, float* y, const compute::TokenPoolGrid& g, int width, cudaStream_t stream);
+void max_pool_backward(const float* x, const float* dy, float* dx, const compute::TokenPoolGrid& g, int width,
+                       cudaStream_t stream);
 
 }  // namespace trainer::kernels

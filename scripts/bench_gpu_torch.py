@@ -212,9 +212,117 @@ class SamHeatmapModel(nn.Module):
         return F.softmax(h.reshape(n, k, hh * ww), dim=-1).reshape(n, k, hh, ww)
 
 
+def pad_windows(x, ws):
+    """[N, H, W, C] zero-padded at the bottom and right to multiples of ws, cut into
+    [N * windows, ws, ws, C] (SAM2's window_partition)."""
+    n, h, w, c = x.shape
+    hp, wp = -(-h // ws) * ws, -(-w // ws) * ws
+    x = F.pad(x, (0, 0, 0, wp - w, 0, hp - h))
+    return x.reshape(n, hp // ws, ws, wp // ws, ws, c).permute(0, 1, 3, 2, 4, 5).reshape(-1, ws, ws, c), (hp, wp)
+
+
+def unpad_windows(x, ws, padded, size, n):
+    hp, wp = padded
+    x = x.reshape(n, hp // ws, wp // ws, ws, ws, -1).permute(0, 1, 3, 2, 4, 5).reshape(n, hp, wp, -1)
+    return x[:, :size[0], :size[1]]
+
+
+def pool2(x):
+    """max_pool2d(2, 2) of [N, H, W, C] (Hiera's do_pool)."""
+    return F.max_pool2d(x.permute(0, 3, 1, 2), 2, 2).permute(0, 2, 3, 1)
+
+
+class HieraBlock(nn.Module):
+    """One Sam2MultiScaleBlock of transformers' Sam2HieraDetModel: pre-norm (eps 1e-6);
+    attention within windows of the grid zero-padded at the bottom and right (window 0:
+    global), the queries max-pooled 2x2 in the first block of stages 1-3, whose residual
+    is max_pool(proj(LN(x))); SDPA where this PyTorch has it."""
+
+    def __init__(self, dim, dim_out, heads, window, pool):
+        super().__init__()
+        self.heads, self.window, self.pool = heads, window, pool
+        self.norm1 = nn.LayerNorm(dim, eps=1e-6)
+        self.qkv = nn.Linear(dim, 3 * dim_out)
+        self.attn_proj = nn.Linear(dim_out, dim_out)
+        self.norm2 = nn.LayerNorm(dim_out, eps=1e-6)
+        self.fc1 = nn.Linear(dim_out, 4 * dim_out)
+        self.fc2 = nn.Linear(4 * dim_out, dim_out)
+        self.proj = nn.Linear(dim, dim_out) if dim != dim_out else None
+
+    def forward(self, x):
+        n, h, w, _ = x.shape
+        y = self.norm1(x)
+        residual = x if self.proj is None else self.proj(y)
+        if self.pool:
+            residual = pool2(residual)
+        ws = self.window
+        if ws:
+            y, padded = pad_windows(y, ws)
+        b, hh, ww, _ = y.shape
+        q, k, v = self.qkv(y).reshape(b, hh * ww, 3, self.heads, -1).unbind(2)
+        if self.pool:
+            q = pool2(q.reshape(b, hh, ww, -1))
+            hh, ww = q.shape[1:3]
+            q = q.reshape(b, hh * ww, self.heads, -1)
+        self.attention_flops = 4 * b * q.shape[1] * k.shape[1] * q.shape[2] * q.shape[3]
+        o = attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2)
+        o = self.attn_proj(o.reshape(b, hh, ww, -1))
+        if ws:
+            out_ws = ws // 2 if self.pool else ws
+            size = residual.shape[1:3]
+            o = unpad_windows(o, out_ws, (-(-size[0] // out_ws) * out_ws, -(-size[1] // out_ws) * out_ws), size, n)
+        x = residual + o
+        return x + self.fc2(F.gelu(self.fc1(self.norm2(x))))
+
+
+class HieraHeatmapModel(nn.Module):
+    """lightning-pose HeatmapTracker with a SAM 2.1 Hiera backbone (vitt_sam2, vits_sam2,
+    vitb_sam2), downsample_factor 2: the stride-32 head, PixelShuffle(2) and two
+    ConvTranspose2d through the keypoints' channels (deconv_out_channels unset), as for
+    the ResNet model above."""
+
+    SPECS = {"vitt_sam2": ([96, 192, 384, 768], [1, 2, 4, 8], [1, 2, 7, 2], [5, 7, 9], 7),
+             "vits_sam2": ([96, 192, 384, 768], [1, 2, 4, 8], [1, 2, 11, 2], [7, 10, 13], 7),
+             "vitb_sam2": ([112, 224, 448, 896], [2, 4, 8, 16], [2, 3, 16, 3], [12, 16, 20], 14)}
+
+    def __init__(self, backbone, num_keypoints=17):
+        super().__init__()
+        dims, heads, blocks, global_blocks, background = self.SPECS[backbone]
+        windows = [8, 4, 14, 7]
+        self.patch_embed = nn.Conv2d(3, dims[0], 7, stride=4, padding=3)
+        self.pos_embed = nn.Parameter(torch.randn(1, dims[0], background, background) * 0.02)
+        self.pos_embed_window = nn.Parameter(torch.randn(1, dims[0], 8, 8) * 0.02)
+        layers, index = [], 0
+        for stage, count in enumerate(blocks):
+            for j in range(count):
+                first = stage > 0 and j == 0
+                window = 0 if index in global_blocks else windows[stage - 1 if first else stage]
+                layers.append(HieraBlock(dims[stage - 1 if first else stage], dims[stage], heads[stage], window, first))
+                index += 1
+        self.blocks = nn.ModuleList(layers)
+        self.head = nn.Sequential(
+            nn.PixelShuffle(2),
+            nn.ConvTranspose2d(dims[-1] // 4, num_keypoints, 3, stride=2, padding=1, output_padding=1),
+            nn.ConvTranspose2d(num_keypoints, num_keypoints, 3, stride=2, padding=1, output_padding=1),
+        )
+
+    def forward(self, x):
+        h = self.patch_embed(x)
+        pos = F.interpolate(self.pos_embed, size=h.shape[2:], mode="bicubic")
+        pos = pos + self.pos_embed_window.tile(1, 1, h.shape[2] // 8, h.shape[3] // 8)
+        h = (h + pos).permute(0, 2, 3, 1)
+        for block in self.blocks:
+            h = block(h)
+        h = self.head(h.permute(0, 3, 1, 2))
+        n, k, hh, ww = h.shape
+        return F.softmax(h.reshape(n, k, hh * ww), dim=-1).reshape(n, k, hh, ww)
+
+
 def make_model(backbone, num_keypoints, size=256):
     if backbone == "vitb_sam":
         return SamHeatmapModel(num_keypoints, size)
+    if backbone in HieraHeatmapModel.SPECS:
+        return HieraHeatmapModel(backbone, num_keypoints)
     return ViTHeatmapModel(num_keypoints) if backbone == "vits_dino" else HeatmapModel(num_keypoints)
 
 
@@ -254,7 +362,7 @@ def count_flops(model, x):
 
     hooks = [m.register_forward_hook(conv_hook) for m in model.modules()
              if isinstance(m, (nn.Conv2d, nn.ConvTranspose2d))]
-    if isinstance(model, SamHeatmapModel):  # its Linear layers and attention, as run
+    if isinstance(model, (SamHeatmapModel, HieraHeatmapModel)):  # its Linear layers and attention, as run
         hooks += [m.register_forward_hook(linear_hook) for m in model.modules() if isinstance(m, nn.Linear)]
     with torch.no_grad():
         model(x)
@@ -264,6 +372,8 @@ def count_flops(model, x):
         flops[0] += vit_linear_flops(model, x)
     if isinstance(model, SamHeatmapModel):
         flops[0] += sum(layer.attention_flops for layer in model.layers)
+    if isinstance(model, HieraHeatmapModel):
+        flops[0] += sum(block.attention_flops for block in model.blocks)
     return flops[0]
 
 
@@ -395,8 +505,10 @@ def run_trainer(template, batch, precision):
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cuda", choices=["cuda", "cpu"])
-    p.add_argument("--backbone", default="resnet50", choices=["resnet50", "vits_dino", "vitb_sam"],
-                   help="resnet50, vits_dino (ViT-S/16) or vitb_sam (SAM's ViT-B image encoder, windowed)")
+    p.add_argument("--backbone", default="resnet50",
+                   choices=["resnet50", "vits_dino", "vitb_sam", "vitt_sam2", "vits_sam2", "vitb_sam2"],
+                   help="resnet50, vits_dino (ViT-S/16), vitb_sam (SAM's ViT-B image encoder, windowed) or "
+                        "vitt_sam2 / vits_sam2 / vitb_sam2 (SAM 2.1's Hiera encoders)")
     p.add_argument("--batches", default="16,64")
     p.add_argument("--image-size", type=int, default=256)
     p.add_argument("--keypoints", type=int, default=17)

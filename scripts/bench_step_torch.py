@@ -6,7 +6,8 @@ the ratio trainer / PyTorch.
     /usr/bin/python3 scripts/bench_step_torch.py --trainer build/trainer \
         --backbone resnet18 --size 128 --batch 16 --threads 2
 
---backbone vits_dino compares the ViT-S/16 model, vitb_sam SAM's ViT-B image encoder. Debian's PyTorch does its matrix
+--backbone vits_dino compares the ViT-S/16 model, vitb_sam SAM's ViT-B image encoder,
+vitt_sam2 / vits_sam2 / vitb_sam2 SAM 2.1's Hiera encoders. Debian's PyTorch does its matrix
 products through the system BLAS: with Debian's reference BLAS they are about 25x
 slower than with OpenBLAS (libopenblas0-pthread, which scripts/setup.sh's test mode
 installs), so the script prints which one torch loaded.
@@ -28,15 +29,17 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from checkpoint_to_torch import HeatmapNet  # noqa: E402
-from bench_gpu_torch import SamHeatmapModel, ViTHeatmapModel  # noqa: E402
+from bench_gpu_torch import HieraHeatmapModel, SamHeatmapModel, ViTHeatmapModel  # noqa: E402
 
 
 def make_net(args):
     """lightning-pose's heatmap model with the ResNet (checkpoint_to_torch) or, for
     vits_dino, the ViT-S/16 that the GPU comparison uses (bench_gpu_torch)."""
-    if args.backbone in ("vits_dino", "vitb_sam"):
+    if args.backbone in ("vits_dino", "vitb_sam") or args.backbone in HieraHeatmapModel.SPECS:
         if args.downsample != 2:
             sys.exit(f"error: --backbone {args.backbone} is compared at --downsample 2 only")
+        if args.backbone in HieraHeatmapModel.SPECS:
+            return HieraHeatmapModel(args.backbone, args.keypoints)
         return ViTHeatmapModel(args.keypoints) if args.backbone == "vits_dino" else SamHeatmapModel(args.keypoints, args.size)
     return HeatmapNet(args.backbone, args.keypoints, args.downsample)
 

@@ -83,10 +83,16 @@ struct ModelCalls {
 // into `accepted` as well) and prints a line each.
 void build_attention_graphs(const std::string& json, std::vector<compute::AttentionShape> shapes, int batch,
                             compute::Precision precision, int& built, int& failed, int& accepted) {
-  std::set<std::tuple<int, int, int>> seen;
+  std::set<std::tuple<int, int, int, int>> seen;
   for (compute::AttentionShape a : shapes) {
     a.batch = batch;
-    if (!seen.insert({a.tokens, a.heads, a.head_dim}).second) continue;
+    if (!seen.insert({a.queries(), a.tokens, a.heads, a.head_dim}).second) continue;
+    if (a.queries() != a.tokens) {  // SAM2's pooled queries
+      std::printf("  --   attention of %d queries over %d tokens, %d heads of %d: pooled queries are not fused "
+                  "(the batched-matmul attention runs it)\n",
+                  a.queries(), a.tokens, a.heads, a.head_dim);
+      continue;
+    }
     if (!compute::cuda::fused_attention_takes(a, precision)) {
       std::printf("  --   attention of %d tokens, %d heads of %d: not fused in precision %s (the batched-matmul "
                   "attention runs it)\n",

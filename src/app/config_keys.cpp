@@ -626,8 +626,8 @@ std::vector<ConfigKey> build_table() {
           .lp("model.model_name"),
       refusing_missing_lp_backbones(choice("model", "backbone", field(M, &MC::backbone), model::backbone_names(),
                                            "backbone (docs/MODEL.md: the ResNets, the EfficientNets and the DINO / DINOv2 / "
-                                           "DINOv3 / MAE / SAM ViTs; vitb_sam is built for the configured image size); "
-                                           "lightning-pose's others are refused by name"))
+                                           "DINOv3 / MAE / SAM ViTs and SAM2's Hiera; vitb_sam is built for the configured image "
+                                           "size); lightning-pose 1.x's removed names are refused by name"))
           .lp("model.backbone"),
       text("model", "backbone_weights", field(M, &MC::backbone_weights), "PATH",
            "pretrained backbone weights: torchvision's ImageNet .pth, an mmpose checkpoint (lightning-pose's "

@@ -154,6 +154,16 @@ class ProfilingBackend::TimedTransformerOps final : public TransformerOps {
   void window_unpartition(const float* windows, float* tokens, const WindowGrid& g, int width, Stream& s) override {
     TRAINER_TIMED_OP(elementwise, window_unpartition(windows, tokens, g, width, s));
   }
+  void conv_patches(const float* images, float* patches, const ConvPatchGrid& g, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, conv_patches(images, patches, g, s));
+  }
+  void max_pool_forward(const float* x, float* y, const TokenPoolGrid& g, int width, Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, max_pool_forward(x, y, g, width, s));
+  }
+  void max_pool_backward(const float* x, const float* dy, float* dx, const TokenPoolGrid& g, int width,
+                         Stream& s) override {
+    TRAINER_TIMED_OP(elementwise, max_pool_backward(x, dy, dx, g, width, s));
+  }
   void attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                          const AttentionShape& a, Stream& s) override {
     if (owner_.enabled_) owner_.attention_calls_.push_back(a);

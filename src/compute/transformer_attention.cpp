@@ -16,7 +16,8 @@ namespace {
 // width, heads head_dim apart) or [tokens, tokens] probability planes.
 MatmulShape per_head(const AttentionShape& a, int m, int n, int k, bool x_tokens, bool transpose_x, bool y_tokens,
                      bool transpose_y, bool c_tokens, float alpha) {
-  const long long width = a.width(), plane = static_cast<long long>(a.tokens) * a.tokens;
+  // A plane is [queries, tokens]: its rows are the keys' count apart.
+  const long long width = a.width(), plane = static_cast<long long>(a.queries()) * a.tokens;
   MatmulShape g;
   g.m = m, g.n = n, g.k = k;
   g.transpose_a = transpose_x, g.transpose_b = transpose_y;
@@ -32,52 +33,54 @@ MatmulShape per_head(const AttentionShape& a, int m, int n, int k, bool x_tokens
 }  // namespace
 
 void check_attention_shape(const AttentionShape& a) {
-  if (a.batch <= 0 || a.tokens <= 0 || a.heads <= 0 || a.head_dim <= 0)
+  if (a.batch <= 0 || a.tokens <= 0 || a.heads <= 0 || a.head_dim <= 0 || a.query_tokens < 0)
     throw SystemError("internal error: attention shape [" + std::to_string(a.batch) + ", " +
                       std::to_string(a.tokens) + ", " + std::to_string(a.heads) + " x " +
                       std::to_string(a.head_dim) + "]");
 }
 
 AttentionProducts attention_products(const AttentionShape& a) {
-  const int T = a.tokens, D = a.head_dim;
+  const int Q = a.queries(), T = a.tokens, D = a.head_dim;
   const float scale = 1.f / std::sqrt(float(D));
   AttentionProducts p;
-  p.scores = per_head(a, T, T, D, true, false, true, true, false, scale);
-  p.context = per_head(a, T, D, T, false, false, true, false, true, 1.f);
-  p.dv = per_head(a, T, D, T, false, true, true, false, true, 1.f);
-  p.dprobs = per_head(a, T, T, D, true, false, true, true, false, 1.f);
-  p.dq = per_head(a, T, D, T, false, false, true, false, true, scale);
-  p.dk = per_head(a, T, D, T, false, true, true, false, true, scale);
+  p.scores = per_head(a, Q, T, D, true, false, true, true, false, scale);
+  p.context = per_head(a, Q, D, T, false, false, true, false, true, 1.f);
+  p.dv = per_head(a, T, D, Q, false, true, true, false, true, 1.f);
+  p.dprobs = per_head(a, Q, T, D, true, false, true, true, false, 1.f);
+  p.dq = per_head(a, Q, D, T, false, false, true, false, true, scale);
+  p.dk = per_head(a, T, D, Q, false, true, true, false, true, scale);
   return p;
 }
 
 void TransformerOps::attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                                        const AttentionShape& a, Stream& s) {
   check_attention_shape(a);
-  const int T = a.tokens;
-  const std::size_t rows = std::size_t(T) * a.width(), planes = std::size_t(a.heads) * T * T;
+  const int Q = a.queries(), T = a.tokens;
+  const std::size_t q_rows = std::size_t(Q) * a.width(), rows = std::size_t(T) * a.width();
+  const std::size_t planes = std::size_t(a.heads) * Q * T;
   const AttentionProducts p = attention_products(a);
   // scores_h = q_h k_h^T * scale, for every batch row, into probs.
-  for (int b = 0; b < a.batch; ++b) matmul(p.scores, q + b * rows, k + b * rows, probs + b * planes, s);
-  softmax_forward(probs, probs, a.batch * a.heads * T, T, s);
+  for (int b = 0; b < a.batch; ++b) matmul(p.scores, q + b * q_rows, k + b * rows, probs + b * planes, s);
+  softmax_forward(probs, probs, a.batch * a.heads * Q, T, s);
   // out_h = probs_h v_h, written straight into the merged-heads layout.
-  for (int b = 0; b < a.batch; ++b) matmul(p.context, probs + b * planes, v + b * rows, out + b * rows, s);
+  for (int b = 0; b < a.batch; ++b) matmul(p.context, probs + b * planes, v + b * rows, out + b * q_rows, s);
 }
 
 void TransformerOps::attention_backward(const float* q, const float* k, const float* v, const float* probs,
                                         const float* /*out: the probabilities suffice*/, const float* dout, float* dq,
                                         float* dk, float* dv, float* scratch, const AttentionShape& a, Stream& s) {
   check_attention_shape(a);
-  const int T = a.tokens, H = a.heads;
-  const std::size_t rows = std::size_t(T) * a.width(), planes = std::size_t(H) * T * T;
+  const int Q = a.queries(), T = a.tokens, H = a.heads;
+  const std::size_t q_rows = std::size_t(Q) * a.width(), rows = std::size_t(T) * a.width();
+  const std::size_t planes = std::size_t(H) * Q * T;
   const AttentionProducts p = attention_products(a);
   for (int b = 0; b < a.batch; ++b) {
     const float* pb = probs + b * planes;
-    matmul(p.dv, pb, dout + b * rows, dv + b * rows, s);
-    matmul(p.dprobs, dout + b * rows, v + b * rows, scratch, s);
-    softmax_backward(pb, scratch, scratch, H * T, T, s);  // the scores' gradient (before the scale)
-    matmul(p.dq, scratch, k + b * rows, dq + b * rows, s);
-    matmul(p.dk, scratch, q + b * rows, dk + b * rows, s);
+    matmul(p.dv, pb, dout + b * q_rows, dv + b * rows, s);
+    matmul(p.dprobs, dout + b * q_rows, v + b * rows, scratch, s);
+    softmax_backward(pb, scratch, scratch, H * Q, T, s);  // the scores' gradient (before the scale)
+    matmul(p.dq, scratch, k + b * rows, dq + b * q_rows, s);
+    matmul(p.dk, scratch, q + b * q_rows, dk + b * rows, s);
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "compute/precision.hpp"    // Precision
 #include "compute/stream.hpp"       // Stream
+#include "compute/hiera_rule.hpp"   // TokenPoolGrid, ConvPatchGrid
 #include "compute/window_rule.hpp"  // WindowGrid
 
 namespace trainer::compute {
@@ -82,10 +83,14 @@ inline std::size_t matmul_span_b(const MatmulShape& g) {
 // attention probabilities are [batch, heads, tokens, tokens].
 struct AttentionShape {
   int batch = 0, tokens = 0, heads = 0, head_dim = 0;
+  // Fewer queries than keys and values (Hiera's pooled queries at a stage change):
+  // q and the output are [batch, query_tokens, width]; 0: as many as `tokens`.
+  int query_tokens = 0;
+  int queries() const { return query_tokens > 0 ? query_tokens : tokens; }
   int width() const { return heads * head_dim; }
-  std::size_t probs_count() const { return std::size_t(batch) * heads * tokens * tokens; }
+  std::size_t probs_count() const { return std::size_t(batch) * heads * queries() * tokens; }
   // attention_backward's scratch: one batch row's probabilities gradient.
-  std::size_t scratch_count() const { return std::size_t(heads) * tokens * tokens; }
+  std::size_t scratch_count() const { return std::size_t(heads) * queries() * tokens; }
 };
 
 // The rows a rotary position embedding turns: queries or keys [batch, tokens,
@@ -221,6 +226,14 @@ class TransformerOps {
                                 int width, Stream& s) = 0;
   virtual void window_unpartition(const float* windows, float* tokens, const WindowGrid& g, int width,
                                   Stream& s) = 0;
+  // SAM2's Hiera (hiera_rule.hpp): a Conv2d's input patches as rows, for its patch
+  // embedding as a Linear; and the 2x2 max pooling of tokens [g.in_rows(), width] into
+  // [g.out_rows(), width], whose backward writes dx for every input row: the output's
+  // gradient at the tap that held its max (max_tap), 0 elsewhere.
+  virtual void conv_patches(const float* images, float* patches, const ConvPatchGrid& g, Stream& s) = 0;
+  virtual void max_pool_forward(const float* x, float* y, const TokenPoolGrid& g, int width, Stream& s) = 0;
+  virtual void max_pool_backward(const float* x, const float* dy, float* dx, const TokenPoolGrid& g, int width,
+                                 Stream& s) = 0;
 
   // Attention, written once over matmul and softmax (transformer_attention.cpp); a
   // device may override it with a fused kernel. Forward: probs = softmax(q k^T /

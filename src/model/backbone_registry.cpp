@@ -5,6 +5,7 @@
 #include <cctype>  // std::isdigit
 
 #include "model/efficientnet.hpp"          // make_efficientnet
+#include "model/hiera.hpp"                 // make_hiera
 #include "model/lightning_pose_names.hpp"  // state_name_from_lightning_pose
 #include "model/resnet.hpp"                // make_resnet
 #include "model/vit.hpp"                   // make_vit
@@ -65,6 +66,12 @@ constexpr BackboneEntry kBackbones[] = {
     // SAM's image encoder (the whole SamModel's file; its prompt encoder and mask
     // decoder are not the backbone's).
     {"vitb_sam", make_vit, "https://huggingface.co/facebook/sam-vit-base/resolve/main/model.safetensors"},
+    // SAM 2.1's Hiera image encoders (the whole Sam2Model's file; its FPN neck, memory
+    // and mask decoder are not the backbone's).
+    {"vitt_sam2", make_hiera, "https://huggingface.co/facebook/sam2.1-hiera-tiny/resolve/main/model.safetensors"},
+    {"vits_sam2", make_hiera, "https://huggingface.co/facebook/sam2.1-hiera-small/resolve/main/model.safetensors"},
+    {"vitb_sam2", make_hiera,
+     "https://huggingface.co/facebook/sam2.1-hiera-base-plus/resolve/main/model.safetensors"},
 };
 
 const BackboneEntry& find_backbone(const std::string& name) {
@@ -108,6 +115,10 @@ std::string backbone_tensor_name(std::string name) {
   // when saved from a model with a head (MAE's ViTMAEForPreTraining: its decoder.*
   // is not the encoder's). lightning-pose keeps it as vision_encoder. DINOv3ViTModel's
   // keys are layer.<i>.* and norm.*.
+  // Sam2Model's (vit*_sam2): the Hiera encoder under vision_encoder.backbone., which
+  // lightning-pose keeps as vision_encoder; the FPN neck is not the backbone's.
+  if (name.rfind("vision_encoder.backbone.", 0) == 0) return "backbone.vision_encoder." + name.substr(24);
+  if (name.rfind("vision_encoder.neck.convs.", 0) == 0) return "";
   if (name.rfind("vision_encoder.", 0) == 0) return "backbone." + name;  // SamModel's (vitb_sam)
   if (name.rfind("vit_mae.", 0) == 0) name = name.substr(8);  // lightning-pose's MAE checkpoints (vit.py)
   if (name.rfind("vit.", 0) == 0) name = name.substr(4);
@@ -120,9 +131,14 @@ void adapt_backbone_tensors(std::vector<StoredTensor>& tensors, const ParameterS
   const std::string kernel = "embeddings.patch_embeddings.projection.weight";
   for (StoredTensor& t : tensors) {
     const std::string ours = backbone_tensor_name(t.name);
-    if (ours == "backbone.vision_encoder.pos_embed") {  // SAM's table, for this run's grid
+    if (ours == "backbone.vision_encoder.pos_embed") {
+      // SAM's channels-last table [1, h, w, C], for this run's grid (SAM2's [1, C, b, b]
+      // is resized on every forward instead, and loads as it is).
       const long i = store.find_parameter(ours);
-      if (i >= 0) t = resize_position_table(t, store.parameters()[std::size_t(i)].shape);
+      if (i < 0) continue;
+      const std::vector<int>& want = store.parameters()[std::size_t(i)].shape;
+      if (want.size() == 4 && t.shape.size() == 4 && t.shape[3] == want[3])
+        t = resize_position_table(t, want);
       continue;
     }
     if (ours.size() < kernel.size() || ours.compare(ours.size() - kernel.size(), kernel.size(), kernel) != 0) continue;

@@ -8,7 +8,8 @@
 #include <cstring>    // std::memcpy
 #include <utility>    // std::swap
 
-#include "model/bicubic_resize.hpp"  // bicubic_resize_matrix_2d
+#include "model/bicubic_resize.hpp"     // bicubic_resize_matrix_2d
+#include "model/hugging_face_init.hpp"  // hugging_face_normal, ones_init
 #include "model/rope_tables.hpp"     // rope_tables
 #include "util/error.hpp"            // UserError
 
@@ -20,20 +21,9 @@ using compute::ensure_capacity;
 using compute::MatmulShape;
 using compute::SharedInputLinear;
 
-// Hugging Face's ViT initialises weights N(0, 0.02) (truncated at +-2 sigma; this
-// one is not), biases 0, LayerNorm 1 and 0. Pretrained weights replace all of it.
-InitRule normal_002() {
-  InitRule r;
-  r.kind = InitRule::kaiming_normal_fan_out;  // std = gain / sqrt(fan_out)
-  r.gain = 0.02;
-  r.fan_out = 1;
-  return r;
-}
-InitRule ones() {
-  InitRule r;
-  r.kind = InitRule::ones;
-  return r;
-}
+// Pretrained weights replace all of this.
+InitRule normal_002() { return hugging_face_normal(); }
+InitRule ones() { return ones_init(); }
 
 // A float32 or float64 tensor's elements (the resizes below check the type first).
 std::vector<double> stored_values(const StoredTensor& tensor) {

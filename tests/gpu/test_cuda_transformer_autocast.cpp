@@ -290,7 +290,7 @@ TEST_CASE("cuda fused attention (cuDNN) matches the CPU emulation", "[gpu][trans
 }
 
 TEST_CASE("cuda ViT step at bf16-mixed / 16-mixed follows the CPU emulation", "[gpu][vit][autocast]") {
-  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov3", "vitb_sam");
+  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov3", "vitb_sam", "vitt_sam2");
   const Precision p = GENERATE(Precision::bf16, Precision::fp16);
   // The ViT keeps fp32 activations either way; `fused` false is TRAINER_VIT_FUSED_ATTENTION=0.
   const auto fp32_activations = [](bool fused) {

@@ -223,3 +223,50 @@ TEST_CASE("cuda window partition and unpartition match the CPU", "[gpu][transfor
   CHECK(t.host(g_back) == back);
   CHECK(back == tokens);
 }
+
+TEST_CASE("cuda Hiera patch rows, max pool and pooled-query attention match the CPU", "[gpu][transformer][sam2]") {
+  Twins t;
+  auto& g_ops = t.gpu->transformer_ops();
+  auto& c_ops = t.cpu->transformer_ops();
+  // vitt_sam2 at 256x256: the 7x7 stride-4 patch rows of a 64x64 grid...
+  const ConvPatchGrid pg{kBatch, 3, 256, 256, 7, 4, 3};
+  auto images = random_vector(std::size_t(kBatch) * 3 * 256 * 256, 30);
+  auto g_images = t.device(images), g_rows = t.zeros(std::size_t(pg.rows()) * pg.row_width());
+  std::vector<float> rows(g_rows.size());
+  g_ops.conv_patches(g_images.data(), g_rows.data(), pg, t.gs());
+  c_ops.conv_patches(images.data(), rows.data(), pg, t.cs());
+  CHECK(t.host(g_rows) == rows);
+  // ... block 1's pooling of the 64x64 grid at width 192 (ties included: a constant patch) ...
+  const TokenPoolGrid g{kBatch, 64, 64};
+  const int width = 192;
+  auto x = random_vector(std::size_t(g.in_rows()) * width, 31);
+  for (int c = 0; c < width; ++c) x[std::size_t(c)] = x[std::size_t(width + c)] = 0.5f;  // taps 0 and 1 of output 0
+  auto dy = random_vector(std::size_t(g.out_rows()) * width, 32);
+  auto gx = t.device(x), gdy = t.device(dy), gy = t.zeros(std::size_t(g.out_rows()) * width), gdx = t.zeros(x.size());
+  std::vector<float> y(gy.size()), dx(x.size());
+  g_ops.max_pool_forward(gx.data(), gy.data(), g, width, t.gs());
+  c_ops.max_pool_forward(x.data(), y.data(), g, width, t.cs());
+  CHECK(t.host(gy) == y);
+  g_ops.max_pool_backward(gx.data(), gdy.data(), gdx.data(), g, width, t.gs());
+  c_ops.max_pool_backward(x.data(), dy.data(), dx.data(), g, width, t.cs());
+  CHECK(t.host(gdx) == dx);
+  // ... and its attention: 16 queries (a pooled 4x4) over 64 keys (an 8x8 window), 2 heads of 96.
+  AttentionShape a;
+  a.batch = kBatch * 64, a.tokens = 64, a.query_tokens = 16, a.heads = 2, a.head_dim = 96;
+  const std::size_t nq = std::size_t(a.batch) * a.queries() * a.width(), n = std::size_t(a.batch) * a.tokens * a.width();
+  auto q = random_vector(nq, 33), k = random_vector(n, 34), v = random_vector(n, 35), dout = random_vector(nq, 36);
+  auto gq = t.device(q), gk = t.device(k), gv = t.device(v), gdout = t.device(dout);
+  auto gp = t.zeros(g_ops.attention_state_count(a)), go = t.zeros(nq), gdq = t.zeros(nq), gdk = t.zeros(n),
+       gdv = t.zeros(n), gscratch = t.zeros(a.scratch_count());
+  std::vector<float> p(a.probs_count()), o(nq), dq(nq), dk(n), dv(n), scratch(a.scratch_count());
+  g_ops.attention_forward(gq.data(), gk.data(), gv.data(), gp.data(), go.data(), a, t.gs());
+  c_ops.attention_forward(q.data(), k.data(), v.data(), p.data(), o.data(), a, t.cs());
+  CHECK(rel_error(t.host(go), o) < kTolerance);
+  g_ops.attention_backward(gq.data(), gk.data(), gv.data(), gp.data(), go.data(), gdout.data(), gdq.data(), gdk.data(),
+                           gdv.data(), gscratch.data(), a, t.gs());
+  c_ops.attention_backward(q.data(), k.data(), v.data(), p.data(), o.data(), dout.data(), dq.data(), dk.data(),
+                           dv.data(), scratch.data(), a, t.cs());
+  CHECK(rel_error(t.host(gdq), dq) < kTolerance);
+  CHECK(rel_error(t.host(gdk), dk) < kTolerance);
+  CHECK(rel_error(t.host(gdv), dv) < kTolerance);
+}

@@ -1,7 +1,9 @@
-// The ViT backbones (vits_dino, vits_dinov2, vits_dinov3, vitb_sam) on the GPU against the CPU
+// The ViT backbones (vits_dino, vits_dinov2, vits_dinov3, vitb_sam, and SAM2's Hiera as
+// vitt_sam2) on the GPU against the CPU
 // backend: the same weights and images give the same heatmaps and the same gradient for
 // every tensor (fp32, TF32 off), at 128x128 (8x8 patches, the position grid resized
-// down; vitb_sam's windowed layers: one zero-padded 14x14 window per image).
+// down; vitb_sam's windowed layers: one zero-padded 14x14 window per image; vitt_sam2:
+// 16 windows of 8, pooled queries, a padded 14-window and 7-window).
 #include <catch2/catch.hpp>
 
 #include <string>  // std::string
@@ -16,7 +18,8 @@ using compute::gpu_test::rel_error;
 
 
 TEST_CASE("cuda ViT forward and backward match the CPU backend", "[gpu][vit]") {
-  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2", "vits_dinov3", "vitb_sam");
+  const std::string name =
+      GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2", "vits_dinov3", "vitb_sam", "vitt_sam2");
   INFO(name);
   test_shared::ModelStep cpu(compute::make_cpu_backend(2), name, {}, {128, 128}),
       gpu(compute::make_cuda_backend(0), name, {}, {128, 128});

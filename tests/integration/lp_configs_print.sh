@@ -41,8 +41,8 @@ diff "$SCRATCH/example.yaml" "$SCRATCH/model_folder.yaml" >&2 || fail "the model
 # Bad input: one error line naming the key, a hint, exit 2.
 expect_fail 2 "^error: .*bad value for training.val_check_interval: expected a count of batches" \
   "$TRAINER" train "$CONFIGS/config_default.yaml" --overrides training.val_check_interval=1.5 --print-config
-expect_fail 2 "^error: .*'vitb_sam2' is a lightning-pose backbone this trainer does not have yet" \
-  "$TRAINER" train "$CONFIGS/config_default.yaml" --overrides model.backbone=vitb_sam2 --print-config
-grep -q '^hint: model.backbone is one of: resnet18' "$SCRATCH/err.txt" || fail "vitb_sam2: no list of backbones"
-[[ $(wc -l <"$SCRATCH/err.txt") == 2 ]] || fail "vitb_sam2: not one error and one hint line"
+expect_fail 2 "^error: .*'vit_h_sam' is a lightning-pose 1.x backbone that lightning-pose 2 dropped" \
+  "$TRAINER" train "$CONFIGS/config_default.yaml" --overrides model.backbone=vit_h_sam --print-config
+grep -q '^hint: model.backbone is one of: resnet18' "$SCRATCH/err.txt" || fail "vit_h_sam: no list of backbones"
+[[ $(wc -l <"$SCRATCH/err.txt") == 2 ]] || fail "vit_h_sam: not one error and one hint line"
 echo "ok: $count lightning-pose configs print, 2 multiview ones refused by name"

@@ -272,15 +272,15 @@ class ViTModel(nn.Module):
 class VisionEncoder(nn.Module):
     """lightning-pose's wrapper: CLS dropped, patch tokens as a [N, C, h, w] map."""
 
-    def __init__(self, dinov3=False, sam=False, **spec):
+    def __init__(self, dinov3=False, sam=False, sam2=None, **spec):
         super().__init__()
-        self.sam = sam
-        self.vision_encoder = (SamVisionEncoder(**spec) if sam else Dinov3Model(**spec) if dinov3 else
-                               ViTModel(**spec))
+        self.sam = sam or sam2 is not None
+        self.vision_encoder = (Sam2HieraDet(**SAM2_CONFIGS[sam2]) if sam2 else SamVisionEncoder(**spec) if sam else
+                               Dinov3Model(**spec) if dinov3 else ViTModel(**spec))
         self.prefix = 1 + (DINOV3_REGISTERS if dinov3 else 0)
 
     def forward(self, images):
-        if self.sam:  # VisionEncoderSam.forward: [N, h, w, C] tokens already, no CLS, no neck
+        if self.sam:  # VisionEncoderSam(2).forward: [N, h, w, C] tokens already, no CLS, no neck
             return self.vision_encoder(images).permute(0, 3, 1, 2)
         tokens = self.vision_encoder(images)[:, self.prefix:]
         n, _, h, w = images.shape
@@ -288,12 +288,18 @@ class VisionEncoder(nn.Module):
         return tokens.reshape(n, h // patch, w // patch, -1).permute(0, 3, 1, 2)
 
 
+def head_stride(spec):
+    """lightning-pose's BACKBONE_STRIDES for the backbone of `spec` (a SPECS entry)."""
+    return SAM2_STRIDE if spec.get("sam2") else 16
+
+
 class HeatmapNet(nn.Module):
     def __init__(self, keypoints, downsample, **spec):
         super().__init__()
         self.backbone = VisionEncoder(**spec)
-        self.deconvs = int(math.log2(16)) - downsample - 1  # lightning-pose's n_layers for stride 16
-        channels = spec.get("width", 384) // 4
+        # lightning-pose's n_layers = log2(stride) - downsample - 1 (BACKBONE_STRIDES: 16, SAM2's 32)
+        self.deconvs = int(math.log2(head_stride(spec))) - downsample - 1
+        channels = (SAM2_CONFIGS[spec["sam2"]]["dims"][-1] if spec.get("sam2") else spec.get("width", 384)) // 4
         self.head = nn.Module()
         for i in range(self.deconvs):
             setattr(self.head, f"deconv{i}", nn.ConvTranspose2d(channels, keypoints, 3, stride=2, padding=1,
@@ -541,6 +547,164 @@ class SamVisionEncoder(nn.Module):
         return x
 
 
+# ---- Hugging Face's Sam2HieraDetModel (SAM 2.1's image encoder), mirrored module by module ----
+# Sam2HieraDetConfig as transformers' converter sets it for facebook/sam2.1-hiera-tiny,
+# -small and -base-plus (lightning-pose's vitt_sam2, vits_sam2, vitb_sam2). All three:
+# patch embedding Conv2d(3, C0, 7, stride 4, padding 3), windows [8, 4, 14, 7] per
+# stage, query stride 2 at the first block of stages 1-3, MLP ratio 4, exact GELU,
+# LayerNorm eps 1e-6; the FPN neck (Sam2VisionModel's, not the backbone's) is dropped
+# by VisionEncoderSam2.
+SAM2_WINDOWS, SAM2_POOL_STAGES, SAM2_QUERY_STRIDE, SAM2_EPS, SAM2_MLP = (8, 4, 14, 7), 3, 2, 1e-6, 4
+SAM2_PATCH = dict(kernel=7, stride=4, padding=3)
+SAM2_CONFIGS = {
+    "vitt_sam2": dict(dims=(96, 192, 384, 768), heads=(1, 2, 4, 8), blocks=(1, 2, 7, 2), global_blocks=(5, 7, 9),
+                      background=7),
+    "vits_sam2": dict(dims=(96, 192, 384, 768), heads=(1, 2, 4, 8), blocks=(1, 2, 11, 2),
+                      global_blocks=(7, 10, 13), background=7),
+    "vitb_sam2": dict(dims=(112, 224, 448, 896), heads=(2, 4, 8, 16), blocks=(2, 3, 16, 3),
+                      global_blocks=(12, 16, 20), background=14),
+}
+SAM2_STRIDE = SAM2_PATCH["stride"] * SAM2_QUERY_STRIDE ** SAM2_POOL_STAGES  # 32: BACKBONE_STRIDES' for all three
+
+
+def sam2_blocks(cfg):
+    """(dim, dim_out, heads, window, pool) of each block in order: a stage's first block
+    (stages 1-3) takes the previous stage's width and window and pools its queries; a
+    global block has window 0 (attention over the whole grid)."""
+    out = []
+    for stage, count in enumerate(cfg["blocks"]):
+        for i in range(count):
+            entering = stage > 0 and i == 0
+            window = SAM2_WINDOWS[stage - 1 if entering else stage]
+            out.append((cfg["dims"][stage - 1 if entering else stage], cfg["dims"][stage], cfg["heads"][stage],
+                        0 if len(out) in cfg["global_blocks"] else window,
+                        entering and stage <= SAM2_POOL_STAGES))
+    return out
+
+
+def pool_nhwc(x):
+    """do_pool: max_pool2d 2x2, stride 2 (floor) over the H and W of a [B, H, W, C] tensor."""
+    return F.max_pool2d(x.permute(0, 3, 1, 2), SAM2_QUERY_STRIDE, SAM2_QUERY_STRIDE).permute(0, 2, 3, 1)
+
+
+class Sam2Attention(nn.Module):
+    """Sam2MultiScaleAttention: qkv Linear(dim, 3 dim_out) read as [tokens, 3, heads,
+    head_dim]; with query stride, the queries (heads side by side in the channels) are
+    max-pooled over each window's (or the whole grid's) H x W; eager softmax attention
+    scaled by head_dim^-1/2, then proj."""
+
+    def __init__(self, dim, dim_out, heads, pool):
+        super().__init__()
+        self.dim_out, self.heads, self.pool = dim_out, heads, pool
+        self.qkv, self.proj = nn.Linear(dim, 3 * dim_out), nn.Linear(dim_out, dim_out)
+
+    def forward(self, x):
+        b, h, w, _ = x.shape
+        head_dim = self.dim_out // self.heads
+        q, k, v = self.qkv(x).reshape(b, h * w, 3, self.heads, head_dim).unbind(2)
+        if self.pool:
+            q = pool_nhwc(q.reshape(b, h, w, self.dim_out))
+            h, w = q.shape[1:3]
+            q = q.reshape(b, h * w, self.heads, head_dim)
+        q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # [B, heads, tokens, head_dim]
+        probs = torch.softmax(q @ k.transpose(2, 3) * head_dim ** -0.5, dim=-1)
+        return self.proj((probs @ v).transpose(1, 2).reshape(b, h, w, self.dim_out))
+
+
+class Sam2FeedForward(nn.Module):
+    """Sam2FeedForward with num_layers 2: proj_out(GELU(proj_in(x))), exact (erf) GELU."""
+
+    def __init__(self, width, hidden):
+        super().__init__()
+        self.proj_in, self.proj_out = nn.Linear(width, hidden), nn.Linear(hidden, width)
+
+    def forward(self, x):
+        return self.proj_out(F.gelu(self.proj_in(x)))
+
+
+class Sam2Block(nn.Module):
+    """Sam2MultiScaleBlock. Windowed (window > 0): layer_norm1's output zero-padded at the
+    bottom and right to multiples of the window and cut into windows (a padded token's
+    q, k and v are the qkv biases, and it takes part as a key); with query stride the
+    windows come back halved and are laid out on the pooled grid padded to multiples of
+    the halved window, then cropped. dim != dim_out: the residual is
+    max_pool(proj(layer_norm1(x))) on the (unpadded) grid."""
+
+    def __init__(self, dim, dim_out, heads, window, pool):
+        super().__init__()
+        self.window, self.pool, self.changes_width = window, pool, dim != dim_out
+        self.layer_norm1 = nn.LayerNorm(dim, eps=SAM2_EPS)
+        self.attn = Sam2Attention(dim, dim_out, heads, pool)
+        self.layer_norm2 = nn.LayerNorm(dim_out, eps=SAM2_EPS)
+        self.mlp = Sam2FeedForward(dim_out, SAM2_MLP * dim_out)
+        if self.changes_width:
+            self.proj = nn.Linear(dim, dim_out)
+        self.layout = None  # (grid, window, padded grid) of the last forward, for selftest-sam2
+
+    def forward(self, x):
+        normed = self.layer_norm1(x)
+        residual = x
+        if self.changes_width:
+            residual = self.proj(normed)
+            residual = pool_nhwc(residual) if self.pool else residual
+        grid = tuple(residual.shape[1:3])  # the output's grid
+        if not self.window:
+            out = self.attn(normed)
+            self.layout = (tuple(x.shape[1:3]), 0, tuple(x.shape[1:3]))
+        else:
+            windows, padded = window_partition(normed, self.window)
+            self.layout = (tuple(x.shape[1:3]), self.window, padded)
+            out = self.attn(windows)
+            window = self.window // SAM2_QUERY_STRIDE if self.pool else self.window
+            out_padded = tuple(-(-side // window) * window for side in grid)
+            assert out.shape[0] == x.shape[0] * (out_padded[0] // window) * (out_padded[1] // window), \
+                "the pooled windows do not tile the pooled grid"
+            out = window_unpartition(out, window, out_padded, grid)
+        x = residual + out
+        return x + self.mlp(self.layer_norm2(x))
+
+
+class Sam2PatchEmbeddings(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.projection = nn.Conv2d(3, width, kernel_size=SAM2_PATCH["kernel"], stride=SAM2_PATCH["stride"],
+                                    padding=SAM2_PATCH["padding"])
+
+
+def sam2_pos_embed(table, window_table, grid):
+    """Sam2HieraDetModel._get_pos_embed: the [1, C, b, b] table bicubic-resized to the
+    token grid on every forward (F.interpolate's defaults: align_corners False, no
+    antialias, i.e. cubic convolution a = -0.75 with border-clamped taps), plus the
+    [1, C, 8, 8] window table tiled over the grid; NHWC [1, h, w, C]."""
+    resized = F.interpolate(table, size=tuple(grid), mode="bicubic", align_corners=False)
+    reps = [a // b for a, b in zip(resized.shape, window_table.shape)]
+    return (resized + window_table.tile(reps)).permute(0, 2, 3, 1)
+
+
+class Sam2HieraDet(nn.Module):
+    """transformers' Sam2HieraDetModel (same state_dict keys) run as VisionEncoderSam2
+    runs it: last_hidden_state, NHWC [N, H/32, W/32, C3]. The tables are used at their
+    own size (no resize at load, in a file or a checkpoint)."""
+
+    def __init__(self, dims, heads, blocks, global_blocks, background):
+        super().__init__()
+        self.pos_embed = nn.Parameter(torch.zeros(1, dims[0], background, background))
+        self.pos_embed_window = nn.Parameter(torch.zeros(1, dims[0], SAM2_WINDOWS[0], SAM2_WINDOWS[0]))
+        self.patch_embed = Sam2PatchEmbeddings(dims[0])
+        self.blocks = nn.ModuleList(Sam2Block(*spec) for spec in
+                                    sam2_blocks(dict(dims=dims, heads=heads, blocks=blocks, global_blocks=global_blocks)))
+        self.stage_ends = [int(e) for e in np.cumsum(blocks) - 1]
+
+    def forward(self, images, stages=None):
+        x = self.patch_embed.projection(images).permute(0, 2, 3, 1)
+        x = x + sam2_pos_embed(self.pos_embed, self.pos_embed_window, x.shape[1:3])
+        for i, block in enumerate(self.blocks):
+            x = block(x)
+            if stages is not None and i in self.stage_ends:
+                stages.append(tuple(x.shape))
+        return x
+
+
 # ---- write -------------------------------------------------------------------------------
 DINOV2 = dict(patch=14, grid=37, dinov2=True)  # facebook/dinov2-small: 518 / 14 = 37
 VIT_B = dict(width=768, heads=12, mlp=3072)
@@ -551,13 +715,26 @@ NAMES = {"dino": "vits_dino", "dinov2": "vits_dinov2", "dinov3": "vits_dinov3", 
          "sam": "vitb_sam"}
 SAM_EXTRA = {"shared_image_embedding.positional_embedding": (2, 128),  # SamModel's, not the backbone's
              "prompt_encoder.no_mask_embed.weight": (1, 256), "mask_decoder.iou_token.weight": (1, 256)}
+# SAM 2.1 (kind sam2, one of SAM2_CONFIGS' names): Sam2HieraDetModel's keys, no resize.
+SPECS.update({name: dict(sam2=name) for name in SAM2_CONFIGS})
+NAMES.update({name: name for name in SAM2_CONFIGS})
+SAM2_FPN = 256  # Sam2VisionConfig.fpn_hidden_size: the neck's 1x1 convs from [C3, C2, C1, C0] to 256
+SAM2_EXTRA_BEFORE = {"shared_image_embedding.positional_embedding": (2, 128)}  # Sam2Model's, not the backbone's
+SAM2_EXTRA_AFTER = {"prompt_encoder.shared_embedding.positional_embedding": (2, 128),
+                    "prompt_encoder.no_mask_embed.weight": (1, 256), "mask_decoder.iou_token.weight": (1, 256),
+                    "mask_decoder.conv_s0.weight": (32, 256, 1, 1), "no_memory_embedding": (1, 1, 256)}
 
 
 def encoder_tensors(weights):
     """The file's encoder tensors under ViTModel's (SamVisionEncoder's) keys: MAE's
     ViTMAEForPreTraining file holds them as vit.*, beside a decoder.* that is not the
     backbone's; SAM's SamModel file as vision_encoder.*, beside the prompt encoder,
-    the mask decoder and shared_image_embedding, none of them the backbone's."""
+    the mask decoder and shared_image_embedding, none of them the backbone's; SAM 2.1's
+    Sam2Model file as vision_encoder.backbone.*, beside the FPN neck (vision_encoder.neck.*,
+    which VisionEncoderSam2 drops), the prompt encoder, the mask decoder and more."""
+    sam2 = "vision_encoder.backbone."
+    if any(k.startswith(sam2) for k in weights):
+        return {k[len(sam2):]: v for k, v in weights.items() if k.startswith(sam2)}
     if any(k.startswith("vision_encoder.") for k in weights):
         return {k[len("vision_encoder."):]: v for k, v in weights.items() if k.startswith("vision_encoder.")}
     out = {}
@@ -568,8 +745,45 @@ def encoder_tensors(weights):
     return out
 
 
+def make_sam2_weights(name):
+    """A SAM 2.1 Sam2Model file's tensors (`name`: vitt_sam2, vits_sam2, vitb_sam2): the
+    backbone under vision_encoder.backbone., with trained-looking values (a smooth
+    background table, a rough window table, LayerNorm gains around 1, non-zero biases),
+    beside the FPN neck's 1x1 convs, the prompt encoder, the mask decoder and
+    no_memory_embedding, none of which the trainer may take."""
+    rng = np.random.default_rng(7)
+    cfg = SAM2_CONFIGS[name]
+    tensors = {}
+    for key, p in Sam2HieraDet(**cfg).state_dict().items():
+        shape = tuple(p.shape)
+        if key == "pos_embed":  # [1, C, b, b]: waves of 0.2 to 1.5 periods over the grid
+            _, c, gh, gw = shape
+            yy, xx = np.meshgrid(np.arange(gh) / gh, np.arange(gw) / gw, indexing="ij")
+            freq = 2 * np.pi * rng.uniform(0.2, 1.5, size=(c, 2)) * rng.choice([-1.0, 1.0], size=(c, 2))
+            phase = rng.uniform(0, 2 * np.pi, size=c)
+            waves = np.sin(freq[:, 0, None, None] * yy + freq[:, 1, None, None] * xx + phase[:, None, None])
+            value = (0.1 * rng.standard_normal((c, 1, 1)) + 0.3 * waves)[None]
+        elif key == "pos_embed_window":  # [1, C, 8, 8], added to every 8x8 tile of the grid
+            value = 0.2 * rng.standard_normal(shape)
+        elif "norm" in key and key.endswith("weight"):
+            value = 1.0 + 0.2 * rng.standard_normal(shape)
+        elif key.endswith("bias"):
+            value = 0.05 * rng.standard_normal(shape)
+        else:
+            value = rng.standard_normal(shape) / np.sqrt(int(np.prod(shape[1:])))
+        tensors["vision_encoder.backbone." + key] = value.astype(np.float32)
+    for j, channels in enumerate(reversed(cfg["dims"])):  # Sam2VisionNeck: backbone_channel_list [C3, ..., C0]
+        tensors[f"vision_encoder.neck.convs.{j}.weight"] = (rng.standard_normal((SAM2_FPN, channels, 1, 1)) /
+                                                            np.sqrt(channels)).astype(np.float32)
+        tensors[f"vision_encoder.neck.convs.{j}.bias"] = (0.05 * rng.standard_normal(SAM2_FPN)).astype(np.float32)
+    extra = lambda table: {k: rng.standard_normal(v).astype(np.float32) for k, v in table.items()}  # noqa: E731
+    return dict(**extra(SAM2_EXTRA_BEFORE), **tensors, **extra(SAM2_EXTRA_AFTER))  # Sam2Model's order
+
+
 def make_weights(kind="dino", layers=12):
     """The tensors `write` saves, in the file's layout."""
+    if kind in SAM2_CONFIGS:
+        return make_sam2_weights(kind)
     rng = np.random.default_rng(7)
     spec = dict(dict(width=384, heads=6, mlp=1536), **SPECS[kind], layers=layers)
     width = spec["width"]
@@ -702,17 +916,21 @@ def check(export_dir, weights_path, trained_path=None):
     model = read_model(os.path.join(export_dir, "initial.h5"))
     head = {k: v for k, v in model.items() if k.startswith("head.")}
     keypoints = head["head.deconv0.weight"].shape[1]
-    downsample = int(math.log2(16)) - 1 - sum(1 for k in head if k.endswith(".weight"))
 
     # The trainer loaded every backbone tensor of the file, bit for bit (DINOv2's
     # patch kernels, SAM's position table: resized as lightning-pose resizes them),
     # and nothing else.
     backbone = {k: v for k, v in model.items() if k.startswith("backbone.")}
     pos_embed = "backbone.vision_encoder.pos_embed"
-    family = ("sam" if pos_embed in backbone else
+    family = (sam2_family(backbone) if pos_embed + "_window" in backbone else
+              "sam" if pos_embed in backbone else
               "dinov3" if "backbone.vision_encoder.embeddings.register_tokens" in backbone else
               "dinov2" if "backbone.vision_encoder.embeddings.mask_token" in backbone else
               "vitb" if backbone["backbone.vision_encoder.embeddings.cls_token"].shape[-1] == 768 else "dino")
+    if family is None:
+        return report([f"a SAM2 backbone of none of the configurations {sorted(SAM2_CONFIGS)}"])
+    stride = head_stride(SPECS[family])
+    downsample = int(math.log2(stride)) - 1 - sum(1 for k in head if k.endswith(".weight"))
     dinov2 = family == "dinov2"
     expected = {"backbone.vision_encoder." + k for k in weights}
     if trained_path:
@@ -783,7 +1001,7 @@ def check(export_dir, weights_path, trained_path=None):
     print(f"loss: ours {ours['loss']:.9g} torch64 {exact['loss']:.9g} rel {loss_rel:.2e}")
     if loss_rel > LIMIT:
         failures.append(f"loss rel {loss_rel:.3g}")
-    zero_grad = f"head.deconv{int(math.log2(16)) - downsample - 2}.bias"
+    zero_grad = f"head.deconv{int(math.log2(stride)) - downsample - 2}.bias"
     for kind in ("grad", "exp_avg", "exp_avg_sq", "param"):
         worst, errs = (0.0, 0.0, ""), []
         exact_k, t32_k, ours_k = (split_qkv_bias(d[kind]) for d in (exact, t32, ours))
@@ -825,6 +1043,17 @@ def check(export_dir, weights_path, trained_path=None):
     print(f"PASSED: {NAMES[family]}, {keypoints} keypoints, d = {downsample}, "
           f"images {images.shape}{', from a trained checkpoint' if trained else ''}")
     return 0
+
+
+def sam2_family(backbone):
+    """The SAM2 backbone name of a trainer model's tensors: its width and block count."""
+    prefix = "backbone.vision_encoder."
+    width = backbone[prefix + "pos_embed"].shape[1]
+    blocks = len({k.split(".")[3] for k in backbone if k.startswith(prefix + "blocks.")})
+    for name, cfg in SAM2_CONFIGS.items():
+        if cfg["dims"][0] == width and sum(cfg["blocks"]) == blocks:
+            return name
+    return None
 
 
 def report(failures):
@@ -938,11 +1167,195 @@ def selftest_sam():
     return 0
 
 
+# ---- selftest-sam2: the SAM2 reference checked against itself, no trainer needed ----------
+def cubic_resize_matrix(n_in, n_out, a=-0.75):
+    """[n_out, n_in] weights of PyTorch's bicubic without antialias, align_corners False,
+    along one axis: output o samples the input at in/out * (o + 0.5) - 0.5 (not clamped),
+    Keys' cubic convolution with a = -0.75 over the 4 nearest inputs, indices clamped to
+    the border (a tap past it weighs on the edge input)."""
+    def cubic(x):
+        x = abs(x)
+        return ((a + 2) * x - (a + 3)) * x * x + 1 if x <= 1 else ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+    m = np.zeros((n_out, n_in))
+    for o in range(n_out):
+        src = n_in / n_out * (o + 0.5) - 0.5
+        base = math.floor(src)
+        for tap in range(-1, 3):
+            m[o, min(max(base + tap, 0), n_in - 1)] += cubic(src - (base + tap))
+    return m
+
+
+def sam2_param_count(cfg):
+    """Sam2HieraDetModel's parameter count from its config alone: the patch embedding,
+    the two position tables, and per block LayerNorms, qkv, proj, the MLP and (where the
+    width changes) the residual's Linear."""
+    c0 = cfg["dims"][0]
+    k = SAM2_PATCH["kernel"]
+    total = 3 * k * k * c0 + c0 + c0 * cfg["background"] ** 2 + c0 * SAM2_WINDOWS[0] ** 2
+    linear = lambda i, o: i * o + o  # noqa: E731
+    for stage, count in enumerate(cfg["blocks"]):
+        d_out = cfg["dims"][stage]
+        for i in range(count):
+            d_in = cfg["dims"][stage - 1] if stage > 0 and i == 0 else d_out
+            total += 2 * d_in + linear(d_in, 3 * d_out) + linear(d_out, d_out) + 2 * d_out
+            total += linear(d_out, SAM2_MLP * d_out) + linear(SAM2_MLP * d_out, d_out)
+            total += linear(d_in, d_out) if d_in != d_out else 0
+    return total
+
+
+def describe_layout(model, cfg):
+    """Per stage: the grid, its window (0: global) and the padded grid of each block kind."""
+    parts, start = [], 0
+    for stage, count in enumerate(cfg["blocks"]):
+        kinds = []
+        for block in model.blocks[start:start + count]:
+            grid, window, padded = block.layout
+            text = (f"{grid[0]}/global" if not window else
+                    f"{grid[0]}/w{window}" + (f"->{padded[0]}" if padded != grid else "") +
+                    f" x{padded[0] // window * (padded[1] // window)}")
+            text += " pooled" if block.pool else ""
+            if text not in kinds:
+                kinds.append(text)
+        parts.append(f"s{stage} " + ", ".join(kinds))
+        start += count
+    return "; ".join(parts)
+
+
+def selftest_sam2():
+    failures = []
+    torch.manual_seed(0)
+    # 1. Partition -> unpartition is the identity on the real tokens, the padding is zero,
+    # at the layouts of 64x64 to 256x256 images (and an odd one).
+    for side, window in ((16, 8), (64, 8), (8, 4), (4, 14), (16, 14), (2, 7), (8, 7), (17, 30)):
+        x = torch.randn(2, side, side + 3 * (side == 17), 5, dtype=torch.float64)
+        windows, padded = window_partition(x, window)
+        back = window_unpartition(windows, window, padded, tuple(x.shape[1:3]))
+        count = 2 * (padded[0] // window) * (padded[1] // window)
+        real = window_partition(torch.ones_like(x), window)[0]  # 1 on the real tokens, 0 on the padding
+        ok = (windows.shape == (count, window, window, 5) and torch.equal(back, x) and real.sum() == x.numel()
+              and torch.equal(windows[0, :min(window, side), :min(window, x.shape[2])], x[0, :window, :window])
+              and not torch.any(windows[real == 0]))
+        failures += [] if ok else [f"window partition of {side} in {window}"]
+    print(f"window partition round trip, zero padding (16/8, 64/8, 8/4, 4/14, 16/14, 2/7, 8/7, 17x20/30): "
+          f"{'exact' if not failures else 'WRONG'}")
+    # 2. The queries max-pooled inside each window are the max-pool of the zero-padded
+    # grid cut into halved windows, and laid out on the pooled grid they are the
+    # max-pool of the grid itself (the pooled block's windows, even grids).
+    pool_ok = True
+    for side, window in ((16, 8), (32, 8), (8, 4), (16, 4), (4, 14), (8, 14), (16, 14), (64, 14)):
+        x = torch.randn(2, side, side, 6, dtype=torch.float64)
+        windows, padded = window_partition(x, window)
+        pooled = pool_nhwc(windows)
+        grid_padded = F.pad(x, (0, 0, 0, padded[1] - side, 0, padded[0] - side))
+        half = window // SAM2_QUERY_STRIDE
+        out_padded = tuple(-(-(s // 2) // half) * half for s in (side, side))
+        pool_ok &= torch.equal(pooled, window_partition(pool_nhwc(grid_padded), half)[0])
+        pool_ok &= out_padded == (padded[0] // 2, padded[1] // 2)
+        pool_ok &= torch.equal(window_unpartition(pooled, half, out_padded, (side // 2, side // 2)), pool_nhwc(x))
+    print(f"max-pool in windows == max-pool of the padded grid (16/8 .. 64/14): {'exact' if pool_ok else 'WRONG'}")
+    failures += [] if pool_ok else ["pooling in windows"]
+    # 3. The window table is tiled: position (y, x) gets pos_embed_window[..., y % 8, x % 8];
+    # the background table's resize is cubic convolution (a = -0.75, border-clamped).
+    for name in ("vitt_sam2", "vitb_sam2"):
+        tensors = encoder_tensors(make_sam2_weights(name))
+        table = torch.from_numpy(tensors["pos_embed"]).double()
+        window_table = torch.from_numpy(tensors["pos_embed_window"]).double()
+        bg = table.shape[2]
+        for side in (8, 16, 32, 64, 256):
+            pos = sam2_pos_embed(table, window_table, (side, side))[0]
+            rows = np.arange(side) % SAM2_WINDOWS[0]
+            tiled = window_table[0].numpy()[:, rows][:, :, rows].transpose(1, 2, 0)
+            m = cubic_resize_matrix(bg, side)
+            mine = np.einsum("oh,pw,chw->opc", m, m, table[0].numpy()) + tiled
+            err = rel(pos.numpy(), mine)
+            failures += [f"{name} pos embedding at {side}: {err:.3g}"] if err > 1e-13 else []
+            if side in (16, 256):
+                print(f"{name} pos embedding {bg}x{bg} -> {side}x{side} + 8x8 tiles: F.interpolate vs cubic "
+                      f"weights {err:.1e} in float64")
+    # 4. One window over the whole grid is global attention (plain and pooled blocks);
+    # a 4x4 grid padded to 14x14 is not (HF does not mask the padded keys).
+    for args, side in (((96, 96, 1, 8), 8), ((96, 192, 2, 8), 8), ((192, 384, 4, 4), 4), ((384, 384, 4, 14), 14)):
+        pool = args[0] != args[1]
+        windowed, whole = Sam2Block(*args, pool).double(), Sam2Block(*args[:3], 0, pool).double()
+        for p in windowed.parameters():
+            p.data.normal_(0, 0.1)
+        whole.load_state_dict(windowed.state_dict())
+        x = torch.randn(2, side, side, args[0], dtype=torch.float64)
+        err = rel(windowed(x).detach().numpy(), whole(x).detach().numpy())
+        failures += [f"windowed != global on one window {args}: {err:.3g}"] if err > 1e-13 else []
+    x = torch.randn(2, 4, 4, 384, dtype=torch.float64)
+    err = rel(windowed(x).detach().numpy(), whole(x).detach().numpy())
+    print(f"one window over the grid == global attention (8/8, 8/8 pooled, 4/4 pooled, 14/14); 4x4 padded to 14: "
+          f"differs by {err:.1e} (the padded keys)")
+    failures += ["padded tokens take no part"] if err < 1e-6 else []
+    # 5. Shapes per stage (the modules run on the meta device: shapes without data, batch
+    # 2) and parameter counts against the config.
+    for name, cfg in SAM2_CONFIGS.items():
+        model = Sam2HieraDet(**cfg).to("meta")
+        count, expected = sum(p.numel() for p in model.parameters()), sam2_param_count(cfg)
+        print(f"{name}: {count} backbone parameters ({len(model.state_dict())} tensors; from the config: "
+              f"{expected})")
+        failures += [] if count == expected else [f"{name}: {count} parameters, the config's {expected}"]
+        wrong = []
+        for size in (64, 128, 256, 1024):
+            stages = []
+            with torch.no_grad():
+                out = model(torch.empty(2, 3, size, size, device="meta"), stages)
+            want = [(2, size // 4 >> s, size // 4 >> s, cfg["dims"][s]) for s in range(4)]
+            wrong += [] if stages == want and out.shape == want[-1] else [f"{name} at {size}: {stages}"]
+            if name == "vitt_sam2":
+                print(f"  {size}x{size}: stages {[s[1:] for s in stages]}; {describe_layout(model, cfg)}")
+        if name != "vitt_sam2":
+            print(f"  stages at 64/128/256/1024: {'as expected' if not wrong else 'WRONG'} (grids as the tiny's, "
+                  f"widths {cfg['dims']})")
+        failures += wrong
+    # 6. A whole step in float64 (the tiny at 64; the parity cases run the others): every
+    # backbone tensor gets a gradient, the key biases' is zero, PyTorch float32 agrees.
+    rng = np.random.default_rng(1)
+    for name, size, batch, keypoints, downsample in (("vitt_sam2", 64, 2, 3, 2),):
+        weights = encoder_tensors(make_sam2_weights(name))
+        head, channels = {}, SAM2_CONFIGS[name]["dims"][-1] // 4
+        for i in range(int(math.log2(SAM2_STRIDE)) - downsample - 1):
+            head[f"head.deconv{i}.weight"] = (rng.standard_normal((channels, keypoints, 3, 3)) / 30).astype(np.float32)
+            head[f"head.deconv{i}.bias"] = (0.05 * rng.standard_normal(keypoints)).astype(np.float32)
+            channels = keypoints
+        images = rng.standard_normal((batch, 3, size, size)).astype(np.float32)
+        kp = rng.uniform(0, size, (batch, keypoints, 2))
+        exact = run_torch(weights, head, images, kp, keypoints, downsample, torch.float64, name)
+        t32 = run_torch(weights, head, images, kp, keypoints, downsample, torch.float32, name)
+        grads = exact["grad"]
+        used = {"backbone.vision_encoder." + k for k in weights} | set(head)
+        key = max(norm(g[g.size // 3:2 * g.size // 3]) / norm(g) for n, g in grads.items()
+                  if n.endswith("attn.qkv.bias"))
+        last_bias = f"head.deconv{len(head) // 2 - 1}.bias"
+        loss_err = abs(t32["loss"] - exact["loss"]) / exact["loss"]
+        grad_err = max(rel(t32["grad"][n], g) for n, g in grads.items()
+                       if not n.endswith(("qkv.bias", last_bias)))
+        print(f"{name} {size}x{size} step in float64: loss {exact['loss']:.6g}, {len(grads)} gradients, key-bias "
+              f"gradient at most {key:.1e} of its qkv.bias's; float32 loss {loss_err:.1e} and gradients "
+              f"{grad_err:.1e} from it")
+        failures += [] if set(grads) == used else [f"{name} {size}: gradients of {sorted(set(grads) ^ used)[:4]}"]
+        failures += [] if np.isfinite(exact["loss"]) and key < 1e-8 else [f"{name} {size}: loss or key-bias gradient"]
+        failures += [] if loss_err < 1e-5 and grad_err < 1e-3 else [f"{name} {size}: float32 far from float64"]
+    if failures:
+        return report(failures)
+    print("PASSED: the SAM2 reference")
+    return 0
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["selftest-sam"]:
         sys.exit(selftest_sam())
+    if sys.argv[1:] == ["selftest-sam2"]:
+        sys.exit(selftest_sam2())
     if len(sys.argv) >= 3 and sys.argv[1] == "write":
-        sys.exit(write(sys.argv[2], kind=sys.argv[3] if len(sys.argv) > 3 else "dino"))
+        kind = sys.argv[3] if len(sys.argv) > 3 else "dino"
+        if kind == "sam2":  # write WEIGHTS sam2 [vitt_sam2|vits_sam2|vitb_sam2]
+            kind = sys.argv[4] if len(sys.argv) > 4 else "vitt_sam2"
+            if kind not in SAM2_CONFIGS:
+                print(f"unknown SAM2 backbone {kind}; one of {sorted(SAM2_CONFIGS)}")
+                sys.exit(2)
+        sys.exit(write(sys.argv[2], kind=kind))
     if len(sys.argv) == 6 and sys.argv[1] == "check" and sys.argv[4] == "--trained":
         sys.exit(check(sys.argv[2], sys.argv[3], sys.argv[5]))
     if len(sys.argv) == 4 and sys.argv[1] == "check":

@@ -320,4 +320,52 @@ void CpuTransformerOps::window_unpartition(const float* windows, float* tokens, 
   }
 }
 
+void CpuTransformerOps::conv_patches(const float* images, float* patches, const ConvPatchGrid& g, Stream&) {
+  enter();
+  const long long rows = g.rows();
+  const int cols = g.row_width();
+#pragma omp parallel for schedule(static)
+  for (long long r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) {
+      const long long src = g.source_of(r, c);
+      patches[r * cols + c] = src >= 0 ? images[src] : 0.f;
+    }
+}
+
+void CpuTransformerOps::max_pool_forward(const float* x, float* y, const TokenPoolGrid& g, int width, Stream&) {
+  enter();
+  const long long rows = g.out_rows();
+#pragma omp parallel for schedule(static)
+  for (long long o = 0; o < rows; ++o) {
+    const float* taps[4];
+    for (int t = 0; t < 4; ++t) taps[t] = x + g.input_of(o, t) * width;
+    for (int c = 0; c < width; ++c) {
+      const float v[4] = {taps[0][c], taps[1][c], taps[2][c], taps[3][c]};
+      y[o * width + c] = v[max_tap(v)];
+    }
+  }
+}
+
+void CpuTransformerOps::max_pool_backward(const float* x, const float* dy, float* dx, const TokenPoolGrid& g,
+                                          int width, Stream&) {
+  enter();
+  const long long rows = g.in_rows();
+#pragma omp parallel for schedule(static)
+  for (long long i = 0; i < rows; ++i) {
+    int tap = -1;
+    const long long o = g.output_of(i, tap);
+    float* d = dx + i * width;
+    if (o < 0) {
+      std::fill(d, d + width, 0.f);
+      continue;
+    }
+    const float* taps[4];
+    for (int t = 0; t < 4; ++t) taps[t] = x + g.input_of(o, t) * width;
+    for (int c = 0; c < width; ++c) {
+      const float v[4] = {taps[0][c], taps[1][c], taps[2][c], taps[3][c]};
+      d[c] = max_tap(v) == tap ? dy[o * width + c] : 0.f;
+    }
+  }
+}
+
 }  // namespace trainer::compute::cpu

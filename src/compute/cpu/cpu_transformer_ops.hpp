@@ -50,6 +50,10 @@ class CpuTransformerOps final : public TransformerOps {
   void window_partition(const float* tokens, float* windows, const float* fill, const WindowGrid& g, int width,
                         Stream& s) override;
   void window_unpartition(const float* windows, float* tokens, const WindowGrid& g, int width, Stream& s) override;
+  void conv_patches(const float* images, float* patches, const ConvPatchGrid& g, Stream& s) override;
+  void max_pool_forward(const float* x, float* y, const TokenPoolGrid& g, int width, Stream& s) override;
+  void max_pool_backward(const float* x, const float* dy, float* dx, const TokenPoolGrid& g, int width,
+                         Stream& s) override;
 
  private:
   void enter() const;  // sets the calling thread's OpenMP team size

@@ -22,7 +22,7 @@ const char* attention_pass_name(AttentionPass pass) {
 }
 
 bool fused_attention_takes(const AttentionShape& a, Precision p) {
-  return p != Precision::fp32 && a.batch > 0 && a.tokens > 0 && a.heads > 0 && a.head_dim > 0 &&
+  return p != Precision::fp32 && a.batch > 0 && a.tokens > 0 && a.queries() == a.tokens && a.heads > 0 && a.head_dim > 0 &&
          a.head_dim % 8 == 0 && a.head_dim <= 128;
 }
 

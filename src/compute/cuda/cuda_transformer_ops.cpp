@@ -235,6 +235,7 @@ void CudaTransformerOps::cast16(const float* src, std::uint16_t* dst, std::size_
 
 void CudaTransformerOps::attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                                            const AttentionShape& a, Stream& s) {
+  if (a.queries() != a.tokens) return TransformerOps::attention_forward(q, k, v, probs, out, a, s);
   if (autocast_precision() == Precision::fp32) return attention_forward32(q, k, v, probs, out, a, s);
   StatePath path;
   path.fused = fused_attention_ready(a);
@@ -246,8 +247,11 @@ void CudaTransformerOps::attention_forward(const float* q, const float* k, const
 
 void CudaTransformerOps::attention_backward(const float* q, const float* k, const float* v, const float* probs,
                                             const float* out, const float* dout, float* dq, float* dk, float* dv,
-                                            float* /*scratch: each GPU path carves its own*/, const AttentionShape& a,
+                                            float* scratch /*the generic attention's; each GPU path carves its own*/,
+                                            const AttentionShape& a,
                                             Stream& s) {
+  if (a.queries() != a.tokens)
+    return TransformerOps::attention_backward(q, k, v, probs, out, dout, dq, dk, dv, scratch, a, s);
   if (autocast_precision() == Precision::fp32) return attention_backward32(q, k, v, probs, dout, dq, dk, dv, a, s);
   if (const StatePath path = state_path(probs, a); path.fused)
     return attention_backward_fused(q, k, v, probs, out, dout, dq, dk, dv, a, path.copies, s);
@@ -362,6 +366,22 @@ void CudaTransformerOps::window_partition(const float* tokens, float* windows, c
 void CudaTransformerOps::window_unpartition(const float* windows, float* tokens, const WindowGrid& g, int width,
                                             Stream& s) {
   kernels::window_unpartition(windows, tokens, g, width, as_cuda(s).get());
+}
+
+void CudaTransformerOps::conv_patches(const float* images, float* patches, const ConvPatchGrid& g, Stream& s) {
+  kernels::conv_patches(images, patches, g, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::max_pool_forward(const float* x, float* y, const TokenPoolGrid& g, int width, Stream& s) {
+  kernels::max_pool_forward(x, y, g, width, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
+}
+
+void CudaTransformerOps::max_pool_backward(const float* x, const float* dy, float* dx, const TokenPoolGrid& g,
+                                           int width, Stream& s) {
+  kernels::max_pool_backward(x, dy, dx, g, width, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace trainer::compute::cuda

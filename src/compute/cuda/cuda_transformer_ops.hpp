@@ -84,9 +84,14 @@ class CudaTransformerOps final : public TransformerOps {
   void window_partition(const float* tokens, float* windows, const float* fill, const WindowGrid& g, int width,
                         Stream& s) override;
   void window_unpartition(const float* windows, float* tokens, const WindowGrid& g, int width, Stream& s) override;
+  void conv_patches(const float* images, float* patches, const ConvPatchGrid& g, Stream& s) override;
+  void max_pool_forward(const float* x, float* y, const TokenPoolGrid& g, int width, Stream& s) override;
+  void max_pool_backward(const float* x, const float* dy, float* dx, const TokenPoolGrid& g, int width,
+                         Stream& s) override;
   // fp32: each head's products strided-batched over the batch
   // (cuda_transformer_attention32.cpp); 16-bit: cuDNN's fused attention where
-  // fused_attention_ready(), else cuda_transformer_attention16.cpp.
+  // fused_attention_ready(), else cuda_transformer_attention16.cpp. Fewer queries
+  // than keys (Hiera's pooled queries): TransformerOps' batched-matmul attention.
   void attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                          const AttentionShape& a, Stream& s) override;
   void attention_backward(const float* q, const float* k, const float* v, const float* probs, const float* out,

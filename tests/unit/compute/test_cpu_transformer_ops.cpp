@@ -10,6 +10,7 @@
 #include <vector>      // std::vector
 
 #include "compute/backend.hpp"  // make_cpu_backend, Backend::transformer_ops
+#include "compute/hiera_rule.hpp"  // TokenPoolGrid, ConvPatchGrid
 
 using namespace trainer::compute;
 
@@ -274,40 +275,42 @@ TEST_CASE("cpu attention: per-head softmax(q k^T / sqrt(d)) v, finite difference
   Ops t;
   AttentionShape a;
   a.batch = 2, a.tokens = 5, a.heads = 3, a.head_dim = 4;
-  const int W = a.width(), T = a.tokens, D = a.head_dim;
-  const std::size_t n = std::size_t(a.batch) * T * W;
-  auto q = random_values(n, 20), k = random_values(n, 21), v = random_values(n, 22);
-  std::vector<float> probs(a.probs_count()), out(n);
+  a.query_tokens = GENERATE(0, 2);  // as many queries as keys, or fewer (Hiera's pooled queries)
+  const int W = a.width(), T = a.tokens, Q = a.queries(), D = a.head_dim;
+  INFO(Q << " queries, " << T << " keys");
+  const std::size_t n = std::size_t(a.batch) * T * W, nq = std::size_t(a.batch) * Q * W;
+  auto q = random_values(nq, 20), k = random_values(n, 21), v = random_values(n, 22);
+  std::vector<float> probs(a.probs_count()), out(nq);
   const auto forward = [&] {
     t.ops.attention_forward(q.data(), k.data(), v.data(), probs.data(), out.data(), a, t.s);
     return out;
   };
   forward();
   // Direct: heads are column blocks of width D.
-  std::vector<double> expected(n, 0), expected_probs(a.probs_count());
+  std::vector<double> expected(nq, 0), expected_probs(a.probs_count());
   for (int b = 0; b < a.batch; ++b)
     for (int h = 0; h < a.heads; ++h)
-      for (int i = 0; i < T; ++i) {
+      for (int i = 0; i < Q; ++i) {
         std::vector<double> s(T);
         double top = -1e300, sum = 0;
         for (int j = 0; j < T; ++j) {
           double dot = 0;
-          for (int d = 0; d < D; ++d) dot += double(q[(b * T + i) * W + h * D + d]) * k[(b * T + j) * W + h * D + d];
+          for (int d = 0; d < D; ++d) dot += double(q[(b * Q + i) * W + h * D + d]) * k[(b * T + j) * W + h * D + d];
           s[j] = dot / std::sqrt(double(D));
           top = std::max(top, s[j]);
         }
         for (int j = 0; j < T; ++j) sum += (s[j] = std::exp(s[j] - top));
         for (int j = 0; j < T; ++j) {
           const double p = s[j] / sum;
-          expected_probs[((b * a.heads + h) * T + i) * T + j] = p;
-          for (int d = 0; d < D; ++d) expected[(b * T + i) * W + h * D + d] += p * v[(b * T + j) * W + h * D + d];
+          expected_probs[((b * a.heads + h) * Q + i) * T + j] = p;
+          for (int d = 0; d < D; ++d) expected[(b * Q + i) * W + h * D + d] += p * v[(b * T + j) * W + h * D + d];
         }
       }
   CHECK(max_abs_diff(out, expected) < 1e-5);
   CHECK(max_abs_diff(probs, expected_probs) < 1e-6);
 
-  const auto r = random_values(n, 23);
-  std::vector<float> dq(n), dk(n), dv(n), scratch(a.scratch_count());
+  const auto r = random_values(nq, 23);
+  std::vector<float> dq(nq), dk(n), dv(n), scratch(a.scratch_count());
   t.ops.attention_backward(q.data(), k.data(), v.data(), probs.data(), out.data(), r.data(), dq.data(), dk.data(),
                            dv.data(), scratch.data(), a, t.s);
   check_gradient("dq", q, dq, forward, r);
@@ -439,4 +442,80 @@ TEST_CASE("cpu window partition: SAM's pad, view and permute, and back", "[compu
   const WindowGrid exact{1, 6, 3, 3};
   CHECK(exact.window_rows() == exact.token_rows());
   for (long long r = 0; r < exact.window_rows(); ++r) CHECK(exact.window_of(exact.token_of(r)) == r);
+}
+
+TEST_CASE("cpu Hiera max pool: max_pool2d(2, 2) of the token grid, PyTorch's first tap on ties",
+          "[compute][transformer][sam2]") {
+  Ops t;
+  const int batch = 2, H = 5, W = 6, C = 3;  // an odd height: floor pooling drops the last row
+  const TokenPoolGrid g{batch, H, W};
+  REQUIRE(g.out_rows() == batch * 2 * 3);
+  auto x = random_values(std::size_t(batch) * H * W * C, 30);
+  // Ties: in output (0, 0, 1) of image 0, channel 1, taps 1 and 3 hold the same max.
+  const auto at = [&](int b, int y, int xx, int c) -> float& { return x[((std::size_t(b) * H + y) * W + xx) * C + c]; };
+  at(0, 0, 3, 1) = 5.f, at(0, 1, 3, 1) = 5.f;
+  std::vector<float> y(std::size_t(g.out_rows()) * C, -9.f);
+  t.ops.max_pool_forward(x.data(), y.data(), g, C, t.s);
+  for (int b = 0; b < batch; ++b)
+    for (int oy = 0; oy < 2; ++oy)
+      for (int ox = 0; ox < 3; ++ox)
+        for (int c = 0; c < C; ++c) {
+          float want = at(b, 2 * oy, 2 * ox, c);
+          for (int ty = 0; ty < 2; ++ty)
+            for (int tx = 0; tx < 2; ++tx) want = std::max(want, at(b, 2 * oy + ty, 2 * ox + tx, c));
+          CHECK(y[((std::size_t(b) * 2 + oy) * 3 + ox) * C + c] == want);
+        }
+  // Backward: each output's gradient goes to one tap, the first that holds the max.
+  const auto dy = random_values(y.size(), 31);
+  std::vector<float> dx(x.size(), -9.f);
+  t.ops.max_pool_backward(x.data(), dy.data(), dx.data(), g, C, t.s);
+  double total_in = 0, total_out = 0;
+  for (float d : dx) total_in += d;
+  for (float d : dy) total_out += d;
+  CHECK(total_in == Approx(total_out).epsilon(1e-6));
+  CHECK(dx[((std::size_t(0) * H + 0) * W + 3) * C + 1] == dy[(0 * 3 + 1) * C + 1]);  // tap 1 of the tie
+  CHECK(dx[((std::size_t(0) * H + 1) * W + 3) * C + 1] == 0.f);                     // tap 3: not the first
+  for (int b = 0; b < batch; ++b)
+    for (int xx = 0; xx < W; ++xx)
+      for (int c = 0; c < C; ++c) CHECK(dx[((std::size_t(b) * H + 4) * W + xx) * C + c] == 0.f);  // the dropped row
+  // Away from ties, the backward is the forward's derivative.
+  auto smooth = random_values(std::size_t(batch) * 4 * 6 * C, 32);
+  const TokenPoolGrid even{batch, 4, 6};
+  std::vector<float> pooled(std::size_t(even.out_rows()) * C), d_smooth(smooth.size());
+  const auto r = random_values(pooled.size(), 33);
+  t.ops.max_pool_backward(smooth.data(), r.data(), d_smooth.data(), even, C, t.s);
+  check_gradient("max pool", smooth, d_smooth, [&] {
+    t.ops.max_pool_forward(smooth.data(), pooled.data(), even, C, t.s);
+    return pooled;
+  }, r, 1e-4f);
+}
+
+TEST_CASE("cpu Hiera patch rows: a zero-padded strided Conv2d as a Linear", "[compute][transformer][sam2]") {
+  Ops t;
+  // Hiera's 7x7, stride 4, padding 3 patch embedding on 2 images of 3 x 12 x 8.
+  const ConvPatchGrid g{2, 3, 12, 8, 7, 4, 3};
+  REQUIRE(g.out_h() == 3);
+  REQUIRE(g.out_w() == 2);
+  const auto images = random_values(std::size_t(2) * 3 * 12 * 8, 34);
+  std::vector<float> rows(std::size_t(g.rows()) * g.row_width(), -9.f);
+  t.ops.conv_patches(images.data(), rows.data(), g, t.s);
+  const int out = 5;
+  const auto w = random_values(std::size_t(out) * g.row_width(), 35);
+  std::vector<float> y(std::size_t(g.rows()) * out);
+  t.ops.linear_forward(rows.data(), nullptr, w.data(), nullptr, y.data(), int(g.rows()), g.row_width(), out, t.s);
+  for (int b = 0; b < 2; ++b)
+    for (int oy = 0; oy < 3; ++oy)
+      for (int ox = 0; ox < 2; ++ox)
+        for (int o = 0; o < out; ++o) {
+          double want = 0;
+          for (int c = 0; c < 3; ++c)
+            for (int ky = 0; ky < 7; ++ky)
+              for (int kx = 0; kx < 7; ++kx) {
+                const int iy = oy * 4 - 3 + ky, ix = ox * 4 - 3 + kx;
+                if (iy < 0 || iy >= 12 || ix < 0 || ix >= 8) continue;
+                want += double(w[((std::size_t(o) * 3 + c) * 7 + ky) * 7 + kx]) *
+                        images[((std::size_t(b) * 3 + c) * 12 + iy) * 8 + ix];
+              }
+          CHECK(y[((std::size_t(b) * 3 + oy) * 2 + ox) * out + o] == Approx(want).margin(1e-5));
+        }
 }

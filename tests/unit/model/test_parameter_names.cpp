@@ -86,6 +86,6 @@ TEST_CASE("groups are contiguous: backbone first, then head", "[model]") {
 
 TEST_CASE("unknown backbone and bad downsample factor are user errors", "[model]") {
   auto backend = model_test::cpu();
-  CHECK_THROWS_AS(HeatmapModel(*backend, ModelSpec{"vitb_sam2", 3, 2}), trainer::UserError);
+  CHECK_THROWS_AS(HeatmapModel(*backend, ModelSpec{"vit_h_sam", 3, 2}), trainer::UserError);
   CHECK_THROWS_AS(HeatmapModel(*backend, ModelSpec{"resnet18", 3, 4}), trainer::UserError);
 }
