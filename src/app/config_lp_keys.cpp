@@ -175,20 +175,22 @@ const ConfigKey* key_for_yaml_path(const std::string& path) {
 }
 
 void set_config_key(Config& config, const ConfigKey& key, const std::string& value, const std::string& where,
-                    std::vector<std::string>* notes) {
+                    std::vector<std::string>* notes, const std::string& written_as) {
+  // Messages name the key as the user wrote it: a YAML path (data.image_resize_dims.height)
+  // is not the INI name (data.image_resize_height) a lightning-pose user never typed.
+  const std::string name = written_as.empty() ? key.full_name() : written_as;
   try {
     key.set(config, value);
     if (notes && key.note) {
       const std::string note = key.note(value);
-      if (!note.empty()) notes->push_back(where + ": " + key.full_name() + " = " + trim(value) + ": " + note);
+      if (!note.empty()) notes->push_back(where + ": " + name + " = " + trim(value) + ": " + note);
     }
   } catch (const RefusedValue& e) {
-    throw UserError(where + ": " + key.full_name() + ": " + e.what(), e.hint);
+    throw UserError(where + ": " + name + ": " + e.what(), e.hint);
   } catch (const BadValue& e) {
     const std::string fallback = key.get(Config{});
-    throw UserError(where + ": bad value for " + key.full_name() + ": expected " + e.what(),
-                    key.full_name() + ": " + key.meaning + " (default: " + (fallback.empty() ? "empty" : fallback) +
-                        ")");
+    throw UserError(where + ": bad value for " + name + ": expected " + e.what(),
+                    name + ": " + key.meaning + " (default: " + (fallback.empty() ? "empty" : fallback) + ")");
   }
 }
 
@@ -290,10 +292,10 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
       origin[full] = leaf.where;
       const YamlLeaf value = resolved(leaf);
       if (value.is_null) {  // lightning-pose's null: the default, which is "take it from the data" where that exists
-        set_config_key(config, *key, key->get(Config{}), leaf.where);
+        set_config_key(config, *key, key->get(Config{}), leaf.where, nullptr, leaf.path);
         continue;
       }
-      set_config_key(config, *key, value.value, leaf.where, &warnings);
+      set_config_key(config, *key, value.value, leaf.where, &warnings, leaf.path);
       continue;
     }
     if (const LpKeyRule* rule = find_lp_rule(leaf.path)) {

@@ -64,9 +64,10 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
 
 // Sets one key-table key from text, turning a malformed value into a UserError
 // that names `where` (shared with the INI reader and the command line); the key's
-// note on the value, if any, goes to `notes` as one line naming `where`.
+// note on the value, if any, goes to `notes` as one line naming `where`. Both name the
+// key as `written_as` (a YAML path) when given, else as <section>.<name>.
 void set_config_key(Config& config, const ConfigKey& key, const std::string& value, const std::string& where,
-                    std::vector<std::string>* notes = nullptr);
+                    std::vector<std::string>* notes = nullptr, const std::string& written_as = {});
 
 // The configuration as YAML in lightning-pose's layout (its nested names where a
 // key has one, `<section>.<name>` otherwise); re-parsable with --config.

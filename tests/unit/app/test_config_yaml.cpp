@@ -193,6 +193,13 @@ TEST_CASE("unknown and misplaced YAML keys are errors naming the key", "[app][co
                     {"d.yaml:2", "data.csv_file takes one value"}, "multiview");
   expect_user_error([&] { parse({dir.write("e.yaml", "training:\n  max_epochs: lots\n")}); },
                     {"e.yaml:2", "bad value for training.max_epochs"});
+  // A bad value is reported under the key's name in the file, lightning-pose's nested one,
+  // with the hint under that name too (not the trainer's own data.image_resize_height).
+  expect_user_error([&] { parse({dir.write("g.yaml", "data:\n  image_resize_dims:\n    height: 100\n")}); },
+                    {"g.yaml:3", "bad value for data.image_resize_dims.height: expected a multiple of 32"},
+                    "data.image_resize_dims.height: network input height");
+  expect_user_error([&] { parse({dir.write("h.yaml", "losses:\n  pca_singleview:\n    log_weight: abc\n")}); },
+                    {"h.yaml:3", "bad value for losses.pca_singleview.log_weight"});
   // The same key under its lightning-pose name and its trainer name.
   expect_user_error([&] {
     parse({dir.write("f.yaml", "training:\n  learning_rate: 1e-3\n  optimizer_params:\n    learning_rate: 1e-4\n")});
