@@ -151,11 +151,12 @@ TEST_CASE("recorded vits_dinov3 steps turn with each step's own RoPE factor", "[
   CHECK(rel_error(recorded.params(), plain.params()) < 1e-4);
 }
 
-TEST_CASE("recorded vitb_sam steps give the unrecorded steps: window kernels and bias fills replay",
+TEST_CASE("recorded vitb_sam and vitt_sam2 steps give the unrecorded steps: window, pooling and bias fills replay",
           "[gpu][cuda_graphs][sam]") {
   const compute::Precision p = GENERATE(compute::Precision::fp32, compute::Precision::bf16);
-  INFO("precision " << compute::precision_name(p));
-  GpuRun plain(p, false, "vitb_sam", {64, 64}), recorded(p, true, "vitb_sam", {64, 64});
+  const std::string name = GENERATE(as<std::string>{}, "vitb_sam", "vitt_sam2");
+  INFO(name << ", precision " << compute::precision_name(p));
+  GpuRun plain(p, false, name, {64, 64}), recorded(p, true, name, {64, 64});
   HostBatch b0(*plain.backend, 2, 64, 3, 1), b1(*plain.backend, 2, 64, 3, 2);
   train::LocalGradientSync sync;
   for (int step = 0; step < 6; ++step) {
