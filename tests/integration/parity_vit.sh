@@ -1,5 +1,5 @@
-# ViT backbone (vits_dino, vits_dinov2, vits_dinov3, vitb_imagenet, vitb_sam) parity with PyTorch 1.13 from a given
-# state: the test
+# ViT backbone (vits_dino, vits_dinov2, vits_dinov3, vitb_imagenet, vitb_sam, vitt_sam2, vitb_sam2) parity with
+# PyTorch 1.13 from a given state: the test
 # writes a safetensors file under Hugging Face's key names, the trainer starts from it
 # (bench step --init-weights) and exports one step; tests/parity/vit_parity.py
 # rebuilds the step in plain PyTorch mirroring transformers' ViTModel (loading the
@@ -11,7 +11,10 @@
 # resize; it trains with its RoPE coordinates rescaled by the factor the step drew
 # (batch.h5's rope_rescale), which the reference applies too. vitb_sam (SAM's image
 # encoder: windowed attention over a zero-padded grid, a position table resized once at
-# load) runs at 64 and 256 and from a shorter trained run. Skips visibly when torch is
+# load) runs at 64 and 256 and from a shorter trained run. vitt_sam2 and vitb_sam2 (SAM
+# 2.1's Hiera: stride 32, windows zero-padded per stage, queries max-pooled at each stage's
+# entry, tables used as they are) run at 64, the tiny also at 256 and from a trained run;
+# selftest-sam2 checks that reference on its own first. Skips visibly when torch is
 # missing.
 source "$(dirname "$0")/lib/common.sh"
 PY=/usr/bin/python3
@@ -21,6 +24,11 @@ $PY "$REPO/tests/parity/vit_parity.py" write "$SCRATCH/dinov2.safetensors" dinov
 $PY "$REPO/tests/parity/vit_parity.py" write "$SCRATCH/dinov3.safetensors" dinov3 || fail "writing the weights"
 $PY "$REPO/tests/parity/vit_parity.py" write "$SCRATCH/mae.safetensors" mae || fail "writing the weights"
 $PY "$REPO/tests/parity/vit_parity.py" write "$SCRATCH/sam.safetensors" sam || fail "writing the weights"
+$PY "$REPO/tests/parity/vit_parity.py" write "$SCRATCH/sam2t.safetensors" sam2 vitt_sam2 || fail "writing the weights"
+$PY "$REPO/tests/parity/vit_parity.py" write "$SCRATCH/sam2b.safetensors" sam2 vitb_sam2 || fail "writing the weights"
+# The SAM2 reference on its own (no trainer): window partition and pooling, the position
+# embedding against cubic-convolution weights, stage shapes, parameter counts.
+$PY "$REPO/tests/parity/vit_parity.py" selftest-sam2 || fail "the SAM2 reference fails its selftest"
 export_run() {  # backbone weights size batch keypoints d
   local out="$SCRATCH/$1-$3-d$6"
   "$TRAINER" bench step --backbone "$1" --size "$3" --batch "$4" --keypoints "$5" --downsample "$6" \
@@ -41,10 +49,23 @@ export_run vitb_imagenet mae.safetensors 64 2 3 2
 # 16x16 (four windows of 14x14, padding in each).
 export_run vitb_sam sam.safetensors 64 2 3 2
 export_run vitb_sam sam.safetensors 256 1 2 1
+# vitt_sam2, vitb_sam2: Sam2Model's file (the Hiera backbone under vision_encoder.backbone.,
+# beside the FPN neck, prompt encoder and mask decoder to ignore), a stride-32 head. At
+# 64x64 stage 0's 16x16 grid is 4 windows of 8, stage 2's 4x4 grid one zero-padded window
+# of 14 and stage 3's 2x2 one of 7; at 256x256 stage 2's 16x16 grid is 4 windows of 14
+# (padding in 3 of them) and stage 3's 8x8 4 windows of 7, its entry pooling 28x28 padded
+# windows down to 8x8 (d = 2 there: at d = 1 the gradient of the three-deconvolution
+# head's middle bias is a sum over a 64x64 plane that cancels ~300:1, which a float32
+# running sum over the plane resolves to ~1e-3 only, 3x PyTorch's float32 error).
+# vitb_sam2 (base+): 2 heads of 56 in stage 0, a 14x14 background table.
+export_run vitt_sam2 sam2t.safetensors 64 2 3 2
+export_run vitt_sam2 sam2t.safetensors 256 1 2 2
+export_run vitb_sam2 sam2b.safetensors 64 2 3 2
 # From a trained checkpoint (the gradients of a state training reached, not of one
-# written to look trained): 20 steps (vitb_sam: 6 of batch 4) of lr 1e-3 from the file on 32 synthetic frames
-# at 64x64, then the parity step from that checkpoint. DINOv2's kernels are 16x16 by
-# then (resized at the first load), as in every checkpoint of a DINOv2 run.
+# written to look trained): 20 steps (vitb_sam: 6 of batch 4; vitt_sam2: 10) of lr 1e-3
+# from the file on 32 synthetic frames at 64x64, then the parity step from that
+# checkpoint. DINOv2's kernels are 16x16 by then (resized at the first load), as in
+# every checkpoint of a DINOv2 run.
 "$TRAINER" synth --out "$SCRATCH/frames.h5" --frames 40 --size 64 --keypoints 3 --seed 5 >/dev/null || fail "synth failed"
 trained_run() {  # backbone weights [steps [batch]]
   local dir="$SCRATCH/trained-$1" steps=${3:-20} batch=${4:-8}
@@ -79,6 +100,7 @@ trained_run vits_dino dino.safetensors
 trained_run vits_dinov2 dinov2.safetensors
 trained_run vits_dinov3 dinov3.safetensors
 trained_run vitb_sam sam.safetensors 6 4  # ViT-B with 196-row windows: fewer, smaller steps
+trained_run vitt_sam2 sam2t.safetensors 10 8
 # bench step refuses a checkpoint of another model before loading it.
 "$TRAINER" bench step --backbone vits_dino --size 64 --batch 1 --keypoints 3 --downsample 2 --steps 1 --warmup 0 \
   --init-weights "$SCRATCH/dino.safetensors" --export "$SCRATCH/small" >/dev/null || fail "small export"

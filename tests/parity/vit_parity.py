@@ -6,15 +6,25 @@ DINOv3ViTModel as VisionEncoderDino runs it, CLS + 4 register tokens dropped,
 2-D RoPE on the patch tokens' queries and keys; vitb_sam: SAM ViT-B's
 SamVisionEncoder as VisionEncoderSam runs it: NHWC tokens, a 64x64 position table
 antialias-bicubic-resized to the image's patch grid at load, 14x14 windowed
-attention (zero-padded) but in layers 2, 5, 8, 11, no relative positions, no neck),
-from a given state rather than an initialisation:
+attention (zero-padded) but in layers 2, 5, 8, 11, no relative positions, no neck;
+vitt_sam2, vits_sam2, vitb_sam2: SAM 2.1's Sam2HieraDetModel as VisionEncoderSam2 runs
+it: a 7x7 stride-4 patch embedding, a [1, C, 7, 7] (base+: 14x14) table bicubic-resized
+to the token grid on every forward plus an 8x8 window table tiled over it, four stages
+of windowed (zero-padded) or global attention whose entry blocks max-pool their queries
+inside each window and their residual on the grid, last_hidden_state as a stride-32
+map, no neck; its head is built for stride 32, as lightning-pose's BACKBONE_STRIDES
+says), from a given state rather than an initialisation:
 
   vit_parity.py write WEIGHTS.safetensors [dinov2|dinov3|mae|sam]
+  vit_parity.py write WEIGHTS.safetensors sam2 [vitt_sam2|vits_sam2|vitb_sam2]
       writes a ViT state under Hugging Face's key names (plus a pooler the trainer
       must ignore; mae: ViT-B as facebook/vit-mae-base's ViTMAEForPreTraining file
       holds it, the encoder under vit. beside a decoder the trainer must ignore;
       sam: as facebook/sam-vit-base's SamModel file holds it, the encoder under
       vision_encoder. beside prompt-encoder, mask-decoder and shared-embedding
+      tensors the trainer must ignore; sam2: as facebook/sam2.1-hiera-tiny's (-small's,
+      -base-plus's) Sam2Model file holds it, the backbone under vision_encoder.backbone.
+      beside the FPN neck's convs, prompt-encoder, mask-decoder and no_memory_embedding
       tensors the trainer must ignore) with trained-looking values (LayerNorm gains
       around 1, non-zero biases, position embeddings with structure);
   vit_parity.py check EXPORT_DIR WEIGHTS.safetensors
@@ -29,20 +39,30 @@ from a given state rather than an initialisation:
       `bench step --init-checkpoint CHECKPOINT --export EXPORT_DIR`, the step's state
       must be the checkpoint's bit for bit and have moved away from WEIGHTS; the
       reference starts from that state (its 16x16 DINOv2 kernels as trained, its
-      SAM position table at the image's grid as trained).
+      SAM position table at the image's grid as trained, SAM2's tables at their own
+      size as ever).
   vit_parity.py selftest-sam
       checks the SAM reference on its own (windows against global attention, the
       window partition's round trip, the position table's resize against separable
       Keys weights, a float64 step at 64x64 and 256x256); needs no trainer.
+  vit_parity.py selftest-sam2
+      checks the SAM2 reference on its own in float64 (the window partition's round
+      trip and zero padding, queries max-pooled inside windows against the max-pool of
+      the padded grid, the position embedding against cubic-convolution weights and
+      the tiled window table, one window over the grid against global attention, stage
+      shapes of all three at 64/128/256/1024 on the meta device, parameter counts
+      against Sam2HieraDetConfig's, a float64 step of the tiny at 64x64); needs no
+      trainer.
 
 Errors are ||x - exact|| / ||exact|| against PyTorch in float64; a tensor passes
 below 1e-4 or below 3x PyTorch float32's own error. Two kinds of gradient are zero
 in exact arithmetic and rounding noise on both sides: every attention key bias
 (q . (k + b) shifts a query's scores over all keys by q . b, which the softmax
 ignores; SAM's is the middle third of each qkv.bias, split out for this, and its
-zero-padded window tokens have key b too) is compared absolutely (1e-4 of all
-tensors' norm, or 3x PyTorch float32's noise there); the last deconvolution's bias
-(a spatial softmax ignores a per-channel shift) is exempt and only printed.
+zero-padded window tokens have key b too; SAM2's likewise, pooled queries or not) is
+compared absolutely (1e-4 of all tensors' norm, or 3x PyTorch float32's noise there);
+the last deconvolution's bias (a spatial softmax ignores a per-channel shift) is
+exempt and only printed.
 Tensors the forward does not use (DINOv2's and DINOv3's mask_token, SAM's
 rel_pos_h/rel_pos_w and neck) get no gradient in PyTorch, so Adam skips them: where
 the export holds them, their gradient must be zero and the step must leave them as
@@ -691,8 +711,8 @@ class Sam2HieraDet(nn.Module):
         self.pos_embed = nn.Parameter(torch.zeros(1, dims[0], background, background))
         self.pos_embed_window = nn.Parameter(torch.zeros(1, dims[0], SAM2_WINDOWS[0], SAM2_WINDOWS[0]))
         self.patch_embed = Sam2PatchEmbeddings(dims[0])
-        self.blocks = nn.ModuleList(Sam2Block(*spec) for spec in
-                                    sam2_blocks(dict(dims=dims, heads=heads, blocks=blocks, global_blocks=global_blocks)))
+        layout = dict(dims=dims, heads=heads, blocks=blocks, global_blocks=global_blocks)
+        self.blocks = nn.ModuleList(Sam2Block(*spec) for spec in sam2_blocks(layout))
         self.stage_ends = [int(e) for e in np.cumsum(blocks) - 1]
 
     def forward(self, images, stages=None):
@@ -1256,8 +1276,8 @@ def selftest_sam2():
     failures += [] if pool_ok else ["pooling in windows"]
     # 3. The window table is tiled: position (y, x) gets pos_embed_window[..., y % 8, x % 8];
     # the background table's resize is cubic convolution (a = -0.75, border-clamped).
-    for name in ("vitt_sam2", "vitb_sam2"):
-        tensors = encoder_tensors(make_sam2_weights(name))
+    files = {name: encoder_tensors(make_sam2_weights(name)) for name in ("vitt_sam2", "vitb_sam2")}
+    for name, tensors in files.items():
         table = torch.from_numpy(tensors["pos_embed"]).double()
         window_table = torch.from_numpy(tensors["pos_embed_window"]).double()
         bg = table.shape[2]
@@ -1266,7 +1286,7 @@ def selftest_sam2():
             rows = np.arange(side) % SAM2_WINDOWS[0]
             tiled = window_table[0].numpy()[:, rows][:, :, rows].transpose(1, 2, 0)
             m = cubic_resize_matrix(bg, side)
-            mine = np.einsum("oh,pw,chw->opc", m, m, table[0].numpy()) + tiled
+            mine = (m @ table[0].numpy() @ m.T).transpose(1, 2, 0) + tiled
             err = rel(pos.numpy(), mine)
             failures += [f"{name} pos embedding at {side}: {err:.3g}"] if err > 1e-13 else []
             if side in (16, 256):
@@ -1313,7 +1333,7 @@ def selftest_sam2():
     # backbone tensor gets a gradient, the key biases' is zero, PyTorch float32 agrees.
     rng = np.random.default_rng(1)
     for name, size, batch, keypoints, downsample in (("vitt_sam2", 64, 2, 3, 2),):
-        weights = encoder_tensors(make_sam2_weights(name))
+        weights = files[name]
         head, channels = {}, SAM2_CONFIGS[name]["dims"][-1] // 4
         for i in range(int(math.log2(SAM2_STRIDE)) - downsample - 1):
             head[f"head.deconv{i}.weight"] = (rng.standard_normal((channels, keypoints, 3, 3)) / 30).astype(np.float32)
