@@ -277,7 +277,10 @@ void CpuBackend::deconv2d_backward_weights(ConstTensorView x, ConstTensorView dy
       double acc = 0;
       for (int b = 0; b < n; ++b) {
         const float* d = dy.data + (long(b) * c + ch) * hw;
-        float part = 0;
+        // In double: a plane's terms can cancel hundreds to one (a deconvolution
+        // between two others at downsample_factor 1), where a float running sum
+        // keeps 1e-3 of the total.
+        double part = 0;
         for (long i = 0; i < hw; ++i) part += d[i];
         acc += part;
       }
