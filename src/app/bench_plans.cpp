@@ -85,11 +85,11 @@ void build_attention_graphs(const std::string& json, std::vector<compute::Attent
                             compute::Precision precision, int& built, int& failed, int& accepted) {
   std::set<std::tuple<int, int, int, int>> seen;
   for (compute::AttentionShape a : shapes) {
-    a.batch = batch;
+    a.batch *= batch;  // recorded for one image: its windows (SAM, SAM2) or 1
     if (!seen.insert({a.queries(), a.tokens, a.heads, a.head_dim}).second) continue;
     if (a.queries() != a.tokens) {  // SAM2's pooled queries
       std::printf("  --   attention of %d queries over %d tokens, %d heads of %d: pooled queries are not fused "
-                  "(the batched-matmul attention runs it)\n",
+                  "(the batched attention runs it)\n",
                   a.queries(), a.tokens, a.heads, a.head_dim);
       continue;
     }

@@ -152,7 +152,7 @@ void VisionTransformer::add_sam_encoder(ParameterStore& store, const std::string
   if (image.height < P || image.width < P || image.height % P != 0 || image.width % P != 0)
     throw UserError(spec_.name + " cannot take " + std::to_string(image.height) + "x" + std::to_string(image.width) +
                         " images: its position table needs multiples of " + std::to_string(P),
-                    "set data.image_resize_height/width to multiples of " + std::to_string(P));
+                    "set data.image_resize_dims.height/width (INI: data.image_resize_height/width) to multiples of " + std::to_string(P));
   sam_grid_h_ = image.height / P, sam_grid_w_ = image.width / P;
   position_embeddings_ =
       store.add_parameter(root + "pos_embed", {1, sam_grid_h_, sam_grid_w_, C}, ParamGroup::backbone, InitRule{});
@@ -347,7 +347,7 @@ compute::TensorView VisionTransformer::forward(const Context& ctx, compute::Cons
   if (x.shape.c != 3 || x.shape.h < P || x.shape.w < P || x.shape.h % P != 0 || x.shape.w % P != 0)
     throw UserError("network input " + x.shape.str() + " is not [N,3,H,W] with H and W multiples of " +
                         std::to_string(P) + " (" + spec_.name + "'s patch size)",
-                    "set data.image_resize_height/width to multiples of " + std::to_string(P));
+                    "set data.image_resize_dims.height/width (INI: data.image_resize_height/width) to multiples of " + std::to_string(P));
   if (x.storage != compute::Storage::f32_nchw)
     throw SystemError("internal error: " + spec_.name + " takes fp32 NCHW images");
   auto& ops = ctx.backend.transformer_ops();

@@ -250,9 +250,12 @@ TEST_CASE("cuda Hiera patch rows, max pool and pooled-query attention match the 
   g_ops.max_pool_backward(gx.data(), gdy.data(), gdx.data(), g, width, t.gs());
   c_ops.max_pool_backward(x.data(), dy.data(), dx.data(), g, width, t.cs());
   CHECK(t.host(gdx) == dx);
-  // ... and its attention: 16 queries (a pooled 4x4) over 64 keys (an 8x8 window), 2 heads of 96.
+  // ... and its attention: 16 queries (a pooled 4x4) over 64 keys (an 8x8 window), 2 heads
+  // of 96 (block 1); 49 (a pooled 7x7) over 196 (a padded 14x14 window), 8 heads (block 10).
+  const bool last_stage = GENERATE(false, true);
   AttentionShape a;
-  a.batch = kBatch * 64, a.tokens = 64, a.query_tokens = 16, a.heads = 2, a.head_dim = 96;
+  a.batch = kBatch * (last_stage ? 4 : 64), a.tokens = last_stage ? 196 : 64, a.query_tokens = last_stage ? 49 : 16;
+  a.heads = last_stage ? 8 : 2, a.head_dim = 96;
   const std::size_t nq = std::size_t(a.batch) * a.queries() * a.width(), n = std::size_t(a.batch) * a.tokens * a.width();
   auto q = random_vector(nq, 33), k = random_vector(n, 34), v = random_vector(n, 35), dout = random_vector(nq, 36);
   auto gq = t.device(q), gk = t.device(k), gv = t.device(v), gdout = t.device(dout);

@@ -87,8 +87,8 @@ if [[ $vit_part == 1 ]]; then
   check_vit vitb-dinov2-fp16-b16 --backbone vitb_dinov2 --size 256 --batch 16 --precision 16-mixed
   # SAM's windowed layers (196-row windows, 64 of them at batch 16) and its global ones (256).
   check_vit vitb-sam-bf16-b16 --backbone vitb_sam --size 256 --batch 16 --precision bf16-mixed
-  # SAM2's Hiera: windows of 64 and 16 rows, 196-row padded windows, a 64-row global
-  # stage (head widths 96 / 56), and the stage changes' pooled queries (not fused).
+  # SAM2's Hiera: windows of 64 and 16 rows, 196-row padded windows, 256-row global
+  # blocks (head widths 96 / 56), and the stage changes' pooled queries (not fused).
   check_vit vitt-sam2-bf16-b16 --backbone vitt_sam2 --size 256 --batch 16 --precision bf16-mixed
   grep -q 'pooled queries are not fused' "$SCRATCH/vitt-sam2-bf16-b16.log" ||
     { cat "$SCRATCH/vitt-sam2-bf16-b16.log"; fail "vitt_sam2: no pooled-query attention listed"; }

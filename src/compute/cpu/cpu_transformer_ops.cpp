@@ -11,7 +11,8 @@
 
 #include <oneapi/dnnl/dnnl.h>  // dnnl_sgemm
 
-#include "compute/float16.hpp"  // f16::round_bf16, round_half
+#include "compute/cpu/gelu_erf.hpp"  // gelu, gelu_slope
+#include "compute/float16.hpp"       // f16::round_bf16, round_half
 #include "util/error.hpp"        // SystemError, detail::throw_system_error
 
 namespace trainer::compute::cpu {
@@ -51,9 +52,6 @@ void column_reduce(int rows, int width, int threads, float* out, Term term) {
     out[j] = float(sum);
   }
 }
-
-constexpr double kInvSqrt2 = 0.70710678118654752440;
-constexpr double kInvSqrt2Pi = 0.39894228040143267794;
 
 }  // namespace
 
@@ -177,21 +175,19 @@ void CpuTransformerOps::layer_norm_backward(const float* x, const float* gamma, 
   }
 }
 
+// Vectorized by the compiler (gelu_erf.hpp; this file is built with -fno-trapping-math,
+// without which GCC keeps the exponential's clamp a branch).
 void CpuTransformerOps::gelu_forward(const float* x, float* y, std::uint16_t* y16, std::size_t count, Stream&) {
   enter();
 #pragma omp parallel for schedule(static)
-  for (std::size_t i = 0; i < count; ++i) y[i] = float(0.5 * x[i] * (1.0 + std::erf(x[i] * kInvSqrt2)));
+  for (std::size_t i = 0; i < count; ++i) y[i] = gelu(x[i]);
   write_copy(y, y16, count);
 }
 
 void CpuTransformerOps::gelu_backward(const float* x, const float* dy, float* dx, std::size_t count, Stream&) {
   enter();
 #pragma omp parallel for schedule(static)
-  for (std::size_t i = 0; i < count; ++i) {
-    const double v = x[i];
-    const double cdf = 0.5 * (1.0 + std::erf(v * kInvSqrt2)), pdf = kInvSqrt2Pi * std::exp(-0.5 * v * v);
-    dx[i] = float(dy[i] * (cdf + v * pdf));
-  }
+  for (std::size_t i = 0; i < count; ++i) dx[i] = dy[i] * gelu_slope(x[i]);
 }
 
 void CpuTransformerOps::softmax_forward(const float* x, float* y, int rows, int cols, Stream&) {

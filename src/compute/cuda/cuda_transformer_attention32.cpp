@@ -11,10 +11,11 @@
 // of the stream's scratch while a backward runs (about 100 MB for ViT-S at batch 64,
 // 256x256). Per head and row the products are the generic ones, but cuBLAS may pick
 // other kernels for a batch of 64 than of 6, so the bits can differ. CPU twin: the
-// generic attention.
+// generic attention. Fewer queries than keys (SAM2's pooled queries) take the same
+// path: planes [queries, keys], the query side's row blocks Q x width.
 #include <cstddef>  // std::size_t
 
-#include "compute/cuda/attention_over_batch.hpp"  // over_batch, kPlaneByTokens, kTokensByTokens
+#include "compute/cuda/attention_over_batch.hpp"  // over_batch, the products' Views
 #include "compute/cuda/cuda_check.hpp"     // CUDA_CHECK_LAUNCH
 #include "compute/cuda/cuda_stream.hpp"    // as_cuda
 #include "compute/cuda/cuda_transformer_ops.hpp"
@@ -26,13 +27,13 @@ namespace trainer::compute::cuda {
 void CudaTransformerOps::attention_forward32(const float* q, const float* k, const float* v, float* probs,
                                              float* out, const AttentionShape& a, Stream& s) {
   check_attention_shape(a);
-  const int T = a.tokens, D = a.head_dim;
-  const std::size_t plane = std::size_t(T) * T;
+  const int Q = a.queries(), T = a.tokens, D = a.head_dim;
+  const std::size_t plane = std::size_t(Q) * T;
   const AttentionProducts p = attention_products(a);
-  const MatmulShape scores = over_batch(p.scores, a, kTokensByTokens);
-  const MatmulShape context = over_batch(p.context, a, kPlaneByTokens);
+  const MatmulShape scores = over_batch(p.scores, a, kScoresViews);
+  const MatmulShape context = over_batch(p.context, a, kContextViews);
   for (int h = 0; h < a.heads; ++h) matmul(scores, q + h * D, k + h * D, probs + h * plane, s);
-  kernels::softmax_forward(probs, probs, a.batch * a.heads * T, T, as_cuda(s).get());
+  kernels::softmax_forward(probs, probs, a.batch * a.heads * Q, T, as_cuda(s).get());
   CUDA_CHECK_LAUNCH();
   for (int h = 0; h < a.heads; ++h) matmul(context, probs + h * plane, v + h * D, out + h * D, s);
 }
@@ -41,18 +42,18 @@ void CudaTransformerOps::attention_backward32(const float* q, const float* k, co
                                               const float* dout, float* dq, float* dk, float* dv,
                                               const AttentionShape& a, Stream& s) {
   check_attention_shape(a);
-  const int T = a.tokens, D = a.head_dim;
-  const std::size_t plane = std::size_t(T) * T;
+  const int Q = a.queries(), T = a.tokens, D = a.head_dim;
+  const std::size_t plane = std::size_t(Q) * T;
   ScratchCarve carve(as_cuda(s), {a.probs_count() * sizeof(float)});
   float* dscores = carve.as<float>(0);
   const AttentionProducts p = attention_products(a);
-  const MatmulShape dprobs = over_batch(p.dprobs, a, kTokensByTokens);
-  const MatmulShape dv_product = over_batch(p.dv, a, kPlaneByTokens);
-  const MatmulShape dq_product = over_batch(p.dq, a, kPlaneByTokens);
-  const MatmulShape dk_product = over_batch(p.dk, a, kPlaneByTokens);
+  const MatmulShape dprobs = over_batch(p.dprobs, a, kDprobsViews);
+  const MatmulShape dv_product = over_batch(p.dv, a, kDvViews);
+  const MatmulShape dq_product = over_batch(p.dq, a, kDqViews);
+  const MatmulShape dk_product = over_batch(p.dk, a, kDkViews);
   for (int h = 0; h < a.heads; ++h) matmul(dprobs, dout + h * D, v + h * D, dscores + h * plane, s);
   // The scores' gradient from the probabilities (before the scale), as the generic code.
-  kernels::softmax_backward(probs, dscores, dscores, a.batch * a.heads * T, T, as_cuda(s).get());
+  kernels::softmax_backward(probs, dscores, dscores, a.batch * a.heads * Q, T, as_cuda(s).get());
   CUDA_CHECK_LAUNCH();
   for (int h = 0; h < a.heads; ++h) {
     matmul(dv_product, probs + h * plane, dout + h * D, dv + h * D, s);

@@ -100,6 +100,7 @@ std::size_t CudaTransformerOps::attention_state_count(const AttentionShape& a) {
 }
 
 const std::uint16_t* CudaTransformerOps::attention_output16(const float* state, const AttentionShape& a) {
+  if (a.queries() != a.tokens) return nullptr;  // never fused (fused_attention_takes)
   const auto it = fused_state_.find(state);
   return it != fused_state_.end() && it->second.copies ? kept_copy(const_cast<float*>(state), a, 3) : nullptr;
 }

@@ -235,7 +235,6 @@ void CudaTransformerOps::cast16(const float* src, std::uint16_t* dst, std::size_
 
 void CudaTransformerOps::attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                                            const AttentionShape& a, Stream& s) {
-  if (a.queries() != a.tokens) return TransformerOps::attention_forward(q, k, v, probs, out, a, s);
   if (autocast_precision() == Precision::fp32) return attention_forward32(q, k, v, probs, out, a, s);
   StatePath path;
   path.fused = fused_attention_ready(a);
@@ -247,11 +246,8 @@ void CudaTransformerOps::attention_forward(const float* q, const float* k, const
 
 void CudaTransformerOps::attention_backward(const float* q, const float* k, const float* v, const float* probs,
                                             const float* out, const float* dout, float* dq, float* dk, float* dv,
-                                            float* scratch /*the generic attention's; each GPU path carves its own*/,
-                                            const AttentionShape& a,
+                                            float* /*scratch: each GPU path carves its own*/, const AttentionShape& a,
                                             Stream& s) {
-  if (a.queries() != a.tokens)
-    return TransformerOps::attention_backward(q, k, v, probs, out, dout, dq, dk, dv, scratch, a, s);
   if (autocast_precision() == Precision::fp32) return attention_backward32(q, k, v, probs, dout, dq, dk, dv, a, s);
   if (const StatePath path = state_path(probs, a); path.fused)
     return attention_backward_fused(q, k, v, probs, out, dout, dq, dk, dv, a, path.copies, s);

@@ -91,7 +91,7 @@ class CudaTransformerOps final : public TransformerOps {
   // fp32: each head's products strided-batched over the batch
   // (cuda_transformer_attention32.cpp); 16-bit: cuDNN's fused attention where
   // fused_attention_ready(), else cuda_transformer_attention16.cpp. Fewer queries
-  // than keys (Hiera's pooled queries): TransformerOps' batched-matmul attention.
+  // than keys (SAM2's pooled queries): never fused; the fp32 / 16-bit paths take them.
   void attention_forward(const float* q, const float* k, const float* v, float* probs, float* out,
                          const AttentionShape& a, Stream& s) override;
   void attention_backward(const float* q, const float* k, const float* v, const float* probs, const float* out,
