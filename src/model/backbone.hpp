@@ -27,6 +27,10 @@ struct ImageSize {
   int height = 0, width = 0;
 };
 
+// Throws UserError unless x is [N, 3, H, W] with H and W positive multiples of
+// `multiple`; `why` says whose (e.g. "vitt_sam2's stride"), the hint names the keys.
+void check_network_input(compute::ConstTensorView x, int multiple, const std::string& why);
+
 class Backbone {
  public:
   virtual ~Backbone() = default;

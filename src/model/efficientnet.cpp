@@ -157,9 +157,7 @@ EfficientNet::EfficientNet(ParameterStore& store, const EfficientNetSpec& spec, 
             spec.stages.back().back().out_channels, spec.out_channels, 1, 1, 0, ParamGroup::backbone) {}
 
 compute::TensorView EfficientNet::forward(const Context& ctx, compute::ConstTensorView x) {
-  if (x.shape.h % kStride != 0 || x.shape.w % kStride != 0 || x.shape.c != 3)
-    throw UserError("network input " + x.shape.str() + " is not [N,3,H,W] with H and W multiples of 32",
-                    "set data.image_resize_dims.height/width (INI: data.image_resize_height/width) to multiples of 32");
+  check_network_input(x, kStride, "the EfficientNet's stride");
   // Train mode with the step's key: this forward's stochastic depth factors, drawn on
   // the device (a replayed recording draws with each step's key).
   const bool dropping = ctx.training && forward_in_step_ < forwards_prepared_;

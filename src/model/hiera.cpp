@@ -210,10 +210,7 @@ void Hiera::ensure_buffers(compute::Backend& backend) {
 
 compute::TensorView Hiera::forward(const Context& ctx, compute::ConstTensorView x) {
   const int S = spec_.stride();
-  if (x.shape.c != 3 || x.shape.h < S || x.shape.w < S || x.shape.h % S != 0 || x.shape.w % S != 0)
-    throw UserError("network input " + x.shape.str() + " is not [N,3,H,W] with H and W multiples of " +
-                        std::to_string(S) + " (" + spec_.name + "'s stride)",
-                    "set data.image_resize_dims.height/width (INI: data.image_resize_height/width) to multiples of " + std::to_string(S));
+  check_network_input(x, S, spec_.name + "'s stride");
   if (x.storage != compute::Storage::f32_nchw)
     throw SystemError("internal error: " + spec_.name + " takes fp32 NCHW images");
   auto& ops = ctx.backend.transformer_ops();

@@ -59,9 +59,7 @@ ResNet::ResNet(ParameterStore& store, const ResNetSpec& spec, const std::string&
 }
 
 compute::TensorView ResNet::forward(const Context& ctx, compute::ConstTensorView x) {
-  if (x.shape.h % kStride != 0 || x.shape.w % kStride != 0 || x.shape.c != 3)
-    throw UserError("network input " + x.shape.str() + " is not [N,3,H,W] with H and W multiples of 32",
-                    "set data.image_resize_dims.height/width (INI: data.image_resize_height/width) to multiples of 32");
+  check_network_input(x, kStride, "the ResNet's stride");
   // In 16-bit storage the images are converted once here and every layer after
   // keeps its input's storage; the features go back to fp32 NCHW for the head.
   if (ctx.backend.precision() != compute::Precision::fp32) {

@@ -152,7 +152,8 @@ void VisionTransformer::add_sam_encoder(ParameterStore& store, const std::string
   if (image.height < P || image.width < P || image.height % P != 0 || image.width % P != 0)
     throw UserError(spec_.name + " cannot take " + std::to_string(image.height) + "x" + std::to_string(image.width) +
                         " images: its position table needs multiples of " + std::to_string(P),
-                    "set data.image_resize_dims.height/width (INI: data.image_resize_height/width) to multiples of " + std::to_string(P));
+                    "set data.image_resize_dims.height/width (INI: data.image_resize_height/width) to multiples of " +
+                        std::to_string(P));
   sam_grid_h_ = image.height / P, sam_grid_w_ = image.width / P;
   position_embeddings_ =
       store.add_parameter(root + "pos_embed", {1, sam_grid_h_, sam_grid_w_, C}, ParamGroup::backbone, InitRule{});
@@ -344,10 +345,7 @@ void VisionTransformer::linear_backward(const Context& ctx, const Linear& l, con
 
 compute::TensorView VisionTransformer::forward(const Context& ctx, compute::ConstTensorView x) {
   const int P = spec_.patch, C = spec_.hidden;
-  if (x.shape.c != 3 || x.shape.h < P || x.shape.w < P || x.shape.h % P != 0 || x.shape.w % P != 0)
-    throw UserError("network input " + x.shape.str() + " is not [N,3,H,W] with H and W multiples of " +
-                        std::to_string(P) + " (" + spec_.name + "'s patch size)",
-                    "set data.image_resize_dims.height/width (INI: data.image_resize_height/width) to multiples of " + std::to_string(P));
+  check_network_input(x, P, spec_.name + "'s patch size");
   if (x.storage != compute::Storage::f32_nchw)
     throw SystemError("internal error: " + spec_.name + " takes fp32 NCHW images");
   auto& ops = ctx.backend.transformer_ops();
@@ -399,7 +397,7 @@ void VisionTransformer::embedding_rows(const Context& ctx) {
       throw UserError(spec_.name + "'s position table is for " + std::to_string(sam_grid_h_ * spec_.patch) + "x" +
                           std::to_string(sam_grid_w_ * spec_.patch) + " images, not " +
                           std::to_string(grid_h_ * spec_.patch) + "x" + std::to_string(grid_w_ * spec_.patch),
-                      "a vitb_sam model takes the image size it was made for (data.image_resize_height/width of "
+                      "a vitb_sam model takes the image size it was made for (data.image_resize_dims of "
                       "its training)");
     ctx.backend.copy(rows, store_->param(position_embeddings_), std::size_t(N) * C, s);
     ops.add_bias(rows, store_->param(patch_embedding_.bias), N, C, s);
