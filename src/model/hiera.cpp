@@ -181,10 +181,9 @@ void Hiera::ensure_buffers(compute::Backend& backend) {
     ensure_capacity(backend, b.ln1, Ri * D);
     ensure_capacity(backend, b.mean1, Ri);
     ensure_capacity(backend, b.rstd1, Ri);
-    if (windowed || b.pool) ensure_capacity(backend, b.q_tokens, Ri * Do);
+    if (b.pool) ensure_capacity(backend, b.q_tokens, Ri * Do);
     if (windowed) {
-      ensure_capacity(backend, b.k_tokens, Ri * Do);
-      ensure_capacity(backend, b.v_tokens, Ri * Do);
+      for (DeviceBuffer& t : projected_) ensure_capacity(backend, t, Ri * Do);
       ensure_capacity(backend, b.context_tokens, Ro * Do);
       if (b.pool) ensure_capacity(backend, b.q_pooled, Ro * Do);
     }
@@ -292,9 +291,9 @@ void Hiera::block_forward(const Context& ctx, Block& b, const float* x, float* o
   // q, k, v (and the residual's proj) of LN(x), per token. Windowed blocks cut them
   // into windows afterwards with the qkv biases as the padding's rows: Hugging Face
   // pads LN(x) with zero tokens before the qkv Linear, whose output there is the bias.
-  float* q_out = windowed || b.pool ? b.q_tokens.data() : b.q.data();
-  float* k_out = windowed ? b.k_tokens.data() : b.k.data();
-  float* v_out = windowed ? b.v_tokens.data() : b.v.data();
+  float* q_out = b.pool ? b.q_tokens.data() : windowed ? projected_[0].data() : b.q.data();
+  float* k_out = windowed ? projected_[1].data() : b.k.data();
+  float* v_out = windowed ? projected_[2].data() : b.v.data();
   SharedInputLinear layers[4] = {shared_input(b.query, q_out, nullptr), shared_input(b.key, k_out, nullptr),
                                  shared_input(b.value, v_out, nullptr)};
   int count = 3;
@@ -364,7 +363,8 @@ void Hiera::backward(const Context& ctx, compute::TensorView dy) {
   for (DeviceBuffer* t : {&d_mid_, &d_tmp_, &d_q_pooled_}) ensure_capacity(ctx.backend, *t, out_width);
   for (DeviceBuffer* t : {&d_q_, &d_windows_}) ensure_capacity(ctx.backend, *t, queries);
   for (DeviceBuffer* t : {&d_k_, &d_v_}) ensure_capacity(ctx.backend, *t, keys);
-  for (DeviceBuffer* t : {&d_q_tokens_, &d_k_tokens_, &d_v_tokens_, &d_proj_}) ensure_capacity(ctx.backend, *t, in_width);
+  for (DeviceBuffer* t : {&d_q_tokens_, &d_k_tokens_, &d_v_tokens_, &d_proj_})
+    ensure_capacity(ctx.backend, *t, in_width);
   ensure_capacity(ctx.backend, d_wide_, wide);
   ensure_capacity(ctx.backend, d_ln1_, ln1);
   ensure_capacity(ctx.backend, d_scratch_, scratch);

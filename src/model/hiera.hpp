@@ -83,9 +83,10 @@ class Hiera final : public Backbone {
     // This step's grids: the input's and the output's (halved when pooling).
     int in_h = 0, in_w = 0, out_h = 0, out_w = 0;
     compute::DeviceBuffer ln1, mean1, rstd1, ln2, mean2, rstd2;
-    // q, k, v as projected (token order; k and v of windowed blocks only), q pooled,
-    // and q, k, v as the attention takes them (windows, or tokens).
-    compute::DeviceBuffer q_tokens, k_tokens, v_tokens, q_pooled, q, k, v;
+    // q as projected, before its pooling (pooling blocks only: their backward finds
+    // the max taps in it), q pooled (windowed pooling blocks), and q, k, v as the
+    // attention takes them (windows, or tokens).
+    compute::DeviceBuffer q_tokens, q_pooled, q, k, v;
     compute::DeviceBuffer probs, context, context_tokens;
     compute::DeviceBuffer proj_out, residual;  // has_proj: proj(LN(x)) and its pooling
     compute::DeviceBuffer mid, fc1_out, gelu_out;
@@ -136,6 +137,9 @@ class Hiera final : public Backbone {
   compute::DeviceBuffer positions_;  // [cells, C0]: the position embedding + the patch-embedding bias
   std::vector<compute::DeviceBuffer> hidden_;  // blocks + 1 residual streams
   compute::DeviceBuffer features_;
+  // Windowed blocks' q (when not pooled), k and v in token order, before they are cut
+  // into windows: read by the forward only, so shared by the blocks.
+  compute::DeviceBuffer projected_[3];
   // Backward scratch, shared by the blocks.
   compute::DeviceBuffer d_hidden_a_, d_hidden_b_, d_mid_, d_tmp_, d_wide_, d_windows_, d_q_, d_k_, d_v_;
   compute::DeviceBuffer d_q_tokens_, d_k_tokens_, d_v_tokens_, d_q_pooled_, d_proj_, d_ln1_, d_scratch_;

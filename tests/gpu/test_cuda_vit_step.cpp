@@ -3,7 +3,8 @@
 // backend: the same weights and images give the same heatmaps and the same gradient for
 // every tensor (fp32, TF32 off), at 128x128 (8x8 patches, the position grid resized
 // down; vitb_sam's windowed layers: one zero-padded 14x14 window per image; vitt_sam2:
-// 16 windows of 8, pooled queries, a padded 14-window and 7-window).
+// 16 windows of 8, pooled queries, a padded 14-window and 7-window; vitb_sam2: the same
+// with 2 heads of 56 in stage 0 and a 14x14 position table).
 #include <catch2/catch.hpp>
 
 #include <string>  // std::string
@@ -19,7 +20,7 @@ using compute::gpu_test::rel_error;
 
 TEST_CASE("cuda ViT forward and backward match the CPU backend", "[gpu][vit]") {
   const std::string name =
-      GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2", "vits_dinov3", "vitb_sam", "vitt_sam2");
+      GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2", "vits_dinov3", "vitb_sam", "vitt_sam2", "vitb_sam2");
   INFO(name);
   test_shared::ModelStep cpu(compute::make_cpu_backend(2), name, {}, {128, 128}),
       gpu(compute::make_cuda_backend(0), name, {}, {128, 128});
