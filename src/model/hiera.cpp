@@ -118,6 +118,10 @@ SharedInputLinear Hiera::shared_input(const Linear& l, float* y, const float* dy
   return s;
 }
 
+std::uint16_t* Hiera::copy16(DeviceBuffer& buffer) const {
+  return copies_ ? reinterpret_cast<std::uint16_t*>(buffer.data()) : nullptr;
+}
+
 compute::WindowGrid Hiera::input_windows(const Block& b) const { return {batch_, b.in_h, b.in_w, b.window}; }
 
 compute::WindowGrid Hiera::output_windows(const Block& b) const {
@@ -202,6 +206,11 @@ void Hiera::ensure_buffers(compute::Backend& backend) {
     ensure_capacity(backend, b.fc1_out, Ro * M);
     ensure_capacity(backend, b.gelu_out, Ro * M);
     ensure_capacity(backend, hidden_[i + 1], Ro * Do);
+    if (copies_) {  // 16-bit values, two to a float
+      ensure_capacity(backend, b.ln1_16, (Ri * D + 1) / 2);
+      ensure_capacity(backend, b.ln2_16, (Ro * Do + 1) / 2);
+      ensure_capacity(backend, b.gelu_16, (Ro * M + 1) / 2);
+    }
   }
   const Block& last = blocks_.back();
   ensure_capacity(backend, features_, out_rows(last) * std::size_t(last.dim_out));
@@ -216,6 +225,7 @@ compute::TensorView Hiera::forward(const Context& ctx, compute::ConstTensorView 
   auto& s = ctx.stream;
   batch_ = x.shape.n, grid_h_ = x.shape.h / spec_.patch_stride, grid_w_ = x.shape.w / spec_.patch_stride;
   set_geometry(grid_h_, grid_w_);
+  copies_ = ops.activation_copies();
   ensure_buffers(ctx.backend);
   position_rows(ctx);
 
@@ -286,8 +296,8 @@ void Hiera::block_forward(const Context& ctx, Block& b, const float* x, float* o
   const int Ri = int(in_rows(b)), Ro = int(out_rows(b)), D = b.dim, Do = b.dim_out;
   const int M = b.fc1.out;
   const bool windowed = b.window > 0;
-  ops.layer_norm_forward(x, store_->param(b.norm1.weight), store_->param(b.norm1.bias), b.ln1.data(), nullptr,
-                         b.mean1.data(), b.rstd1.data(), Ri, D, spec_.layer_norm_eps, s);
+  ops.layer_norm_forward(x, store_->param(b.norm1.weight), store_->param(b.norm1.bias), b.ln1.data(),
+                         copy16(b.ln1_16), b.mean1.data(), b.rstd1.data(), Ri, D, spec_.layer_norm_eps, s);
   // q, k, v (and the residual's proj) of LN(x), per token. Windowed blocks cut them
   // into windows afterwards with the qkv biases as the padding's rows: Hugging Face
   // pads LN(x) with zero tokens before the qkv Linear, whose output there is the bias.
@@ -298,7 +308,7 @@ void Hiera::block_forward(const Context& ctx, Block& b, const float* x, float* o
                                  shared_input(b.value, v_out, nullptr)};
   int count = 3;
   if (b.has_proj) layers[count++] = shared_input(b.proj, b.proj_out.data(), nullptr);
-  ops.linears_forward(b.ln1.data(), nullptr, layers, count, Ri, D, s);
+  ops.linears_forward(b.ln1.data(), copy16(b.ln1_16), layers, count, Ri, D, s);
   const float* residual = x;
   if (b.has_proj) {
     residual = b.proj_out.data();
@@ -320,19 +330,22 @@ void Hiera::block_forward(const Context& ctx, Block& b, const float* x, float* o
     ops.window_partition(k_out, b.k.data(), layers[1].bias, input_windows(b), Do, s);
     ops.window_partition(v_out, b.v.data(), layers[2].bias, input_windows(b), Do, s);
   }
-  ops.attention_forward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), b.context.data(), attention_shape(b), s);
+  const compute::AttentionShape a = attention_shape(b);
+  ops.attention_forward(b.q.data(), b.k.data(), b.v.data(), b.probs.data(), b.context.data(), a, s);
+  // A fused attention's own 16-bit output, where it kept one (in token order only).
+  const std::uint16_t* context16 = copies_ && !windowed ? ops.attention_output16(b.probs.data(), a) : nullptr;
   const float* context = b.context.data();
   if (windowed) {  // the padding's outputs are cropped
     ops.window_unpartition(b.context.data(), b.context_tokens.data(), output_windows(b), Do, s);
     context = b.context_tokens.data();
   }
-  ops.linear_forward(context, nullptr, weight(b.attn_proj), bias(b.attn_proj), b.mid.data(), Ro, Do, Do, s);
+  ops.linear_forward(context, context16, weight(b.attn_proj), bias(b.attn_proj), b.mid.data(), Ro, Do, Do, s);
   ops.add(b.mid.data(), residual, b.mid.data(), std::size_t(Ro) * Do, s);
   ops.layer_norm_forward(b.mid.data(), store_->param(b.norm2.weight), store_->param(b.norm2.bias), b.ln2.data(),
-                         nullptr, b.mean2.data(), b.rstd2.data(), Ro, Do, spec_.layer_norm_eps, s);
-  ops.linear_forward(b.ln2.data(), nullptr, weight(b.fc1), bias(b.fc1), b.fc1_out.data(), Ro, Do, M, s);
-  ops.gelu_forward(b.fc1_out.data(), b.gelu_out.data(), nullptr, std::size_t(Ro) * M, s);
-  ops.linear_forward(b.gelu_out.data(), nullptr, weight(b.fc2), bias(b.fc2), out, Ro, M, Do, s);
+                         copy16(b.ln2_16), b.mean2.data(), b.rstd2.data(), Ro, Do, spec_.layer_norm_eps, s);
+  ops.linear_forward(b.ln2.data(), copy16(b.ln2_16), weight(b.fc1), bias(b.fc1), b.fc1_out.data(), Ro, Do, M, s);
+  ops.gelu_forward(b.fc1_out.data(), b.gelu_out.data(), copy16(b.gelu_16), std::size_t(Ro) * M, s);
+  ops.linear_forward(b.gelu_out.data(), copy16(b.gelu_16), weight(b.fc2), bias(b.fc2), out, Ro, M, Do, s);
   ops.add(out, b.mid.data(), out, std::size_t(Ro) * Do, s);
 }
 
@@ -386,17 +399,19 @@ void Hiera::block_backward(const Context& ctx, Block& b, const float* x, const f
   const int Ri = int(in_rows(b)), Ro = int(out_rows(b)), D = b.dim, Do = b.dim_out, M = b.fc1.out;
   const bool windowed = b.window > 0;
   // MLP branch: out = mid + proj_out(GELU(proj_in(LN(mid)))).
-  ops.linear_backward(b.gelu_out.data(), nullptr, weight(b.fc2), dout, d_wide_.data(), weight_grad(b.fc2),
+  ops.linear_backward(b.gelu_out.data(), copy16(b.gelu_16), weight(b.fc2), dout, d_wide_.data(), weight_grad(b.fc2),
                       bias_grad(b.fc2), Ro, M, Do, s);
   ops.gelu_backward(b.fc1_out.data(), d_wide_.data(), d_wide_.data(), std::size_t(Ro) * M, s);
-  ops.linear_backward(b.ln2.data(), nullptr, weight(b.fc1), d_wide_.data(), d_tmp_.data(), weight_grad(b.fc1),
+  ops.linear_backward(b.ln2.data(), copy16(b.ln2_16), weight(b.fc1), d_wide_.data(), d_tmp_.data(), weight_grad(b.fc1),
                       bias_grad(b.fc1), Ro, Do, M, s);
   ops.layer_norm_backward(b.mid.data(), store_->param(b.norm2.weight), b.mean2.data(), b.rstd2.data(), d_tmp_.data(),
                           d_mid_.data(), store_->grad(b.norm2.weight), store_->grad(b.norm2.bias), Ro, Do, s);
   ops.add(d_mid_.data(), dout, d_mid_.data(), std::size_t(Ro) * Do, s);
   // Attention branch: mid = residual + proj(attention(q, k, v of LN(x))).
   const float* context = windowed ? b.context_tokens.data() : b.context.data();
-  ops.linear_backward(context, nullptr, weight(b.attn_proj), d_mid_.data(), d_tmp_.data(), weight_grad(b.attn_proj),
+  const std::uint16_t* context16 =
+      copies_ && !windowed ? ops.attention_output16(b.probs.data(), attention_shape(b)) : nullptr;
+  ops.linear_backward(context, context16, weight(b.attn_proj), d_mid_.data(), d_tmp_.data(), weight_grad(b.attn_proj),
                       bias_grad(b.attn_proj), Ro, Do, Do, s);
   const float* d_context = d_tmp_.data();
   if (windowed) {  // the cropped padding's outputs have no gradient
@@ -438,7 +453,7 @@ void Hiera::block_backward(const Context& ctx, Block& b, const float* x, const f
     }
     ++count;
   }
-  ops.linears_backward(b.ln1.data(), nullptr, layers, count, d_ln1_.data(), Ri, D, s);
+  ops.linears_backward(b.ln1.data(), copy16(b.ln1_16), layers, count, d_ln1_.data(), Ri, D, s);
   ops.layer_norm_backward(x, store_->param(b.norm1.weight), b.mean1.data(), b.rstd1.data(), d_ln1_.data(), dx,
                           store_->grad(b.norm1.weight), store_->grad(b.norm1.bias), Ri, D, s);
   if (!b.has_proj) ops.add(dx, d_mid_.data(), dx, std::size_t(Ri) * D, s);  // the residual is x itself

@@ -24,6 +24,7 @@
 // mlp.proj_in, mlp.proj_out, proj}), in that order. Every op goes through
 // compute::TransformerOps.
 #include <cstddef>  // std::size_t
+#include <cstdint>  // std::uint16_t
 #include <memory>   // std::unique_ptr
 #include <string>   // std::string
 #include <vector>   // std::vector
@@ -90,6 +91,9 @@ class Hiera final : public Backbone {
     compute::DeviceBuffer probs, context, context_tokens;
     compute::DeviceBuffer proj_out, residual;  // has_proj: proj(LN(x)) and its pooling
     compute::DeviceBuffer mid, fc1_out, gelu_out;
+    // The 16-bit copies of ln1, ln2 and gelu_out that their producers write and the
+    // Linear layers read (compute::TransformerOps::activation_copies; empty without).
+    compute::DeviceBuffer ln1_16, ln2_16, gelu_16;
   };
 
   Linear add_linear(ParameterStore& store, const std::string& name, int in, int out);
@@ -99,6 +103,8 @@ class Hiera final : public Backbone {
   float* weight_grad(const Linear& l) const;
   float* bias_grad(const Linear& l) const;
   compute::SharedInputLinear shared_input(const Linear& l, float* y, const float* dy) const;
+  // A 16-bit copy buffer as what it holds, or null when this step's forward keeps none.
+  std::uint16_t* copy16(compute::DeviceBuffer& buffer) const;
   // The block's windows over its input grid (k, v) and its output grid (q, output).
   compute::WindowGrid input_windows(const Block& b) const;
   compute::WindowGrid output_windows(const Block& b) const;
@@ -127,6 +133,7 @@ class Hiera final : public Backbone {
 
   // The step's geometry (set by forward).
   int batch_ = 0, grid_h_ = 0, grid_w_ = 0;  // the patch embedding's grid (H/4, W/4)
+  bool copies_ = false;  // the forward keeps 16-bit activation copies (its backward reads them)
   int resized_h_ = 0, resized_w_ = 0;         // the grid the tables below were made for
   // [grid cells, background^2]: the bicubic resize of pos_embed; [grid cells, window^2]:
   // which cell of pos_embed_window each grid cell adds (the tiling). Host copies are

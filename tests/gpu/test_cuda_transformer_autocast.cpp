@@ -337,7 +337,9 @@ TEST_CASE("cuda ViT step at bf16-mixed / 16-mixed follows the CPU emulation", "[
 TEST_CASE("cuda ViT step with 16-bit activation copies gives the step without them", "[gpu][vit][autocast]") {
   // dinov2: layer scale; dinov3: q and k turned in place before the attention copies them.
   // vitb_sam: windowed layers, whose projection reads no copy of the windows' output.
-  const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2", "vits_dinov3", "vitb_sam");
+  // vitt_sam2: pooled-query blocks (never fused) beside fused square windows.
+  const std::string name =
+      GENERATE(as<std::string>{}, "vits_dino", "vits_dinov2", "vits_dinov3", "vitb_sam", "vitt_sam2");
   const bool fused = GENERATE(true, false);
   const Precision p = Precision::bf16;
   INFO(name << (fused ? ", fused attention" : ", batched-matmul attention"));

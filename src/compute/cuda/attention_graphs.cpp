@@ -22,8 +22,8 @@ const char* attention_pass_name(AttentionPass pass) {
 }
 
 bool fused_attention_takes(const AttentionShape& a, Precision p) {
-  return p != Precision::fp32 && a.batch > 0 && a.tokens > 0 && a.queries() == a.tokens && a.heads > 0 && a.head_dim > 0 &&
-         a.head_dim % 8 == 0 && a.head_dim <= 128;
+  return p != Precision::fp32 && a.batch > 0 && a.tokens > 0 && a.queries() == a.tokens && a.heads > 0 &&
+         a.head_dim > 0 && a.head_dim % 8 == 0 && a.head_dim <= 128;
 }
 
 #if !TRAINER_HAVE_CUDNN_FRONTEND

@@ -178,3 +178,27 @@ TEST_CASE("vitt_sam2's gradients match finite differences through pooling, windo
     CHECK(slope == Approx(norm).epsilon(2e-2));
   }
 }
+
+TEST_CASE("vitt_sam2 at bf16-mixed on the CPU: the step with 16-bit activation copies is the step without",
+          "[model][sam2][autocast]") {
+  // The copies hold the bits each autocast product would round its operand to, so the
+  // products read the same values either way.
+  const auto setup = [](bool copies) {
+    return [copies](compute::Backend& b) {
+      b.set_activation_storage(compute::Storage::f32_nchw);
+      b.transformer_ops().set_activation_copies(copies);
+    };
+  };
+  test_shared::ModelStep with(compute::make_cpu_backend(2, compute::Precision::bf16), "vitt_sam2", setup(true),
+                              {64, 64}),
+      without(compute::make_cpu_backend(2, compute::Precision::bf16), "vitt_sam2", setup(false), {64, 64});
+  REQUIRE(with.backend->transformer_ops().activation_copies());
+  REQUIRE_FALSE(without.backend->transformer_ops().activation_copies());
+  const compute::Shape4 in{2, 3, 64, 64};
+  const auto images = model_test::random_vector(in.numel(), 3);
+  const auto dy = model_test::random_vector(std::size_t(2) * 3 * 16 * 16, 4, 1e-2f);
+  with.run(images, in, dy);
+  without.run(images, in, dy);
+  CHECK(with.heatmaps == without.heatmaps);
+  CHECK(with.grads == without.grads);
+}
