@@ -33,6 +33,9 @@ double rel_error(const float* a, const float* b, std::size_t n) {
 
 TEST_CASE("ViT steps at bf16-mixed / 16-mixed on the CPU stay within 16-bit tolerance of fp32",
           "[model][vit][autocast]") {
+  // Not vitt_sam2: its pooled queries pick other max taps once bf16 rounding moves q
+  // (pos_embed's gradient 14% off fp32's at this init), which says nothing about the
+  // rounding itself; its bf16 step is held to the GPU's and the copies' (test_hiera.cpp).
   const std::string name = GENERATE(as<std::string>{}, "vits_dino", "vits_dinov3");
   const compute::Precision p = GENERATE(compute::Precision::bf16, compute::Precision::fp16);
   INFO(name << " " << compute::precision_name(p));
@@ -55,7 +58,7 @@ TEST_CASE("ViT steps at bf16-mixed / 16-mixed on the CPU stay within 16-bit tole
   CHECK(heatmap_error > 0);
   double worst = 0;
   for (const auto& e : full.net.store().parameters()) {
-    if (test_shared::gradient_is_zero_in_exact_arithmetic(e.name)) continue;
+    if (test_shared::gradient_is_zero_in_exact_arithmetic(e.name, full.net.store())) continue;
     const double err = rel_error(mixed.grads.data() + e.offset, full.grads.data() + e.offset, e.count);
     INFO(e.name << " " << err);
     CHECK(err < tolerance);
