@@ -4,7 +4,7 @@
 // [rows, width] in raster order, as Hugging Face's [B, H, W, C] tensors are laid out.
 #include "model/hiera.hpp"
 
-#include <algorithm>  // std::sort, std::unique, std::max, std::find
+#include <algorithm>  // std::max, std::find
 #include <utility>    // std::swap
 
 #include "model/bicubic_resize.hpp"     // bicubic_resize_matrix_2d
@@ -460,7 +460,7 @@ void Hiera::block_backward(const Context& ctx, Block& b, const float* x, const f
   std::vector<std::size_t> done = {b.norm1.weight, b.norm1.bias, b.norm2.weight, b.norm2.bias};
   for (const Linear* l : {&b.query, &b.attn_proj, &b.fc1, &b.fc2}) done.insert(done.end(), {l->weight, l->bias});
   if (b.has_proj) done.insert(done.end(), {b.proj.weight, b.proj.bias});
-  announce(ctx, std::move(done));
+  announce_gradients(ctx, *store_, std::move(done));
 }
 
 void Hiera::embedding_backward(const Context& ctx, const float* d_tokens) {
@@ -487,15 +487,8 @@ void Hiera::embedding_backward(const Context& ctx, const float* d_tokens) {
   d_weight.lda = C0, d_weight.ldb = K, d_weight.ldc = K;
   d_weight.autocast = true;  // as its forward
   ops.matmul(d_weight, d_tokens, patches_.data(), store_->grad(patch_embedding_.weight), s);
-  announce(ctx, {pos_embed_, pos_embed_window_, patch_embedding_.weight, patch_embedding_.bias});
-}
-
-void Hiera::announce(const Context& ctx, std::vector<std::size_t> params) const {
-  const auto& entries = store_->parameters();
-  std::sort(params.begin(), params.end(),
-            [&](std::size_t a, std::size_t b) { return entries[a].offset > entries[b].offset; });
-  params.erase(std::unique(params.begin(), params.end()), params.end());
-  for (std::size_t p : params) announce_gradient(ctx, *store_, p);
+  announce_gradients(ctx, *store_,
+                     {pos_embed_, pos_embed_window_, patch_embedding_.weight, patch_embedding_.bias});
 }
 
 std::unique_ptr<Backbone> make_hiera(ParameterStore& store, const std::string& name, const std::string& prefix,

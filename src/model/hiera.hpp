@@ -122,8 +122,6 @@ class Hiera final : public Backbone {
   // dout: the gradient of the block's output (kept); dx: of its input (written).
   void block_backward(const Context& ctx, Block& b, const float* x, const float* dout, float* dx);
   void embedding_backward(const Context& ctx, const float* d_tokens);
-  // Tells the gradient listener that these parameters' gradients are final.
-  void announce(const Context& ctx, std::vector<std::size_t> params) const;
 
   HieraSpec spec_;
   ParameterStore* store_;

@@ -1,7 +1,8 @@
 // Flat parameter/gradient/buffer storage with named entries (see parameter_store.hpp).
 #include "model/parameter_store.hpp"
 
-#include <cmath>  // std::sqrt
+#include <algorithm>  // std::sort, std::unique
+#include <cmath>      // std::sqrt
 
 #include "model/init.hpp"  // InitRng
 #include "util/error.hpp"  // TRAINER_ASSERT
@@ -12,6 +13,15 @@ void announce_gradient(const Context& ctx, const ParameterStore& store, std::siz
   if (ctx.gradients == nullptr) return;
   const auto& e = store.parameters()[i];
   ctx.gradients->on_ready(e.offset, e.count, ctx.stream);
+}
+
+void announce_gradients(const Context& ctx, const ParameterStore& store, std::vector<std::size_t> params) {
+  if (ctx.gradients == nullptr) return;
+  const auto& entries = store.parameters();
+  std::sort(params.begin(), params.end(),
+            [&](std::size_t a, std::size_t b) { return entries[a].offset > entries[b].offset; });
+  params.erase(std::unique(params.begin(), params.end()), params.end());
+  for (std::size_t p : params) announce_gradient(ctx, store, p);
 }
 
 const char* group_name(ParamGroup g) { return g == ParamGroup::backbone ? "backbone" : "head"; }

@@ -125,5 +125,9 @@ class ParameterStore {
 
 // Tells the Context's listener (if any) that parameter i's gradient is final.
 void announce_gradient(const Context& ctx, const ParameterStore& store, std::size_t param_index);
+// The same for several parameters, highest offset first (the order the gradient
+// buckets fill in), each once: shared tensors (a qkv split into query, key and value)
+// may be named more than once.
+void announce_gradients(const Context& ctx, const ParameterStore& store, std::vector<std::size_t> params);
 
 }  // namespace trainer::model

@@ -3,7 +3,7 @@
 // R = B * T token rows, C hidden width, M MLP width; every activation is [R, width].
 #include "model/vit.hpp"
 
-#include <algorithm>  // std::sort, std::max, std::unique
+#include <algorithm>  // std::max
 #include <cstdint>    // std::int64_t
 #include <cstring>    // std::memcpy
 #include <utility>    // std::swap
@@ -21,9 +21,6 @@ using compute::ensure_capacity;
 using compute::MatmulShape;
 using compute::SharedInputLinear;
 
-// Pretrained weights replace all of this.
-InitRule normal_002() { return hugging_face_normal(); }
-InitRule ones() { return ones_init(); }
 
 // A float32 or float64 tensor's elements (the resizes below check the type first).
 std::vector<double> stored_values(const StoredTensor& tensor) {
@@ -99,7 +96,7 @@ VisionTransformer::Linear VisionTransformer::add_linear(ParameterStore& store, c
                                                         int out, bool bias) {
   Linear l;
   l.in = in, l.out = out, l.has_bias = bias;
-  l.weight = store.add_parameter(name + ".weight", {out, in}, ParamGroup::backbone, normal_002());
+  l.weight = store.add_parameter(name + ".weight", {out, in}, ParamGroup::backbone, hugging_face_normal());
   if (bias) l.bias = store.add_parameter(name + ".bias", {out}, ParamGroup::backbone, InitRule{});
   return l;
 }
@@ -113,34 +110,35 @@ void VisionTransformer::add_dinov3_layer(ParameterStore& store, Block& b, const 
   b.value = add_linear(store, layer + "attention.v_proj", C, C);
   b.query = add_linear(store, layer + "attention.q_proj", C, C);
   b.proj = add_linear(store, layer + "attention.o_proj", C, C);
-  b.layer_scale1 = store.add_parameter(layer + "layer_scale1.lambda1", {C}, ParamGroup::backbone, ones());
+  b.layer_scale1 = store.add_parameter(layer + "layer_scale1.lambda1", {C}, ParamGroup::backbone, ones_init());
   b.after = add_layer_norm(store, layer + "norm2");
   b.fc1 = add_linear(store, layer + "mlp.up_proj", C, spec_.mlp);
   b.fc2 = add_linear(store, layer + "mlp.down_proj", spec_.mlp, C);
-  b.layer_scale2 = store.add_parameter(layer + "layer_scale2.lambda1", {C}, ParamGroup::backbone, ones());
+  b.layer_scale2 = store.add_parameter(layer + "layer_scale2.lambda1", {C}, ParamGroup::backbone, ones_init());
 }
 
 void VisionTransformer::add_embeddings(ParameterStore& store, const std::string& root) {
   // Hugging Face's state_dict order: the embeddings' own parameters, then the patch
   // projection (DINOv3's is the Conv2d itself: patch_embeddings.weight).
   const int C = spec_.hidden, G = spec_.pretrained_grid, P = spec_.patch;
-  cls_token_ = store.add_parameter(root + "embeddings.cls_token", {1, 1, C}, ParamGroup::backbone, normal_002());
+  cls_token_ =
+      store.add_parameter(root + "embeddings.cls_token", {1, 1, C}, ParamGroup::backbone, hugging_face_normal());
   if (spec_.dinov2)
     mask_token_ = long(store.add_parameter(root + "embeddings.mask_token", {1, C}, ParamGroup::backbone, InitRule{}));
   if (spec_.dinov3) {
     mask_token_ =
         long(store.add_parameter(root + "embeddings.mask_token", {1, 1, C}, ParamGroup::backbone, InitRule{}));
     register_tokens_ = store.add_parameter(root + "embeddings.register_tokens", {1, spec_.registers, C},
-                                           ParamGroup::backbone, normal_002());
+                                           ParamGroup::backbone, hugging_face_normal());
   } else {
     position_embeddings_ = store.add_parameter(root + "embeddings.position_embeddings", {1, G * G + 1, C},
-                                               ParamGroup::backbone, normal_002());
+                                               ParamGroup::backbone, hugging_face_normal());
   }
   const std::string projection =
       root + (spec_.dinov3 ? "embeddings.patch_embeddings" : "embeddings.patch_embeddings.projection");
   patch_embedding_.in = 3 * P * P, patch_embedding_.out = C;
   patch_embedding_.weight =
-      store.add_parameter(projection + ".weight", {C, 3, P, P}, ParamGroup::backbone, normal_002());
+      store.add_parameter(projection + ".weight", {C, 3, P, P}, ParamGroup::backbone, hugging_face_normal());
   patch_embedding_.bias = store.add_parameter(projection + ".bias", {C}, ParamGroup::backbone, InitRule{});
 }
 
@@ -159,7 +157,8 @@ void VisionTransformer::add_sam_encoder(ParameterStore& store, const std::string
       store.add_parameter(root + "pos_embed", {1, sam_grid_h_, sam_grid_w_, C}, ParamGroup::backbone, InitRule{});
   patch_embedding_.in = 3 * P * P, patch_embedding_.out = C;
   patch_embedding_.weight =
-      store.add_parameter(root + "patch_embed.projection.weight", {C, 3, P, P}, ParamGroup::backbone, normal_002());
+      store.add_parameter(root + "patch_embed.projection.weight", {C, 3, P, P}, ParamGroup::backbone,
+                          hugging_face_normal());
   patch_embedding_.bias =
       store.add_parameter(root + "patch_embed.projection.bias", {C}, ParamGroup::backbone, InitRule{});
   const int head_dim = C / spec_.heads;
@@ -185,12 +184,12 @@ void VisionTransformer::add_sam_encoder(ParameterStore& store, const std::string
   }
   // SamVisionNeck (256 channels), which lightning-pose's forward skips.
   const int neck = 256;
-  InitRule conv = normal_002();
+  InitRule conv = hugging_face_normal();
   sam_neck_ = {store.add_parameter(root + "neck.conv1.weight", {neck, C, 1, 1}, ParamGroup::backbone, conv),
-               store.add_parameter(root + "neck.layer_norm1.weight", {neck}, ParamGroup::backbone, ones()),
+               store.add_parameter(root + "neck.layer_norm1.weight", {neck}, ParamGroup::backbone, ones_init()),
                store.add_parameter(root + "neck.layer_norm1.bias", {neck}, ParamGroup::backbone, InitRule{}),
                store.add_parameter(root + "neck.conv2.weight", {neck, neck, 3, 3}, ParamGroup::backbone, conv),
-               store.add_parameter(root + "neck.layer_norm2.weight", {neck}, ParamGroup::backbone, ones()),
+               store.add_parameter(root + "neck.layer_norm2.weight", {neck}, ParamGroup::backbone, ones_init()),
                store.add_parameter(root + "neck.layer_norm2.bias", {neck}, ParamGroup::backbone, InitRule{})};
 }
 
@@ -204,7 +203,7 @@ void VisionTransformer::add_attention(ParameterStore& store, Block& b, const std
 
 VisionTransformer::LayerNorm VisionTransformer::add_layer_norm(ParameterStore& store, const std::string& name) {
   LayerNorm n;
-  n.weight = store.add_parameter(name + ".weight", {spec_.hidden}, ParamGroup::backbone, ones());
+  n.weight = store.add_parameter(name + ".weight", {spec_.hidden}, ParamGroup::backbone, ones_init());
   n.bias = store.add_parameter(name + ".bias", {spec_.hidden}, ParamGroup::backbone, InitRule{});
   return n;
 }
@@ -234,11 +233,11 @@ VisionTransformer::VisionTransformer(ParameterStore& store, const VitSpec& spec,
     } else if (spec.dinov2) {  // Dinov2Layer: norm1, attention, layer_scale1, norm2, mlp, layer_scale2
       b.before = add_layer_norm(store, layer + "norm1");
       add_attention(store, b, layer);
-      b.layer_scale1 = store.add_parameter(layer + "layer_scale1.lambda1", {C}, ParamGroup::backbone, ones());
+      b.layer_scale1 = store.add_parameter(layer + "layer_scale1.lambda1", {C}, ParamGroup::backbone, ones_init());
       b.after = add_layer_norm(store, layer + "norm2");
       b.fc1 = add_linear(store, layer + "mlp.fc1", C, spec.mlp);
       b.fc2 = add_linear(store, layer + "mlp.fc2", spec.mlp, C);
-      b.layer_scale2 = store.add_parameter(layer + "layer_scale2.lambda1", {C}, ParamGroup::backbone, ones());
+      b.layer_scale2 = store.add_parameter(layer + "layer_scale2.lambda1", {C}, ParamGroup::backbone, ones_init());
     } else {  // ViTLayer: attention, intermediate, output, layernorm_before, layernorm_after
       add_attention(store, b, layer);
       b.fc1 = add_linear(store, layer + "intermediate.dense", C, spec.mlp);
@@ -604,7 +603,7 @@ void VisionTransformer::block_backward(const Context& ctx, Block& b, const float
   }
   if (spec_.layer_scale()) done.insert(done.end(), {b.layer_scale1, b.layer_scale2});
   if (spec_.sam) done.insert(done.end(), {b.rel_pos_h, b.rel_pos_w});  // unused: gradients 0
-  announce(ctx, std::move(done));
+  announce_gradients(ctx, *store_, std::move(done));
 }
 
 void VisionTransformer::backward(const Context& ctx, compute::TensorView dy) {
@@ -635,7 +634,7 @@ void VisionTransformer::backward(const Context& ctx, compute::TensorView dy) {
   if (spec_.sam) {  // the features are the last block's tokens; the neck is unused
     ops.transpose(dy.data, N, static_cast<long long>(C) * N, d_hidden_b_.data(), static_cast<long long>(T) * C,
                   batch_, C, N, s);
-    announce(ctx, sam_neck_);
+    announce_gradients(ctx, *store_, sam_neck_);
   } else {
     ctx.backend.fill(d_hidden_a_.data(), 0.f, RC, s);
     ops.transpose(dy.data, N, static_cast<long long>(C) * N, d_hidden_a_.data() + std::size_t(prefix) * C,
@@ -643,7 +642,7 @@ void VisionTransformer::backward(const Context& ctx, compute::TensorView dy) {
     ops.layer_norm_backward(hidden_.back().data(), store_->param(final_norm_.weight), final_mean_.data(),
                             final_rstd_.data(), d_hidden_a_.data(), d_hidden_b_.data(),
                             store_->grad(final_norm_.weight), store_->grad(final_norm_.bias), R, C, s);
-    announce(ctx, {final_norm_.weight, final_norm_.bias});
+    announce_gradients(ctx, *store_, {final_norm_.weight, final_norm_.bias});
   }
   for (std::size_t l = blocks_.size(); l-- > 0;) {
     block_backward(ctx, blocks_[l], hidden_[l].data(), d_out->data(), d_in->data());
@@ -694,17 +693,9 @@ void VisionTransformer::embedding_backward(const Context& ctx, const float* d_to
                store_->grad(patch_embedding_.weight), s);
   }
   if (mask_token_ >= 0) embeddings.push_back(std::size_t(mask_token_));  // its gradient: 0 since allocation
-  announce(ctx, std::move(embeddings));
+  announce_gradients(ctx, *store_, std::move(embeddings));
 }
 
-void VisionTransformer::announce(const Context& ctx, std::vector<std::size_t> params) const {
-  const auto& entries = store_->parameters();
-  std::sort(params.begin(), params.end(),
-            [&](std::size_t a, std::size_t b) { return entries[a].offset > entries[b].offset; });
-  // SAM's query, key and value are rows of one tensor, announced once.
-  params.erase(std::unique(params.begin(), params.end()), params.end());
-  for (std::size_t p : params) announce_gradient(ctx, *store_, p);
-}
 
 StoredTensor resize_patch_embedding(const StoredTensor& tensor, int to) {
   const auto& sh = tensor.shape;

@@ -159,8 +159,6 @@ class VisionTransformer final : public Backbone {
   void block_forward(const Context& ctx, Block& b, const float* x, float* out);
   // dout: the gradient of the block's output (kept); dx: of its input (written).
   void block_backward(const Context& ctx, Block& b, const float* x, const float* dout, float* dx);
-  // Tells the gradient listener that these parameters' gradients are final, highest offset first.
-  void announce(const Context& ctx, std::vector<std::size_t> params) const;
   void ensure_buffers(compute::Backend& backend);
 
   VitSpec spec_;
