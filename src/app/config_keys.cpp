@@ -5,6 +5,7 @@
 #include <algorithm>  // std::find_if
 #include <cctype>     // std::tolower
 #include <limits>     // std::numeric_limits
+#include <optional>   // std::optional
 #include <sstream>    // std::ostringstream
 #include <stdexcept>  // std::invalid_argument
 
@@ -421,6 +422,27 @@ KeyBuilder optional_real(const char* section, const char* name, Field<S, double>
   return b;
 }
 
+// A real number in [min, max], or `auto` (the default, stored empty): the layer that
+// implements the choice fills in its own default.
+template <class S>
+KeyBuilder real_or_auto(const char* section, const char* name, Field<S, std::optional<double>> f, double min,
+                        double max, const char* meaning) {
+  KeyBuilder b = make(section, name, "REAL/auto", meaning);
+  b.key.set = [f, min, max](Config& c, const std::string& text) {
+    const std::string t = lower(unquote(trim(text)));
+    if (t == "auto") {
+      f(c).reset();
+      return;
+    }
+    const double v = parse_real(t);
+    if (v < min || v > max)
+      throw BadValue("a number >= " + format_real(min) + " and <= " + format_real(max) + ", or auto, got " + t);
+    f(c) = v;
+  };
+  b.key.get = [f](const Config& c) { return f(c) ? format_real(*f(c)) : std::string("auto"); };
+  return b;
+}
+
 // One of a fixed set of names, or null (stored as ""), as lightning-pose's keys
 // whose default is null.
 template <class S>
@@ -562,7 +584,9 @@ std::vector<ConfigKey> build_table() {
       real("training", "learning_rate", field(T, &TC::learning_rate), 0.0, true, 10.0,
            "base learning rate (before lr_scaling)")
           .lp("training.optimizer_params.learning_rate").alias("optimizer_params.learning_rate"),
-      real("training", "weight_decay", field(T, &TC::weight_decay), 0.0, false, 1.0, "AdamW weight decay"),
+      real_or_auto("training", "weight_decay", field(T, &TC::weight_decay), 0.0, 1.0,
+                   "AdamW's decoupled weight decay; auto: torch's AdamW default, 0.01, what lightning-pose's "
+                   "AdamW trains with (Adam takes no weight decay)"),
       int_list("training", "lr_scheduler_milestones", field(T, &TC::lr_scheduler_milestones), 1,
                "epochs at which the learning rate is multiplied by lr_scheduler_gamma (MultiStepLR)")
           .lp("training.lr_scheduler_params.multisteplr.milestones")

@@ -5,6 +5,7 @@
 // Adding a Config field means adding one line to the table in config_keys.cpp;
 // help, --print-config, the INI reader and docs checks all follow from it.
 #include <functional>  // std::function
+#include <map>         // std::map
 #include <string>      // std::string
 #include <vector>      // std::vector
 
@@ -39,9 +40,17 @@ const std::vector<std::string>& config_sections();  // in file order: data, trai
 // The key named `name` (or one of its aliases) in `section`, or nullptr.
 const ConfigKey* find_key(const std::string& section, const std::string& name);
 
-// Where each key's value came from, for error messages: "inputs/x.cfg:12",
-// "the command line (--training.val_prob)" or "the default".
-using OriginOf = std::function<std::string(const std::string& full_name)>;
+// Where a key's value came from, for error messages: `where` is "inputs/x.cfg:12",
+// "the command line (--training.val_prob)" or "the default"; `written_as` is the key
+// as the user wrote it there (a lightning-pose YAML path such as
+// training.lr_scheduler_params.multisteplr.milestones, or <section>.<name>).
+struct KeyOrigin {
+  std::string where;
+  std::string written_as;
+};
+// Keyed by <section>.<name>; a key absent here kept its default.
+using KeyOrigins = std::map<std::string, KeyOrigin>;
+using OriginOf = std::function<KeyOrigin(const std::string& full_name)>;
 
 // Checks combinations of keys that are each valid alone but impossible together.
 // Throws UserError naming the keys and where they were set.

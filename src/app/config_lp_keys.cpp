@@ -195,8 +195,7 @@ void set_config_key(Config& config, const ConfigKey& key, const std::string& val
 }
 
 void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves, const std::vector<YamlLeaf>& overrides,
-                       const EnvLookup& env, std::map<std::string, std::string>& origin,
-                       std::vector<std::string>& warnings) {
+                       const EnvLookup& env, KeyOrigins& origin, std::vector<std::string>& warnings) {
   // A misspelled override is reported first, as Hydra does, before the file's keys.
   for (const auto& o : overrides) {
     if (key_for_yaml_path(o.path) || find_lp_rule(o.path)) continue;
@@ -289,7 +288,7 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
         }
         set_by_file[full] = leaf.path + " at " + leaf.where;
       }
-      origin[full] = leaf.where;
+      origin[full] = {leaf.where, leaf.path};
       const YamlLeaf value = resolved(leaf);
       if (value.is_null) {  // lightning-pose's null: the default, which is "take it from the data" where that exists
         set_config_key(config, *key, key->get(Config{}), leaf.where, nullptr, leaf.path);

@@ -59,8 +59,7 @@ const ConfigKey* key_for_yaml_path(const std::string& path);
 // accepted but will not happen. Interpolations are resolved against the merged
 // leaves. Errors are UserErrors naming the key and where it was set.
 void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves, const std::vector<YamlLeaf>& overrides,
-                       const EnvLookup& env, std::map<std::string, std::string>& origin,
-                       std::vector<std::string>& warnings);
+                       const EnvLookup& env, KeyOrigins& origin, std::vector<std::string>& warnings);
 
 // Sets one key-table key from text, turning a malformed value into a UserError
 // that names `where` (shared with the INI reader and the command line); the key's

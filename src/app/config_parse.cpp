@@ -142,8 +142,7 @@ void set_key(Config& config, const ConfigKey& key, const std::string& value, con
 
 // `entries` come from the INI text called `path` (a file, or a checkpoint's configuration).
 void apply_entries(Config& config, const std::vector<config_detail::IniEntry>& entries, const std::string& path,
-                   const std::string& subcommand, std::map<std::string, std::string>& origin,
-                   std::vector<std::string>& notes) {
+                   const std::string& subcommand, config_detail::KeyOrigins& origin, std::vector<std::string>& notes) {
   std::map<std::string, int> first_line;
   const auto& sections = config_sections();
   for (const auto& entry : entries) {
@@ -188,7 +187,7 @@ void apply_entries(Config& config, const std::vector<config_detail::IniEntry>& e
     }
     first_line[full] = entry.line;
     set_key(config, *key, entry.value, where, notes);
-    origin[full] = where;
+    origin[full] = {where, entry.section + "." + entry.key};
   }
 }
 
@@ -324,7 +323,7 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
     const auto it = env.find(name);
     return it == env.end() ? nullptr : it->second.c_str();
   };
-  std::map<std::string, std::string> origin;
+  config_detail::KeyOrigins origin;
   std::string source = "defaults";
   const std::string config_path =
       !positional_config.empty() ? positional_config
@@ -366,14 +365,19 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
     given_as[full] = arg.name;
     const std::string where = "the command line (--" + arg.name + ")";
     set_key(result.config, *key, arg.value, where, result.warnings);
-    origin[full] = where;
+    origin[full] = {where, shortcut != shortcuts().end() ? full : arg.name};
   }
   if (!given_as.empty()) source += " + command line";
   result.config.source_description = source;
 
-  config_detail::validate_combinations(result.config, [&origin](const std::string& full_name) {
+  // A key left at its default is named as the configuration's own layout would write it.
+  const bool yaml = result.yaml;
+  config_detail::validate_combinations(result.config, [&origin, yaml](const std::string& full_name) {
     const auto it = origin.find(full_name);
-    return it == origin.end() ? std::string("the default") : it->second;
+    if (it != origin.end()) return it->second;
+    const ConfigKey* key = key_by_full_name(full_name);
+    return config_detail::KeyOrigin{"the default", yaml && key && !key->lightning_pose.empty() ? key->lightning_pose
+                                                                                        : full_name};
   });
 
   // What training will not do concerns `train` only (predict and plan share the config).

@@ -74,7 +74,8 @@ model::ModelSpec checkpoint_model_spec(const train::TrainingState& state, const 
 train::OptimizerConfig optimizer_config(const Config& config) {
   train::OptimizerConfig optimizer;
   optimizer.type = config.training.optimizer;
-  optimizer.weight_decay = config.training.weight_decay;
+  optimizer.weight_decay =
+      config.training.weight_decay.value_or(train::default_weight_decay(train::parse_optimizer(optimizer.type)));
   return optimizer;
 }
 

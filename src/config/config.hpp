@@ -6,6 +6,7 @@
 // --print-config and the key table live in app/config_*.cpp. A NAME key's accepted
 // names are exported by the layer that implements the choice.
 #include <cstdint>  // std::uint64_t
+#include <optional> // std::optional
 #include <string>   // std::string
 #include <vector>   // std::vector
 
@@ -46,7 +47,9 @@ struct TrainingConfig {
   std::uint64_t rng_seed_model_pt = 0;
   std::string optimizer = "Adam";          // one of train::optimizer_names()
   double learning_rate = 1e-3;
-  double weight_decay = 0.0;               // AdamW only
+  // AdamW only. Empty (`auto`): torch's default for the optimizer, which lightning-pose's
+  // AdamW (built with the learning rate alone) trains with: train::default_weight_decay.
+  std::optional<double> weight_decay;
   std::vector<int> lr_scheduler_milestones = {150, 200, 250}; // multisteplr.milestones
   double lr_scheduler_gamma = 0.5;         // multisteplr.gamma
   std::string lr_scaling = "none";         // one of runtime::lr_scaling_names()

@@ -132,6 +132,19 @@ ParameterStore::Range ParameterStore::group_range(ParamGroup g) const {
   return r;
 }
 
+std::vector<ParameterStore::Range> ParameterStore::trained_ranges(ParamGroup g) const {
+  std::vector<Range> ranges;
+  for (const auto& e : parameters_) {
+    if (e.group != g || e.unused || e.count == 0) continue;
+    if (!ranges.empty() && ranges.back().offset + ranges.back().count == e.offset) {
+      ranges.back().count += e.count;
+    } else {
+      ranges.push_back({e.offset, e.count});
+    }
+  }
+  return ranges;
+}
+
 std::vector<float> ParameterStore::download_param(std::size_t i, compute::Stream& s) {
   std::vector<float> out(parameters_.at(i).count);
   backend_->download(out.data(), param(i), out.size(), s);

@@ -35,6 +35,10 @@ struct TensorEntry {
   std::size_t count = 0;
   ParamGroup group = ParamGroup::head;
   InitRule init;
+  // The forward never reads it (DINOv2's mask_token, SAM's rel_pos and neck, kept for
+  // their checkpoint names): PyTorch leaves its grad None, so its optimizer neither
+  // steps nor decays it, and neither does ours (ParameterStore::trained_ranges).
+  bool unused = false;
 };
 
 // num_batches_tracked of a batch norm layer: an int64 counter kept on the host.
@@ -87,6 +91,11 @@ class ParameterStore {
     std::size_t offset = 0, count = 0;
   };
   Range group_range(ParamGroup g) const;
+  // A group's range without its unused tensors, as few contiguous ranges as that
+  // leaves (one where every tensor is used), in offset order.
+  std::vector<Range> trained_ranges(ParamGroup g) const;
+  // Marks parameter i as never read by the forward (TensorEntry::unused).
+  void mark_unused(std::size_t i) { parameters_.at(i).unused = true; }
 
   // Host copies of one entry, for checkpoints and tests.
   std::vector<float> download_param(std::size_t i, compute::Stream& s);

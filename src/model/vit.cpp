@@ -130,7 +130,9 @@ void VisionTransformer::add_embeddings(ParameterStore& store, const std::string&
         long(store.add_parameter(root + "embeddings.mask_token", {1, 1, C}, ParamGroup::backbone, InitRule{}));
     register_tokens_ = store.add_parameter(root + "embeddings.register_tokens", {1, spec_.registers, C},
                                            ParamGroup::backbone, hugging_face_normal());
-  } else {
+  }
+  if (mask_token_ >= 0) store.mark_unused(std::size_t(mask_token_));
+  if (!spec_.dinov3) {
     position_embeddings_ = store.add_parameter(root + "embeddings.position_embeddings", {1, G * G + 1, C},
                                                ParamGroup::backbone, hugging_face_normal());
   }
@@ -171,6 +173,8 @@ void VisionTransformer::add_sam_encoder(ParameterStore& store, const std::string
     b.before = add_layer_norm(store, layer + "layer_norm1");
     b.rel_pos_h = store.add_parameter(layer + "attn.rel_pos_h", {span, head_dim}, ParamGroup::backbone, InitRule{});
     b.rel_pos_w = store.add_parameter(layer + "attn.rel_pos_w", {span, head_dim}, ParamGroup::backbone, InitRule{});
+    store.mark_unused(b.rel_pos_h);  // lightning-pose turns use_rel_pos off
+    store.mark_unused(b.rel_pos_w);
     const Linear qkv = add_linear(store, layer + "attn.qkv", C, 3 * C);
     for (Linear* part : {&b.query, &b.key, &b.value}) {
       *part = qkv;
@@ -191,6 +195,7 @@ void VisionTransformer::add_sam_encoder(ParameterStore& store, const std::string
                store.add_parameter(root + "neck.conv2.weight", {neck, neck, 3, 3}, ParamGroup::backbone, conv),
                store.add_parameter(root + "neck.layer_norm2.weight", {neck}, ParamGroup::backbone, ones_init()),
                store.add_parameter(root + "neck.layer_norm2.bias", {neck}, ParamGroup::backbone, InitRule{})};
+  for (const std::size_t i : sam_neck_) store.mark_unused(i);
 }
 
 void VisionTransformer::add_attention(ParameterStore& store, Block& b, const std::string& layer) {

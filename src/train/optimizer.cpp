@@ -18,6 +18,8 @@ OptimizerType parse_optimizer(const std::string& name) {
   throw UserError("unknown optimizer '" + name + "'", "training.optimizer is one of " + join_names(optimizer_names()));
 }
 
+double default_weight_decay(OptimizerType type) { return type == OptimizerType::adamw ? 1e-2 : 0.0; }
+
 Optimizer::Optimizer(model::ParameterStore& store, const OptimizerConfig& config)
     : store_(&store), config_(config), type_(parse_optimizer(config.type)) {
   const model::ParamGroup ids[2] = {model::ParamGroup::backbone, model::ParamGroup::head};
@@ -26,6 +28,7 @@ Optimizer::Optimizer(model::ParameterStore& store, const OptimizerConfig& config
     groups_[i].id = ids[i];
     groups_[i].offset = r.offset;
     groups_[i].count = r.count;
+    groups_[i].trained = store.trained_ranges(ids[i]);
   }
   m_ = compute::DeviceBuffer(store.backend(), store.parameter_count());
   v_ = compute::DeviceBuffer(store.backend(), store.parameter_count());
@@ -105,8 +108,9 @@ void Optimizer::apply_step(compute::Stream& stream, const float* skip) {
     if (counts_on_device_)
       store_->backend().count_adam_step(device_steps_.data() + 2 + i, factors_.data() + i * compute::AdamFactors::kCount,
                                         device_steps_.data() + i, p, stream);
-    store_->backend().adam_update(store_->params_data() + g.offset, store_->grads_data() + g.offset,
-                                  m_.data() + g.offset, v_.data() + g.offset, g.count, p, stream);
+    for (const auto& r : g.trained)
+      store_->backend().adam_update(store_->params_data() + r.offset, store_->grads_data() + r.offset,
+                                    m_.data() + r.offset, v_.data() + r.offset, r.count, p, stream);
   }
 }
 

@@ -27,9 +27,14 @@ const std::vector<std::string>& optimizer_names();
 // One of optimizer_names(); anything else is a UserError listing them.
 OptimizerType parse_optimizer(const std::string& name);
 
+// torch's default weight decay for the optimizer: 0 for Adam, 1e-2 for AdamW.
+// lightning-pose builds its optimizer from the learning rate alone, so its AdamW
+// runs decay at 1e-2.
+double default_weight_decay(OptimizerType type);
+
 struct OptimizerConfig {
   std::string type = "Adam";  // one of optimizer_names()
-  double weight_decay = 0.0;  // AdamW only (torch's AdamW default 1e-2 is not used)
+  double weight_decay = 0.0;  // AdamW only
 };
 
 class Optimizer {
@@ -39,6 +44,9 @@ class Optimizer {
   struct Group {
     model::ParamGroup id;
     std::size_t offset = 0, count = 0;
+    // What the update runs over: [offset, offset + count) less the unused tensors,
+    // which keep their values and zero moments as PyTorch's grad-None tensors do.
+    std::vector<model::ParameterStore::Range> trained;
     double lr = 0;
     bool active = false;  // in the optimizer (backbone: from the unfreezing epoch)
   };

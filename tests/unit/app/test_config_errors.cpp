@@ -218,7 +218,7 @@ TEST_CASE("impossible combinations name every key involved and its origin", "[ap
     expect_user_error([&] { parse_file(dir, "[training]\ntrain_prob = 0.9\n"), parse({"--config", f, "--training.val_prob", "0.2"}); },
                       {"training.train_prob = 0.9 (from " + f + ":2)",
                        "training.val_prob = 0.2 (from the command line (--training.val_prob))", "more than 1"},
-                      "train_prob = 0.8");
+                      "training.train_prob 0.8");
   }
   SECTION("min_epochs > max_epochs is accepted: max_epochs ends the run, as in Lightning") {
     const auto c = parse({"--training.max_epochs", "5", "--training.min_epochs", "6"}).config;
@@ -236,12 +236,13 @@ TEST_CASE("impossible combinations name every key involved and its origin", "[ap
   }
   SECTION("weight decay with Adam") {
     expect_user_error([&] { parse({"--training.weight_decay", "0.1"}); },
-                      {"training.weight_decay = 0.1", "training.optimizer = Adam (from the default)"}, "AdamW");
+                      {"training.weight_decay = 0.1", "training.optimizer = Adam (from the default)"},
+                      "set training.optimizer to AdamW");
   }
   SECTION("keypoint names vs num_keypoints") {
     expect_user_error([&] { parse_file(dir, "[data]\nnum_keypoints = 3\nkeypoint_names = a, b\n"); },
                       {"data.keypoint_names (from " + f + ":3) lists 2 names", "data.num_keypoints = 3 (from " + f + ":2)"},
-                      "num_keypoints = 0");
+                      "data.num_keypoints to 0");
   }
   SECTION("duplicate keypoint names") {
     expect_user_error([&] { parse({"--data.keypoint_names", "nose, tail, nose"}); },
@@ -252,9 +253,28 @@ TEST_CASE("impossible combinations name every key involved and its origin", "[ap
                       {"distributed.backend = nccl (from the command line (--backend))", "accelerator = cpu"},
                       "mpi or gloo");
   }
+  SECTION("a YAML config's keys are named as its file and overrides write them") {
+    const std::string y = dir.write("lp.yaml", "training:\n  lr_scheduler_params:\n    multisteplr:\n"
+                                               "      milestones: [20, 10]\n");
+    expect_user_error([&] { parse({y}); },
+                      {"training.lr_scheduler_params.multisteplr.milestones (from " + y + ":4)", "10 follows 20"},
+                      "increasing order");
+    const std::string v = dir.write("lp_losses.yaml", "model:\n  losses_to_use: [temporal]\n");
+    expect_user_error([&] { parse({v}); }, {"model.losses_to_use (from " + v + ":2)", "data.video_dir is not set"},
+                      "set data.video_dir to a folder");
+    // A default is named in the file's layout; an INI file keeps the INI names.
+    const std::string t = dir.write("eps2.yaml", "data:\n  num_keypoints: 3\n  video_dir: videos\nmodel:\n"
+                                                 "  losses_to_use: [temporal]\n");
+    expect_user_error([&] { parse({t, "--overrides", "losses.temporal.epsilon=[1,2]"}); },
+                      {"losses.temporal.epsilon (from the command line", "lists 2 values for 3 keypoints"},
+                      "one per keypoint");
+    expect_user_error([&] { parse_file(dir, "[data]\nnum_keypoints = 3\nvideo_dir = v\n[model]\nlosses_to_use = temporal\n"
+                                            "[losses]\ntemporal_epsilon = 1, 2\n"); },
+                      {"losses.temporal_epsilon (from " + f + ":7)"}, "one per keypoint");
+  }
   SECTION("num_gpus on cpu") {
     expect_user_error([&] { parse({"--accelerator", "cpu", "--training.num_gpus", "2"}); },
-                      {"training.num_gpus = 2", "accelerator = cpu"}, "num_gpus = 0");
+                      {"training.num_gpus = 2", "accelerator = cpu"}, "training.num_gpus to 0");
   }
 }
 

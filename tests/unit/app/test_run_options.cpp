@@ -8,6 +8,7 @@
 #include "config/config.hpp"       // Config
 #include "app/run_options.hpp"  // the functions under test
 #include "compute/backend.hpp"  // make_cpu_backend
+#include "config_test_util.hpp"  // config_test::parse
 
 using namespace trainer;
 
@@ -114,6 +115,16 @@ TEST_CASE("sampler, model, optimizer and loop options come from the config", "[a
   const train::OptimizerConfig optimizer = app::optimizer_config(config);
   CHECK(optimizer.type == "AdamW");
   CHECK(optimizer.weight_decay == 0.25);
+  // `auto` (the default): torch's, as lightning-pose's AdamW, built from the lr alone.
+  Config lp = config;
+  lp.training.weight_decay.reset();
+  CHECK(app::optimizer_config(lp).weight_decay == 0.01);
+  lp.training.optimizer = "Adam";
+  CHECK(app::optimizer_config(lp).weight_decay == 0.0);
+  CHECK(config_test::parse({"--training.weight_decay", "auto"}).config.training.weight_decay == std::nullopt);
+  CHECK(config_test::parse({"--training.optimizer", "AdamW"}).config.training.weight_decay == std::nullopt);
+  CHECK(*config_test::parse({"--training.optimizer", "AdamW", "--training.weight_decay", "0"})
+             .config.training.weight_decay == 0.0);
 
   const train::LoopConfig loop = app::loop_config(config, sample_plan());
   CHECK(loop.max_epochs == 9);
