@@ -599,7 +599,8 @@ std::vector<ConfigKey> build_table() {
       integer("training", "reference_batch_size", field(T, &TC::reference_batch_size), 1, kIntMax,
               "the global batch size learning_rate was tuned for (used by lr_scaling)"),
       integer("training", "unfreezing_epoch", field(T, &TC::unfreezing_epoch), 0, kIntMax,
-              "the pretrained backbone is frozen until this epoch")
+              "the pretrained backbone is frozen (lr 0, Adam's moments accumulating, as lightning-pose's "
+              "UnfreezeBackbone) until this epoch")
           .lp("training.unfreezing_epoch"),
       integer("training", "log_every_n_steps", field(T, &TC::log_every_n_steps), 1, kIntMax,
               "log training metrics every n optimizer steps")

@@ -18,8 +18,8 @@ EpochLr lr_for_epoch(const LrScheduleConfig& c, int epoch) {
   EpochLr out;
   out.head = head_lr(c, epoch);
   if (epoch < c.unfreezing_epoch) return out;
-  // Replay Lightning's finetune_function from the unfreezing epoch on: it tracks
-  // its own previous backbone lr, independent of the scheduler.
+  // Replay UnfreezeBackbone from the unfreezing epoch on: 0.1 x the head's lr then,
+  // x1.5 an epoch, until it reaches the head's lr, which it follows from then on.
   double backbone = c.backbone_initial_ratio * head_lr(c, c.unfreezing_epoch);
   for (int e = c.unfreezing_epoch + 1; e <= epoch; ++e) {
     const double next = c.backbone_growth * backbone;
@@ -27,7 +27,6 @@ EpochLr lr_for_epoch(const LrScheduleConfig& c, int epoch) {
     backbone = next > current ? current : next;
   }
   out.backbone = backbone;
-  out.backbone_trainable = true;
   return out;
 }
 

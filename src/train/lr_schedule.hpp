@@ -2,9 +2,12 @@
 // Learning rates per epoch, as lightning-pose configures Lightning:
 // - head: MultiStepLR, lr = base * gamma^(number of milestones <= epoch)
 //   (the scheduler steps at the end of each epoch);
-// - backbone: BackboneFinetuning(unfreeze_backbone_at_epoch=U, ratio 0.1, x1.5 per
-//   epoch, should_align): not trained before epoch U; at U its lr is 0.1 x the
-//   head's; each later epoch 1.5 x its previous value, capped at the head's lr.
+// - backbone: lightning-pose's UnfreezeBackbone (since lightning-pose 1.6, in place
+//   of Lightning's BackboneFinetuning): the backbone is in the optimizer from the
+//   first step with lr 0 before epoch U, so its gradients are computed and Adam's
+//   moments and step count accumulate while its weights stay put; at U its lr is
+//   0.1 x the head's; each later epoch 1.5 x its previous value, capped at the
+//   head's lr.
 // A pure function of the epoch, so a resumed run needs no saved schedule state.
 #include <vector>  // std::vector
 
@@ -21,8 +24,7 @@ struct LrScheduleConfig {
 
 struct EpochLr {
   double head = 0;
-  double backbone = 0;      // 0 while frozen
-  bool backbone_trainable = false;
+  double backbone = 0;  // 0 while frozen (still stepped: the moments accumulate)
 };
 
 EpochLr lr_for_epoch(const LrScheduleConfig& config, int epoch);

@@ -230,7 +230,9 @@ TrainingState TrainLoop::run(TrainingState state) {
     const auto epoch_start = epoch_boundary;
     const EpochLr lr = lr_for_epoch(config_.lr, epoch);
     optimizer_.set_group(model::ParamGroup::head, lr.head, true);
-    optimizer_.set_group(model::ParamGroup::backbone, lr.backbone, lr.backbone_trainable);
+    // In the optimizer while frozen too (lr 0), as lightning-pose's UnfreezeBackbone
+    // keeps it: its Adam moments are warm when it unfreezes.
+    optimizer_.set_group(model::ParamGroup::backbone, lr.backbone, true);
     if (epoch == config_.lr.unfreezing_epoch && epoch > 0)
       log_.info("epoch " + std::to_string(epoch) + ": unfreezing the backbone");
     // The epoch's learning rates, once: a run resumed inside the epoch logged them at its start.
@@ -309,7 +311,7 @@ TrainingState TrainLoop::run(TrainingState state) {
       const bool logs_now = steps_now && config_.log_every_n_steps > 0 &&
                             (state.global_step + 1) % config_.log_every_n_steps == 0;
       if (logs_now) runner_.measure_next_step();  // train_supervised_rmse of the logged step
-      runner_.train_step(*batch, optimizer_, *hooks_.gradients, lr.backbone_trainable, hooks_.bn_sync, frames,
+      runner_.train_step(*batch, optimizer_, *hooks_.gradients, true, hooks_.bn_sync, frames,
                          importance, MicroBatch{accumulate, steps_now});
       log_pending();
       ++batches;
@@ -321,7 +323,7 @@ TrainingState TrainLoop::run(TrainingState state) {
         if (state.global_step == dump_step) {
           // The optimizer leaves the gradient buffer as it read it, so the dump can follow the step.
           if (log_.is_root()) {
-            write_gradient_dump(config_.dump_gradients, model_.store(), lr.backbone_trainable, state.global_step,
+            write_gradient_dump(config_.dump_gradients, model_.store(), true, state.global_step,
                                 config_.world_size, stream_);
             log_.info("wrote the gradients of step " + std::to_string(state.global_step) + " to " +
                       config_.dump_gradients);

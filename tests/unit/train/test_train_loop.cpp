@@ -2,7 +2,8 @@
 // and an interrupted + resumed run ends with bit-identical weights.
 #include <catch2/catch.hpp>
 
-#include <algorithm>  // std::fill
+#include <algorithm>  // std::fill, std::count_if
+#include <cmath>      // std::fabs
 #include <limits>     // std::numeric_limits
 #include <stdexcept>  // std::runtime_error
 #include <vector>     // std::vector
@@ -89,7 +90,7 @@ TEST_CASE("checkpoint round-trip restores every tensor, counter and optimizer st
     CHECK(a.net.store().download_buffer(i, s) == b.net.store().download_buffer(i, b.backend->default_stream()));
   CHECK(b.net.store().counter(0) == 4);  // 2 epochs x 2 steps
   CHECK(b.optimizer.steps(model::ParamGroup::head, b.backend->default_stream()) == 4);
-  CHECK(b.optimizer.steps(model::ParamGroup::backbone, b.backend->default_stream()) == 2);  // unfrozen at epoch 1
+  CHECK(b.optimizer.steps(model::ParamGroup::backbone, b.backend->default_stream()) == 4);  // stepped at lr 0 while frozen
   const auto state = train::load_training_state(path);
   CHECK(state.epochs_completed == 2);
   CHECK(state.global_step == 4);
@@ -170,21 +171,48 @@ TEST_CASE("training on in-memory data lowers the loss", "[train]") {
   CHECK(last < 0.9 * first);
 }
 
-TEST_CASE("a frozen backbone is not updated and keeps no optimizer state", "[train]") {
-  Run r("resnet18", 2);
-  train_test::MemorySource src(4, 4, 32, 2, 5);
-  train::LocalGradientSync sync;
-  r.optimizer.set_group(model::ParamGroup::head, 1e-3, true);
-  r.optimizer.set_group(model::ParamGroup::backbone, 0, false);
-  const auto before = r.params();
-  src.start_epoch(0);
-  r.runner.train_step(*src.next(), r.optimizer, sync, false, nullptr);
-  const auto after = r.params();
-  const auto head = r.net.store().group_range(model::ParamGroup::head);
-  CHECK(std::equal(before.begin(), before.begin() + long(head.offset), after.begin()));
-  CHECK_FALSE(std::equal(before.begin() + long(head.offset), before.end(), after.begin() + long(head.offset)));
-  CHECK(r.optimizer.steps(model::ParamGroup::backbone, r.backend->default_stream()) == 0);
-  CHECK(r.optimizer.steps(model::ParamGroup::head, r.backend->default_stream()) == 1);
+TEST_CASE("a frozen backbone (lr 0) keeps its weights while its Adam moments and step count accumulate",
+          "[train]") {
+  // lightning-pose's UnfreezeBackbone: the backbone is an optimizer group from the first
+  // step with lr 0, so unfreezing meets warm moments, not a fresh Adam.
+  for (const char* optimizer : {"Adam", "AdamW"}) {
+    INFO(optimizer);
+    Run r("resnet18", 2);
+    train::OptimizerConfig config;
+    config.type = optimizer;
+    config.weight_decay = 0.01;
+    train::Optimizer opt(r.net.store(), config);
+    train_test::MemorySource src(8, 4, 32, 2, 5);  // two batches
+    train::LocalGradientSync sync;
+    opt.set_group(model::ParamGroup::head, 1e-3, true);
+    opt.set_group(model::ParamGroup::backbone, 0, true);
+    const auto before = r.params();
+    src.start_epoch(0);
+    r.runner.train_step(*src.next(), opt, sync, true, nullptr);
+    r.runner.train_step(*src.next(), opt, sync, true, nullptr);
+    const auto after = r.params();
+    const auto head = r.net.store().group_range(model::ParamGroup::head);
+    CHECK(std::equal(before.begin(), before.begin() + long(head.offset), after.begin()));  // bit for bit
+    CHECK_FALSE(std::equal(before.begin() + long(head.offset), before.end(), after.begin() + long(head.offset)));
+    CHECK(opt.steps(model::ParamGroup::backbone, r.backend->default_stream()) == 2);
+    CHECK(opt.steps(model::ParamGroup::head, r.backend->default_stream()) == 2);
+    std::vector<float> m(head.offset), v(head.offset), g(head.offset);  // the backbone is first
+    r.backend->download(m.data(), opt.exp_avg(), m.size(), r.backend->default_stream());
+    r.backend->download(v.data(), opt.exp_avg_sq(), v.size(), r.backend->default_stream());
+    r.backend->download(g.data(), r.net.store().grads_data(), g.size(), r.backend->default_stream());
+    r.backend->default_stream().synchronize();
+    // The backbone's gradients reached its moments. (At 32x32, layer4 sees 1x1 maps, so
+    // eight of its nine 3x3 taps meet only padding: their gradients are exactly 0.)
+    long gradients = 0, moments = 0;
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      if (std::fabs(g[i]) < 1e-30f) continue;  // zero, or a denormal the CPU flushes
+      ++gradients;
+      if (m[i] != 0.f || v[i] > 0.f) ++moments;  // (m may cancel exactly, v underflow)
+    }
+    CHECK(gradients > long(g.size()) / 4);
+    CHECK(moments == gradients);
+    CHECK(std::count_if(v.begin(), v.end(), [](float x) { return x > 0.f; }) > gradients * 9 / 10);
+  }
 }
 
 TEST_CASE("the step runner sums training losses on the device until asked", "[train]") {
