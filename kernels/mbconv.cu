@@ -61,6 +61,56 @@ __global__ void depthwise_backward_weights_kernel(const float* x, const float* d
   if (threadIdx.x == 0) dw[blockIdx.x] = float(sum);
 }
 
+// Block (channel, chunk of the batch's output rows): every tap's sum over the chunk at
+// once, so each dy value is read once and each x value by the k x k taps that meet it
+// from the cache; the chunks fill the GPU where a layer has few channels. Partial
+// sums in double: partials[(chunk * c + channel) * K * K + tap].
+template <int K>
+__global__ void depthwise_weight_partials_kernel(const float* x, const float* dy, double* partials, int n, int c,
+                                                 int h, int wd, int oh, int ow, int stride, int pad,
+                                                 int rows_per_chunk) {
+  __shared__ double shared[32];
+  const int channel = blockIdx.x, chunk = blockIdx.y;
+  const int first_row = chunk * rows_per_chunk;
+  const int last_row = min(n * oh, first_row + rows_per_chunk);
+  const std::size_t terms = first_row < last_row ? std::size_t(last_row - first_row) * ow : 0;
+  double acc[K * K];
+#pragma unroll
+  for (int tap = 0; tap < K * K; ++tap) acc[tap] = 0;
+  for (std::size_t t = threadIdx.x; t < terms; t += blockDim.x) {
+    const int row = first_row + int(t / ow), ox = int(t % ow);
+    const int image = row / oh, oy = row % oh;
+    const std::size_t plane = std::size_t(image) * c + channel;
+    const double g = dy[plane * oh * ow + std::size_t(oy) * ow + ox];
+    const float* in = x + plane * h * wd;
+#pragma unroll
+    for (int ti = 0; ti < K; ++ti) {
+      const int iy = oy * stride - pad + ti;
+      if (iy < 0 || iy >= h) continue;
+#pragma unroll
+      for (int tj = 0; tj < K; ++tj) {
+        const int ix = ox * stride - pad + tj;
+        if (ix >= 0 && ix < wd) acc[ti * K + tj] += g * in[std::size_t(iy) * wd + ix];
+      }
+    }
+  }
+  double* out = partials + (std::size_t(chunk) * c + channel) * (K * K);
+#pragma unroll
+  for (int tap = 0; tap < K * K; ++tap) {
+    const double sum = block_sum(acc[tap], shared);
+    if (threadIdx.x == 0) out[tap] = sum;
+  }
+}
+
+// dw[i] = the chunks' partial sums of filter value i, added in chunk order.
+__global__ void depthwise_weight_sum_kernel(const double* partials, float* dw, int chunks, int count) {
+  GRID_STRIDE(i, std::size_t(count)) {
+    double sum = 0;
+    for (int chunk = 0; chunk < chunks; ++chunk) sum += partials[std::size_t(chunk) * count + i];
+    dw[i] = float(sum);
+  }
+}
+
 __global__ void silu_forward_kernel(const float* x, float* y, std::size_t n) {
   GRID_STRIDE(i, n) y[i] = compute::silu_value(x[i]);
 }
@@ -140,6 +190,23 @@ void depthwise_backward_weights(const float* x, const float* dy, float* dw, int 
   const int threads = sum_threads(std::size_t(n) * oh * ow);
   depthwise_backward_weights_kernel<<<unsigned(c) * k * k, threads, 0, stream>>>(x, dy, dw, n, c, h, wd, oh, ow, k,
                                                                                  stride, pad);
+}
+
+void depthwise_backward_weights_chunked(const float* x, const float* dy, float* dw, double* partials,
+                                        const compute::DepthwiseWeightChunks& plan, int n, int c, int h, int wd, int oh, int ow,
+                                        int k, int stride, int pad, cudaStream_t stream) {
+  if (c == 0) return;
+  const dim3 grid(unsigned(c), unsigned(plan.chunks));
+  if (k == 3) {
+    depthwise_weight_partials_kernel<3><<<grid, kThreads, 0, stream>>>(x, dy, partials, n, c, h, wd, oh, ow, stride,
+                                                                      pad, plan.rows_per_chunk);
+  } else {
+    depthwise_weight_partials_kernel<5><<<grid, kThreads, 0, stream>>>(x, dy, partials, n, c, h, wd, oh, ow, stride,
+                                                                      pad, plan.rows_per_chunk);
+  }
+  const int count = c * k * k;
+  depthwise_weight_sum_kernel<<<blocks_for(std::size_t(count)), kThreads, 0, stream>>>(partials, dw, plan.chunks,
+                                                                                       count);
 }
 
 void silu_forward(const float* x, float* y, std::size_t count, cudaStream_t stream) {

@@ -8,6 +8,8 @@
 #include <cstddef>             // std::size_t
 #include <cstdint>             // std::uint32_t
 
+#include "compute/depthwise_chunks.hpp"  // compute::DepthwiseWeightChunks
+
 namespace trainer::kernels {
 
 // Depthwise convolution without bias: x [n, c, h, w], w [c, 1, k, k], y [n, c, oh, ow].
@@ -16,9 +18,19 @@ void depthwise_forward(const float* x, const float* w, float* y, int n, int c, i
 // dx [n, c, h, w] from dy [n, c, oh, ow].
 void depthwise_backward_data(const float* dy, const float* w, float* dx, int n, int c, int h, int wd, int oh, int ow,
                              int k, int stride, int pad, cudaStream_t stream);
-// dw [c, 1, k, k]: one block per (channel, tap), a block-wide sum in double.
+// dw [c, 1, k, k]: one block per (channel, tap), a block-wide sum in double (the
+// layout before 2026-11-29; TRAINER_DEPTHWISE_CHUNKS=0, and for k other than 3 and 5).
 void depthwise_backward_weights(const float* x, const float* dy, float* dw, int n, int c, int h, int wd, int oh,
                                 int ow, int k, int stride, int pad, cudaStream_t stream);
+
+// The same dw in two passes: one block per (channel, chunk of the n * oh output rows)
+// sums every tap in double (each dy read once, not k * k times), then one thread per
+// filter value adds the chunks' sums in chunk order, so the bits do not depend on
+// scheduling. `plan` from compute::depthwise_weight_chunks (k 3 or 5), `partials`
+// plan.partials doubles.
+void depthwise_backward_weights_chunked(const float* x, const float* dy, float* dw, double* partials,
+                                        const compute::DepthwiseWeightChunks& plan, int n, int c, int h, int wd, int oh, int ow,
+                                        int k, int stride, int pad, cudaStream_t stream);
 
 void silu_forward(const float* x, float* y, std::size_t count, cudaStream_t stream);
 void silu_backward(const float* x, const float* dy, float* dx, std::size_t count, cudaStream_t stream);

@@ -94,6 +94,12 @@ bool vit_activation_copies_from_env(const Env& env) {
                         "fused attention write");
 }
 
+bool depthwise_chunks_from_env(const Env& env) {
+  return on_unless_zero(env, "TRAINER_DEPTHWISE_CHUNKS",
+                        "0 sums the EfficientNets' depthwise weight gradients with one block per channel and tap "
+                        "(the layout before 2026-11-29); unset it for chunks of rows with every tap at once");
+}
+
 namespace {
 // The environment's switches between measured and new paths (docs/GPU.md).
 std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> backend) {
@@ -106,6 +112,7 @@ std::unique_ptr<compute::Backend> with_fusion(std::unique_ptr<compute::Backend> 
   backend->transformer_ops().set_autocast(vit_autocast_from_env(env));
   backend->transformer_ops().set_fused_attention(vit_fused_attention_from_env(env));
   backend->transformer_ops().set_activation_copies(vit_activation_copies_from_env(env));
+  backend->mbconv_ops().set_chunked_depthwise_weights(depthwise_chunks_from_env(env));
   return backend;
 }
 }  // namespace

@@ -102,6 +102,13 @@ bool vit_activation_copies_from_env(const Env& env);
 // Anything else is a UserError.
 bool vit_bias_epilogue_from_env(const Env& env);
 
+// TRAINER_DEPTHWISE_CHUNKS (the EfficientNets on GPUs, compute::MbConvOps::
+// set_chunked_depthwise_weights): 1 or unset = each depthwise weight gradient in
+// chunks of the batch's rows, every tap at once, the chunks added in order; 0 = one
+// block per (channel, tap), the layout before 2026-11-29. Neither has run on a GPU
+// yet. Anything else is a UserError.
+bool depthwise_chunks_from_env(const Env& env);
+
 // The warning for a mixed `precision` ("bf16-mixed", "16-mixed") on the CPU.
 std::string cpu_precision_warning(const std::string& precision);
 

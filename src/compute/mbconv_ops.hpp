@@ -34,6 +34,11 @@ class MbConvOps {
                                        Stream& s) = 0;
   virtual void depthwise_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw, const ConvGeometry& g,
                                           Stream& s) = 0;
+  // GPUs: the weight gradient in chunks of the batch's rows, every tap at once (true,
+  // the default since 2026-11-29), or one block per (channel, tap) (false: the layout
+  // before, TRAINER_DEPTHWISE_CHUNKS=0). The same sums in double, added in another
+  // order. Neither has run on a GPU yet. The CPU ignores it.
+  virtual void set_chunked_depthwise_weights(bool /*on*/) {}
 
   // nn.SiLU: y = x * sigmoid(x) (y may be x). The backward from the input x:
   // dx = dy * s * (1 + x * (1 - s)), s = sigmoid(x) (dx may be dy).

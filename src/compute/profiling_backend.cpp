@@ -205,6 +205,7 @@ class ProfilingBackend::TimedMbConvOps final : public MbConvOps {
                                   Stream& s) override {
     TRAINER_TIMED_OP(convolution, depthwise_backward_weights(x, dy, dw, g, s));
   }
+  void set_chunked_depthwise_weights(bool on) override { inner_.set_chunked_depthwise_weights(on); }
   void silu_forward(const float* x, float* y, std::size_t count, Stream& s) override {
     TRAINER_TIMED_OP(elementwise, silu_forward(x, y, count, s));
   }

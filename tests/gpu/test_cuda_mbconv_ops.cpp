@@ -47,6 +47,36 @@ TEST_CASE("cuda depthwise convolutions match the CPU", "[gpu][mbconv]") {
   }
 }
 
+TEST_CASE("cuda depthwise weight gradients: the chunked sums and the per-tap blocks match the CPU", "[gpu][mbconv]") {
+  // TRAINER_DEPTHWISE_CHUNKS: both layouts, at a layer of few channels over many rows
+  // (many chunks), one of 576 channels (one chunk each), rows fewer than the chunks
+  // wanted, and a 7x7 filter (no chunked kernel: the per-tap one runs either way).
+  Twins t;
+  struct Case {
+    int n, c, h, w, k, stride;
+  };
+  for (const Case k : {Case{8, 32, 64, 64, 3, 1}, Case{2, 576, 8, 8, 5, 1}, Case{1, 24, 3, 40, 3, 2},
+                       Case{2, 16, 12, 12, 7, 1}}) {
+    for (const bool chunked : {true, false}) {
+      INFO("c " << k.c << " " << k.h << "x" << k.w << " k " << k.k << " stride " << k.stride << " chunked "
+                << chunked);
+      ConvGeometry g;
+      g.in_channels = g.out_channels = k.c;
+      g.kernel = k.k, g.stride = k.stride, g.pad = (k.k - 1) / 2;
+      const Shape4 xs{k.n, k.c, k.h, k.w}, ys{k.n, k.c, g.conv_out(k.h), g.conv_out(k.w)};
+      const auto x = random_vector(xs.numel(), 7), dy = random_vector(ys.numel(), 8);
+      auto gx = t.device(x), gdy = t.device(dy);
+      auto gdw = t.device(std::vector<float>(std::size_t(k.c) * k.k * k.k, 7.f));  // every value overwritten
+      std::vector<float> dw(std::size_t(k.c) * k.k * k.k);
+      t.gpu->mbconv_ops().set_chunked_depthwise_weights(chunked);
+      t.gpu->mbconv_ops().depthwise_backward_weights({gx.data(), xs}, {gdy.data(), ys}, gdw.data(), g, t.gs());
+      t.cpu->mbconv_ops().depthwise_backward_weights({x.data(), xs}, {dy.data(), ys}, dw.data(), g, t.cs());
+      CHECK(rel_error(t.host(gdw), dw) < 1e-6);  // double sums both ways: float rounding apart at most
+    }
+  }
+  t.gpu->mbconv_ops().set_chunked_depthwise_weights(true);
+}
+
 TEST_CASE("cuda SiLU, gate, row mean, row scaling and stochastic depth draws match the CPU", "[gpu][mbconv]") {
   Twins t;
   auto& g_ops = t.gpu->mbconv_ops();

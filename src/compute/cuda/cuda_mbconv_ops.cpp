@@ -3,6 +3,7 @@
 
 #include "compute/cuda/cuda_check.hpp"        // CUDA_CHECK_LAUNCH
 #include "compute/cuda/cuda_stream.hpp"       // as_cuda
+#include "compute/depthwise_chunks.hpp"       // depthwise_weight_chunks
 #include "compute/depthwise_shape_check.hpp"  // check_depthwise_shapes
 #include "mbconv.cuh"                         // kernels::depthwise_*, silu_*, gate_*, row_mean_*, scale_rows
 
@@ -30,6 +31,15 @@ void CudaMbConvOps::depthwise_backward_weights(ConstTensorView x, ConstTensorVie
                                                const ConvGeometry& g, Stream& s) {
   check_depthwise_shapes(x, dy, g);
   const Shape4 in = x.shape, out = dy.shape;
+  const DepthwiseWeightChunks plan = depthwise_weight_chunks(in.n, in.c, out.h, g.kernel);
+  if (chunked_weights_ && plan.chunks > 0) {
+    CudaStream& cs = as_cuda(s);
+    auto* partials = static_cast<double*>(cs.scratch(plan.partials * sizeof(double)));
+    kernels::depthwise_backward_weights_chunked(x.data, dy.data, dw, partials, plan, in.n, in.c, in.h, in.w, out.h,
+                                                out.w, g.kernel, g.stride, g.pad, cs.get());
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
   kernels::depthwise_backward_weights(x.data, dy.data, dw, in.n, in.c, in.h, in.w, out.h, out.w, g.kernel, g.stride,
                                       g.pad, as_cuda(s).get());
   CUDA_CHECK_LAUNCH();

@@ -13,6 +13,7 @@ class CudaMbConvOps final : public MbConvOps {
                                Stream& s) override;
   void depthwise_backward_weights(ConstTensorView x, ConstTensorView dy, float* dw, const ConvGeometry& g,
                                   Stream& s) override;
+  void set_chunked_depthwise_weights(bool on) override { chunked_weights_ = on; }
   void silu_forward(const float* x, float* y, std::size_t count, Stream& s) override;
   void silu_backward(const float* x, const float* dy, float* dx, std::size_t count, Stream& s) override;
   void gate_forward(const float* x, const float* z, float* y, int rows, int width, Stream& s) override;
@@ -23,6 +24,9 @@ class CudaMbConvOps final : public MbConvOps {
   void scale_rows(const float* x, const float* factors, float* y, int rows, int width, Stream& s) override;
   void stochastic_depth_factors(const float* key, std::uint32_t salt, float p, float* factors, int rows,
                                 Stream& s) override;
+
+ private:
+  bool chunked_weights_ = true;
 };
 
 }  // namespace trainer::compute::cuda

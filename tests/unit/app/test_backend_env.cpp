@@ -146,3 +146,10 @@ TEST_CASE("TRAINER_VIT_BIAS_EPILOGUE is on unless 0, and refuses other values", 
   CHECK(app::vit_bias_epilogue_from_env({{"TRAINER_VIT_BIAS_EPILOGUE", "1"}}));
   CHECK_THROWS_AS(app::vit_bias_epilogue_from_env({{"TRAINER_VIT_BIAS_EPILOGUE", "on"}}), UserError);
 }
+
+TEST_CASE("TRAINER_DEPTHWISE_CHUNKS is on unless 0, and refuses other values", "[app][mbconv]") {
+  CHECK(app::depthwise_chunks_from_env({}));
+  CHECK_FALSE(app::depthwise_chunks_from_env({{"TRAINER_DEPTHWISE_CHUNKS", "0"}}));
+  CHECK(app::depthwise_chunks_from_env({{"TRAINER_DEPTHWISE_CHUNKS", "1"}}));
+  CHECK_THROWS_AS(app::depthwise_chunks_from_env({{"TRAINER_DEPTHWISE_CHUNKS", "yes"}}), UserError);
+}
