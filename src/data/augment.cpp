@@ -53,84 +53,70 @@ std::vector<int> hflip_partners(const std::vector<std::string>& names) {
   return partner;
 }
 
+namespace {
+
+// x' = m[0] x + m[1] y + m[2], y' = m[3] x + m[4] y + m[5].
+struct Affine {
+  double m[6];
+};
+
+// The map `second` after `first`.
+Affine then(const Affine& first, const Affine& second) {
+  const double* f = first.m;
+  const double* s = second.m;
+  return {{s[0] * f[0] + s[1] * f[3], s[0] * f[1] + s[1] * f[4], s[0] * f[2] + s[1] * f[5] + s[2],
+           s[3] * f[0] + s[4] * f[3], s[3] * f[1] + s[4] * f[4], s[3] * f[2] + s[4] * f[5] + s[5]}};
+}
+
+// imgaug's Rot90 with keep_size (its default) on a W x H frame: k clockwise quarter
+// turns, a non-square result stretched back to W x H.
+Affine quarter_turns(int k, double W, double H) {
+  switch (k % 4) {
+    case 1: return {{0, -W / H, W, H / W, 0, 0}};   // (x, y) -> ((H - y) W / H, x H / W)
+    case 2: return {{-1, 0, W, 0, -1, H}};          // (x, y) -> (W - x, H - y)
+    case 3: return {{0, W / H, 0, -H / W, 0, H}};   // (x, y) -> (y W / H, (W - x) H / W)
+    default: return {{1, 0, 0, 0, 1, 0}};
+  }
+}
+
+}  // namespace
+
 FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmentation aug, std::uint64_t seed,
                               int epoch, std::int64_t frame, bool hflip) {
   FrameTransform t;
-  const double sx = static_cast<double>(dst_w) / src_w;
-  const double sy = static_cast<double>(dst_h) / src_h;
-  // Start with the resize D = diag(sx, sy).
-  double a = sx, b = 0, c = 0, d = 0, e = sy, f = 0;
+  const double W = src_w, H = src_h;
+  // Without augmentation: the resize D = diag(dst_w / W, dst_h / H).
+  Affine map{{dst_w / W, 0, 0, 0, dst_h / H, 0}};
   if (aug != Augmentation::kNone) {
     KeyedRng rng(seed, static_cast<std::uint64_t>(RngPurpose::kAugment), static_cast<std::uint64_t>(epoch),
                  static_cast<std::uint64_t>(frame));
     // Every draw is made whether or not it is used, so one choice never shifts the others.
     const bool rotate = rng.chance(0.4);
     const double angle = rng.uniform(-25.0, 25.0) * 3.141592653589793 / 180.0;
-    const bool scale = rng.chance(0.5);
-    const double s = rng.uniform(0.85, 1.15);
-    const bool shift = rng.chance(0.5);
-    const double tx = rng.uniform(-0.1, 0.1) * dst_w, ty = rng.uniform(-0.1, 0.1) * dst_h;
-    const bool photo = rng.chance(0.5);
-    const double contrast = rng.uniform(0.75, 1.25), brightness = rng.uniform(-25.0, 25.0);
-    const double theta = rotate ? angle : 0.0;
-    const double k = scale ? s : 1.0;
-    // G = T(centre + shift) * R(theta) * S(k) * T(-centre), applied after D.
-    const double cx = dst_w / 2.0, cy = dst_h / 2.0;
-    const double r00 = k * std::cos(theta), r01 = -k * std::sin(theta);
-    const double r10 = k * std::sin(theta), r11 = k * std::cos(theta);
-    const double gx = cx + (shift ? tx : 0.0) - (r00 * cx + r01 * cy);
-    const double gy = cy + (shift ? ty : 0.0) - (r10 * cx + r11 * cy);
-    // G * D
-    a = r00 * sx;
-    b = r01 * sy;
-    c = gx;
-    d = r10 * sx;
-    e = r11 * sy;
-    f = gy;
-    // Drawn after the affine part so that its values stay what they were.
+    const bool crop_pad = rng.chance(0.4);
+    double side[4];  // top, right, bottom, left: > 0 pads, < 0 crops (fractions of H or W)
+    for (double& v : side) v = rng.uniform(-0.15, 0.15);
+    // Drawn after the geometry so that its values stay what they were.
     t.pixels = draw_pixel_augment(rng);
-    if (photo) {
-      t.contrast = static_cast<float>(contrast);
-      t.brightness = static_cast<float>(brightness);
-    }
-    // Quarter turns (imgaug Rot90, keep_size) come first in lightning-pose's
-    // pipeline: M = G * Q * D, with Q mapping the dst frame onto itself.
     const int turns = aug == Augmentation::kDlcLr        ? 2 * std::min(1, static_cast<int>(rng.uniform(0.0, 2.0)))
                       : aug == Augmentation::kDlcTopDown ? std::min(3, static_cast<int>(rng.uniform(0.0, 4.0)))
                                                          : 0;
-    double Q[6];
-    const double W = dst_w, H = dst_h;
-    switch (turns % 4) {
-      case 1: {  // clockwise: (x, y) -> ((H - y) W / H, x H / W)
-        const double Q1[6] = {0, -W / H, W, H / W, 0, 0};
-        std::copy(Q1, Q1 + 6, Q);
-        break;
-      }
-      case 2: {  // (x, y) -> (W - x, H - y)
-        const double Q2[6] = {-1, 0, W, 0, -1, H};
-        std::copy(Q2, Q2 + 6, Q);
-        break;
-      }
-      case 3: {  // counter-clockwise: (x, y) -> (y W / H, (W - x) H / W)
-        const double Q3[6] = {0, W / H, 0, -H / W, 0, H};
-        std::copy(Q3, Q3 + 6, Q);
-        break;
-      }
-      default: {
-        const double I[6] = {1, 0, 0, 0, 1, 0};
-        std::copy(I, I + 6, Q);
-      }
+    // lightning-pose's pipeline, on the frame as stored: Rot90 (dlc-lr, dlc-top-down),
+    // Affine(rotate) about the frame's centre, ..., CropAndPad(percent = (-0.15, 0.15),
+    // keep_size = False), each side drawn on its own, then Resize to the network's
+    // input: one map M = Resize' * CropAndPad * Rotate * Rot90, one warp.
+    Affine geometry = quarter_turns(turns, W, H);
+    if (rotate) {
+      const double c = std::cos(angle), s = std::sin(angle), cx = W / 2, cy = H / 2;
+      geometry = then(geometry, {{c, -s, cx - (c * cx - s * cy), s, c, cy - (s * cx + c * cy)}});
     }
-    // (G * D) * ... is already in a..f with D on the right; insert Q between them:
-    // G * Q * D = [G linear](Q * D) + g. With D = diag(sx, sy):
-    const double qd[6] = {Q[0] * sx, Q[1] * sy, Q[2], Q[3] * sx, Q[4] * sy, Q[5]};
-    const double g0 = r00, g1 = r01, g3 = r10, g4 = r11;
-    a = g0 * qd[0] + g1 * qd[3];
-    b = g0 * qd[1] + g1 * qd[4];
-    c = g0 * qd[2] + g1 * qd[5] + gx;
-    d = g3 * qd[0] + g4 * qd[3];
-    e = g3 * qd[1] + g4 * qd[4];
-    f = g3 * qd[2] + g4 * qd[5] + gy;
+    double out_w = W, out_h = H;  // the frame's size before the final resize
+    if (crop_pad) {
+      geometry = then(geometry, {{1, 0, side[3] * W, 0, 1, side[0] * H}});
+      out_w = W * (1 + side[1] + side[3]);
+      out_h = H * (1 + side[0] + side[2]);
+    }
+    map = then(geometry, {{dst_w / out_w, 0, 0, 0, dst_h / out_h, 0}});
   }
   if (hflip) {
     // A stream of its own, so every other draw is the same with or without the flip.
@@ -138,13 +124,10 @@ FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmen
                   static_cast<std::uint64_t>(frame));
     if (flip.chance(0.5)) {
       t.flipped = true;
-      a = -a;
-      b = -b;
-      c = dst_w - c;
+      map = then(map, {{-1, 0, double(dst_w), 0, 1, 0}});
     }
   }
-  t.m[0] = a; t.m[1] = b; t.m[2] = c;
-  t.m[3] = d; t.m[4] = e; t.m[5] = f;
+  std::copy(map.m, map.m + 6, t.m);
   return t;
 }
 

@@ -53,14 +53,16 @@ struct FrameTransform {
 // way round) is a UserError naming them.
 std::vector<int> hflip_partners(const std::vector<std::string>& keypoint_names);
 
-// The dlc draws (all from a stream keyed by seed, epoch and frame index):
-//   rotation   p = 0.4, uniform in [-25, 25] degrees about the image centre
-//   scale      p = 0.5, uniform in [0.85, 1.15]
-//   translation p = 0.5, uniform in [-10 %, 10 %] of width / height
-//   brightness / contrast p = 0.5, brightness in [-25, 25], contrast in [0.75, 1.25]
+// The dlc draws (all from a stream keyed by seed, epoch and frame index), as
+// lightning-pose's dlc pipeline on the frame as stored, then its resize:
+//   rotation   p = 0.4, uniform in [-25, 25] degrees about the frame's centre (Affine)
+//   crop / pad p = 0.4, each side uniform in [-15 %, 15 %] of the frame's height or
+//              width, > 0 padding with black, < 0 cropping (CropAndPad, keep_size =
+//              False); the result is resized to the network's input, so this scales
+//              each axis by 0.77 - 1.43 and shifts it
 // then, from the same stream, the image-space steps (draw_pixel_augment), and last
 // (so that dlc's own draws stay what they are) the quarter turns of dlc-lr and
-// dlc-top-down, applied before everything else.
+// dlc-top-down, applied before everything else (Rot90).
 // With `hflip` (lightning-pose's imgaug_hflip, training only), last of all and with
 // probability 0.5 (from a stream of its own), the result is mirrored in the network
 // input: x -> dst_w - x.

@@ -66,6 +66,49 @@ TEST_CASE("a keypoint transformed with the image lands on the same image content
   CHECK(checked > 30);
 }
 
+TEST_CASE("dlc geometry is lightning-pose's: rotation p 0.4 within 25 degrees, CropAndPad p 0.4 with each side "
+          "in 15 %, in the stored frame, then the resize",
+          "[data]") {
+  // M = Resize' * CropAndPad * Rotate: linear part diag(kx, ky) * R(theta), where
+  // kx = (dst_w / W) / (1 + left + right) and ky likewise; without CropAndPad the
+  // frame's centre stays the input's centre. Checked from the maps alone.
+  const int h = 90, w = 120, oh = 64, ow = 96;
+  const double base_x = double(ow) / w, base_y = double(oh) / h;
+  const double pi = 3.141592653589793;
+  int rotated = 0, cropped = 0, anisotropic = 0, grow = 0, shrink = 0;
+  const int frames = 4000;
+  for (int frame = 0; frame < frames; ++frame) {
+    const FrameTransform t = make_transform(h, w, oh, ow, Augmentation::kDlc, 11, 3, frame);
+    CHECK(t.contrast == 1.0f);  // no brightness / contrast in lightning-pose's labelled dlc
+    CHECK(t.brightness == 0.0f);
+    const double kx = std::hypot(t.m[0], t.m[1]), ky = std::hypot(t.m[3], t.m[4]);
+    const double theta = std::atan2(t.m[3] / ky, t.m[4] / ky);
+    CHECK(std::abs(t.m[0] / kx - t.m[4] / ky) < 1e-12);  // a rotation, no shear, in the stored frame's pixels
+    CHECK(std::abs(theta) <= 25 * pi / 180 + 1e-12);
+    if (std::abs(theta) > 1e-12) ++rotated;
+    const double fx = base_x / kx, fy = base_y / ky;  // 1 + left + right, 1 + top + bottom
+    CHECK(fx >= 0.7 - 1e-12);
+    CHECK(fx <= 1.3 + 1e-12);
+    CHECK(fy >= 0.7 - 1e-12);
+    CHECK(fy <= 1.3 + 1e-12);
+    const bool crop_pad = std::abs(fx - 1) > 1e-12 || std::abs(fy - 1) > 1e-12;
+    if (crop_pad) {
+      ++cropped;
+      if (std::abs(fx - fy) > 1e-3) ++anisotropic;  // the sides are drawn one by one
+      if (fx < 1) ++grow;                         // cropped: the content grows
+      if (fx > 1) ++shrink;                       // padded: it shrinks
+    } else {
+      CHECK(t.m[0] * w / 2 + t.m[1] * h / 2 + t.m[2] == Approx(ow / 2.0));
+      CHECK(t.m[3] * w / 2 + t.m[4] * h / 2 + t.m[5] == Approx(oh / 2.0));
+    }
+  }
+  CHECK(rotated == Approx(0.4 * frames).margin(0.04 * frames));
+  CHECK(cropped == Approx(0.4 * frames).margin(0.04 * frames));
+  CHECK(anisotropic > cropped * 9 / 10);
+  CHECK(grow > cropped / 3);
+  CHECK(shrink > cropped / 3);
+}
+
 TEST_CASE("keypoints pushed out of the frame become NaN", "[data]") {
   FrameTransform t;
   t.m[2] = -50;  // shift left by 50 pixels
