@@ -52,6 +52,7 @@ struct KeyBuilder {
   ConfigKey key;
   KeyBuilder& lp(const std::string& yaml) { key.lightning_pose = yaml; return *this; }
   KeyBuilder& alias(const std::string& name) { key.aliases.push_back(name); return *this; }
+  KeyBuilder& on_null(const std::string& value) { key.null_means = value; return *this; }
   operator ConfigKey() const { return key; }  // NOLINT: implicit by design, for the table
 };
 
@@ -443,6 +444,29 @@ KeyBuilder real_or_auto(const char* section, const char* name, Field<S, std::opt
   return b;
 }
 
+// A real number in [min, max], or null (stored empty) for the layer that reads it to
+// decide, as lightning-pose passes its null on as None.
+template <class S>
+KeyBuilder real_or_null(const char* section, const char* name, Field<S, std::optional<double>> f, double min,
+                        bool min_open, double max, const char* meaning) {
+  KeyBuilder b = make(section, name, "REAL/null", meaning);
+  b.key.set = [f, min, min_open, max](Config& c, const std::string& text) {
+    const std::string t = lower(unquote(trim(text)));
+    if (t.empty() || t == "null" || t == "none" || t == "~") {
+      f(c).reset();
+      return;
+    }
+    const double v = parse_real(t);
+    if ((min_open ? v <= min : v < min) || v > max)
+      throw BadValue("a number " + std::string(min_open ? "> " : ">= ") + format_real(min) + " and <= " +
+                     format_real(max) + ", or null, got " + t);
+    f(c) = v;
+  };
+  b.key.get = [f](const Config& c) { return f(c) ? format_real(*f(c)) : std::string("null"); };
+  b.key.null_means = "null";
+  return b;
+}
+
 // One of a fixed set of names, or null (stored as ""), as lightning-pose's keys
 // whose default is null.
 template <class S>
@@ -566,8 +590,9 @@ std::vector<ConfigKey> build_table() {
       real("training", "train_prob", field(T, &TC::train_prob), 0.0, true, 1.0,
            "fraction of labeled frames used for training")
           .lp("training.train_prob"),
-      real("training", "val_prob", field(T, &TC::val_prob), 0.0, true, 1.0,
-           "fraction used for validation; the rest (1 - train - val) is the test set")
+      real_or_null("training", "val_prob", field(T, &TC::val_prob), 0.0, true, 1.0,
+                   "fraction used for validation; the rest (1 - train - val) is the test set; null: half of "
+                   "1 - train_prob (rounded to 5 decimals), the other half the test set, as lightning-pose")
           .lp("training.val_prob"),
       real("training", "train_frames", field(T, &TC::train_frames), 0.0, true, kRealMax,
            "train frames to use: 1 = all of the train split, below 1 a fraction of it, above 1 a count (the "
@@ -640,8 +665,9 @@ std::vector<ConfigKey> build_table() {
           .lp("(Lightning ModelCheckpoint save_weights_only)"),
       boolean("training", "uniform_heatmaps_for_nan_keypoints", field(T, &TC::uniform_heatmaps_for_nan_keypoints),
               "a keypoint missing from the labels gets a uniform target heatmap and counts in the loss; "
-              "false: it is left out of the loss")
-          .lp("training.uniform_heatmaps_for_nan_keypoints"),
+              "false: it is left out of the loss (a YAML null is false, as lightning-pose reads it)")
+          .lp("training.uniform_heatmaps_for_nan_keypoints")
+          .on_null("false"),
       // [model]
       choice("model", "model_type", field(M, &MC::model_type), model::model_type_names(),
              "heatmap, or heatmap_mhcrnn (context frames t-2..t+2)")

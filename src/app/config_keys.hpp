@@ -22,6 +22,10 @@ struct ConfigKey {
                                        // path here is what a lightning-pose YAML config sets the key
                                        // with (config_lp_keys.cpp), besides <section>.<name>
   std::vector<std::string> aliases;    // other accepted spellings, e.g. "image_resize_dims.height"
+  // What a lightning-pose YAML `null` sets, as its code reads the null (empty: the
+  // default, e.g. "take it from the data"): val_prob's "null" (half the rest, as
+  // split_sizes_from_probabilities), uniform_heatmaps_for_nan_keypoints' "false".
+  std::string null_means;
   std::vector<std::string> choices;    // NAME keys: the accepted names, as their owning layer exports them
   // Reads `text` into the config; throws BadValue("<what was expected>") on bad input.
   std::function<void(Config&, const std::string& text)> set;

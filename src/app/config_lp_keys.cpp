@@ -290,8 +290,9 @@ void apply_yaml_leaves(Config& config, const std::vector<YamlLeaf>& file_leaves,
       }
       origin[full] = {leaf.where, leaf.path};
       const YamlLeaf value = resolved(leaf);
-      if (value.is_null) {  // lightning-pose's null: the default, which is "take it from the data" where that exists
-        set_config_key(config, *key, key->get(Config{}), leaf.where, nullptr, leaf.path);
+      if (value.is_null) {  // lightning-pose's null: what its code makes of None, else the default
+        set_config_key(config, *key, key->null_means.empty() ? key->get(Config{}) : key->null_means, leaf.where,
+                       nullptr, leaf.path);
         continue;
       }
       set_config_key(config, *key, value.value, leaf.where, &warnings, leaf.path);

@@ -37,9 +37,9 @@ class KeyNames {
 void validate_combinations(const Config& c, const OriginOf& origin_of) {
   const KeyNames k(origin_of);
   const TrainingConfig& t = c.training;
-  if (t.train_prob + t.val_prob > 1.0 + 1e-9) {
+  if (t.val_prob && t.train_prob + *t.val_prob > 1.0 + 1e-9) {
     throw UserError(k.is("training.train_prob", format_real(t.train_prob)) + " plus " +
-                        k.is("training.val_prob", format_real(t.val_prob)) + " is more than 1",
+                        k.is("training.val_prob", format_real(*t.val_prob)) + " is more than 1",
                     "the test set gets 1 - train_prob - val_prob of the frames; lower one of them, e.g. " +
                         k.name("training.train_prob") + " 0.8 and " + k.name("training.val_prob") + " 0.1");
   }

@@ -41,7 +41,7 @@ struct TrainingConfig {
   int min_epochs = 300;                    // lightning-pose's default; only matters with early_stopping
   long max_steps = -1;                     // -1: unlimited
   double train_prob = 0.95;
-  double val_prob = 0.05;
+  std::optional<double> val_prob = 0.05;  // empty (null): half of 1 - train_prob, as lightning-pose
   double train_frames = 1.0;               // lightning-pose: <= 1 a fraction of the train split, > 1 a count
   std::uint64_t rng_seed_data_pt = 0;
   std::uint64_t rng_seed_model_pt = 0;

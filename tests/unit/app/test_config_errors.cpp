@@ -102,7 +102,7 @@ TEST_CASE("malformed values name the key, the location and what was expected", "
       {"training", "context_batch_size = 0", "training.context_batch_size", ">= 1"},
       {"training", "train_batch_size = 1.5", "training.train_batch_size", "a whole number"},
       {"training", "train_prob = 0", "training.train_prob", "> 0 and <= 1"},
-      {"training", "val_prob = 1.5", "training.val_prob", "> 0 and <= 1, got 1.5"},
+      {"training", "val_prob = 1.5", "training.val_prob", "> 0 and <= 1, or null, got 1.5"},
       {"training", "val_prob = nan", "training.val_prob", "a number, got 'nan'"},
       {"training", "learning_rate = fast", "training.learning_rate", "a number, got 'fast'"},
       {"training", "learning_rate = 0", "training.learning_rate", "> 0"},

@@ -91,7 +91,7 @@ TEST_CASE("inputs/mirror-mouse.cfg matches lightning-pose's mirror-mouse example
   CHECK(c.model.backbone == "resnet50");
   CHECK(c.training.imgaug == "dlc");
   CHECK(c.training.train_prob == Approx(0.8));
-  CHECK(c.training.val_prob == Approx(0.1));
+  CHECK(*c.training.val_prob == Approx(0.1));
   CHECK(c.training.rng_seed_data_pt == 42);
   CHECK(c.training.rng_seed_model_pt == 44);
   CHECK(c.training.min_epochs == 300);

@@ -14,6 +14,7 @@
 #include "app/config_lp_keys.hpp"  // key_for_yaml_path, find_lp_rule, lp_key_rules
 #include "app/config_parse.hpp"    // parse_command_line, config_to_ini, config_to_yaml
 #include "app/config_yaml.hpp"     // parse_yaml_leaves, parse_override, is_yaml_config
+#include "data/split.hpp"          // split_sizes_from_probabilities
 #include "config_test_util.hpp"    // ScratchDir, CaptureStdout, parse, expect_user_error
 #include "model/backbone_registry.hpp"  // backbone_names
 #include "../text_file.hpp"  // read_text_file
@@ -149,6 +150,26 @@ TEST_CASE("the mirror-mouse config's unsupervised settings are read", "[app][con
   CHECK(parse(args).config.losses.pca_singleview_centering_method == "median");
   args.back() = "losses.pca_singleview.centering_method=null";
   CHECK(parse(args).config.losses.pca_singleview_centering_method.empty());
+}
+
+TEST_CASE("a YAML null means what lightning-pose's code makes of None", "[app][config][yaml]") {
+  auto args = mirror_mouse_args();
+  // val_prob: null: split_sizes_from_probabilities gives validation and test half of the rest each.
+  args.push_back("training.val_prob=null");
+  const auto c = parse(args).config;
+  CHECK_FALSE(c.training.val_prob.has_value());
+  const auto sizes = trainer::data::split_sizes_from_probabilities(1000, c.training.train_prob, c.training.val_prob);
+  CHECK(sizes.train == 800);  // the mirror-mouse config's train_prob 0.8
+  CHECK(sizes.val == 100);
+  CHECK(sizes.test == 100);
+  // uniform_heatmaps_for_nan_keypoints: null is falsy (cfg.training.get(..., False)).
+  args.back() = "training.uniform_heatmaps_for_nan_keypoints=null";
+  CHECK_FALSE(parse(args).config.training.uniform_heatmaps_for_nan_keypoints);
+  // Written back as null, read back as null (a model folder's config.yaml, an INI file).
+  args.back() = "training.val_prob=null";
+  CHECK(trainer::app::config_to_yaml(parse(args).config).find("val_prob: null") != std::string::npos);
+  CHECK_FALSE(parse({"--training.val_prob", "null"}).config.training.val_prob.has_value());
+  CHECK(*parse({"--training.val_prob", "0.04"}).config.training.val_prob == 0.04);
 }
 
 TEST_CASE("unsupervised settings: bad values are errors naming the key", "[app][config][yaml]") {
