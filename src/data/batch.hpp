@@ -12,6 +12,10 @@ namespace trainer::data {
 struct Batch {
   int size = 0;            // rows (frames) in this batch; the last batch of an epoch may be smaller
   int context_frames = 1;  // 1, or 5 for heatmap_mhcrnn (frames t-2 .. t+2)
+  // The unlabelled context batch (heatmap_mhcrnn's video frames): `images` holds one
+  // sequence of size + context_frames - 1 consecutive frames, row i being frames
+  // i .. i + context_frames - 1, as lightning-pose's DALI sequence (each frame once).
+  bool sliding_context = false;
   int height = 0;          // network input height (image_resize_dims)
   int width = 0;           // network input width
   int num_keypoints = 0;
@@ -46,9 +50,9 @@ struct Batch {
   // row. Empty: not augmented.
   std::vector<float> keypoint_unwarp;
 
-  std::size_t image_floats() const {
-    return static_cast<std::size_t>(size) * context_frames * 3 * height * width;
-  }
+  // Frames in `images`: size * context_frames, or size + context_frames - 1 for a sequence.
+  int image_count() const { return sliding_context ? size + context_frames - 1 : size * context_frames; }
+  std::size_t image_floats() const { return static_cast<std::size_t>(image_count()) * 3 * height * width; }
   int real_rows() const {
     int n = 0;
     for (int i = 0; i < size; ++i) n += is_real[static_cast<std::size_t>(i)] ? 1 : 0;

@@ -5,7 +5,6 @@
 
 #include <algorithm>  // std::min, std::max, std::clamp, std::upper_bound
 #include <cmath>      // NAN
-#include <cstring>    // std::memcpy
 #include <memory>     // std::unique_ptr
 #include <numeric>    // std::iota
 
@@ -79,8 +78,8 @@ UnlabeledFrames::UnlabeledFrames(UnlabeledOptions options) : options_(std::move(
     probe.read((frames / sequence_) * sequence_ - 1, options_.channels, last);
   }
   frame_floats_ = static_cast<std::size_t>(3) * options_.height * options_.width;
-  const std::size_t slot_bytes =
-      frame_floats_ * static_cast<std::size_t>(rows_) * (options_.context ? kContextFrames : 1) * sizeof(float);
+  // F frames a slot: without context one a row, with context the rows' sequence (rows + 4).
+  const std::size_t slot_bytes = frame_floats_ * static_cast<std::size_t>(options_.frames_per_rank) * sizeof(float);
   const int num_slots = static_cast<int>(std::clamp<std::size_t>(
       kSlotBudgetBytes / slot_bytes, 2, std::size_t(options_.num_workers) * kWindowsPerRun));
   try {
@@ -176,7 +175,6 @@ void UnlabeledFrames::worker_main() {
   std::unique_ptr<VideoReader> reader;
   int reader_video = -1;
   std::vector<std::uint8_t> raw, scratch;
-  std::vector<float> frames;  // context: the rank's frames before they are copied into rows
   std::vector<long> order, run_ends;
   int order_epoch = -1;
   const long num_slots = static_cast<long>(slots_.size());
@@ -229,7 +227,7 @@ void UnlabeledFrames::worker_main() {
           reader = std::make_unique<VideoReader>(options_.videos[static_cast<std::size_t>(w.video)]);
           reader_video = w.video;
         }
-        decode(*reader, w, epoch, step, slot, raw, scratch, frames);
+        decode(*reader, w, epoch, step, slot, raw, scratch);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex_);
         slot.busy = false;
@@ -255,17 +253,13 @@ void UnlabeledFrames::worker_main() {
 
 void UnlabeledFrames::decode(VideoReader& reader, const UnlabeledWindow& w, int epoch, long step, Slot& slot,
                              std::vector<std::uint8_t>& raw,
-                             std::vector<std::uint8_t>& scratch, std::vector<float>& frames) {
+                             std::vector<std::uint8_t>& scratch) {
   const auto v = static_cast<std::size_t>(w.video);
   const long first = w.first + static_cast<long>(options_.rank) * rows_;
   const int frame_h = frame_heights_[v], frame_w = frame_widths_[v];
-  // Without context the frames go straight into the slot; with context into
-  // `frames`, then each row gets its five.
+  // The frames go straight into the slot: with context as one sequence of the rank's
+  // F frames, row i being frames i .. i + 4 (Batch::sliding_context).
   float* decoded = slot.memory;
-  if (options_.context) {
-    frames.resize(frame_floats_ * static_cast<std::size_t>(options_.frames_per_rank));
-    decoded = frames.data();
-  }
   const bool augment = augments_unlabeled_frames(options_.imgaug);
   UnlabeledAugment a;
   if (augment) a = draw_unlabeled_augment(frame_h, frame_w, options_.height, options_.width, options_.seed, epoch, step);
@@ -286,16 +280,11 @@ void UnlabeledFrames::decode(VideoReader& reader, const UnlabeledWindow& w, int 
                                  static_cast<long>(options_.rank) * rows_ + i);
     normalize_to_planes(FrameTransform{}, scratch.data(), options_.height, options_.width, options_.channels, out);
   }
-  if (options_.context) {
-    for (int r = 0; r < rows_; ++r)
-      std::memcpy(slot.memory + static_cast<std::size_t>(r) * kContextFrames * frame_floats_,
-                  decoded + static_cast<std::size_t>(r) * frame_floats_,
-                  kContextFrames * frame_floats_ * sizeof(float));  // frames r .. r + 4, consecutive
-  }
   Batch& b = slot.batch;
   const auto n = static_cast<std::size_t>(rows_);
   b.size = rows_;
   b.context_frames = options_.context ? kContextFrames : 1;
+  b.sliding_context = options_.context;
   b.height = options_.height;
   b.width = options_.width;
   b.num_keypoints = options_.num_keypoints;

@@ -20,7 +20,9 @@
 // heatmap_mhcrnn (`context`): lightning-pose's context batch. A window has
 // G * R + 4 frames (R = rows per rank = F - 4, F = the plan's ceil((B - 4) / G) + 4);
 // rank r decodes frames [r * R, r * R + F) of it and gets R rows, row i holding
-// frames i .. i + 4 (context for the centre frame i + 2). So the ranks' centre frames
+// frames i .. i + 4 (context for the centre frame i + 2), as one sequence of the F
+// frames (Batch::sliding_context): the backbone then runs once a frame, as
+// lightning-pose's does on its DALI sequence. So the ranks' centre frames
 // are the window's frames 2 .. G * R + 1 once each, as on one GPU with B = G * R + 4.
 //
 // Decoding runs on worker threads ahead of the training loop, each worker a whole
@@ -107,7 +109,7 @@ class UnlabeledFrames {
   void shut_down() noexcept;  // stops and joins the workers, frees the slots
   void decode(class VideoReader& reader, const UnlabeledWindow& w, int epoch, long step, Slot& slot,
               std::vector<std::uint8_t>& raw,
-              std::vector<std::uint8_t>& scratch, std::vector<float>& frames);
+              std::vector<std::uint8_t>& scratch);
 
   UnlabeledOptions options_;
   int sequence_ = 0;

@@ -51,8 +51,9 @@ VideoBatches::VideoBatches(const std::string& path, long begin, long end, VideoB
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->memory = alloc(static_cast<std::size_t>(stored) * frame_floats_);
   }
-  if (options_.context) context_memory_ = alloc(static_cast<std::size_t>(bs) * kContextFrames * frame_floats_);
+  if (options_.context) context_memory_ = alloc(static_cast<std::size_t>(bs + 2 * kHalfContext) * frame_floats_);
   batch_.context_frames = options_.context ? kContextFrames : 1;
+  batch_.sliding_context = options_.context;  // rows + 4 frames, each through the backbone once
   batch_.height = options_.height;
   batch_.width = options_.width;
   batch_.num_keypoints = options_.num_keypoints;
@@ -149,13 +150,13 @@ const Batch* VideoBatches::next() {
   if (!options_.context) {
     batch_.images = const_cast<float*>(stored) + static_cast<std::size_t>(t0 - slot.first) * frame_floats_;
   } else {
+    // One sequence, frames t0 - 2 .. t0 + rows + 1 clamped to the video: row r is its
+    // frames r .. r + 4 (Batch::sliding_context).
     float* dst = static_cast<float*>(context_memory_);
-    for (int r = 0; r < rows; ++r) {
-      for (int d = -kHalfContext; d <= kHalfContext; ++d) {
-        const long f = std::clamp(t0 + r + d, 0L, video_frames_ - 1);
-        std::memcpy(dst + (static_cast<std::size_t>(r) * kContextFrames + (d + kHalfContext)) * frame_floats_,
-                    stored + static_cast<std::size_t>(f - slot.first) * frame_floats_, frame_floats_ * sizeof(float));
-      }
+    for (int j = 0; j < rows + 2 * kHalfContext; ++j) {
+      const long f = std::clamp(t0 - kHalfContext + j, 0L, video_frames_ - 1);
+      std::memcpy(dst + static_cast<std::size_t>(j) * frame_floats_,
+                  stored + static_cast<std::size_t>(f - slot.first) * frame_floats_, frame_floats_ * sizeof(float));
     }
     batch_.images = dst;
   }

@@ -7,9 +7,10 @@
 // chunk), resizes and normalizes every frame exactly as the loader does for
 // un-augmented labelled frames (frame_to_network_input), into a chunk slot. The
 // consumer gets the batches in frame order. With `context` (heatmap_mhcrnn) row t
-// holds frames t-2 .. t+2 of the video, clamped to its first and last frame; the
-// chunk decodes the two neighbours on either side, so any split of a video into
-// ranges gives the same rows as the whole.
+// holds frames t-2 .. t+2 of the video, clamped to its first and last frame, and a
+// batch of R rows is one sequence of its R + 4 frames (Batch::sliding_context: the
+// backbone sees each once); the chunk decodes the two neighbours on either side, so
+// any split of a video into ranges gives the same rows as the whole.
 //
 //   VideoBatches batches(path, 0, n, options);
 //   while (const Batch* b = batches.next()) { ... }   // valid until the next call

@@ -39,11 +39,33 @@ MhcrnnModel::MhcrnnModel(compute::Backend& backend, const ModelSpec& spec)
 }
 
 compute::TensorView MhcrnnModel::forward(const Context& ctx, compute::ConstTensorView images) {
-  auto& b = ctx.backend;
   if (images.shape.n % kContextFrames != 0)
     throw SystemError("internal error: context model input is not a multiple of 5 frames");
   batch_ = images.shape.n / kContextFrames;
-  auto features = backbone_->forward(ctx, images);
+  sequence_ = false;
+  return heads_forward(ctx, backbone_->forward(ctx, images));
+}
+
+compute::TensorView MhcrnnModel::forward_sequence(const Context& ctx, compute::ConstTensorView frames, int rows) {
+  auto& b = ctx.backend;
+  if (rows < 1 || frames.shape.n != rows + kContextFrames - 1)
+    throw SystemError("internal error: a context sequence of " + std::to_string(frames.shape.n) + " frames for " +
+                      std::to_string(rows) + " rows");
+  batch_ = rows;
+  sequence_ = true;
+  const auto features = backbone_->forward(ctx, frames);
+  const auto fs = features.shape;
+  // Row i's frames i .. i + 4 are consecutive in the sequence: one copy a row.
+  auto gathered = windows_.ensure(b, {rows * kContextFrames, fs.c, fs.h, fs.w});
+  const std::size_t plane = std::size_t(fs.c) * fs.h * fs.w;
+  for (int i = 0; i < rows; ++i)
+    b.copy(gathered.data + std::size_t(i) * kContextFrames * plane, features.data + std::size_t(i) * plane,
+           kContextFrames * plane, ctx.stream);
+  return heads_forward(ctx, gathered);
+}
+
+compute::TensorView MhcrnnModel::heads_forward(const Context& ctx, compute::ConstTensorView features) {
+  auto& b = ctx.backend;
   const auto fs = features.shape;
   // The single-frame head sees frame t of every row.
   auto center = center_.ensure(b, {batch_, fs.c, fs.h, fs.w});
@@ -78,7 +100,17 @@ void MhcrnnModel::backward(const Context& ctx, compute::ConstTensorView dheatmap
   for (int i = 0; i < batch_; ++i)
     b.accumulate(dcenter.data + i * plane, dfeatures.data + (std::size_t(i) * kContextFrames + kCenterFrame) * plane,
                  plane, ctx.stream);
-  backbone_->backward(ctx, dfeatures);
+  if (!sequence_) {
+    backbone_->backward(ctx, dfeatures);
+    return;
+  }
+  // A frame's gradient is the sum over the rows that read it (up to five), row by row.
+  auto dframes = dsequence_.ensure(b, {batch_ + kContextFrames - 1, fs.c, fs.h, fs.w});
+  b.fill(dframes.data, 0.f, dframes.shape.numel(), ctx.stream);
+  for (int i = 0; i < batch_; ++i)
+    b.accumulate(dfeatures.data + std::size_t(i) * kContextFrames * plane, dframes.data + std::size_t(i) * plane,
+                 kContextFrames * plane, ctx.stream);
+  backbone_->backward(ctx, dframes);
 }
 
 void MhcrnnModel::select_keypoints(int batch, int num_keypoints, const std::vector<float>& coords,

@@ -43,6 +43,10 @@ class MhcrnnModel : public PoseModel {
   // images [B * 5, 3, H, W] (row b * 5 + f = frame t-2+f of row b) -> heatmaps
   // [2B, K, H/4, W/4]: rows [0, B) multi-frame, [B, 2B) single-frame.
   compute::TensorView forward(const Context& ctx, compute::ConstTensorView images) override;
+  // frames [B + 4, 3, H, W], row b being frames b .. b + 4 (the unlabelled context
+  // batch): the backbone over the B + 4 frames, each row's five feature maps then
+  // gathered as forward's rows; the same heatmaps.
+  compute::TensorView forward_sequence(const Context& ctx, compute::ConstTensorView frames, int rows) override;
   // dheatmaps: [2B, K, h, w], the gradient of the loss with respect to forward's output.
   void backward(const Context& ctx, compute::ConstTensorView dheatmaps, bool train_backbone) override;
 
@@ -61,8 +65,13 @@ class MhcrnnModel : public PoseModel {
   std::unique_ptr<Backbone> backbone_;
   HeatmapHead head_sf_;
   UpsamplingCRNN head_mf_;
+  // forward's heads on the backbone's features [B * 5, C, h, w].
+  compute::TensorView heads_forward(const Context& ctx, compute::ConstTensorView features);
+
   Activation center_, logits_, heatmaps_, dlogits_;
+  Activation windows_, dsequence_;  // forward_sequence: the rows' gathered features, the frames' gradient
   int batch_ = 0;
+  bool sequence_ = false;  // the last forward was forward_sequence
 };
 
 }  // namespace trainer::model

@@ -13,6 +13,7 @@
 #include "model/backbone.hpp"         // Backbone
 #include "model/hooks.hpp"            // Context
 #include "model/parameter_store.hpp"  // ParameterStore
+#include "util/error.hpp"              // SystemError
 
 namespace trainer::model {
 
@@ -48,6 +49,14 @@ class PoseModel {
   // images [rows * context_frames(), 3, H, W] -> heatmaps [rows * branches(), K, h, w],
   // each summing to 1; valid until the next forward.
   virtual compute::TensorView forward(const Context& ctx, compute::ConstTensorView images) = 0;
+  // The context model on one sequence of consecutive frames [rows + context_frames() - 1,
+  // 3, H, W], row i being frames i .. i + context_frames() - 1: the backbone runs once a
+  // frame (its batch norms see each frame once), then forward's heads. backward() then
+  // sums each frame's gradient over the rows that use it. Other models have no context.
+  virtual compute::TensorView forward_sequence(const Context& ctx, compute::ConstTensorView frames, int rows) {
+    (void)ctx, (void)frames, (void)rows;
+    throw SystemError("internal error: only the context model (heatmap_mhcrnn) takes a frame sequence");
+  }
   // With train_backbone false only the head's gradients are computed.
   virtual void backward(const Context& ctx, compute::ConstTensorView dheatmaps, bool train_backbone) = 0;
   // The network's own train-mode randomness, drawn before each training step (see

@@ -26,7 +26,8 @@ const StagedBatch& BatchStager::stage(const data::Batch& batch, const StageLayou
   // was released, but say so: the host is about to overwrite them.
   if (slot.copied) slot.copied->synchronize();
   StagedBatch& s = slot.staged;
-  s.image_shape = {batch.size * batch.context_frames, 3, batch.height, batch.width};
+  s.image_shape = {batch.image_count(), 3, batch.height, batch.width};
+  s.sequence_rows = batch.sliding_context ? batch.size : 0;
   const int n = batch.size, k = batch.num_keypoints;
   s.heatmap_shape = {n * layout.branches, k, layout.heatmap_height, layout.heatmap_width};
   s.counted = 0;

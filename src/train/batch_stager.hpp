@@ -36,7 +36,8 @@ struct StageLayout {
 };
 
 struct StagedBatch {
-  compute::Shape4 image_shape;    // [N * context_frames, 3, H, W]
+  compute::Shape4 image_shape;    // [N * context_frames, 3, H, W], or [N + 4, 3, H, W] for a sequence
+  int sequence_rows = 0;          // > 0: the images are one sequence of N rows' frames (Batch::sliding_context)
   compute::Shape4 heatmap_shape;  // [N * branches, K, h, w]
   const float* images = nullptr;     // device
   const float* keypoints = nullptr;  // device, [N * branches, K, 2] in heatmap pixels

@@ -358,7 +358,8 @@ void StepRunner::unsupervised_pass(const StagedBatch& u, model::BatchNormSync* b
 compute::ConstTensorView StepRunner::unsupervised_forward(const StagedBatch& u, model::BatchNormSync* bn_sync,
                                                           model::GradientReadyListener* listener) {
   model::Context ctx{backend_, stream_, true, bn_sync, listener};
-  auto heatmaps = model_.forward(ctx, {u.images, u.image_shape});
+  auto heatmaps = u.sequence_rows > 0 ? model_.forward_sequence(ctx, {u.images, u.image_shape}, u.sequence_rows)
+                                      : model_.forward(ctx, {u.images, u.image_shape});
   const compute::Shape4 hs = heatmaps.shape;
   const int planes = hs.n * hs.c;
   compute::ensure_capacity(backend_, u_coords_, std::size_t(planes) * 2);
@@ -530,7 +531,8 @@ EvalSums StepRunner::evaluate(const data::Batch& batch, Predictions* predictions
 
 void StepRunner::predict_on_device(const StagedBatch& b) {
   model::Context ctx{backend_, stream_, false, nullptr, nullptr};
-  soft_argmax_keypoints(model_.forward(ctx, {b.images, b.image_shape}));
+  soft_argmax_keypoints(b.sequence_rows > 0 ? model_.forward_sequence(ctx, {b.images, b.image_shape}, b.sequence_rows)
+                                            : model_.forward(ctx, {b.images, b.image_shape}));
 }
 
 void StepRunner::predict(const data::Batch& batch, Predictions& predictions) {
@@ -544,6 +546,7 @@ void StepRunner::predict(const data::Batch& batch, Predictions& predictions) {
     StepRecorder::Shape shape;
     shape.images = b.image_shape;
     shape.prediction = true;
+    shape.sequence_rows = b.sequence_rows;
     const StepRecorder::Key key{b.images, nullptr};
     const std::uint64_t generation = backend_.released_blocks() + stream_.scratch_reallocations();
     switch (recorder_.decide(shape, key, generation)) {

@@ -53,10 +53,14 @@ class StepRecorder {
     // A prediction (StepRunner::predict): the evaluation forward and the soft-argmax
     // keypoints, no loss, no optimizer.
     bool prediction = false;
+    // A prediction on one frame sequence (heatmap_mhcrnn on a video, StagedBatch::
+    // sequence_rows): the same image count can be rows of five frames elsewhere.
+    int sequence_rows = 0;
     bool operator==(const Shape& o) const {
       return images == o.images && heatmaps == o.heatmaps && train_backbone == o.train_backbone &&
              optimizer_groups == o.optimizer_groups && unlabeled == o.unlabeled &&
-             unlabeled_backward == o.unlabeled_backward && measured == o.measured && prediction == o.prediction;
+             unlabeled_backward == o.unlabeled_backward && measured == o.measured && prediction == o.prediction &&
+             sequence_rows == o.sequence_rows;
     }
   };
   enum class Action { run, record, replay };

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <opencv2/imgproc.hpp>  // cv::rectangle
+#include <algorithm>            // std::min, std::max
 #include <set>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "data/augment.hpp"           // Augmentation
 #include "data/media_loader.hpp"      // media_api: the video encoder
 #include "data/unlabeled_frames.hpp"  // UnlabeledFrames
+#include "data/video_batches.hpp"     // VideoBatches
 #include "data/video_reader.hpp"      // VideoReader, frame_to_network_input
 #include "scratch_dir.hpp"            // ScratchDir
 #include "util/error.hpp"             // UserError
@@ -151,7 +153,8 @@ TEST_CASE("unlabelled frames: a video shorter than a sequence, or none, is a use
   CHECK_THROWS_AS(UnlabeledFrames(options({dir.file("missing.avi")}, 4, 0, 1)), UserError);
 }
 
-TEST_CASE("unlabelled context batches (heatmap_mhcrnn): rows of 5 frames, the ranks' centre frames in turn",
+TEST_CASE("unlabelled context batches (heatmap_mhcrnn): one sequence of rows + 4 frames, the ranks' centre frames "
+          "in turn",
           "[data][media]") {
   ScratchDir dir("unlabeled_context");
   const std::string a = dir.file("a.avi");
@@ -171,12 +174,15 @@ TEST_CASE("unlabelled context batches (heatmap_mhcrnn): rows of 5 frames, the ra
     const Batch& batch = r->next();
     REQUIRE(batch.size == 2);
     REQUIRE(batch.context_frames == 5);
+    REQUIRE(batch.sliding_context);  // each frame once: the backbone sees it once, as lightning-pose's
+    CHECK(batch.image_count() == 2 + 4);
+    CHECK(batch.image_floats() == 6 * frame);
     const long centre0 = first + 2 + (r == &rank1 ? 2 : 0);  // rank 1 goes on where rank 0 stopped
     for (int row = 0; row < 2; ++row) {
       CHECK(batch.frame_index[static_cast<std::size_t>(row)] == centre0 + row);
-      for (int d = 0; d < 5; ++d) {
+      for (int d = 0; d < 5; ++d) {  // row's frame d is the sequence's frame row + d
         const auto want = expected_frame(a, centre0 + row + d - 2);
-        const float* at = batch.images + (static_cast<std::size_t>(row) * 5 + static_cast<std::size_t>(d)) * frame;
+        const float* at = batch.images + (static_cast<std::size_t>(row) + static_cast<std::size_t>(d)) * frame;
         CHECK(std::vector<float>(at, at + frame) == want);
       }
     }
@@ -223,4 +229,39 @@ TEST_CASE("unlabelled frames with imgaug dlc: one augmentation per sequence, the
   CHECK(p.keypoint_unwarp.empty());
   const auto want = expected_frame(a, p.frame_index[0]);
   CHECK(std::vector<float>(p.images, p.images + want.size()) == want);
+}
+
+TEST_CASE("video prediction batches of a context model: one sequence of rows + 4 frames, clamped to the video",
+          "[data][media]") {
+  // heatmap_mhcrnn on a video: row t holds frames t-2 .. t+2, clamped to the first and
+  // last frame; a batch of R rows is the sequence t0-2 .. t0+R+1 (clamped), so the
+  // backbone sees each frame once. Checked at both ends and in the middle, over a
+  // range that starts inside the video (a rank's share).
+  ScratchDir dir("video_batches_context");
+  const std::string a = dir.file("a.avi");
+  write_video(a, 23);
+  trainer::data::VideoBatchOptions o;
+  o.batch_size = 4;
+  o.height = o.width = 32;
+  o.context = true;
+  o.num_workers = 2;
+  const std::size_t frame = 3 * 32 * 32;
+  for (const long begin : {0L, 9L}) {
+    trainer::data::VideoBatches batches(a, begin, -1, o);
+    long t = begin;
+    while (const Batch* b = batches.next()) {
+      INFO("rows from frame " << b->frame_index[0]);
+      REQUIRE(b->sliding_context);
+      REQUIRE(b->context_frames == 5);
+      REQUIRE(b->image_count() == b->size + 4);
+      CHECK(b->frame_index[0] == t);
+      for (int j = 0; j < b->size + 4; ++j) {
+        const long f = std::min(std::max(t - 2 + j, 0L), 22L);
+        const float* at = b->images + static_cast<std::size_t>(j) * frame;
+        CHECK(std::vector<float>(at, at + frame) == expected_frame(a, f));
+      }
+      t += b->size;
+    }
+    CHECK(t == 23);
+  }
 }

@@ -4,6 +4,7 @@
 // the whole backward pass, and the per-keypoint branch selection.
 #include <catch2/catch.hpp>
 
+#include <algorithm>  // std::copy, std::max
 #include <cmath>
 #include <numeric>
 #include <string>
@@ -165,6 +166,94 @@ TEST_CASE("context model backward matches finite differences", "[model][mhcrnn]"
     store.upload_param(idx, values, s);
     const double numeric = (lp - lm) / (2.0 * eps);
     CHECK(numeric == Approx(grad[at]).epsilon(0.01).margin(1e-6));
+  }
+}
+
+TEST_CASE("a context sequence: each frame through the backbone once, the rows' heatmaps as forward's, gradients "
+          "summed over the rows that read a frame",
+          "[model][mhcrnn]") {
+  // lightning-pose's unlabelled context batch: R + 4 consecutive frames, row i = frames
+  // i .. i + 4. In eval mode (running statistics) forward_sequence must give forward's
+  // heatmaps on the rows written out; in train mode its gradients must be those of its
+  // own function (finite differences), through the per-frame sum in backward.
+  auto b = model_test::cpu();
+  auto& s = b->default_stream();
+  MhcrnnModel m(*b, ModelSpec{"resnet18", 2, 2});
+  m.initialize(5, s);
+  auto& store = m.store();
+  const int rows = 3;
+  const compute::Shape4 seq{rows + 4, 3, 64, 64}, expanded{rows * 5, 3, 64, 64};
+  const auto frames = model_test::random_vector(seq.numel(), 12);
+  std::vector<float> written(expanded.numel());
+  const std::size_t frame = std::size_t(3) * 64 * 64;
+  for (int i = 0; i < rows; ++i)
+    std::copy(frames.begin() + long(std::size_t(i) * frame), frames.begin() + long(std::size_t(i + 5) * frame),
+              written.begin() + long(std::size_t(i) * 5 * frame));
+  compute::DeviceBuffer xs(*b, seq.numel()), xe(*b, expanded.numel());
+  b->upload(xs.data(), frames.data(), frames.size(), s);
+  b->upload(xe.data(), written.data(), written.size(), s);
+  model::Context eval{*b, s, false, nullptr, nullptr};
+  const auto download = [&](compute::TensorView y) {
+    std::vector<float> h(y.shape.numel());
+    b->download(h.data(), y.data, h.size(), s);
+    s.synchronize();
+    return h;
+  };
+  const auto from_sequence = download(m.forward_sequence(eval, {xs.data(), seq}, rows));
+  const auto from_rows = download(m.forward(eval, {xe.data(), expanded}));
+  REQUIRE(from_sequence.size() == from_rows.size());
+  double worst = 0;
+  for (std::size_t i = 0; i < from_rows.size(); ++i)
+    worst = std::max(worst, double(std::fabs(from_sequence[i] - from_rows[i])));
+  CHECK(worst < 1e-6);  // heatmaps sum to 1 per plane: an absolute bound
+  CHECK_THROWS_AS(m.forward_sequence(eval, {xs.data(), seq}, rows + 1), SystemError);
+
+  model::Context train{*b, s, true, nullptr, nullptr};
+  auto y = m.forward_sequence(train, {xs.data(), seq}, rows);
+  CHECK(y.shape.n == 2 * rows);
+  auto r = model_test::random_vector(y.shape.numel(), 13);
+  compute::DeviceBuffer dr(*b, r.size());
+  b->upload(dr.data(), r.data(), r.size(), s);
+  m.backward(train, {dr.data(), y.shape}, true);
+  s.synchronize();
+  const auto probe_sequence = [&]() {
+    const auto h = download(m.forward_sequence(train, {xs.data(), seq}, rows));
+    double sum = 0;
+    for (std::size_t i = 0; i < h.size(); ++i) sum += double(h[i]) * r[i];
+    return sum;
+  };
+  // Steps per tensor: the stem's largest-gradient weight sits near ReLU and max-pool
+  // kinks of this random input (its difference quotient moves linearly with the step:
+  // 0.262, 0.279, 0.288, 0.290, 0.293 at 3e-3 .. 3e-5 against 0.2928), so it takes a
+  // smaller one and a looser bound for float32's rounding of the loss.
+  struct Probe {
+    const char* name;
+    float step;
+    double tolerance;
+  };
+  for (const Probe& p : {Probe{"backbone.conv1.weight", 3e-5f, 0.02}, Probe{"backbone.layer1.0.conv1.weight", 1e-3f, 0.01},
+                         Probe{"backbone.layer4.1.conv2.weight", 1e-3f, 0.01},
+                         Probe{"head.head_mf.W_pre.weight", 1e-3f, 0.01}}) {
+    const char* name = p.name;
+    INFO(name);
+    const auto idx = std::size_t(store.find_parameter(name));
+    const auto count = store.parameters()[idx].count;
+    std::vector<float> grad(count);
+    b->download(grad.data(), store.grad(idx), count, s);
+    auto values = store.download_param(idx, s);
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < count; ++i)
+      if (std::fabs(grad[i]) > std::fabs(grad[at])) at = i;
+    const float eps = p.step * std::max(1.f, std::fabs(values[at]));
+    auto plus = values, minus = values;
+    plus[at] += eps;
+    minus[at] -= eps;
+    store.upload_param(idx, plus, s);
+    const double lp = probe_sequence();
+    store.upload_param(idx, minus, s);
+    const double lm = probe_sequence();
+    store.upload_param(idx, values, s);
+    CHECK((lp - lm) / (2.0 * eps) == Approx(grad[at]).epsilon(p.tolerance).margin(1e-6));
   }
 }
 
