@@ -117,6 +117,9 @@ FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmen
       out_h = H * (1 + side[0] + side[2]);
     }
     map = then(geometry, {{dst_w / out_w, 0, 0, 0, dst_h / out_h, 0}});
+    // lightning-pose runs the image-space steps on this frame, before its resize.
+    t.pixels.stored_scale_x = dst_w / out_w;
+    t.pixels.stored_scale_y = dst_h / out_h;
   }
   if (hflip) {
     // A stream of its own, so every other draw is the same with or without the flip.

@@ -52,9 +52,10 @@ double beta_half_distance(KeyedRng& rng) {
 // Salt / pepper as a sparse list: the coarse grid at p = 0.01 hits few cells, so only
 // their pixels get a replacement value (one per pixel, for all channels: imgaug's
 // per_channel = False), drawn in raster order.
-void replacement_list(int h, int w, double size, bool salt, KeyedRng& rng, std::vector<Replacement>& out) {
-  const int gh = std::max(static_cast<int>(h * size), kCoarseMinSize);
-  const int gw = std::max(static_cast<int>(w * size), kCoarseMinSize);
+void replacement_list(int h, int w, double size_x, double size_y, bool salt, KeyedRng& rng,
+                      std::vector<Replacement>& out) {
+  const int gh = std::max(static_cast<int>(h * size_y), kCoarseMinSize);
+  const int gw = std::max(static_cast<int>(w * size_x), kCoarseMinSize);
   std::vector<std::uint8_t> grid(static_cast<std::size_t>(gh) * gw);
   std::vector<std::uint8_t> row_hit(static_cast<std::size_t>(gh), 0);
   for (std::size_t i = 0; i < grid.size(); ++i) {
@@ -163,8 +164,13 @@ void convolve(std::uint8_t* img, int h, int w, int c, const std::vector<float>& 
 
 void coarse_mask(int h, int w, int c, double p, double size, int min_size, bool per_channel, KeyedRng& rng,
                  std::vector<std::uint8_t>& out) {
-  const int gh = std::max(static_cast<int>(h * size), min_size);
-  const int gw = std::max(static_cast<int>(w * size), min_size);
+  coarse_mask(h, w, c, p, size, size, min_size, per_channel, rng, out);
+}
+
+void coarse_mask(int h, int w, int c, double p, double size_x, double size_y, int min_size, bool per_channel,
+                 KeyedRng& rng, std::vector<std::uint8_t>& out) {
+  const int gh = std::max(static_cast<int>(h * size_y), min_size);
+  const int gw = std::max(static_cast<int>(w * size_x), min_size);
   const int grids = per_channel ? c : 1;
   std::vector<std::uint8_t> grid(static_cast<std::size_t>(gh) * gw * grids);
   for (auto& g : grid) g = rng.chance(p) ? 1 : 0;
@@ -289,34 +295,47 @@ std::vector<float> emboss_kernel(double alpha, double strength) {
 
 PixelAugmenter::PixelAugmenter(const PixelAugment& plan, int h, int w, int c) { prepare(plan, h, w, c); }
 
+int motion_blur_size(double stored_scale) {
+  // imgaug's k = 5 stored pixels, in network pixels, to the nearest odd size; a blur
+  // shorter than 3 network pixels is dropped (the resize would have averaged it away).
+  const int k = 2 * static_cast<int>(std::lround((kBlurK * stored_scale - 1.0) / 2.0)) + 1;
+  return k < 3 ? 0 : k;
+}
+
 void PixelAugmenter::prepare(const PixelAugment& plan, int h, int w, int c) {
   plan_ = plan;
   h_ = h;
   w_ = w;
   c_ = c;
-  if (plan_.motion_blur) blur_kernel_ = motion_blur_kernel(kBlurK, plan_.blur_angle, plan_.blur_direction);
+  // imgaug's sizes are in the stored frame's pixels (PixelAugment::stored_scale_*).
+  const double sx = plan_.stored_scale_x > 0 ? plan_.stored_scale_x : 1.0;
+  const double sy = plan_.stored_scale_y > 0 ? plan_.stored_scale_y : 1.0;
+  const double scale = std::sqrt(sx * sy);
+  blur_size_ = plan_.motion_blur ? motion_blur_size(scale) : 0;
+  if (blur_size_ > 0) blur_kernel_ = motion_blur_kernel(blur_size_, plan_.blur_angle, plan_.blur_direction);
   if (plan_.dropout) {
     KeyedRng rng(plan_.dropout_seed);
-    coarse_mask(h, w, c, kDropoutP, kDropoutSize, kCoarseMinSize, plan_.dropout_per_channel && c > 1, rng, dropout_mask_);
+    coarse_mask(h, w, c, kDropoutP, kDropoutSize / sx, kDropoutSize / sy, kCoarseMinSize,
+                plan_.dropout_per_channel && c > 1, rng, dropout_mask_);
   }
   if (plan_.salt) {
     KeyedRng rng(plan_.salt_seed);
-    replacement_list(h, w, plan_.salt_size, true, rng, salt_);
+    replacement_list(h, w, plan_.salt_size / sx, plan_.salt_size / sy, true, rng, salt_);
   }
   if (plan_.pepper) {
     KeyedRng rng(plan_.pepper_seed);
-    replacement_list(h, w, plan_.pepper_size, false, rng, pepper_);
+    replacement_list(h, w, plan_.pepper_size / sx, plan_.pepper_size / sy, false, rng, pepper_);
   }
   if (plan_.moves_keypoints()) {
     KeyedRng rng(plan_.elastic_seed);
-    elastic_field(h, w, plan_.elastic_alpha, kElasticSigma, rng, dx_, dy_, buf_);
+    elastic_field(h, w, plan_.elastic_alpha * scale, kElasticSigma * scale, rng, dx_, dy_, buf_);
     elastic_maps(h, w, dx_, dy_, maps_, buf_);
   }
 }
 
 void PixelAugmenter::apply(std::uint8_t* img) const {
   const std::size_t pixels = static_cast<std::size_t>(h_) * w_;
-  if (plan_.motion_blur) convolve(img, h_, w_, c_, blur_kernel_, kBlurK | 1, buf_);
+  if (blur_size_ > 0) convolve(img, h_, w_, c_, blur_kernel_, blur_size_, buf_);
   if (plan_.dropout) {
     // The mask holds 1 where a cell is dropped: 1 - 1 = 0 clears, 0 - 1 = 0xFF keeps
     // (branch-free, so the compiler vectorizes it).

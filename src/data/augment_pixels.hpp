@@ -1,7 +1,9 @@
 #pragma once
 // The image-space part of lightning-pose's `dlc` pipeline (imgaug augmenters),
 // applied to uint8 H*W*C images (C = 1 or 3) at network size, after the affine warp
-// and before normalization:
+// and before normalization, with imgaug's pixel sizes (given in the stored frame's
+// pixels, where lightning-pose runs them) scaled to the network's
+// (PixelAugment::stored_scale_*):
 //   MotionBlur, CoarseDropout, CoarseSalt, CoarsePepper, ElasticTransformation,
 //   AllChannelsHistogramEqualization, AllChannelsCLAHE, Emboss (in that order).
 //
@@ -58,6 +60,11 @@ struct PixelAugment {
   bool emboss = false;  // p = 0.1, alpha in [0, 0.5], strength in [0.5, 1.5]
   double emboss_alpha = 0;
   double emboss_strength = 1;
+  // Network-input pixels per pixel of the frame these steps run on in lightning-pose
+  // (the stored frame, before its CropAndPad and resize): imgaug's sizes are in that
+  // frame's pixels, so here MotionBlur's length, the coarse grids' cells and the
+  // elastic field's sigma and alpha scale by it (1: the sizes as imgaug writes them).
+  double stored_scale_x = 1, stored_scale_y = 1;
 
   bool any() const {
     return motion_blur || dropout || salt || pepper || elastic || equalize || clahe || emboss;
@@ -87,7 +94,8 @@ class PixelAugmenter {
  private:
   PixelAugment plan_;
   int h_ = 0, w_ = 0, c_ = 1;
-  std::vector<float> blur_kernel_;          // k*k
+  int blur_size_ = 0;                       // odd; 0: the blur is shorter than 3 network pixels (none)
+  std::vector<float> blur_kernel_;          // blur_size_^2
   std::vector<std::uint8_t> dropout_mask_;  // H*W*C, 1 = dropped
   std::vector<Replacement> salt_, pepper_;  // the few pixels they replace
   std::vector<float> dx_, dy_;              // H*W elastic displacement (source = output + d)
@@ -108,6 +116,12 @@ std::vector<std::uint8_t> coarse_mask(int h, int w, int c, double p, double size
                                       KeyedRng& rng);
 void coarse_mask(int h, int w, int c, double p, double size, int min_size, bool per_channel, KeyedRng& rng,
                  std::vector<std::uint8_t>& out);
+// The same with the grid's size as separate fractions of W and H.
+void coarse_mask(int h, int w, int c, double p, double size_x, double size_y, int min_size, bool per_channel,
+                 KeyedRng& rng, std::vector<std::uint8_t>& out);
+// MotionBlur's kernel size at network size: imgaug's k = 5 stored pixels times
+// `stored_scale`, to the nearest odd size; 0 (no blur) below 3.
+int motion_blur_size(double stored_scale);
 // imgaug Salt / Pepper replacement values: |Beta(0.5, 0.5) - 0.5| pushed above
 // (salt) or below (pepper) 0.5, times 255, rounded: salt in [128, 255], pepper in [0, 127].
 int salt_value(KeyedRng& rng);

@@ -123,6 +123,53 @@ TEST_CASE("coarse dropout zeroes about p of the area in blocks", "[data]") {
     for (int x = 0; x < 40; ++x) CHECK(coarse[static_cast<size_t>(y) * 40 + x] == coarse[static_cast<size_t>(y / 10 * 10) * 40 + x / 10 * 10]);
 }
 
+TEST_CASE("the image-space steps keep imgaug's sizes in the stored frame's pixels", "[data]") {
+  // lightning-pose runs them before its resize, so at the network's size a frame
+  // shrunk 4x sees a blur a quarter as long and coarse cells a quarter as wide.
+  CHECK(motion_blur_size(1.0) == 5);   // imgaug's k = 5
+  CHECK(motion_blur_size(0.63) == 3);  // mirror-mouse, 406 x 396 at 256 x 256: 3.2 pixels
+  CHECK(motion_blur_size(0.35) == 0);  // 1.75 pixels: averaged away by the resize
+  CHECK(motion_blur_size(2.0) == 11);
+  // make_transform hands the pipeline's scale to the steps: dst / src without
+  // CropAndPad, dst / (src * (1 + the two sides)) with it.
+  bool plain = false, cropped = false;
+  for (int frame = 0; frame < 200 && !(plain && cropped); ++frame) {
+    const FrameTransform t = make_transform(400, 300, 100, 150, Augmentation::kDlc, 3, 0, frame);
+    const double kx = std::hypot(t.m[0], t.m[1]), ky = std::hypot(t.m[3], t.m[4]);
+    CHECK(t.pixels.stored_scale_x == Approx(kx));  // the resize after the rotation
+    CHECK(t.pixels.stored_scale_y == Approx(ky));
+    const bool at_resize = std::abs(kx - 0.5) < 1e-12 && std::abs(ky - 0.25) < 1e-12;
+    plain = plain || at_resize;
+    cropped = cropped || !at_resize;
+  }
+  CHECK(plain);
+  CHECK(cropped);
+  // Coarse dropout's cells: int(0.3 * 60 / 0.25) = 72 rows of cells over 60 pixel rows
+  // at scale 0.25 (under a pixel each), 18 (3.3 pixels each) at scale 1.
+  const int h = 60, w = 80;
+  const auto mean_run = [&](double scale) {
+    PixelAugment plan;
+    plan.dropout = true;
+    plan.stored_scale_x = plan.stored_scale_y = scale;
+    double runs = 0, dropped = 0;
+    for (std::uint64_t seed = 1; seed <= 100; ++seed) {
+      plan.dropout_seed = seed;
+      Image img(static_cast<size_t>(h) * w, 200);
+      PixelAugmenter(plan, h, w, 1).apply(img.data());
+      for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w; ++x) {
+          const bool off = img[static_cast<size_t>(y) * w + x] == 0;
+          dropped += off;
+          runs += off && (x == 0 || img[static_cast<size_t>(y) * w + x - 1] != 0);
+        }
+    }
+    REQUIRE(runs > 0);
+    return dropped / runs;
+  };
+  CHECK(mean_run(1.0) > 2.5);
+  CHECK(mean_run(0.25) < 1.5);
+}
+
 TEST_CASE("coarse dropout per channel drops channels independently, otherwise together", "[data]") {
   const int h = 40, w = 40;
   PixelAugment plan;
