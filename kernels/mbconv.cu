@@ -195,7 +195,7 @@ void depthwise_backward_weights(const float* x, const float* dy, float* dw, int 
 void depthwise_backward_weights_chunked(const float* x, const float* dy, float* dw, double* partials,
                                         const compute::DepthwiseWeightChunks& plan, int n, int c, int h, int wd, int oh, int ow,
                                         int k, int stride, int pad, cudaStream_t stream) {
-  if (c == 0) return;
+  if (c == 0 || plan.chunks < 1 || (k != 3 && k != 5)) return;  // the caller checks: depthwise_weight_chunks
   const dim3 grid(unsigned(c), unsigned(plan.chunks));
   if (k == 3) {
     depthwise_weight_partials_kernel<3><<<grid, kThreads, 0, stream>>>(x, dy, partials, n, c, h, wd, oh, ow, stride,

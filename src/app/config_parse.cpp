@@ -376,8 +376,10 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
     const auto it = origin.find(full_name);
     if (it != origin.end()) return it->second;
     const ConfigKey* key = key_by_full_name(full_name);
-    return config_detail::KeyOrigin{"the default", yaml && key && !key->lightning_pose.empty() ? key->lightning_pose
-                                                                                        : full_name};
+    // lightning_pose holds a YAML path, or a description in parentheses for keys
+    // lightning-pose sets elsewhere (DDPStrategy's backend): name those the INI way.
+    const bool yaml_path = key && !key->lightning_pose.empty() && key->lightning_pose.front() != '(';
+    return config_detail::KeyOrigin{"the default", yaml && yaml_path ? key->lightning_pose : full_name};
   });
 
   // What training will not do concerns `train` only (predict and plan share the config).

@@ -54,8 +54,10 @@ double beta_half_distance(KeyedRng& rng) {
 // per_channel = False), drawn in raster order.
 void replacement_list(int h, int w, double size_x, double size_y, bool salt, KeyedRng& rng,
                       std::vector<Replacement>& out) {
-  const int gh = std::max(static_cast<int>(h * size_y), kCoarseMinSize);
-  const int gw = std::max(static_cast<int>(w * size_x), kCoarseMinSize);
+  // Cells finer than a pixel (a stored frame several times the network's) are a
+  // Bernoulli draw per pixel either way: at most one cell a pixel.
+  const int gh = std::max(std::min(static_cast<int>(h * size_y), h), kCoarseMinSize);
+  const int gw = std::max(std::min(static_cast<int>(w * size_x), w), kCoarseMinSize);
   std::vector<std::uint8_t> grid(static_cast<std::size_t>(gh) * gw);
   std::vector<std::uint8_t> row_hit(static_cast<std::size_t>(gh), 0);
   for (std::size_t i = 0; i < grid.size(); ++i) {
@@ -169,8 +171,8 @@ void coarse_mask(int h, int w, int c, double p, double size, int min_size, bool 
 
 void coarse_mask(int h, int w, int c, double p, double size_x, double size_y, int min_size, bool per_channel,
                  KeyedRng& rng, std::vector<std::uint8_t>& out) {
-  const int gh = std::max(static_cast<int>(h * size_y), min_size);
-  const int gw = std::max(static_cast<int>(w * size_x), min_size);
+  const int gh = std::max(std::min(static_cast<int>(h * size_y), h), min_size);  // at most a cell a pixel
+  const int gw = std::max(std::min(static_cast<int>(w * size_x), w), min_size);
   const int grids = per_channel ? c : 1;
   std::vector<std::uint8_t> grid(static_cast<std::size_t>(gh) * gw * grids);
   for (auto& g : grid) g = rng.chance(p) ? 1 : 0;

@@ -23,7 +23,8 @@ struct Batch {
   std::int64_t index = 0;  // batch number within the epoch
 
   // Normalized network input, float [size, context_frames, 3, height, width]
-  // (with context_frames = 1 this is plain NCHW). Grayscale is replicated to 3
+  // (with context_frames = 1 this is plain NCHW), or [size + context_frames - 1, 3,
+  // height, width] with sliding_context (below). Grayscale is replicated to 3
   // channels; x = (v / 255 - mean[c]) / std[c] with ImageNet mean/std (augment.hpp).
   float* images = nullptr;
   // Keypoints in network-input pixels [size, K, 2] (of the centre frame), NaN

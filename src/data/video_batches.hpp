@@ -77,7 +77,7 @@ class VideoBatches {
   long chunk_frames_ = 0, num_chunks_ = 0;
   std::size_t frame_floats_ = 0;
   std::vector<std::unique_ptr<Slot>> slots_;
-  void* context_memory_ = nullptr;  // the assembled [N, 5, 3, H, W] batch (context only)
+  void* context_memory_ = nullptr;  // the assembled sequence [N + 4, 3, H, W] (context only)
   Batch batch_;                     // what next() hands out
 
   std::mutex mutex_;

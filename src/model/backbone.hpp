@@ -8,8 +8,10 @@
 //   before the head registers its own: the backbone's gradients form one contiguous
 //   range in front of the head's, which is what freezing, --init-weights and the
 //   gradient buckets rely on.
-// - Frozen (before unfreezing_epoch) the model simply does not call backward;
-//   nothing else is asked of a backbone for freezing.
+// - Frozen (before unfreezing_epoch) its optimizer group has lr 0, as lightning-pose's
+//   UnfreezeBackbone keeps it: backward runs as always; nothing else is asked of a
+//   backbone for freezing. (A model may still skip its backward, train_backbone false,
+//   for callers that need only the head's gradients.)
 // - forward and backward follow the layers' conventions: ctx carries the backend,
 //   the stream and the hooks; returned views stay valid until the next call.
 #include <string>   // std::string

@@ -8,8 +8,8 @@
 // gradient all-reduce (averaged over ranks) and, with precision 16-mixed, after the
 // loss scaler's unscale; without weight decay (AdamW/Adam add it inside the
 // update). Layout: /gradients/<state_dict name> (float32, PyTorch shape), one
-// dataset per parameter that trained in the step (the head only while the
-// backbone is frozen); attributes on /gradients: global_step (the step's number,
+// dataset per parameter that trained in the step (every one in training, the frozen
+// backbone's too); attributes on /gradients: global_step (the step's number,
 // 1-based as in the progress line) and world_size; /parameter_order lists the
 // dataset names in registration order (backbone first, the last layer last).
 #include <string>  // std::string

@@ -15,7 +15,8 @@ namespace trainer::train {
 class GradientSync : public model::GradientReadyListener {
  public:
   // Before backward: gradients [offset, offset + count) are what this step
-  // produces (the head only while the backbone is frozen; same on every rank).
+  // produces (the head only when the step skips the backbone's backward; same on
+  // every rank).
   virtual void begin(std::size_t offset, std::size_t count, compute::Stream& stream) = 0;
   // After backward: every gradient in the range is final and averaged.
   virtual void finish(compute::Stream& stream) = 0;

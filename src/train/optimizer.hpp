@@ -2,7 +2,9 @@
 // Adam / AdamW over the flat parameter buffer, one call per parameter group
 // (backbone, head). State (first/second moments) lives in flat buffers parallel
 // to the parameters; each group counts its own steps, because PyTorch keeps the
-// step per parameter and the backbone joins the optimizer only when unfrozen.
+// step per parameter (training keeps the backbone active from the first step, at lr
+// 0 while frozen, as lightning-pose's UnfreezeBackbone; an inactive group is neither
+// stepped nor counted).
 //
 // In 16-mixed the loss scaler decides on the device whether a step runs (a skipped
 // step does not count, as torch calls no optimizer.step() for it), so there the
@@ -48,7 +50,7 @@ class Optimizer {
     // which keep their values and zero moments as PyTorch's grad-None tensors do.
     std::vector<model::ParameterStore::Range> trained;
     double lr = 0;
-    bool active = false;  // in the optimizer (backbone: from the unfreezing epoch)
+    bool active = false;  // in the optimizer (training: both groups from the first step)
   };
 
   // Sets a group's lr and whether it trains (first activation starts its state).

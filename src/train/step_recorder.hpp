@@ -7,8 +7,8 @@
 // grown buffer is a new block: so a recording stays valid while no device block has
 // been released since it was made (the memory generation: Backend::released_blocks()
 // plus the stream's scratch_reallocations()). When the generation moves, every
-// recording is dropped. A shape (batch size, image size, frozen backbone, optimizer
-// groups) records only after one unrecorded step of it has sized its buffers (its
+// recording is dropped. A shape (batch size, image size, whether the backbone's
+// backward runs, optimizer groups) records only after one unrecorded step of it has sized its buffers (its
 // warm-up); recordings of several shapes live side by side, so an epoch's short last
 // batch and the full batches after it all replay. Each staging slot of the batch
 // stager is its own recording, since the staged images' addresses differ (with a

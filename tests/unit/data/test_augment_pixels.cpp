@@ -145,7 +145,7 @@ TEST_CASE("the image-space steps keep imgaug's sizes in the stored frame's pixel
   CHECK(plain);
   CHECK(cropped);
   // Coarse dropout's cells: int(0.3 * 60 / 0.25) = 72 rows of cells over 60 pixel rows
-  // at scale 0.25 (under a pixel each), 18 (3.3 pixels each) at scale 1.
+  // at scale 0.25, clamped to one a pixel row; 18 (3.3 pixels each) at scale 1.
   const int h = 60, w = 80;
   const auto mean_run = [&](double scale) {
     PixelAugment plan;
