@@ -120,6 +120,14 @@ FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmen
     // lightning-pose runs the image-space steps on this frame, before its resize.
     t.pixels.stored_scale_x = dst_w / out_w;
     t.pixels.stored_scale_y = dst_h / out_h;
+    if (crop_pad) {  // the frame before CropAndPad, at the network's size: the steps' region
+      const long x0 = std::lround(side[3] * W * dst_w / out_w), x1 = std::lround((1 + side[3]) * W * dst_w / out_w);
+      const long y0 = std::lround(side[0] * H * dst_h / out_h), y1 = std::lround((1 + side[0]) * H * dst_h / out_h);
+      t.pixels.region_x = static_cast<int>(x0);
+      t.pixels.region_y = static_cast<int>(y0);
+      t.pixels.region_w = static_cast<int>(x1 - x0);
+      t.pixels.region_h = static_cast<int>(y1 - y0);
+    }
   }
   if (hflip) {
     // A stream of its own, so every other draw is the same with or without the flip.
@@ -128,6 +136,7 @@ FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmen
     if (flip.chance(0.5)) {
       t.flipped = true;
       map = then(map, {{-1, 0, double(dst_w), 0, 1, 0}});
+      if (t.pixels.region_w > 0) t.pixels.region_x = dst_w - t.pixels.region_x - t.pixels.region_w;
     }
   }
   std::copy(map.m, map.m + 6, t.m);

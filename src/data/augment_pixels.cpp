@@ -304,11 +304,23 @@ int motion_blur_size(double stored_scale) {
   return k < 3 ? 0 : k;
 }
 
-void PixelAugmenter::prepare(const PixelAugment& plan, int h, int w, int c) {
+void PixelAugmenter::prepare(const PixelAugment& plan, int full_h, int full_w, int c) {
   plan_ = plan;
+  full_h_ = full_h;
+  full_w_ = full_w;
+  c_ = c;
+  // The region, clamped to the image (empty: the whole image).
+  x0_ = std::clamp(plan.region_x, 0, full_w);
+  y0_ = std::clamp(plan.region_y, 0, full_h);
+  const int x1 = std::clamp(plan.region_x + plan.region_w, x0_, full_w);
+  const int y1 = std::clamp(plan.region_y + plan.region_h, y0_, full_h);
+  whole_ = plan.region_w <= 0 || plan.region_h <= 0 || x1 - x0_ < 1 || y1 - y0_ < 1 ||
+           (x0_ == 0 && y0_ == 0 && x1 == full_w && y1 == full_h);
+  if (whole_) x0_ = y0_ = 0;
+  const int h = whole_ ? full_h : y1 - y0_;
+  const int w = whole_ ? full_w : x1 - x0_;
   h_ = h;
   w_ = w;
-  c_ = c;
   // imgaug's sizes are in the stored frame's pixels (PixelAugment::stored_scale_*).
   const double sx = plan_.stored_scale_x > 0 ? plan_.stored_scale_x : 1.0;
   const double sy = plan_.stored_scale_y > 0 ? plan_.stored_scale_y : 1.0;
@@ -336,6 +348,19 @@ void PixelAugmenter::prepare(const PixelAugment& plan, int h, int w, int c) {
 }
 
 void PixelAugmenter::apply(std::uint8_t* img) const {
+  if (whole_) {
+    apply_region(img);
+    return;
+  }
+  const std::size_t row = static_cast<std::size_t>(w_) * c_, full_row = static_cast<std::size_t>(full_w_) * c_;
+  region_.resize(row * static_cast<std::size_t>(h_));
+  std::uint8_t* at = img + static_cast<std::size_t>(y0_) * full_row + static_cast<std::size_t>(x0_) * c_;
+  for (int y = 0; y < h_; ++y) std::copy(at + y * full_row, at + y * full_row + row, region_.data() + y * row);
+  apply_region(region_.data());
+  for (int y = 0; y < h_; ++y) std::copy(region_.data() + y * row, region_.data() + (y + 1) * row, at + y * full_row);
+}
+
+void PixelAugmenter::apply_region(std::uint8_t* img) const {
   const std::size_t pixels = static_cast<std::size_t>(h_) * w_;
   if (blur_size_ > 0) convolve(img, h_, w_, c_, blur_kernel_, blur_size_, buf_);
   if (plan_.dropout) {
@@ -380,7 +405,21 @@ void elastic_move_keypoints(const std::vector<float>& dx, const std::vector<floa
 }
 
 void PixelAugmenter::move_keypoints(float* xy, int num_keypoints) const {
-  if (plan_.moves_keypoints()) elastic_move_keypoints(dx_, dy_, h_, w_, xy, num_keypoints);
+  if (!plan_.moves_keypoints()) return;
+  if (whole_) {
+    elastic_move_keypoints(dx_, dy_, h_, w_, xy, num_keypoints);
+    return;
+  }
+  // In the region's coordinates; a keypoint outside the region is not moved (the field
+  // only covers the region) and one the field moves out of it becomes NaN.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int k = 0; k < num_keypoints; ++k) {
+    float p[2] = {xy[2 * k] - float(x0_), xy[2 * k + 1] - float(y0_)};
+    if (std::isnan(p[0]) || std::isnan(p[1]) || p[0] < 0 || p[1] < 0 || p[0] >= w_ || p[1] >= h_) continue;
+    elastic_move_keypoints(dx_, dy_, h_, w_, p, 1);
+    xy[2 * k] = std::isnan(p[0]) ? nan : p[0] + float(x0_);
+    xy[2 * k + 1] = std::isnan(p[1]) ? nan : p[1] + float(y0_);
+  }
 }
 
 }  // namespace trainer::data

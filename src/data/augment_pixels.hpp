@@ -65,6 +65,11 @@ struct PixelAugment {
   // frame's pixels, so here MotionBlur's length, the coarse grids' cells and the
   // elastic field's sigma and alpha scale by it (1: the sizes as imgaug writes them).
   double stored_scale_x = 1, stored_scale_y = 1;
+  // Where lightning-pose's frame lands at the network's size before its CropAndPad
+  // (which comes after these steps there): the steps run inside this rectangle only,
+  // so CropAndPad's black padding stays black and out of the histograms. Zero width
+  // or height: the whole image.
+  int region_x = 0, region_y = 0, region_w = 0, region_h = 0;
 
   bool any() const {
     return motion_blur || dropout || salt || pepper || elastic || equalize || clahe || emboss;
@@ -92,8 +97,13 @@ class PixelAugmenter {
   void move_keypoints(float* xy, int num_keypoints) const;
 
  private:
+  // The steps on the region's own contiguous copy (rows of w_ pixels).
+  void apply_region(std::uint8_t* img) const;
+
   PixelAugment plan_;
-  int h_ = 0, w_ = 0, c_ = 1;
+  int h_ = 0, w_ = 0, c_ = 1;               // the region the steps run on
+  int full_h_ = 0, full_w_ = 0, x0_ = 0, y0_ = 0;  // the image, and the region's corner in it
+  bool whole_ = true;                       // the region is the whole image
   int blur_size_ = 0;                       // odd; 0: the blur is shorter than 3 network pixels (none)
   std::vector<float> blur_kernel_;          // blur_size_^2
   std::vector<std::uint8_t> dropout_mask_;  // H*W*C, 1 = dropped
@@ -101,6 +111,7 @@ class PixelAugmenter {
   std::vector<float> dx_, dy_;              // H*W elastic displacement (source = output + d)
   ElasticMaps maps_;                        // the same, as remap tables
   mutable AugmentBuffers buf_;              // scratch images (apply is logically const)
+  mutable std::vector<std::uint8_t> region_;  // the region's pixels while the steps run
 };
 
 // The single augmenters, exposed for tests. All work in place on H*W*C uint8.

@@ -170,6 +170,73 @@ TEST_CASE("the image-space steps keep imgaug's sizes in the stored frame's pixel
   CHECK(mean_run(0.25) < 1.5);
 }
 
+TEST_CASE("the image-space steps run where the frame lands before CropAndPad, never on its padding", "[data]") {
+  // lightning-pose pads after these steps: its padding is black, and the histogram
+  // steps never see it. The region comes from make_transform (mirrored with the flip).
+  int checked = 0;
+  for (int frame = 0; frame < 300; ++frame) {
+    const FrameTransform t = make_transform(90, 120, 64, 96, Augmentation::kDlc, 5, 2, frame);
+    const double theta = std::atan2(t.m[3], t.m[4]);
+    if (t.pixels.region_w == 0 || std::abs(theta) > 1e-12) continue;  // no CropAndPad, or rotated
+    // The stored frame's corners land on the region's (to the pixel).
+    CHECK(std::abs(t.m[2] - t.pixels.region_x) <= 0.5 + 1e-9);
+    CHECK(std::abs(t.m[5] - t.pixels.region_y) <= 0.5 + 1e-9);
+    CHECK(std::abs(t.m[0] * 120 + t.m[2] - (t.pixels.region_x + t.pixels.region_w)) <= 1.0 + 1e-9);
+    CHECK(std::abs(t.m[4] * 90 + t.m[5] - (t.pixels.region_y + t.pixels.region_h)) <= 1.0 + 1e-9);
+    ++checked;
+  }
+  CHECK(checked > 20);
+  const FrameTransform flipped = [] {
+    for (int frame = 0;; ++frame) {
+      const FrameTransform t = make_transform(90, 120, 64, 96, Augmentation::kDlc, 5, 2, frame, true);
+      if (t.flipped && t.pixels.region_w > 0 && std::abs(std::atan2(t.m[3], t.m[4])) < 1e-12) return t;
+    }
+  }();
+  // x -> 96 - x: the region's left edge is where the stored frame's right edge lands.
+  CHECK(std::abs(flipped.m[0] * 120 + flipped.m[2] - flipped.pixels.region_x) <= 1.0 + 1e-9);
+
+  // Dropout and equalization inside a region: outside it every pixel is as it was, and
+  // inside the result is the steps on the region alone.
+  const int h = 40, w = 50;
+  PixelAugment plan;
+  plan.dropout = true;
+  plan.dropout_seed = 3;
+  plan.equalize = true;
+  plan.region_x = 7, plan.region_y = 5, plan.region_w = 30, plan.region_h = 20;
+  Image img = noise_image(h, w, 1, 11);
+  for (auto& v : img) v = static_cast<std::uint8_t>(100 + v / 8);  // low contrast
+  Image region(static_cast<size_t>(30) * 20);
+  for (int y = 0; y < 20; ++y)
+    for (int x = 0; x < 30; ++x) region[static_cast<size_t>(y) * 30 + x] = img[static_cast<size_t>(y + 5) * w + x + 7];
+  const Image before = img;
+  PixelAugmenter(plan, h, w, 1).apply(img.data());
+  PixelAugment alone = plan;
+  alone.region_x = alone.region_y = alone.region_w = alone.region_h = 0;
+  PixelAugmenter(alone, 20, 30, 1).apply(region.data());
+  for (int y = 0; y < h; ++y)
+    for (int x = 0; x < w; ++x) {
+      const bool inside = x >= 7 && x < 37 && y >= 5 && y < 25;
+      const auto v = img[static_cast<size_t>(y) * w + x];
+      if (inside) CHECK(v == region[static_cast<size_t>(y - 5) * 30 + x - 7]);
+      else CHECK(v == before[static_cast<size_t>(y) * w + x]);
+    }
+  // Elastic keypoints: moved in the region's coordinates; one outside it is left alone.
+  PixelAugment elastic;
+  elastic.elastic = true;
+  elastic.elastic_alpha = 8;
+  elastic.elastic_seed = 4;
+  elastic.region_x = 10, elastic.region_y = 8, elastic.region_w = 30, elastic.region_h = 24;
+  PixelAugment elastic_alone = elastic;
+  elastic_alone.region_x = elastic_alone.region_y = elastic_alone.region_w = elastic_alone.region_h = 0;
+  float kp[4] = {25.5f, 20.25f, 3.f, 3.f}, local[2] = {15.5f, 12.25f};
+  PixelAugmenter(elastic, h, w, 1).move_keypoints(kp, 2);
+  PixelAugmenter(elastic_alone, 24, 30, 1).move_keypoints(local, 1);
+  CHECK(kp[0] == Approx(local[0] + 10));
+  CHECK(kp[1] == Approx(local[1] + 8));
+  CHECK(kp[2] == 3.f);
+  CHECK(kp[3] == 3.f);
+}
+
 TEST_CASE("coarse dropout per channel drops channels independently, otherwise together", "[data]") {
   const int h = 40, w = 40;
   PixelAugment plan;
