@@ -227,6 +227,22 @@ void Watchdog::check_peers(const std::string& what) {
 
 void Watchdog::fire(const std::string& what) const { abort_job(report(what)); }
 
+void Watchdog::fire_exited(const std::string& what, const std::vector<int>& exited) const {
+  std::string who;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    who = who_;
+  }
+  std::ostringstream os;
+  os << "error: [" << who << "] " << what << " cannot complete: ";
+  for (std::size_t i = 0; i < exited.size(); ++i) os << (i ? "; " : "") << heartbeats_.describe(exited[i]);
+  os << " (" << (exited.size() == 1 ? "that rank is" : "those ranks are")
+     << " gone), and MPI did not return from the transfer it was in\n"
+     << "hint: find out why that rank ended (its own error above, the out-of-memory killer: dmesg, the batch "
+        "system's log), then continue from the last checkpoint with --resume auto\n";
+  abort_job(os.str());
+}
+
 void Watchdog::kill_spawned_copies() const {
   bool parent = false;
   {
@@ -299,6 +315,23 @@ void Watchdog::loop() {
       const std::string what = backstop_;
       lock.unlock();
       fire(what);
+    }
+    if (backstop_.empty() || !beating_) {
+      peer_exited_since_ = {};
+    } else if (now >= next_exit_check_) {
+      next_exit_check_ = now + seconds(0.25);
+      lock.unlock();
+      const std::vector<int> exited = heartbeats_.exited_ranks();
+      lock.lock();
+      if (exited.empty()) {
+        peer_exited_since_ = {};
+      } else if (peer_exited_since_ == Clock::time_point{}) {
+        peer_exited_since_ = now;
+      } else if (now - peer_exited_since_ > seconds(kExitedPeerGrace) && !backstop_.empty()) {
+        const std::string what = backstop_;
+        lock.unlock();
+        fire_exited(what, exited);
+      }
     }
   }
 }

@@ -18,7 +18,8 @@
 #include <condition_variable>  // std::condition_variable
 #include <mutex>               // std::mutex
 #include <optional>            // std::optional
-#include <string>              // std::string
+#include <string>
+#include <vector>              // std::string
 #include <thread>              // std::thread
 
 #include "runtime/debug_stop.hpp"  // DebugStop
@@ -54,11 +55,14 @@ class Watchdog {
   // Arms the deadline for `what` until the returned Stage ends.
   [[nodiscard]] Stage stage(std::string what);
 
+  static constexpr double kExitedPeerGrace = 3.0;  // seconds; see backstop()
   // A backstop for a wait that enforces its own deadline but may be stuck inside MPI
   // where it cannot look at the clock: with Open MPI's TCP transport, a peer killed
   // mid-collective can leave MPI_Test spinning in the progress engine on the reset
   // connection. Unless the returned guard ends first, the watchdog reports `what` at
-  // `deadline` and ends the job. One at a time (the communicator thread's collective);
+  // `deadline` and ends the job; sooner, kExitedPeerGrace after it sees a rank on this
+  // host exited (/proc), since then the collective cannot end and a wait that checks
+  // for that itself has had its chance to say so first. One at a time (the communicator thread's collective);
   // const because the watchdog is a monitor every layer may hold read-only.
   class Backstop {
    public:
@@ -119,6 +123,8 @@ class Watchdog {
  private:
   void loop();
   [[noreturn]] void fire(const std::string& what) const;
+  // The backstop's early end: ranks on this host exited while `what` was in MPI.
+  [[noreturn]] void fire_exited(const std::string& what, const std::vector<int>& exited) const;
   void kill_spawned_copies() const;
 
   const double timeout_s_;
@@ -136,6 +142,9 @@ class Watchdog {
   std::chrono::steady_clock::time_point deadline_;
   mutable std::string backstop_;  // empty: disarmed (Backstop)
   mutable std::chrono::steady_clock::time_point backstop_deadline_;
+  // While a backstop is armed: when a peer on this host was first seen exited (zero:
+  // none seen), and when to look again (a /proc read per local peer).
+  std::chrono::steady_clock::time_point peer_exited_since_{}, next_exit_check_{};
   MPI_Comm abort_comm_ = MPI_COMM_NULL;
   bool mpi_up_ = false;
   bool beating_ = false;
