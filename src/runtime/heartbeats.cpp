@@ -45,7 +45,8 @@ std::string local_process_state(long pid) {
 Heartbeats::~Heartbeats() { stop(); }
 
 void Heartbeats::start(MPI_Comm comm) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> mpi_lock(mpi_mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);  // nothing beats or reads yet
   comm_ = comm;
   MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
   MPI_CHECK(MPI_Comm_size(comm_, &size_));
@@ -83,39 +84,53 @@ void Heartbeats::reap_sends() {
 }
 
 void Heartbeats::beat() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (comm_ == MPI_COMM_NULL || size_ == 1) return;
-  const auto now = std::chrono::steady_clock::now();
-  peers_[rank_].last = now;
+  std::lock_guard<std::mutex> mpi_lock(mpi_mutex_);
+  MPI_Comm comm = MPI_COMM_NULL;
+  Message message;
+  std::chrono::steady_clock::time_point now;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (comm_ == MPI_COMM_NULL || size_ == 1) return;
+    now = std::chrono::steady_clock::now();
+    peers_[rank_].last = now;
+    mine_.count = ++sent_;
+    message = mine_;
+    comm = comm_;
+  }
   reap_sends();
-  mine_.count = ++sent_;
   for (int peer = 0; peer < size_; ++peer) {
     // Sends to a stopped peer stay unfinished once its socket buffers are full: cap them.
     if (peer == rank_ || sends_[peer].size() >= 16) continue;
-    sends_[peer].push_back(PendingSend{mine_, MPI_REQUEST_NULL});
+    sends_[peer].push_back(PendingSend{message, MPI_REQUEST_NULL});
     PendingSend& send = sends_[peer].back();
     // A failed send (the peer is gone) shows up as silence in silent_ranks(); not an error here.
-    MPI_Isend(&send.message, sizeof(Message), MPI_BYTE, peer, kHeartbeatTag, comm_, &send.request);
+    MPI_Isend(&send.message, sizeof(Message), MPI_BYTE, peer, kHeartbeatTag, comm, &send.request);
   }
   for (int peer = 0; peer < size_; ++peer) {
     if (peer == rank_ || recv_req_[peer] == MPI_REQUEST_NULL) continue;
     for (;;) {  // one peer's heartbeats arrive in order; take all that are there
       int flag = 0;
       if (MPI_Test(&recv_req_[peer], &flag, MPI_STATUS_IGNORE) != MPI_SUCCESS || !flag) break;
-      PeerBeat& p = peers_[peer];
-      inbox_[peer].host[sizeof inbox_[peer].host - 1] = '\0';
-      p.host = inbox_[peer].host;
-      p.pid = inbox_[peer].pid;
-      p.count += 1;
-      p.last = now;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        PeerBeat& p = peers_[peer];
+        inbox_[peer].host[sizeof inbox_[peer].host - 1] = '\0';
+        p.host = inbox_[peer].host;
+        p.pid = inbox_[peer].pid;
+        p.count += 1;
+        p.last = now;
+      }
       if (MPI_Start(&recv_req_[peer]) != MPI_SUCCESS) break;
     }
   }
 }
 
 void Heartbeats::stop() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (comm_ == MPI_COMM_NULL) return;
+  std::lock_guard<std::mutex> mpi_lock(mpi_mutex_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (comm_ == MPI_COMM_NULL) return;
+  }
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) {
@@ -140,6 +155,7 @@ void Heartbeats::stop() {
   }
   recv_req_.clear();
   sends_.clear();
+  std::lock_guard<std::mutex> lock(mutex_);
   comm_ = MPI_COMM_NULL;
 }
 

@@ -73,7 +73,13 @@ class Heartbeats {
   };
   void reap_sends();
 
-  mutable std::mutex mutex_;  // guards peers_ and the state readers see
+  // mutex_ guards peers_ and the state readers see, and is never held across an MPI
+  // call: with Open MPI's TCP transport a send to a killed peer can stay inside MPI
+  // (writev on a reset connection), and the readers (the watchdog's /proc checks, the
+  // collectives' exited-peer test, the abort's report) must still answer then.
+  // mpi_mutex_ serializes beat() and stop(), which own the MPI state below.
+  mutable std::mutex mutex_;
+  std::mutex mpi_mutex_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;

@@ -56,7 +56,8 @@ Watchdog::Watchdog(double timeout_s, const Env& env)
       env_(env),
       who_(launcher_rank_label(env)),
       rank_(launcher_rank(env)),
-      thread_([this] { loop(); }) {}
+      thread_([this] { loop(); }),
+      beat_thread_([this] { beat_loop(); }) {}
 
 void Watchdog::debug_stop_point(const std::string& where) const {
   int rank = -1;
@@ -74,6 +75,7 @@ Watchdog::~Watchdog() {
   }
   wake_.notify_all();
   thread_.join();
+  beat_thread_.join();
 }
 
 double Watchdog::silent_after_s() const { return std::max(5.0 * beat_period_s_, 1.0); }
@@ -286,9 +288,19 @@ void Watchdog::abort_job(const std::string& text) const {
   std::_Exit(kExitFailure);
 }
 
+void Watchdog::beat_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    wake_.wait_for(lock, seconds(beat_period_s_), [&] { return stopping_; });
+    if (stopping_ || !beating_) continue;
+    lock.unlock();
+    heartbeats_.beat();  // may stay inside MPI for good when a peer died: loop() goes on
+    lock.lock();
+  }
+}
+
 void Watchdog::loop() {
   const auto tick = std::min(seconds(beat_period_s_), seconds(0.05));
-  auto next_beat = Clock::now();
   auto last_tick = Clock::now();
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
@@ -300,12 +312,6 @@ void Watchdog::loop() {
     const double gap = std::chrono::duration<double>(now - last_tick).count();
     if (gap > silent_after_s()) suspended_s_ = gap;
     last_tick = now;
-    if (beating_ && now >= next_beat) {
-      lock.unlock();
-      heartbeats_.beat();
-      lock.lock();
-      next_beat = now + seconds(beat_period_s_);
-    }
     if (timeout_s_ > 0 && !stage_.empty() && now > deadline_) {
       const std::string what = stage_;
       lock.unlock();

@@ -122,6 +122,7 @@ class Watchdog {
 
  private:
   void loop();
+  void beat_loop();  // beat_thread_
   [[noreturn]] void fire(const std::string& what) const;
   // The backstop's early end: ranks on this host exited while `what` was in MPI.
   [[noreturn]] void fire_exited(const std::string& what, const std::vector<int>& exited) const;
@@ -151,7 +152,8 @@ class Watchdog {
   int spawning_ = 0;  // copies of this process being spawned (--nprocs), until MPI is up
   bool spawned_copies_ = false;  // this process started the others (--nprocs): it ends them too
   bool stopping_ = false;
-  std::thread thread_;  // last member: started after the rest is ready
+  std::thread thread_;       // the deadlines and /proc checks; never calls MPI but MPI_Abort
+  std::thread beat_thread_;  // heartbeats, apart: a send can stay inside MPI (a dead peer)
 };
 
 // A stage of `dog`, or nothing when there is no watchdog (hypothetical worlds, tests).
