@@ -423,47 +423,27 @@ KeyBuilder optional_real(const char* section, const char* name, Field<S, double>
   return b;
 }
 
-// A real number in [min, max], or `auto` (the default, stored empty): the layer that
-// implements the choice fills in its own default.
+// A real number in [min, max] ((min, max] when `min_open`), or `word` stored empty for
+// the layer that reads it to decide: "auto" (the layer's own default), or "null"
+// (lightning-pose's None; an empty value, none and ~ read as null too).
 template <class S>
-KeyBuilder real_or_auto(const char* section, const char* name, Field<S, std::optional<double>> f, double min,
-                        double max, const char* meaning) {
-  KeyBuilder b = make(section, name, "REAL/auto", meaning);
-  b.key.set = [f, min, max](Config& c, const std::string& text) {
+KeyBuilder real_or_word(const char* section, const char* name, Field<S, std::optional<double>> f, double min,
+                        bool min_open, double max, const std::string& word, const char* meaning) {
+  KeyBuilder b = make(section, name, word == "null" ? "REAL/null" : "REAL/auto", meaning);
+  b.key.set = [f, min, min_open, max, word](Config& c, const std::string& text) {
     const std::string t = lower(unquote(trim(text)));
-    if (t == "auto") {
-      f(c).reset();
-      return;
-    }
-    const double v = parse_real(t);
-    if (v < min || v > max)
-      throw BadValue("a number >= " + format_real(min) + " and <= " + format_real(max) + ", or auto, got " + t);
-    f(c) = v;
-  };
-  b.key.get = [f](const Config& c) { return f(c) ? format_real(*f(c)) : std::string("auto"); };
-  return b;
-}
-
-// A real number in [min, max], or null (stored empty) for the layer that reads it to
-// decide, as lightning-pose passes its null on as None.
-template <class S>
-KeyBuilder real_or_null(const char* section, const char* name, Field<S, std::optional<double>> f, double min,
-                        bool min_open, double max, const char* meaning) {
-  KeyBuilder b = make(section, name, "REAL/null", meaning);
-  b.key.set = [f, min, min_open, max](Config& c, const std::string& text) {
-    const std::string t = lower(unquote(trim(text)));
-    if (t.empty() || t == "null" || t == "none" || t == "~") {
+    if (t == word || (word == "null" && (t.empty() || t == "none" || t == "~"))) {
       f(c).reset();
       return;
     }
     const double v = parse_real(t);
     if ((min_open ? v <= min : v < min) || v > max)
       throw BadValue("a number " + std::string(min_open ? "> " : ">= ") + format_real(min) + " and <= " +
-                     format_real(max) + ", or null, got " + t);
+                     format_real(max) + ", or " + word + ", got " + t);
     f(c) = v;
   };
-  b.key.get = [f](const Config& c) { return f(c) ? format_real(*f(c)) : std::string("null"); };
-  b.key.null_means = "null";
+  b.key.get = [f, word](const Config& c) { return f(c) ? format_real(*f(c)) : word; };
+  if (word == "null") b.key.null_means = "null";
   return b;
 }
 
@@ -590,7 +570,7 @@ std::vector<ConfigKey> build_table() {
       real("training", "train_prob", field(T, &TC::train_prob), 0.0, true, 1.0,
            "fraction of labeled frames used for training")
           .lp("training.train_prob"),
-      real_or_null("training", "val_prob", field(T, &TC::val_prob), 0.0, true, 1.0,
+      real_or_word("training", "val_prob", field(T, &TC::val_prob), 0.0, true, 1.0, "null",
                    "fraction used for validation; the rest (1 - train - val) is the test set; null: half of "
                    "1 - train_prob (rounded to 5 decimals), the other half the test set, as lightning-pose")
           .lp("training.val_prob"),
@@ -609,7 +589,7 @@ std::vector<ConfigKey> build_table() {
       real("training", "learning_rate", field(T, &TC::learning_rate), 0.0, true, 10.0,
            "base learning rate (before lr_scaling)")
           .lp("training.optimizer_params.learning_rate").alias("optimizer_params.learning_rate"),
-      real_or_auto("training", "weight_decay", field(T, &TC::weight_decay), 0.0, 1.0,
+      real_or_word("training", "weight_decay", field(T, &TC::weight_decay), 0.0, false, 1.0, "auto",
                    "AdamW's decoupled weight decay; auto: torch's AdamW default, 0.01, what lightning-pose's "
                    "AdamW trains with (Adam takes no weight decay)"),
       int_list("training", "lr_scheduler_milestones", field(T, &TC::lr_scheduler_milestones), 1,
