@@ -163,16 +163,27 @@ void transform_keypoints(const FrameTransform& t, const float* in, float* out, i
   }
 }
 
-void warp_image(const FrameTransform& t, const std::uint8_t* src, int h, int w, int c, std::uint8_t* dst, int dst_h,
-                int dst_w) {
-  const int type = c == 1 ? CV_8UC1 : CV_8UC3;
-  const cv::Mat in(h, w, type, const_cast<std::uint8_t*>(src));
-  cv::Mat out(dst_h, dst_w, type, dst);
-  // Pixel-index form of the continuous map: idx' = M (idx + 0.5) - 0.5.
+namespace {
+// cv::warpAffine's pixel-index form of the continuous map: idx' = M (idx + 0.5) - 0.5.
+void warp_mat(const FrameTransform& t, const cv::Mat& in, cv::Mat& out) {
   const double m[6] = {t.m[0], t.m[1], t.m[2] + 0.5 * (t.m[0] + t.m[1]) - 0.5,
                        t.m[3], t.m[4], t.m[5] + 0.5 * (t.m[3] + t.m[4]) - 0.5};
   const cv::Mat matrix(2, 3, CV_64F, const_cast<double*>(m));
-  cv::warpAffine(in, out, matrix, cv::Size(dst_w, dst_h), cv::INTER_LINEAR, cv::BORDER_CONSTANT, cv::Scalar::all(0));
+  cv::warpAffine(in, out, matrix, out.size(), cv::INTER_LINEAR, cv::BORDER_CONSTANT, cv::Scalar::all(0));
+}
+}  // namespace
+
+void warp_image(const FrameTransform& t, const std::uint8_t* src, int h, int w, int c, std::uint8_t* dst, int dst_h,
+                int dst_w) {
+  const int type = c == 1 ? CV_8UC1 : CV_8UC3;
+  cv::Mat out(dst_h, dst_w, type, dst);
+  warp_mat(t, cv::Mat(h, w, type, const_cast<std::uint8_t*>(src)), out);
+}
+
+void warp_image(const FrameTransform& t, const float* src, int h, int w, int c, float* dst, int dst_h, int dst_w) {
+  const int type = c == 1 ? CV_32FC1 : CV_32FC3;
+  cv::Mat out(dst_h, dst_w, type, dst);
+  warp_mat(t, cv::Mat(h, w, type, const_cast<float*>(src)), out);
 }
 
 void normalize_to_planes(const FrameTransform& t, const std::uint8_t* img, int h, int w, int c, float* out) {

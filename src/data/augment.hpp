@@ -77,6 +77,8 @@ void transform_keypoints(const FrameTransform& t, const float* in, float* out, i
 // Warps a H*W*C uint8 image (C = 1 or 3) into dst (dst_h*dst_w*C), bilinear, black border.
 void warp_image(const FrameTransform& t, const std::uint8_t* src, int h, int w, int c, std::uint8_t* dst, int dst_h,
                 int dst_w);
+// The same on H*W*C floats (video frames, which lightning-pose's DALI pipeline keeps as floats).
+void warp_image(const FrameTransform& t, const float* src, int h, int w, int c, float* dst, int dst_h, int dst_w);
 
 // Writes 3 float planes [3, h, w] (grayscale replicated), brightness/contrast then
 // ImageNet normalization, through a 256-entry table per channel.

@@ -1,6 +1,6 @@
 #include "data/unlabeled_augment.hpp"
 
-#include <algorithm>  // std::clamp
+#include <algorithm>  // std::max
 #include <cmath>      // std::cos, std::sin, std::sqrt
 
 #include "data/rng.hpp"  // KeyedRng, RngPurpose
@@ -11,8 +11,7 @@ bool augments_unlabeled_frames(Augmentation imgaug) {
   return imgaug == Augmentation::kDlc || imgaug == Augmentation::kDlcTopDown;
 }
 
-UnlabeledAugment draw_unlabeled_augment(int src_h, int src_w, int dst_h, int dst_w, std::uint64_t seed, int epoch,
-                                        long step) {
+UnlabeledAugment draw_unlabeled_augment(int dst_h, int dst_w, std::uint64_t seed, int epoch, long step) {
   KeyedRng rng(seed, static_cast<std::uint64_t>(RngPurpose::kUnlabeledAugment), static_cast<std::uint64_t>(epoch),
                static_cast<std::uint64_t>(step));
   const double angle = rng.uniform(-10.0, 10.0) * 3.141592653589793 / 180.0;
@@ -22,21 +21,17 @@ UnlabeledAugment draw_unlabeled_augment(int src_h, int src_w, int dst_h, int dst
   a.shot_noise = rng.uniform(0.0, 10.0);
   a.gain = static_cast<float>(brightness * contrast);
   a.offset = static_cast<float>(brightness * 0.5 * (1.0 - contrast));
-  // G = T(c) S(kx, ky) R(angle) T(-c) in network pixels, after the resize D.
+  // G = T(c) S(kx, ky) R(angle) T(-c) in network pixels, on the resized frame.
   const double cx = dst_w / 2.0, cy = dst_h / 2.0, cs = std::cos(angle), sn = std::sin(angle);
   const double g00 = kx * cs, g01 = -kx * sn, g10 = ky * sn, g11 = ky * cs;
   const double g02 = cx - (g00 * cx + g01 * cy), g12 = cy - (g10 * cx + g11 * cy);
-  const FrameTransform resize = make_transform(src_h, src_w, dst_h, dst_w, Augmentation::kNone, 0, 0, 0);
-  a.transform = resize;
-  double* m = a.transform.m;
-  // G * D, D = the un-augmented resize of make_transform.
-  const double d[6] = {resize.m[0], resize.m[1], resize.m[2], resize.m[3], resize.m[4], resize.m[5]};
-  m[0] = g00 * d[0] + g01 * d[3];
-  m[1] = g00 * d[1] + g01 * d[4];
-  m[2] = g00 * d[2] + g01 * d[5] + g02;
-  m[3] = g10 * d[0] + g11 * d[3];
-  m[4] = g10 * d[1] + g11 * d[4];
-  m[5] = g10 * d[2] + g11 * d[5] + g12;
+  double* m = a.on_resized.m;
+  m[0] = g00;
+  m[1] = g01;
+  m[2] = g02;
+  m[3] = g10;
+  m[4] = g11;
+  m[5] = g12;
   // unwarp = G^-1.
   const double det = g00 * g11 - g01 * g10;
   const double i00 = g11 / det, i01 = -g01 / det, i10 = -g10 / det, i11 = g00 / det;
@@ -49,25 +44,15 @@ UnlabeledAugment draw_unlabeled_augment(int src_h, int src_w, int dst_h, int dst
   return a;
 }
 
-void apply_unlabeled_photometrics(const UnlabeledAugment& a, std::uint8_t* image, std::size_t n, std::uint64_t seed,
+void apply_unlabeled_photometrics(const UnlabeledAugment& a, float* image, std::size_t n, std::uint64_t seed,
                                   int epoch, long step, long frame) {
-  // Per grey level: the brightness/contrast result, and the noise's standard
-  // deviation sqrt(v * factor) in units of the uniform sum below (tables, so that
-  // a pixel costs one random draw and a few float operations).
-  float level[256], spread[256];
+  for (std::size_t i = 0; i < n; ++i) image[i] = a.gain * image[i] + a.offset;
+  if (a.shot_noise <= 0.0) return;
   // A sum of four 16-bit uniforms, centred and scaled to unit variance: close enough
-  // to normal for noise.
+  // to normal for noise (Poisson(v / f) f has mean v and variance v f).
   constexpr float kCentre = 2.0f * 65535.0f;
-  const double unit = 1.0 / (65536.0 * std::sqrt(4.0 / 12.0));
-  for (int v = 0; v < 256; ++v) {
-    const double adjusted = std::clamp(a.gain * static_cast<double>(v) + a.offset, 0.0, 255.0);
-    level[v] = static_cast<float>(adjusted);
-    spread[v] = static_cast<float>(std::sqrt(adjusted * a.shot_noise) * unit);
-  }
-  if (a.shot_noise <= 0.0) {
-    for (std::size_t i = 0; i < n; ++i) image[i] = static_cast<std::uint8_t>(level[image[i]] + 0.5f);
-    return;
-  }
+  const float unit = static_cast<float>(1.0 / (65536.0 * std::sqrt(4.0 / 12.0)));
+  const float factor = static_cast<float>(a.shot_noise);
   // (epoch, step) share one key word: both stay far below 2^32.
   KeyedRng rng(seed, static_cast<std::uint64_t>(RngPurpose::kUnlabeledNoise),
                (static_cast<std::uint64_t>(epoch) << 32) | static_cast<std::uint32_t>(step),
@@ -75,8 +60,8 @@ void apply_unlabeled_photometrics(const UnlabeledAugment& a, std::uint8_t* image
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint64_t r = rng.next_u64();
     const float sum = static_cast<float>((r & 0xFFFF) + ((r >> 16) & 0xFFFF) + ((r >> 32) & 0xFFFF) + (r >> 48));
-    const float v = level[image[i]] + spread[image[i]] * (sum - kCentre);
-    image[i] = static_cast<std::uint8_t>(std::clamp(v, 0.0f, 255.0f) + 0.5f);
+    const float v = image[i];
+    image[i] = v + std::sqrt(std::max(v, 0.0f) * factor) * unit * (sum - kCentre);
   }
 }
 

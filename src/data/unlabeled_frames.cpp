@@ -10,8 +10,9 @@
 
 #include "data/context.hpp"       // kContextFrames, kHalfContext
 #include "data/rng.hpp"           // KeyedRng, RngPurpose
-#include "data/unlabeled_augment.hpp"  // draw_unlabeled_augment, apply_unlabeled_photometrics
-#include "data/video_reader.hpp"  // VideoReader, frame_to_network_input
+#include "data/unlabeled_augment.hpp"  // draw_unlabeled_augment
+#include "data/video_frame_input.hpp"  // VideoFrameInput
+#include "data/video_reader.hpp"  // VideoReader
 #include "util/error.hpp"         // UserError, SystemError
 
 namespace trainer::data {
@@ -174,7 +175,8 @@ void UnlabeledFrames::worker_main() {
   // worker would hold V x W FFmpeg contexts (threads, buffers) on every rank.
   std::unique_ptr<VideoReader> reader;
   int reader_video = -1;
-  std::vector<std::uint8_t> raw, scratch;
+  std::vector<std::uint8_t> raw;
+  VideoFrameInput input;
   std::vector<long> order, run_ends;
   int order_epoch = -1;
   const long num_slots = static_cast<long>(slots_.size());
@@ -227,7 +229,7 @@ void UnlabeledFrames::worker_main() {
           reader = std::make_unique<VideoReader>(options_.videos[static_cast<std::size_t>(w.video)]);
           reader_video = w.video;
         }
-        decode(*reader, w, epoch, step, slot, raw, scratch);
+        decode(*reader, w, epoch, step, slot, raw, input);
       } catch (...) {
         std::lock_guard<std::mutex> lock(mutex_);
         slot.busy = false;
@@ -252,8 +254,7 @@ void UnlabeledFrames::worker_main() {
 }
 
 void UnlabeledFrames::decode(VideoReader& reader, const UnlabeledWindow& w, int epoch, long step, Slot& slot,
-                             std::vector<std::uint8_t>& raw,
-                             std::vector<std::uint8_t>& scratch) {
+                             std::vector<std::uint8_t>& raw, VideoFrameInput& input) {
   const auto v = static_cast<std::size_t>(w.video);
   const long first = w.first + static_cast<long>(options_.rank) * rows_;
   const int frame_h = frame_heights_[v], frame_w = frame_widths_[v];
@@ -262,23 +263,17 @@ void UnlabeledFrames::decode(VideoReader& reader, const UnlabeledWindow& w, int 
   float* decoded = slot.memory;
   const bool augment = augments_unlabeled_frames(options_.imgaug);
   UnlabeledAugment a;
-  if (augment) a = draw_unlabeled_augment(frame_h, frame_w, options_.height, options_.width, options_.seed, epoch, step);
-  const std::size_t pixels = static_cast<std::size_t>(options_.height) * options_.width * options_.channels;
+  if (augment) a = draw_unlabeled_augment(options_.height, options_.width, options_.seed, epoch, step);
   for (int i = 0; i < options_.frames_per_rank; ++i) {
     reader.read(first + i, options_.channels, raw);
     float* out = decoded + static_cast<std::size_t>(i) * frame_floats_;
     if (!augment) {
-      frame_to_network_input(raw.data(), frame_h, frame_w, options_.channels, options_.height, options_.width, scratch,
-                             out);
+      input.plain(raw.data(), frame_h, frame_w, options_.channels, options_.height, options_.width, out);
       continue;
     }
-    scratch.resize(pixels);
-    warp_image(a.transform, raw.data(), frame_h, frame_w, options_.channels, scratch.data(), options_.height,
-               options_.width);
     // Noise keyed by the frame's place in the whole sequence, so ranks split it alike.
-    apply_unlabeled_photometrics(a, scratch.data(), pixels, options_.seed, epoch, step,
-                                 static_cast<long>(options_.rank) * rows_ + i);
-    normalize_to_planes(FrameTransform{}, scratch.data(), options_.height, options_.width, options_.channels, out);
+    input.augmented(raw.data(), frame_h, frame_w, options_.channels, options_.height, options_.width, a, options_.seed,
+                    epoch, step, static_cast<long>(options_.rank) * rows_ + i, out);
   }
   Batch& b = slot.batch;
   const auto n = static_cast<std::size_t>(rows_);

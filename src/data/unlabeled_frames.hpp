@@ -26,9 +26,9 @@
 // are the window's frames 2 .. G * R + 1 once each, as on one GPU with B = G * R + 4.
 //
 // Decoding runs on worker threads ahead of the training loop, each worker a whole
-// run at a time with its own decoders (one seek per run); frames are resized and normalized exactly as the
-// loader does for un-augmented labelled frames (frame_to_network_input), after lightning-pose's unlabelled
-// augmentation when imgaug asks for it (Batch::keypoint_unwarp then maps the predictions back).
+// run at a time with its own decoders (one seek per run); frames are resized, augmented when imgaug asks
+// for it, and normalized as lightning-pose's DALI pipeline does (data/video_frame_input.hpp;
+// Batch::keypoint_unwarp then maps the predictions back).
 //
 //   UnlabeledFrames frames(options);
 //   frames.start_epoch(epoch, first_step);
@@ -108,8 +108,7 @@ class UnlabeledFrames {
   void worker_main();
   void shut_down() noexcept;  // stops and joins the workers, frees the slots
   void decode(class VideoReader& reader, const UnlabeledWindow& w, int epoch, long step, Slot& slot,
-              std::vector<std::uint8_t>& raw,
-              std::vector<std::uint8_t>& scratch);
+              std::vector<std::uint8_t>& raw, class VideoFrameInput& input);
 
   UnlabeledOptions options_;
   int sequence_ = 0;

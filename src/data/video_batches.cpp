@@ -8,7 +8,8 @@
 #include <cstring>    // std::memcpy
 
 #include "data/context.hpp"       // kContextFrames, kHalfContext
-#include "data/video_reader.hpp"  // VideoReader, frame_to_network_input
+#include "data/video_frame_input.hpp"  // VideoFrameInput
+#include "data/video_reader.hpp"       // VideoReader
 #include "util/error.hpp"         // UserError, SystemError
 
 namespace trainer::data {
@@ -77,7 +78,8 @@ VideoBatches::~VideoBatches() {
 
 void VideoBatches::worker_main() {
   std::unique_ptr<VideoReader> reader;  // opened on the first chunk, kept: sequential chunks then need no seek
-  std::vector<std::uint8_t> raw, scratch;
+  std::vector<std::uint8_t> raw;
+  VideoFrameInput input;
   const long num_slots = static_cast<long>(slots_.size());
   for (;;) {
     long chunk = 0;
@@ -93,7 +95,7 @@ void VideoBatches::worker_main() {
         reader = std::make_unique<VideoReader>(path_);
         reader->trust_frame_count(video_frames_);
       }
-      decode_chunk(*reader, slot, chunk, raw, scratch);
+      decode_chunk(*reader, slot, chunk, raw, input);
     } catch (...) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (!error_) error_ = std::current_exception();
@@ -111,7 +113,7 @@ void VideoBatches::worker_main() {
 }
 
 void VideoBatches::decode_chunk(VideoReader& reader, Slot& slot, long chunk, std::vector<std::uint8_t>& raw,
-                                std::vector<std::uint8_t>& scratch) {
+                                VideoFrameInput& input) {
   const long s = begin_ + chunk * chunk_frames_;
   const long e = std::min(end_, s + chunk_frames_);
   const long first = options_.context ? std::max(0L, s - kHalfContext) : s;
@@ -120,7 +122,7 @@ void VideoBatches::decode_chunk(VideoReader& reader, Slot& slot, long chunk, std
   float* out = static_cast<float*>(slot.memory);
   for (long f = first; f < last; ++f) {
     reader.read(f, options_.channels, raw);
-    frame_to_network_input(raw.data(), frame_h_, frame_w_, options_.channels, options_.height, options_.width, scratch,
+    input.plain(raw.data(), frame_h_, frame_w_, options_.channels, options_.height, options_.width,
                            out + static_cast<std::size_t>(f - first) * frame_floats_);
   }
 }

@@ -4,8 +4,8 @@
 //
 // The frames [begin, end) of one video are cut into chunks of whole batches; each
 // worker decodes a chunk sequentially with its own VideoReader (one seek per
-// chunk), resizes and normalizes every frame exactly as the loader does for
-// un-augmented labelled frames (frame_to_network_input), into a chunk slot. The
+// chunk), resizes and normalizes every frame as lightning-pose's DALI pipeline does
+// (VideoFrameInput::plain), into a chunk slot. The
 // consumer gets the batches in frame order. With `context` (heatmap_mhcrnn) row t
 // holds frames t-2 .. t+2 of the video, clamped to its first and last frame, and a
 // batch of R rows is one sequence of its R + 4 frames (Batch::sliding_context: the
@@ -67,7 +67,7 @@ class VideoBatches {
   struct Slot;
   void worker_main();
   void decode_chunk(class VideoReader& reader, Slot& slot, long chunk, std::vector<std::uint8_t>& raw,
-                    std::vector<std::uint8_t>& scratch);
+                    class VideoFrameInput& input);
 
   std::string path_;
   VideoBatchOptions options_;

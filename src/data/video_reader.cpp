@@ -10,7 +10,6 @@
 #include <filesystem> // directory_iterator
 #include <opencv2/imgproc.hpp>  // cv::cvtColor
 
-#include "data/augment.hpp"       // make_transform, warp_image, normalize_to_planes
 #include "data/media_loader.hpp"  // media_api: the decoder lives in the media module
 #include "util/error.hpp"         // UserError
 
@@ -172,15 +171,6 @@ std::vector<long> keyframe_positions(const std::string& path) {
   for (long packet = 0; packets->grab(); ++packet)
     if (packets->packet_is_keyframe()) keyframes.push_back(packet);
   return keyframes;
-}
-
-void frame_to_network_input(const std::uint8_t* frame, int h, int w, int c, int out_h, int out_w,
-                            std::vector<std::uint8_t>& scratch, float* out) {
-  // The loader's un-augmented path (Augmentation::kNone: the transform draws nothing).
-  const FrameTransform t = make_transform(h, w, out_h, out_w, Augmentation::kNone, 0, 0, 0);
-  scratch.resize(static_cast<std::size_t>(out_h) * out_w * c);
-  warp_image(t, frame, h, w, c, scratch.data(), out_h, out_w);
-  normalize_to_planes(t, scratch.data(), out_h, out_w, c, out);
 }
 
 }  // namespace trainer::data

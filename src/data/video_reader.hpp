@@ -75,11 +75,4 @@ class VideoReader {
 // regardless). Empty when the container does not say.
 std::vector<long> keyframe_positions(const std::string& path);
 
-// Turns a decoded frame (h x w x c bytes, c = 1 or 3) into the network input exactly
-// as the loader does for un-augmented labelled frames: resize to out_h x out_w
-// (warp_image, same geometry) and ImageNet normalization into 3 float planes.
-// `scratch` is reused between calls.
-void frame_to_network_input(const std::uint8_t* frame, int h, int w, int c, int out_h, int out_w,
-                            std::vector<std::uint8_t>& scratch, float* out);
-
 }  // namespace trainer::data

@@ -107,8 +107,15 @@ expect_fail 2 "^error: predict: --batch_size 3 is below the 5 frames a heatmap_m
   "$TRAINER" predict "$SCRATCH/vrun" "$SCRATCH/clip.avi" --batch_size 3
 
 # ---- the same frames as images: predict equals predict --video ---------------------
+# At the network's own size (64 x 64), where both resizes copy: video frames are resized
+# as lightning-pose's DALI pipeline does (antialiased, on floats) and labelled frames as
+# its imgaug pipeline does, which differ at other sizes (the unit tests check each).
+"$TOOL" write "$SCRATCH/clip64.avi" 70 64 64 || fail "video_tool write 64 x 64"
+"$TRAINER" predict --checkpoint "$CKPT" --video "$SCRATCH/clip64.avi" --video-out "$SCRATCH/out64" >/dev/null \
+  || fail "predict --video clip64.avi"
+CSV=$SCRATCH/out64/clip64.csv
 NAMES=$(sed -n 2p "$CSV" | cut -d, -f2- | tr ',' '\n' | awk '!seen[$0]++' | tr '\n' ' ')
-"$TOOL" extract "$SCRATCH/clip.avi" "$SCRATCH/frames" $NAMES || fail "video_tool extract"
+"$TOOL" extract "$SCRATCH/clip64.avi" "$SCRATCH/frames" $NAMES || fail "video_tool extract"
 "$TRAINER" import --csv "$SCRATCH/frames/CollectedData.csv" --out "$SCRATCH/frames.h5" >/dev/null || fail "import frames"
 "$TRAINER" predict --config "$SCRATCH/run/config.ini" --checkpoint "$CKPT" --data.data_files "$SCRATCH/frames.h5" \
   --out "$SCRATCH/frames_pred.csv" >/dev/null || fail "predict on the imported frames"

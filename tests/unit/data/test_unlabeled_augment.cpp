@@ -25,13 +25,12 @@ TEST_CASE("unlabelled augmentation: which imgaug values augment", "[data]") {
 }
 
 TEST_CASE("unlabelled augmentation: the unwarp takes augmented points back to the resized frame", "[data]") {
-  const FrameTransform resize = make_transform(406, 396, 256, 256, Augmentation::kNone, 0, 0, 0);
   bool rotated = false;
   for (long step = 0; step < 50; ++step) {
-    const UnlabeledAugment a = draw_unlabeled_augment(406, 396, 256, 256, 42, 3, step);
+    const UnlabeledAugment a = draw_unlabeled_augment(256, 256, 42, 3, step);
     // Same key, same draw; another step, another draw.
-    const UnlabeledAugment again = draw_unlabeled_augment(406, 396, 256, 256, 42, 3, step);
-    for (int i = 0; i < 6; ++i) CHECK(again.transform.m[i] == a.transform.m[i]);
+    const UnlabeledAugment again = draw_unlabeled_augment(256, 256, 42, 3, step);
+    for (int i = 0; i < 6; ++i) CHECK(again.on_resized.m[i] == a.on_resized.m[i]);
     CHECK(a.gain >= 0.75f * 0.75f);
     CHECK(a.gain <= 1.25f * 1.25f);
     CHECK(a.shot_noise >= 0.0);
@@ -40,19 +39,20 @@ TEST_CASE("unlabelled augmentation: the unwarp takes augmented points back to th
     // of the network input where it is.
     const double u[6] = {a.unwarp[0], a.unwarp[1], a.unwarp[2], a.unwarp[3], a.unwarp[4], a.unwarp[5]};
     double cx, cy;
-    map_point(u, 128.0, 128.0, cx, cy);
-    CHECK(cx == Approx(128.0).margin(1e-3));
-    CHECK(cy == Approx(128.0).margin(1e-3));
-    rotated |= std::fabs(a.transform.m[1]) > 1e-3;
-    for (double x : {0.0, 100.0, 395.0})
-      for (double y : {0.0, 200.0, 405.0}) {
-        double ax, ay, px, py;
-        map_point(a.transform.m, x, y, ax, ay);  // where the augmented frame shows source (x, y)
-        map_point(resize.m, x, y, px, py);       // where the un-augmented frame shows it
-        double bx, by;
+    map_point(a.on_resized.m, 128.0, 128.0, cx, cy);
+    CHECK(cx == Approx(128.0).margin(1e-9));
+    CHECK(cy == Approx(128.0).margin(1e-9));
+    rotated |= std::fabs(a.on_resized.m[1]) > 1e-3;
+    // Scales of 0.8-1.2 per axis, rotations within 10 degrees: the columns' lengths.
+    CHECK(std::hypot(a.on_resized.m[0], a.on_resized.m[3]) >= 0.8 * 0.99);
+    CHECK(std::hypot(a.on_resized.m[1], a.on_resized.m[4]) <= 1.2 * 1.01);
+    for (double x : {0.0, 100.0, 255.0})
+      for (double y : {0.0, 200.0, 255.0}) {
+        double ax, ay, bx, by;
+        map_point(a.on_resized.m, x, y, ax, ay);  // where the augmented frame shows resized (x, y)
         map_point(u, ax, ay, bx, by);
-        CHECK(bx == Approx(px).margin(1e-3));
-        CHECK(by == Approx(py).margin(1e-3));
+        CHECK(bx == Approx(x).margin(1e-3));
+        CHECK(by == Approx(y).margin(1e-3));
       }
   }
   CHECK(rotated);
@@ -62,12 +62,12 @@ TEST_CASE("unlabelled augmentation: brightness/contrast, then shot noise of vari
   UnlabeledAugment a;
   a.gain = 1.2f;
   a.offset = -3.f;
-  std::vector<std::uint8_t> img(20000, 100), quiet = img;
+  std::vector<float> img(20000, 100.f), quiet = img;
   apply_unlabeled_photometrics(a, quiet.data(), quiet.size(), 1, 0, 0, 0);
-  for (auto v : quiet) CHECK(int(v) == 117);  // 1.2 * 100 - 3
-  std::vector<std::uint8_t> bright(10, 250);
+  for (auto v : quiet) CHECK(v == Approx(117.f));  // 1.2 * 100 - 3
+  std::vector<float> bright(10, 250.f);
   apply_unlabeled_photometrics(a, bright.data(), bright.size(), 1, 0, 0, 0);
-  for (auto v : bright) CHECK(int(v) == 255);  // clamped
+  for (auto v : bright) CHECK(v == Approx(297.f));  // floats, as DALI's: not clamped
   a.shot_noise = 4.0;
   apply_unlabeled_photometrics(a, img.data(), img.size(), 1, 0, 0, 0);
   double mean = 0, var = 0;
@@ -76,9 +76,9 @@ TEST_CASE("unlabelled augmentation: brightness/contrast, then shot noise of vari
   for (auto v : img) var += (v - mean) * (v - mean);
   var /= double(img.size());
   CHECK(mean == Approx(117).margin(0.3));
-  CHECK(var == Approx(117 * 4.0 + 1.0 / 12).epsilon(0.05));  // plus the rounding's 1/12
+  CHECK(var == Approx(117 * 4.0).epsilon(0.05));
   // Keyed by frame: another frame, other noise; the same frame, the same.
-  std::vector<std::uint8_t> x(100, 100), y(100, 100), z(100, 100);
+  std::vector<float> x(100, 100.f), y(100, 100.f), z(100, 100.f);
   apply_unlabeled_photometrics(a, x.data(), x.size(), 1, 0, 0, 0);
   apply_unlabeled_photometrics(a, y.data(), y.size(), 1, 0, 0, 0);
   apply_unlabeled_photometrics(a, z.data(), z.size(), 1, 0, 0, 1);

@@ -14,7 +14,8 @@
 #include "data/media_loader.hpp"      // media_api: the video encoder
 #include "data/unlabeled_frames.hpp"  // UnlabeledFrames
 #include "data/video_batches.hpp"     // VideoBatches
-#include "data/video_reader.hpp"      // VideoReader, frame_to_network_input
+#include "data/video_frame_input.hpp"  // VideoFrameInput
+#include "data/video_reader.hpp"      // VideoReader
 #include "scratch_dir.hpp"            // ScratchDir
 #include "util/error.hpp"             // UserError
 
@@ -51,14 +52,14 @@ UnlabeledOptions options(const std::vector<std::string>& videos, int per_rank, i
   return o;
 }
 
-// The network input of frame `index` of `path`, as the loader makes it.
+// The network input of frame `index` of `path`, un-augmented, decoded on its own.
 std::vector<float> expected_frame(const std::string& path, long index, int channels = 3) {
   trainer::data::VideoReader reader(path);
-  std::vector<std::uint8_t> raw, scratch;
+  std::vector<std::uint8_t> raw;
   reader.read(index, channels, raw);
   std::vector<float> out(3 * 32 * 32);
-  trainer::data::frame_to_network_input(raw.data(), reader.info().height, reader.info().width, channels, 32, 32,
-                                        scratch, out.data());
+  trainer::data::VideoFrameInput().plain(raw.data(), reader.info().height, reader.info().width, channels, 32, 32,
+                                         out.data());
   return out;
 }
 }  // namespace
