@@ -1,10 +1,10 @@
 // Resize, augmentation and normalization of one frame (see augment.hpp).
 #include "data/augment.hpp"
 
-#include <opencv2/imgproc.hpp>  // cv::warpAffine
+#include <opencv2/imgproc.hpp>  // cv::warpAffine, cv::resize
 
 #include <algorithm>  // std::clamp, std::copy, std::min, std::find
-#include <cmath>      // std::cos, std::sin, std::isnan
+#include <cmath>      // std::cos, std::sin, std::isnan, std::fabs
 #include <limits>     // std::numeric_limits
 
 #include "data/rng.hpp"        // KeyedRng, RngPurpose
@@ -173,11 +173,24 @@ void warp_mat(const FrameTransform& t, const cv::Mat& in, cv::Mat& out) {
 }
 }  // namespace
 
+bool is_plain_resize(const FrameTransform& t, int h, int w, int dst_h, int dst_w) {
+  return t.m[1] == 0.0 && t.m[3] == 0.0 && t.m[2] == 0.0 && t.m[5] == 0.0 &&
+         std::fabs(t.m[0] * w - dst_w) < 1e-9 * dst_w && std::fabs(t.m[4] * h - dst_h) < 1e-9 * dst_h;
+}
+
 void warp_image(const FrameTransform& t, const std::uint8_t* src, int h, int w, int c, std::uint8_t* dst, int dst_h,
                 int dst_w) {
   const int type = c == 1 ? CV_8UC1 : CV_8UC3;
+  const cv::Mat in(h, w, type, const_cast<std::uint8_t*>(src));
   cv::Mat out(dst_h, dst_w, type, dst);
-  warp_mat(t, cv::Mat(h, w, type, const_cast<std::uint8_t*>(src)), out);
+  // imgaug's Resize, lightning-pose's last step: OpenCV's bicubic resize (edge pixels
+  // repeated past the frame). Only a frame that nothing else moved is resized alone;
+  // with rotation or CropAndPad the one warp below is bilinear (docs/DATA.md).
+  if (is_plain_resize(t, h, w, dst_h, dst_w)) {
+    cv::resize(in, out, out.size(), 0, 0, cv::INTER_CUBIC);
+    return;
+  }
+  warp_mat(t, in, out);
 }
 
 void warp_image(const FrameTransform& t, const float* src, int h, int w, int c, float* dst, int dst_h, int dst_w) {

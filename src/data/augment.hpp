@@ -74,7 +74,13 @@ FrameTransform make_transform(int src_h, int src_w, int dst_h, int dst_w, Augmen
 void transform_keypoints(const FrameTransform& t, const float* in, float* out, int num_keypoints, int dst_h,
                          int dst_w);
 
-// Warps a H*W*C uint8 image (C = 1 or 3) into dst (dst_h*dst_w*C), bilinear, black border.
+// Whether t only scales the h x w frame onto the dst_h x dst_w output (no rotation,
+// crop, pad, turn or flip).
+bool is_plain_resize(const FrameTransform& t, int h, int w, int dst_h, int dst_w);
+
+// Warps a H*W*C uint8 image (C = 1 or 3) into dst (dst_h*dst_w*C): a plain resize as
+// imgaug's Resize does it (OpenCV's bicubic cv::resize), anything else in one bilinear
+// warp with a black border.
 void warp_image(const FrameTransform& t, const std::uint8_t* src, int h, int w, int c, std::uint8_t* dst, int dst_h,
                 int dst_w);
 // The same on H*W*C floats (video frames, which lightning-pose's DALI pipeline keeps as floats).

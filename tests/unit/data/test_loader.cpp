@@ -1,10 +1,14 @@
 // Loader: augmentation geometry, determinism across worker counts, context frames.
 #include <catch2/catch.hpp>
 
+#include <opencv2/imgproc.hpp>  // cv::resize: imgaug's Resize as a reference
+
+#include <array>    // std::array
 #include <cmath>    // std::exp, std::isnan, std::abs
 #include <cstring>  // std::memcmp
 #include <string>   // std::to_string
 #include <utility>  // std::pair
+#include <vector>
 
 #include "data/augment.hpp"
 #include "data/context.hpp"
@@ -26,6 +30,33 @@ TEST_CASE("plain resize scales keypoints like lightning-pose", "[data]") {
   CHECK(out[1] == Approx(20.0 * 50 / 100));
   CHECK(out[2] == Approx(199.5 * 64 / 200));
   CHECK(out[3] == Approx(99.5 * 50 / 100));
+}
+
+TEST_CASE("an un-augmented frame is resized as imgaug's Resize does: OpenCV's bicubic resize", "[data]") {
+  for (int c : {1, 3})
+    for (auto [h, w, oh, ow] : {std::array{406, 396, 256, 256}, {90, 120, 64, 96}, {40, 30, 64, 64}}) {
+      std::vector<std::uint8_t> img(std::size_t(h) * w * c);
+      for (std::size_t i = 0; i < img.size(); ++i) img[i] = std::uint8_t((i * 7919 + (i / 13) * 31) % 256);
+      const int type = c == 1 ? CV_8UC1 : CV_8UC3;
+      cv::Mat want;
+      cv::resize(cv::Mat(h, w, type, img.data()), want, cv::Size(ow, oh), 0, 0, cv::INTER_CUBIC);
+      const FrameTransform t = make_transform(h, w, oh, ow, Augmentation::kNone, 0, 0, 0);
+      CHECK(is_plain_resize(t, h, w, oh, ow));
+      std::vector<std::uint8_t> out(std::size_t(oh) * ow * c);
+      warp_image(t, img.data(), h, w, c, out.data(), oh, ow);
+      CHECK(std::memcmp(out.data(), want.data, out.size()) == 0);
+    }
+  // A flip, a rotation or a crop is one bilinear warp instead: not a plain resize.
+  int moved = 0;
+  for (int frame = 0; frame < 20; ++frame) {
+    const FrameTransform t = make_transform(90, 120, 64, 96, Augmentation::kDlc, 3, 0, frame, true);
+    const bool rotated_or_cropped = t.m[1] != 0.0 || t.m[2] != 0.0 || t.m[5] != 0.0 || t.flipped ||
+                                    std::abs(t.m[0] * 120 - 96) > 1e-6 || std::abs(t.m[4] * 90 - 64) > 1e-6;
+    CHECK(is_plain_resize(t, 90, 120, 64, 96) == !rotated_or_cropped);
+    moved += rotated_or_cropped;
+  }
+  CHECK(moved > 5);
+  CHECK(moved < 20);
 }
 
 TEST_CASE("a keypoint transformed with the image lands on the same image content", "[data]") {
