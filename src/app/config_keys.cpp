@@ -600,7 +600,8 @@ std::vector<ConfigKey> build_table() {
            "factor applied at each milestone (MultiStepLR)")
           .lp("training.lr_scheduler_params.multisteplr.gamma").alias("lr_scheduler_params.multisteplr.gamma"),
       choice("training", "lr_scaling", field(T, &TC::lr_scaling), runtime::lr_scaling_names(),
-             "scale learning_rate with train_batch_size / reference_batch_size: none, linear or sqrt"),
+             "scale learning_rate with the effective train batch (per-rank batch x ranks) / reference_batch_size: "
+             "none, linear or sqrt"),
       integer("training", "reference_batch_size", field(T, &TC::reference_batch_size), 1, kIntMax,
               "the global batch size learning_rate was tuned for (used by lr_scaling)"),
       integer("training", "unfreezing_epoch", field(T, &TC::unfreezing_epoch), 0, kIntMax,

@@ -82,7 +82,7 @@ void build_layout(Layout& layout) {
   const Config defaults;
   layout.common.add_options()
       ("config", po::value<std::string>()->value_name("FILE"),
-       "config file: lightning-pose's YAML (.yaml/.yml) or INI ([data] [training] [model] [distributed]); "
+       "config file: lightning-pose's YAML (.yaml/.yml) or INI ([data] [training] [model] [distributed] [eval] [losses]); "
        "also accepted as the first argument (trainer train config.yaml); command-line keys override it")
       ("overrides", po::value<std::vector<std::string>>()->multitoken()->value_name("KEY=VALUE..."),
        "Hydra-style overrides with dotted lightning-pose names, e.g. --overrides training.max_epochs=10 "

@@ -373,3 +373,36 @@ TEST_CASE("cuda ViT step with 16-bit activation copies gives the step without th
     CHECK(rel_error(with.grad(e), without.grad(e)) < 5e-2);  // the CPU/GPU twin step's bf16 bound
   }
 }
+
+// SAM2's pooled-query attention (AttentionShape::query_tokens < tokens) through the
+// batched 16-bit path, which pads the probability planes to the 16-bit row stride:
+// vitt_sam2's block 1 (16 queries of a pooled 4x4 over an 8x8 window of 64 keys, 2
+// heads of 96) and block 10 (49 over a padded 14x14 window of 196, 8 heads).
+TEST_CASE("cuda 16-bit pooled-query attention (Hiera) matches the CPU emulation", "[gpu][transformer][autocast][sam2]") {
+  const Precision p = GENERATE(Precision::bf16, Precision::fp16);
+  const bool last_stage = GENERATE(false, true);
+  INFO(precision_name(p) << (last_stage ? ", 49 queries over 196 keys" : ", 16 queries over 64 keys"));
+  MixedTwins t(p);
+  t.gpu->transformer_ops().set_fused_attention(false);  // cuDNN's fused graphs stay square
+  AttentionShape a;
+  a.batch = last_stage ? 4 : 16, a.tokens = last_stage ? 196 : 64, a.query_tokens = last_stage ? 49 : 16;
+  a.heads = last_stage ? 8 : 2, a.head_dim = 96;
+  const std::size_t nq = std::size_t(a.batch) * a.queries() * a.width(), n = std::size_t(a.batch) * a.tokens * a.width();
+  auto q = random_vector(nq, 44), k = random_vector(n, 45), v = random_vector(n, 46), dout = random_vector(nq, 47);
+  auto gq = t.device(q), gk = t.device(k), gv = t.device(v), gdout = t.device(dout);
+  auto gp = t.zeros(a.probs_count()), go = t.zeros(nq), gdq = t.zeros(nq), gdk = t.zeros(n), gdv = t.zeros(n),
+       gscratch = t.zeros(a.scratch_count());
+  std::vector<float> pr(a.probs_count()), o(nq), dq(nq), dk(n), dv(n), scratch(a.scratch_count());
+  t.gpu->transformer_ops().attention_forward(gq.data(), gk.data(), gv.data(), gp.data(), go.data(), a, t.gs());
+  t.cpu->transformer_ops().attention_forward(q.data(), k.data(), v.data(), pr.data(), o.data(), a, t.cs());
+  CHECK(rel_error(t.host(gp), pr) < kProductTolerance);
+  CHECK(rel_error(t.host(go), o) < rounded_tolerance(p));
+  auto gp_cpu = t.device(pr);
+  t.gpu->transformer_ops().attention_backward(gq.data(), gk.data(), gv.data(), gp_cpu.data(), go.data(), gdout.data(),
+                                              gdq.data(), gdk.data(), gdv.data(), gscratch.data(), a, t.gs());
+  t.cpu->transformer_ops().attention_backward(q.data(), k.data(), v.data(), pr.data(), o.data(), dout.data(), dq.data(),
+                                              dk.data(), dv.data(), scratch.data(), a, t.cs());
+  CHECK(rel_error(t.host(gdv), dv) < kProductTolerance);
+  CHECK(rel_error(t.host(gdq), dq) < rounded_tolerance(p));
+  CHECK(rel_error(t.host(gdk), dk) < rounded_tolerance(p));
+}

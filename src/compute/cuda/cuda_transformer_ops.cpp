@@ -357,11 +357,13 @@ void CudaTransformerOps::patchify(const float* images, float* patches, int batch
 void CudaTransformerOps::window_partition(const float* tokens, float* windows, const float* fill,
                                           const WindowGrid& g, int width, Stream& s) {
   kernels::window_partition(tokens, windows, fill, g, width, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
 }
 
 void CudaTransformerOps::window_unpartition(const float* windows, float* tokens, const WindowGrid& g, int width,
                                             Stream& s) {
   kernels::window_unpartition(windows, tokens, g, width, as_cuda(s).get());
+  CUDA_CHECK_LAUNCH();
 }
 
 void CudaTransformerOps::conv_patches(const float* images, float* patches, const ConvPatchGrid& g, Stream& s) {
