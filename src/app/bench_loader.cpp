@@ -20,6 +20,7 @@
 #include "data/sampler.hpp"    // distributed_rows
 #include "data/synth.hpp"      // write_synthetic_dataset
 #include "data/unlabeled_frames.hpp"  // UnlabeledFrames
+#include "data/video_batches.hpp"     // VideoBatches
 #include "data/video_reader.hpp"      // list_videos
 #include "util/error.hpp"      // UserError
 #include "util/name_list.hpp"  // join_names
@@ -114,11 +115,37 @@ void bench_unlabeled(const std::string& videos, const std::vector<int>& worker_c
   }
 }
 
+// Video prediction's batches (`trainer predict --video`): the whole video decoded,
+// resized and normalized by VideoBatches' workers, in frame order, once per worker count.
+void bench_video(const std::string& video, const std::vector<int>& worker_counts, int batch, int height, int width,
+                 int channels) {
+  std::printf("video prediction batches: %s decoded as %s -> %dx%d float NCHW, batch %d, load average %s\n",
+              video.c_str(), channels == 1 ? "gray" : "RGB", height, width, batch, load_average().c_str());
+  std::printf("%8s %8s %14s %22s %8s\n", "workers", "frames", "frames/s", "frames/CPU-second", "seeks");
+  for (int w : worker_counts) {
+    data::VideoBatchOptions o;
+    o.batch_size = batch;
+    o.height = height;
+    o.width = width;
+    o.channels = channels;
+    o.num_workers = std::max(1, w);
+    const auto t0 = Clock::now();
+    const double cpu0 = process_cpu_seconds();
+    data::VideoBatches batches(video, 0, -1, o);
+    long done = 0;
+    while (const data::Batch* b = batches.next()) done += b->size;
+    const double elapsed = seconds_since(t0);
+    const double cpu = process_cpu_seconds() - cpu0;
+    std::printf("%8d %8ld %14.0f %22.0f %8ld\n", std::max(1, w), done, done / elapsed, done / cpu, batches.seeks());
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int bench_loader(const Args& args) {
   namespace po = boost::program_options;
-  std::string data_file, workers_text, imgaug = "dlc", unlabeled;
+  std::string data_file, workers_text, imgaug = "dlc", unlabeled, video;
   int sequence = 32;
   std::int64_t frames = 256;
   int size = 256, height = 256, width = 256, batch = 16, channels = 3, deflate = 0;
@@ -152,7 +179,10 @@ int bench_loader(const Args& args) {
       ("unlabeled", po::value(&unlabeled)->default_value(""),
        "a video or folder of videos: measure the unlabelled frames of semi-supervised training instead "
        "(decode + resize + normalize, per worker and per CPU-second)")
-      ("sequence", po::value(&sequence)->default_value(sequence), "with --unlabeled: consecutive frames per step");
+      ("sequence", po::value(&sequence)->default_value(sequence), "with --unlabeled: consecutive frames per step")
+      ("video", po::value(&video)->default_value(""),
+       "a video: measure video prediction's batches instead (`trainer predict --video`: the whole video decoded, "
+       "resized and normalized in frame order, per worker count, with the decoder's seeks)");
   po::variables_map vm;
   try {
     po::store(po::command_line_parser(args).options(desc).run(), vm);
@@ -168,6 +198,11 @@ int bench_loader(const Args& args) {
   const data::Augmentation aug = data::parse_imgaug(imgaug);
   if (batch < 1 || height < 1 || width < 1 || seconds <= 0) throw UserError("bench loader: sizes and time must be positive");
 
+  if (!video.empty()) {
+    if (channels != 1 && channels != 3) throw UserError("bench loader: --channels is 1 or 3");
+    bench_video(video, worker_counts, batch, height, width, channels);
+    return 0;
+  }
   if (!unlabeled.empty()) {
     if (sequence < 1) throw UserError("bench loader: --sequence must be at least 1");
     if (channels != 1 && channels != 3) throw UserError("bench loader: --channels is 1 or 3");

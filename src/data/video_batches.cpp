@@ -9,7 +9,7 @@
 
 #include "data/context.hpp"       // kContextFrames, kHalfContext
 #include "data/video_frame_input.hpp"  // VideoFrameInput
-#include "data/video_reader.hpp"       // VideoReader
+#include "data/video_reader.hpp"       // VideoReader, keyframe_positions
 #include "util/error.hpp"         // UserError, SystemError
 
 namespace trainer::data {
@@ -61,7 +61,9 @@ VideoBatches::VideoBatches(const std::string& path, long begin, long end, VideoB
   // Decoding threads are the parallelism: OpenCV's own threads inside each resize
   // would only oversubscribe the cores.
   cv::setNumThreads(0);
-  const int workers = static_cast<int>(std::min<long>(options_.num_workers, std::max(1L, num_chunks_)));
+  run_starts_ = plan_runs(keyframe_positions(path));
+  const long runs = static_cast<long>(run_starts_.size()) - 1;
+  const int workers = static_cast<int>(std::min<long>(options_.num_workers, std::max(1L, runs)));
   for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_main(); });
 }
 
@@ -76,44 +78,77 @@ VideoBatches::~VideoBatches() {
   if (context_memory_) options_.allocator.release(context_memory_);
 }
 
+std::vector<long> VideoBatches::plan_runs(const std::vector<long>& keyframes) const {
+  std::vector<long> starts{0};
+  if (keyframes.empty()) {  // nothing known: a seek per chunk, as many workers as chunks
+    for (long c = 1; c <= num_chunks_; ++c) starts.push_back(c);
+    return starts;
+  }
+  // A run starts at the first chunk whose first decoded frame (context: its chunk start
+  // - 2) is at or after a keyframe, so its seek decodes less than one chunk in vain.
+  // keyframe_positions() counts packets in decode order, which B-frames can put a
+  // few frames from display order: kSlack keeps a run from starting just before its
+  // keyframe (whose seek would go back a whole group of pictures).
+  constexpr long kSlack = 4;
+  const long lead = (options_.context ? kHalfContext : 0) + kSlack;
+  for (const long k : keyframes) {
+    if (k <= begin_) continue;  // the first run, from begin_, is past it already
+    const long offset = k + lead - begin_;
+    const long c = (offset + chunk_frames_ - 1) / chunk_frames_;
+    if (c < num_chunks_ && c > starts.back()) starts.push_back(c);
+  }
+  starts.push_back(num_chunks_);
+  return starts;
+}
+
 void VideoBatches::worker_main() {
-  std::unique_ptr<VideoReader> reader;  // opened on the first chunk, kept: sequential chunks then need no seek
+  std::unique_ptr<VideoReader> reader;  // opened on the first run, kept
   std::vector<std::uint8_t> raw;
   VideoFrameInput input;
+  Carry carry;
   const long num_slots = static_cast<long>(slots_.size());
   for (;;) {
-    long chunk = 0;
+    long first_chunk = 0, end_chunk = 0;
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      work_cv_.wait(lock, [&] { return stop_ || error_ || next_chunk_ >= num_chunks_ || next_chunk_ < released_ + num_slots; });
-      if (stop_ || error_ || next_chunk_ >= num_chunks_) return;
-      chunk = next_chunk_++;
+      if (stop_ || error_ || next_run_ + 1 >= static_cast<long>(run_starts_.size())) break;
+      first_chunk = run_starts_[static_cast<std::size_t>(next_run_)];
+      end_chunk = run_starts_[static_cast<std::size_t>(next_run_ + 1)];
+      ++next_run_;
     }
-    Slot& slot = *slots_[static_cast<std::size_t>(chunk % num_slots)];
-    try {
-      if (!reader) {
-        reader = std::make_unique<VideoReader>(path_);
-        reader->trust_frame_count(video_frames_);
+    // A run's chunks are consecutive video: one seek at its start, then decoding on.
+    for (long chunk = first_chunk; chunk < end_chunk; ++chunk) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        work_cv_.wait(lock, [&] { return stop_ || error_ || chunk < released_ + num_slots; });
+        if (stop_ || error_) return;
       }
-      decode_chunk(*reader, slot, chunk, raw, input);
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!error_) error_ = std::current_exception();
+      Slot& slot = *slots_[static_cast<std::size_t>(chunk % num_slots)];
+      try {
+        if (!reader) {
+          reader = std::make_unique<VideoReader>(path_);
+          reader->trust_frame_count(video_frames_);
+        }
+        const long seeks = reader->seeks();
+        decode_chunk(*reader, slot, chunk, raw, input, carry);
+        std::lock_guard<std::mutex> lock(mutex_);
+        seeks_ += reader->seeks() - seeks;
+        slot.chunk = chunk;
+        slot.ready = true;
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!error_) error_ = std::current_exception();
+        ready_cv_.notify_all();
+        work_cv_.notify_all();
+        return;
+      }
       ready_cv_.notify_all();
-      work_cv_.notify_all();
-      return;
     }
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      slot.chunk = chunk;
-      slot.ready = true;
-    }
-    ready_cv_.notify_all();
   }
 }
 
 void VideoBatches::decode_chunk(VideoReader& reader, Slot& slot, long chunk, std::vector<std::uint8_t>& raw,
-                                VideoFrameInput& input) {
+                                VideoFrameInput& input, Carry& carry) {
   const long s = begin_ + chunk * chunk_frames_;
   const long e = std::min(end_, s + chunk_frames_);
   const long first = options_.context ? std::max(0L, s - kHalfContext) : s;
@@ -121,10 +156,28 @@ void VideoBatches::decode_chunk(VideoReader& reader, Slot& slot, long chunk, std
   slot.first = first;
   float* out = static_cast<float*>(slot.memory);
   for (long f = first; f < last; ++f) {
+    float* frame = out + static_cast<std::size_t>(f - first) * frame_floats_;
+    // A context chunk begins with the 4 frames its run's previous chunk ended on:
+    // copied, since decoding them again would need a seek back.
+    if (f >= carry.first && f < carry.first + carry.count) {
+      std::memcpy(frame, carry.frames.data() + static_cast<std::size_t>(f - carry.first) * frame_floats_,
+                  frame_floats_ * sizeof(float));
+      continue;
+    }
     reader.read(f, options_.channels, raw);
-    input.plain(raw.data(), frame_h_, frame_w_, options_.channels, options_.height, options_.width,
-                           out + static_cast<std::size_t>(f - first) * frame_floats_);
+    input.plain(raw.data(), frame_h_, frame_w_, options_.channels, options_.height, options_.width, frame);
   }
+  if (options_.context) {
+    carry.count = std::min<long>(2 * kHalfContext, last - first);
+    carry.first = last - carry.count;
+    carry.frames.assign(out + static_cast<std::size_t>(carry.first - first) * frame_floats_,
+                        out + static_cast<std::size_t>(last - first) * frame_floats_);
+  }
+}
+
+long VideoBatches::seeks() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return seeks_;
 }
 
 const Batch* VideoBatches::next() {

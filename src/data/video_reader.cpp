@@ -108,6 +108,7 @@ void VideoReader::read(long index, int channels, std::vector<std::uint8_t>& out)
         ++impl_->next;
       }
     } else {
+      ++seeks_;
       if (!cap.seek(index)) {
         // Not frame-exact here: reopen and decode from the start (slow, exact).
         cap.close();

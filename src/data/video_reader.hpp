@@ -57,6 +57,10 @@ class VideoReader {
   // UserError when the last announced frame does not decode (a truncated file).
   long count_decodable_frames();
 
+  // How many times read() had to seek (each decodes from the keyframe before its
+  // frame): what a reader's plan of reads is judged by.
+  long seeks() const { return seeks_; }
+
   // Takes `frames` as the video's length (a count_decodable_frames() made by another
   // reader of the same file), so read() accepts frames past the container's count.
   void trust_frame_count(long frames);
@@ -65,6 +69,7 @@ class VideoReader {
   struct Impl;
   std::unique_ptr<Impl> impl_;
   VideoInfo info_;
+  long seeks_ = 0;
 };
 
 // Where the keyframes of `path` are, as frame numbers in increasing order: where a

@@ -5,6 +5,8 @@
 
 #include <opencv2/imgproc.hpp>  // cv::rectangle
 #include <algorithm>            // std::min, std::max
+#include <cstdlib>              // std::getenv
+#include <filesystem>
 #include <set>
 #include <string>
 #include <utility>
@@ -264,5 +266,63 @@ TEST_CASE("video prediction batches of a context model: one sequence of rows + 4
       t += b->size;
     }
     CHECK(t == 23);
+  }
+}
+
+TEST_CASE("video prediction batches: a seek per run of chunks between keyframes, the same batches for any worker "
+          "count", "[data][media]") {
+  // lightning-pose's example video: 994 frames, keyframes at 0, 192, 432, 682 and 932
+  // (x264), so 64-frame chunks make 5 runs. A seek per chunk, as before runs, made 13
+  // seeks with 2 workers, each decoding from the keyframe before its chunk.
+  const char* mm = std::getenv("MIRROR_MOUSE_DIR");
+  const std::string video = ((mm ? std::filesystem::path(mm)
+                                  : std::filesystem::path(TRAINER_SOURCE_DIR) / ".." / "shared" / "data" /
+                                        "mirror-mouse-example") /
+                             "videos" / "test_vid.mp4")
+                                .string();
+  if (!std::filesystem::exists(video)) {
+    WARN("SKIP: " << video << " not found (set MIRROR_MOUSE_DIR)");
+    CHECK(true);
+    return;
+  }
+  const std::size_t frame = 3 * 32 * 32;
+  for (const bool context : {false, true}) {
+    INFO((context ? "context model" : "single-frame model"));
+    trainer::data::VideoBatchOptions o;
+    o.batch_size = 32;
+    o.height = o.width = 32;
+    o.channels = 1;
+    o.context = context;
+    std::vector<float> first_pass;
+    for (const int workers : {1, 3}) {
+      o.num_workers = workers;
+      trainer::data::VideoBatches batches(video, 0, -1, o);
+      std::vector<float> all;
+      long rows = 0;
+      while (const Batch* b = batches.next()) {
+        all.insert(all.end(), b->images, b->images + static_cast<std::size_t>(b->image_count()) * frame);
+        rows += b->size;
+      }
+      CHECK(rows == 994);
+      if (workers == 1) {
+        CHECK(batches.seeks() == 0);  // one reader from frame 0 to the end
+        first_pass = all;
+      } else {
+        CHECK(batches.seeks() >= 1);
+        CHECK(batches.seeks() <= 4);  // one per run after the first that another worker starts
+        CHECK(all == first_pass);
+      }
+    }
+    // A frame decoded on its own (a seek to it) is the one the batches hold: row 500's
+    // centre frame, past the third keyframe, and the last frame.
+    const auto row_image = [&](long f) {
+      const std::size_t sequence_rows = 32 + 4;  // each batch holds rows + 4 frames with context
+      const long batch = f / 32, row = f % 32;
+      const std::size_t offset = context ? static_cast<std::size_t>(batch) * sequence_rows + row + 2
+                                         : static_cast<std::size_t>(f);
+      return std::vector<float>(first_pass.begin() + static_cast<std::ptrdiff_t>(offset * frame),
+                                first_pass.begin() + static_cast<std::ptrdiff_t>((offset + 1) * frame));
+    };
+    for (const long f : {500L, 993L}) CHECK(row_image(f) == expected_frame(video, f, 1));
   }
 }
