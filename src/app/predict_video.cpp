@@ -17,6 +17,7 @@
 #include <cstring>     // std::strchr
 #include <filesystem>  // create_directories, path
 #include <sstream>     // std::ostringstream, std::istringstream
+#include <thread>      // std::thread::hardware_concurrency
 
 #include "app/make_backend.hpp"     // make_backend, BackendRequest
 #include "app/loader_source.hpp"    // batch_allocator
@@ -39,8 +40,6 @@
 #include "runtime/visible_gpus.hpp" // runtime::visible_gpu_count
 #include "train/checkpoint.hpp"     // load_training_state, load_model
 #include "train/step.hpp"           // train::StepRunner
-#include "util/cpu_affinity.hpp"    // usable_cpu_count
-#include "util/env.hpp"             // capture_environment
 #include "util/atomic_write.hpp"    // write_file_atomically
 #include "util/env.hpp"             // capture_environment
 #include "util/error.hpp"           // UserError
@@ -202,7 +201,9 @@ void write_pca_error_files(const Config& config, const VideoPredictRequest& requ
 int decoding_threads(const Config& config, bool gpu, const runtime::World& world) {
   if (config.training.num_workers > 0) return config.training.num_workers;
   if (!gpu) return 2;
-  const int cores = std::max(1, usable_cpu_count());
+  // The node's cores, as the training plan counts them (run_plan.cpp): an affinity
+  // mask would be this rank's share already, divided again below.
+  const int cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   return std::max(2, runtime::workers_per_rank(-1, capture_environment(), cores, world.local_size, nullptr));
 }
 

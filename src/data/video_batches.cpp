@@ -42,13 +42,24 @@ VideoBatches::VideoBatches(const std::string& path, long begin, long end, VideoB
   num_chunks_ = (end_ - begin_ + chunk_frames_ - 1) / chunk_frames_;
   frame_floats_ = static_cast<std::size_t>(3) * options_.height * options_.width;
   const long stored = chunk_frames_ + (options_.context ? 2 * kHalfContext : 0);
-  const int num_slots = options_.num_workers + 1;
+  // Only a packet scan up to the last frame this object decodes (a rank's share of a
+  // long video need not read the rest), plus B-frames' reordering.
+  run_starts_ = plan_runs(keyframe_positions(path, end_ + kHalfContext + 16));
+  const long runs = static_cast<long>(run_starts_.size()) - 1;
+  const int workers = static_cast<int>(std::min<long>(options_.num_workers, std::max(1L, runs)));
+  // A worker decodes a chunk only when its slot is free, and slots free in frame
+  // order: for W workers to decode W runs at once, the slots must span W runs. Capped
+  // by kSlotBytes of frames in all (at 256x256, 21 slots of 64 frames).
+  const std::size_t slot_bytes = static_cast<std::size_t>(stored) * frame_floats_ * sizeof(float);
+  const long run_chunks = runs > 0 ? (num_chunks_ + runs - 1) / runs : 1;
+  const long affordable = static_cast<long>(kSlotBytes / std::max<std::size_t>(slot_bytes, 1));
+  const long num_slots = std::max<long>(workers + 1, std::min<long>(workers * run_chunks + 1, affordable));
   auto alloc = [&](std::size_t floats) {
     void* p = options_.allocator.allocate(floats * sizeof(float));
     if (!p) throw SystemError("video batches: host allocation of " + std::to_string(floats * 4) + " bytes failed");
     return p;
   };
-  for (int i = 0; i < num_slots && i < std::max(1L, num_chunks_); ++i) {
+  for (long i = 0; i < num_slots && i < std::max(1L, num_chunks_); ++i) {
     slots_.push_back(std::make_unique<Slot>());
     slots_.back()->memory = alloc(static_cast<std::size_t>(stored) * frame_floats_);
   }
@@ -61,9 +72,6 @@ VideoBatches::VideoBatches(const std::string& path, long begin, long end, VideoB
   // Decoding threads are the parallelism: OpenCV's own threads inside each resize
   // would only oversubscribe the cores.
   cv::setNumThreads(0);
-  run_starts_ = plan_runs(keyframe_positions(path));
-  const long runs = static_cast<long>(run_starts_.size()) - 1;
-  const int workers = static_cast<int>(std::min<long>(options_.num_workers, std::max(1L, runs)));
   for (int i = 0; i < workers; ++i) workers_.emplace_back([this] { worker_main(); });
 }
 

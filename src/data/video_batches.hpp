@@ -20,6 +20,7 @@
 //   VideoBatches batches(path, 0, n, options);
 //   while (const Batch* b = batches.next()) { ... }   // valid until the next call
 #include <condition_variable>  // std::condition_variable
+#include <cstddef>             // std::size_t
 #include <cstdint>             // std::int64_t
 #include <exception>           // std::exception_ptr
 #include <memory>              // std::unique_ptr
@@ -63,6 +64,10 @@ class VideoBatches {
   long begin() const { return begin_; }
   // The seeks the workers' readers made so far (about one per run).
   long seeks();
+
+  // The decoded frames the chunk slots may hold in all (more slots let more workers
+  // decode runs at once; at least workers + 1 slots whatever their size).
+  static constexpr std::size_t kSlotBytes = std::size_t(1) << 30;
   long end() const { return end_; }
 
   // The next batch (Batch::frame_index = video frame numbers), or nullptr after the

@@ -164,12 +164,12 @@ void VideoReader::trust_frame_count(long frames) {
   if (frames > 0) info_.frame_count = frames;
 }
 
-std::vector<long> keyframe_positions(const std::string& path) {
+std::vector<long> keyframe_positions(const std::string& path, long until) {
   // FFmpeg's raw stream mode: grab() returns packets undecoded, with their key flag.
   const auto packets = media_api("reading video '" + path + "'").make_decoder();
   if (!packets->open(path, true)) return {};
   std::vector<long> keyframes;
-  for (long packet = 0; packets->grab(); ++packet)
+  for (long packet = 0; (until < 0 || packet <= until) && packets->grab(); ++packet)
     if (packets->packet_is_keyframe()) keyframes.push_back(packet);
   return keyframes;
 }

@@ -78,6 +78,8 @@ class VideoReader {
 // packet positions in decode order, which can differ from display order by a few
 // frames with B-frames: good for planning reads, not for exactness (read() is exact
 // regardless). Empty when the container does not say.
-std::vector<long> keyframe_positions(const std::string& path);
+// `until` >= 0: stop reading packets past that position (a reader of a video's first
+// frames need not scan the rest of a long file).
+std::vector<long> keyframe_positions(const std::string& path, long until = -1);
 
 }  // namespace trainer::data

@@ -324,5 +324,24 @@ TEST_CASE("video prediction batches: a seek per run of chunks between keyframes,
                                 first_pass.begin() + static_cast<std::ptrdiff_t>((offset + 1) * frame));
     };
     for (const long f : {500L, 993L}) CHECK(row_image(f) == expected_frame(video, f, 1));
+    // A rank's share in the middle (frames 300 .. 799): the same frames with 3 workers
+    // as with 1, and the first one the whole video's.
+    std::vector<float> share[2];
+    for (const int workers : {1, 3}) {
+      o.num_workers = workers;
+      trainer::data::VideoBatches batches(video, 300, 800, o);
+      long rows = 0;
+      while (const Batch* b = batches.next()) {
+        if (rows == 0) CHECK(b->frame_index[0] == 300);
+        auto& out = share[workers == 3];
+        out.insert(out.end(), b->images, b->images + static_cast<std::size_t>(b->image_count()) * frame);
+        rows += b->size;
+      }
+      CHECK(rows == 500);
+    }
+    CHECK(share[1] == share[0]);
+    const std::size_t first = context ? 2 : 0;  // the first row's centre frame
+    CHECK(std::vector<float>(share[0].begin() + static_cast<std::ptrdiff_t>(first * frame),
+                             share[0].begin() + static_cast<std::ptrdiff_t>((first + 1) * frame)) == row_image(300));
   }
 }
