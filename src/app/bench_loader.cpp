@@ -119,6 +119,7 @@ void bench_unlabeled(const std::string& videos, const std::vector<int>& worker_c
 // resized and normalized by VideoBatches' workers, in frame order, once per worker count.
 void bench_video(const std::string& video, const std::vector<int>& worker_counts, int batch, int height, int width,
                  int channels) {
+  const data::VideoReader probe(video);  // a missing or unreadable video: its error, before the table
   std::printf("video prediction batches: %s decoded as %s -> %dx%d float NCHW, batch %d, load average %s\n",
               video.c_str(), channels == 1 ? "gray" : "RGB", height, width, batch, load_average().c_str());
   std::printf("%8s %8s %14s %22s %8s\n", "workers", "frames", "frames/s", "frames/CPU-second", "seeks");
