@@ -10,6 +10,7 @@
 #include "data/context.hpp"       // kContextFrames, kHalfContext
 #include "data/video_frame_input.hpp"  // VideoFrameInput
 #include "data/video_reader.hpp"       // VideoReader, keyframe_positions
+#include "data/video_runs.hpp"         // video_runs
 #include "util/error.hpp"         // UserError, SystemError
 
 namespace trainer::data {
@@ -44,7 +45,8 @@ VideoBatches::VideoBatches(const std::string& path, long begin, long end, VideoB
   const long stored = chunk_frames_ + (options_.context ? 2 * kHalfContext : 0);
   // Only a packet scan up to the last frame this object decodes (a rank's share of a
   // long video need not read the rest), plus B-frames' reordering.
-  run_starts_ = plan_runs(keyframe_positions(path, end_ + kHalfContext + 16));
+  run_starts_ = video_runs(keyframe_positions(path, end_ + kHalfContext + 16), begin_, chunk_frames_, num_chunks_,
+                           options_.context ? kHalfContext : 0);
   const long runs = static_cast<long>(run_starts_.size()) - 1;
   const int workers = static_cast<int>(std::min<long>(options_.num_workers, std::max(1L, runs)));
   // A worker decodes a chunk only when its slot is free, and slots free in frame
@@ -84,29 +86,6 @@ VideoBatches::~VideoBatches() {
   for (auto& t : workers_) t.join();
   for (auto& s : slots_) options_.allocator.release(s->memory);
   if (context_memory_) options_.allocator.release(context_memory_);
-}
-
-std::vector<long> VideoBatches::plan_runs(const std::vector<long>& keyframes) const {
-  std::vector<long> starts{0};
-  if (keyframes.empty()) {  // nothing known: a seek per chunk, as many workers as chunks
-    for (long c = 1; c <= num_chunks_; ++c) starts.push_back(c);
-    return starts;
-  }
-  // A run starts at the first chunk whose first decoded frame (context: its chunk start
-  // - 2) is at or after a keyframe, so its seek decodes less than one chunk in vain.
-  // keyframe_positions() counts packets in decode order, which B-frames can put a
-  // few frames from display order: kSlack keeps a run from starting just before its
-  // keyframe (whose seek would go back a whole group of pictures).
-  constexpr long kSlack = 4;
-  const long lead = (options_.context ? kHalfContext : 0) + kSlack;
-  for (const long k : keyframes) {
-    if (k <= begin_) continue;  // the first run, from begin_, is past it already
-    const long offset = k + lead - begin_;
-    const long c = (offset + chunk_frames_ - 1) / chunk_frames_;
-    if (c < num_chunks_ && c > starts.back()) starts.push_back(c);
-  }
-  starts.push_back(num_chunks_);
-  return starts;
 }
 
 void VideoBatches::worker_main() {

@@ -83,8 +83,6 @@ class VideoBatches {
     long first = -1, count = 0;
     std::vector<float> frames;
   };
-  // Chunk indices where runs start, then num_chunks_ (see the class comment).
-  std::vector<long> plan_runs(const std::vector<long>& keyframes) const;
   void decode_chunk(class VideoReader& reader, Slot& slot, long chunk, std::vector<std::uint8_t>& raw,
                     class VideoFrameInput& input, Carry& carry);
 
@@ -101,7 +99,7 @@ class VideoBatches {
 
   std::mutex mutex_;
   std::condition_variable work_cv_, ready_cv_;
-  std::vector<long> run_starts_;  // plan_runs()
+  std::vector<long> run_starts_;  // video_runs()
   long next_run_ = 0;        // next run a worker takes
   long seeks_ = 0;           // the workers' readers' seeks so far
   long released_ = 0;        // chunks before this one have given their slot back
