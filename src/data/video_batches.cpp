@@ -56,16 +56,34 @@ VideoBatches::VideoBatches(const std::string& path, long begin, long end, VideoB
   const long run_chunks = runs > 0 ? (num_chunks_ + runs - 1) / runs : 1;
   const long affordable = static_cast<long>(kSlotBytes / std::max<std::size_t>(slot_bytes, 1));
   const long num_slots = std::max<long>(workers + 1, std::min<long>(workers * run_chunks + 1, affordable));
-  auto alloc = [&](std::size_t floats) {
-    void* p = options_.allocator.allocate(floats * sizeof(float));
-    if (!p) throw SystemError("video batches: host allocation of " + std::to_string(floats * 4) + " bytes failed");
+  // The first workers + 1 slots are needed; the rest only let more workers decode at
+  // once, so a refused allocation there stops adding slots instead of the run.
+  const long needed = std::min<long>(workers + 1, std::max(1L, num_chunks_));
+  const long wanted = std::min<long>(num_slots, std::max(1L, num_chunks_));
+  auto allocate = [&](std::size_t bytes, bool required) -> void* {
+    void* p = nullptr;
+    try {
+      p = options_.allocator.allocate(bytes);
+    } catch (...) {
+      if (required) throw;
+    }
+    if (!p && required)
+      throw SystemError("video batches: host allocation of " + std::to_string(bytes) + " bytes failed");
     return p;
   };
-  for (long i = 0; i < num_slots && i < std::max(1L, num_chunks_); ++i) {
-    slots_.push_back(std::make_unique<Slot>());
-    slots_.back()->memory = alloc(static_cast<std::size_t>(stored) * frame_floats_);
+  try {
+    for (long i = 0; i < wanted; ++i) {
+      void* p = allocate(slot_bytes, i < needed);
+      if (!p) break;
+      slots_.push_back(std::make_unique<Slot>());
+      slots_.back()->memory = p;
+    }
+    if (options_.context)
+      context_memory_ = allocate(static_cast<std::size_t>(bs + 2 * kHalfContext) * frame_floats_ * sizeof(float), true);
+  } catch (...) {
+    release_memory();  // no destructor runs for a constructor that throws
+    throw;
   }
-  if (options_.context) context_memory_ = alloc(static_cast<std::size_t>(bs + 2 * kHalfContext) * frame_floats_);
   batch_.context_frames = options_.context ? kContextFrames : 1;
   batch_.sliding_context = options_.context;  // rows + 4 frames, each through the backbone once
   batch_.height = options_.height;
@@ -84,8 +102,14 @@ VideoBatches::~VideoBatches() {
   }
   work_cv_.notify_all();
   for (auto& t : workers_) t.join();
+  release_memory();
+}
+
+void VideoBatches::release_memory() noexcept {
   for (auto& s : slots_) options_.allocator.release(s->memory);
+  slots_.clear();
   if (context_memory_) options_.allocator.release(context_memory_);
+  context_memory_ = nullptr;
 }
 
 void VideoBatches::worker_main() {

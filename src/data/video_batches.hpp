@@ -78,6 +78,7 @@ class VideoBatches {
  private:
   struct Slot;
   void worker_main();
+  void release_memory() noexcept;  // the slots and the context sequence
   // The last frames a worker decoded (context chunks: the next chunk of its run starts 4 frames back).
   struct Carry {
     long first = -1, count = 0;

@@ -19,7 +19,7 @@
 #include "data/video_frame_input.hpp"  // VideoFrameInput
 #include "data/video_reader.hpp"      // VideoReader
 #include "scratch_dir.hpp"            // ScratchDir
-#include "util/error.hpp"             // UserError
+#include "util/error.hpp"             // UserError, SystemError
 
 using trainer::UserError;
 using trainer::data::Batch;
@@ -63,6 +63,19 @@ std::vector<float> expected_frame(const std::string& path, long index, int chann
   trainer::data::VideoFrameInput().plain(raw.data(), reader.info().height, reader.info().width, channels, 32, 32,
                                          out.data());
   return out;
+}
+// lightning-pose's example video, or "" after a visible skip when it is absent.
+std::string mirror_mouse_video() {
+  const char* mm = std::getenv("MIRROR_MOUSE_DIR");
+  const std::string video = ((mm ? std::filesystem::path(mm)
+                                  : std::filesystem::path(TRAINER_SOURCE_DIR) / ".." / "shared" / "data" /
+                                        "mirror-mouse-example") /
+                             "videos" / "test_vid.mp4")
+                                .string();
+  if (std::filesystem::exists(video)) return video;
+  WARN("SKIP: " << video << " not found (set MIRROR_MOUSE_DIR)");
+  CHECK(true);
+  return "";
 }
 }  // namespace
 
@@ -274,17 +287,8 @@ TEST_CASE("video prediction batches: a seek per run of chunks between keyframes,
   // lightning-pose's example video: 994 frames, keyframes at 0, 192, 432, 682 and 932
   // (x264), so 64-frame chunks make 5 runs. A seek per chunk, as before runs, made 13
   // seeks with 2 workers, each decoding from the keyframe before its chunk.
-  const char* mm = std::getenv("MIRROR_MOUSE_DIR");
-  const std::string video = ((mm ? std::filesystem::path(mm)
-                                  : std::filesystem::path(TRAINER_SOURCE_DIR) / ".." / "shared" / "data" /
-                                        "mirror-mouse-example") /
-                             "videos" / "test_vid.mp4")
-                                .string();
-  if (!std::filesystem::exists(video)) {
-    WARN("SKIP: " << video << " not found (set MIRROR_MOUSE_DIR)");
-    CHECK(true);
-    return;
-  }
+  const std::string video = mirror_mouse_video();
+  if (video.empty()) return;
   const std::size_t frame = 3 * 32 * 32;
   for (const bool context : {false, true}) {
     INFO((context ? "context model" : "single-frame model"));
@@ -344,4 +348,40 @@ TEST_CASE("video prediction batches: a seek per run of chunks between keyframes,
     CHECK(std::vector<float>(share[0].begin() + static_cast<std::ptrdiff_t>(first * frame),
                              share[0].begin() + static_cast<std::ptrdiff_t>((first + 1) * frame)) == row_image(300));
   }
+}
+
+TEST_CASE("video prediction batches: a refused allocation of an extra slot is not an error; of a needed one it is, "
+          "with nothing leaked", "[data][media]") {
+  // test_vid.mp4's runs are 3-4 chunks long, so 2 workers want 9 slots and need 3.
+  const std::string video = mirror_mouse_video();
+  if (video.empty()) return;
+  int live = 0, granted = 0, limit = 0;
+  trainer::data::VideoBatchOptions o;
+  o.batch_size = 32;
+  o.height = o.width = 32;
+  o.channels = 1;
+  o.num_workers = 2;
+  o.allocator.allocate = [&](std::size_t bytes) -> void* {
+    if (granted >= limit) return nullptr;
+    ++granted;
+    ++live;
+    return ::operator new(bytes);
+  };
+  o.allocator.release = [&](void* p) {
+    --live;
+    ::operator delete(p);
+  };
+  limit = 5;
+  {
+    trainer::data::VideoBatches batches(video, 0, -1, o);
+    long rows = 0;
+    while (const Batch* b = batches.next()) rows += b->size;
+    CHECK(rows == 994);
+  }
+  CHECK(granted == 5);
+  CHECK(live == 0);
+  granted = 0;
+  limit = 2;
+  CHECK_THROWS_AS(trainer::data::VideoBatches(video, 0, -1, o), trainer::SystemError);
+  CHECK(live == 0);
 }
