@@ -9,7 +9,7 @@
 // data the checkpoint was trained on. --video predicts videos (predict_video.hpp).
 #include <sys/stat.h>  // stat, S_ISDIR
 
-#include <algorithm>  // std::find
+#include <algorithm>  // std::find, std::sort
 #include <cstdio>    // std::snprintf
 #include <filesystem>  // std::filesystem::exists: a mistyped run folder
 #include <memory>    // std::unique_ptr
@@ -35,6 +35,7 @@
 #include "util/error.hpp"           // UserError
 #include "util/input_file.hpp"      // check_input_file
 #include "util/log.hpp"             // Log
+#include "util/name_list.hpp"       // join_names
 
 namespace po = boost::program_options;
 
@@ -89,6 +90,24 @@ void refuse_foreign_options(const Args& args) {
   }
 }
 
+// The hint for a --checkpoint that cannot be opened: the checkpoints its folder holds
+// (a short run that never validated has last.h5 and no best.h5).
+std::string checkpoint_hint(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : fs::path(".");
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".h5") found.push_back(it->path().filename().string());
+  if (found.empty()) return "check the path of --checkpoint";
+  std::sort(found.begin(), found.end());
+  if (found.size() > 6) found.resize(6);
+  std::string hint = "that folder holds " + join_names(found);
+  if (fs::path(path).filename() == "best.h5")
+    hint += " (best.h5 is written at the first validation: training.check_val_every_n_epoch)";
+  return hint;
+}
+
 // The data a prediction names, for its image_preds folder: the label CSV, else the
 // first data file.
 std::string data_name(const Config& config) {
@@ -134,8 +153,12 @@ int predict_with_checkpoint(const Args& args_in) {
     if (args[i].rfind("--checkpoint=", 0) == 0) checkpoint = args[i].substr(13);
   }
   // The checkpoint is the first thing read: a FIFO or a folder is refused before it blocks.
-  if (!checkpoint.empty() && !wants_help)
-    check_input_file(checkpoint, "cannot open checkpoint '" + checkpoint + "'", "check the path of --checkpoint");
+  if (!checkpoint.empty() && !wants_help) {
+    std::error_code ec;
+    const bool exists = std::filesystem::exists(checkpoint, ec);
+    check_input_file(checkpoint, "cannot open checkpoint '" + checkpoint + "'",
+                     exists ? "check the path of --checkpoint" : checkpoint_hint(checkpoint));
+  }
   std::string config_note;
   FallbackConfig stored;
   if (!has_config && !checkpoint.empty())

@@ -372,7 +372,8 @@ int run_train(const Args& args_in) {
   if (!config.data.csv_file.empty() && config.data.data_files.empty()) {
     std::error_code ec;
     if (!config.data.data_dir.empty() && !std::filesystem::is_directory(config.data.data_dir, ec))
-      throw UserError("data.data_dir '" + config.data.data_dir + "' is not a folder",
+      throw UserError("data.data_dir '" + config.data.data_dir + "' is not a folder" +
+                          from_working_directory(config.data.data_dir),
                       "set data.data_dir to the project folder that holds data.csv_file and labeled-data/");
     const std::string csv_path = resolve_csv_file(config.data);
     check_input_file(csv_path, "cannot open data.csv_file '" + csv_path + "'",

@@ -280,6 +280,10 @@ CommandLine parse_command_line(const std::string& subcommand, const Args& args,
     for (const auto& group : layout.sections) groups.push_back(&group);
     const std::string name = e.get_option_name();
     const std::string bare = name.substr(0, name.find('='));
+    // litpose train's own option, brought along by habit.
+    if (subcommand == "train" && (bare == "--output_dir" || bare == "--output-dir"))
+      throw UserError("train: unknown option '" + bare + "' (litpose train's) on the command line",
+                      "the run folder is --out DIR (default outputs/<date>/<time>)");
     const std::string near = config_detail::closest(bare, option_names(groups));
     throw UserError(subcommand + ": unknown option '" + bare + "' on the command line",
                     near.empty() ? help_hint(subcommand) : "did you mean '" + near + "'? (" + help_hint(subcommand) + ")");

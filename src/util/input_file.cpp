@@ -3,7 +3,7 @@
 
 #include <fcntl.h>     // open, O_RDONLY, O_NONBLOCK, O_CLOEXEC
 #include <sys/stat.h>  // stat, fstat, S_IS*
-#include <unistd.h>    // read, close, access
+#include <unistd.h>    // read, close, access, getcwd
 
 #include <cerrno>   // errno
 #include <cstring>  // std::strerror
@@ -34,7 +34,7 @@ struct stat status_of(const std::string& path, const std::string& subject, const
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) {
     const int error = errno;
-    if (error == ENOENT || error == ENOTDIR) refuse(subject, "no such file", hint);
+    if (error == ENOENT || error == ENOTDIR) refuse(subject, "no such file" + from_working_directory(path), hint);
     if (error == EACCES) refuse(subject, "permission denied", hint);
     refuse(subject, std::strerror(error), hint);
   }
@@ -42,6 +42,13 @@ struct stat status_of(const std::string& path, const std::string& subject, const
 }
 
 }  // namespace
+
+std::string from_working_directory(const std::string& path) {
+  if (path.empty() || path.front() == '/') return "";
+  char cwd[4096];
+  if (::getcwd(cwd, sizeof cwd) == nullptr) return "";
+  return std::string(" (a relative path: from the working directory ") + cwd + ")";
+}
 
 void check_input_file(const std::string& path, const std::string& subject, const std::string& hint) {
   const struct stat st = status_of(path, subject, hint);

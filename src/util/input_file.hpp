@@ -14,6 +14,10 @@
 
 namespace trainer {
 
+// For a message about a missing relative path: " (a relative path: from the working
+// directory /x/y)"; "" for an absolute one.
+std::string from_working_directory(const std::string& path);
+
 // A readable regular file (symbolic links followed), else a UserError.
 void check_input_file(const std::string& path, const std::string& subject, const std::string& hint = {});
 

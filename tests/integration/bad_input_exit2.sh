@@ -225,4 +225,15 @@ expect_fail 2 "^error: predict: '$S/nope_run' does not exist" "$TRAINER" predict
 # A wrong data.data_dir is named as such before the video folders beneath it are checked.
 expect_fail 2 "^error: data.data_dir '$S/nope' is not a folder" "$TRAINER" train --data.data_dir "$S/nope" \
   --data.csv_file CollectedData.csv --eval.predict_vids_after_training true --eval.test_videos_directory "$S/nope/videos"
+# A relative path that names nothing says where it was looked for.
+(cd "$S" && expect_fail 2 "^error: data.data_dir 'nope' is not a folder \(a relative path: from the working directory $S\)" \
+  "$TRAINER" train --data.data_dir nope --data.csv_file CollectedData.csv)
+# litpose train's --output_dir points to --out; a checkpoint that is not there lists
+# the ones its folder holds (a short run that never validated has no best.h5).
+expect_fail 2 "^error: train: unknown option '--output_dir'" "$TRAINER" train --config "$S/c.cfg" --output_dir "$S/x"
+grep -q "^hint: the run folder is --out DIR" "$SCRATCH/err.txt" || fail "no --out hint for --output_dir"
+expect_fail 2 "^error: cannot open checkpoint '$S/alone/best.h5': no such file" \
+  "$TRAINER" predict --checkpoint "$S/alone/best.h5" --out "$S/alone/p2.csv"
+grep -q "^hint: that folder holds c.h5 (best.h5 is written at the first validation" "$SCRATCH/err.txt" ||
+  fail "no list of the folder's checkpoints"
 echo "OK"
