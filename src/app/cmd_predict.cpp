@@ -115,7 +115,7 @@ std::string data_name(const Config& config) {
   return config.data.data_files.empty() ? std::string("synthetic") : config.data.data_files.front();
 }
 
-int predict_with_checkpoint(const Args& args_in) {
+int predict_with_checkpoint(const Args& args_in, bool check_only = false) {
   po::options_description own("predict options");
   own.add_options()
       ("checkpoint", po::value<std::string>()->value_name("FILE.h5"), "checkpoint to predict with (required); without --config, the run's config.ini beside it, "
@@ -170,6 +170,7 @@ int predict_with_checkpoint(const Args& args_in) {
     throw UserError("predict needs --checkpoint FILE.h5", "e.g. --checkpoint outputs/<run>/checkpoints/best.h5");
   checkpoint = cl.own["checkpoint"].as<std::string>();
   const std::string precision = predict_precision(cl.own["precision"].as<std::string>());  // before any work
+  if (check_only) return 0;
   if (cl.own.count("video")) {
     if (cl.own.count("out"))
       throw UserError("predict: --out names the one CSV of labelled frames; --video writes a CSV per video",
@@ -215,10 +216,10 @@ int run_predict(const Args& args) {
                     "give a run folder or a lightning-pose model directory (trainer predict RUN_DIR "
                     "VIDEO|FOLDER|LABELS.csv...), or a configuration file");
   if (!is_run_dir_form(args)) return predict_with_checkpoint(args);
-  for (Args call : explicit_predict_calls(args)) {
-    const auto out = std::find(call.begin(), call.end(), "--out");
-    if (out != call.end()) make_directories(folder_of(*(out + 1)));
-    if (const int rc = predict_with_checkpoint(call)) return rc;
+  for (const PredictCall& call : explicit_predict_calls(args)) {
+    const auto out = std::find(call.args.begin(), call.args.end(), "--out");
+    if (out != call.args.end() && !call.check_only) make_directories(folder_of(*(out + 1)));
+    if (const int rc = predict_with_checkpoint(call.args, call.check_only)) return rc;
   }
   return 0;
 }

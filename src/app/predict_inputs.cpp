@@ -130,7 +130,7 @@ std::string image_preds_csv(const std::string& run_dir, const std::string& data_
   return run_dir + "/image_preds/" + std::filesystem::path(data_name).filename().string() + "/predictions.csv";
 }
 
-std::vector<Args> explicit_predict_calls(const Args& args) {
+std::vector<PredictCall> explicit_predict_calls(const Args& args) {
   const std::string run_dir = args.at(0);
   std::size_t first_option = 1;
   while (first_option < args.size() && args[first_option].rfind("-", 0) != 0) ++first_option;
@@ -243,7 +243,15 @@ std::vector<Args> explicit_predict_calls(const Args& args) {
     calls.push_back(with_leading_overrides(call, video_overrides));
   }
   calls.insert(calls.end(), csv_calls.begin(), csv_calls.end());
-  return calls;
+  std::vector<PredictCall> out;
+  for (auto& call : calls) out.push_back({std::move(call), false});
+  if (out.empty()) {  // all predicted before: the options are still checked
+    Args check{"--checkpoint", checkpoint};
+    check.insert(check.end(), model_options.begin(), model_options.end());
+    check.insert(check.end(), options.begin(), options.end());
+    out.push_back({std::move(check), true});
+  }
+  return out;
 }
 
 }  // namespace trainer::app

@@ -17,11 +17,19 @@ using Args = std::vector<std::string>;
 // YAML config: the litpose form.
 bool is_run_dir_form(const Args& args);
 
-// The explicit predict invocations that the litpose form stands for (label CSVs
-// first, one each, then all videos in one), each with the caller's options after the
+// One explicit predict invocation. `check_only`: every input was predicted before and
+// is skipped, and this call only checks the caller's options (an unknown or wrong one
+// is still an error, as when something is predicted).
+struct PredictCall {
+  Args args;
+  bool check_only = false;
+};
+
+// The explicit predict invocations that the litpose form stands for (all videos in
+// one, then the label CSVs, one each), each with the caller's options after the
 // inputs. UserError (exit 2) for a folder without checkpoints, an input that does not exist or is neither a CSV nor a video or folder
 // of videos, and options that name the checkpoint or the inputs a second time.
-std::vector<Args> explicit_predict_calls(const Args& args);
+std::vector<PredictCall> explicit_predict_calls(const Args& args);
 
 // The predictions CSV for data other than the run's own when --out is not given:
 // RUN_DIR/image_preds/<name of the label CSV or data file>/predictions.csv, as

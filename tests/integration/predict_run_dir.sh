@@ -63,6 +63,9 @@ grep -q "skipping clip.mp4 (run/video_preds/clip.csv exists; --overwrite predict
   { cat again.log; fail "an already predicted video was not skipped"; }
 grep -q "skipping .*CollectedData.csv (run/image_preds/CollectedData.csv/predictions.csv exists" again.log ||
   { cat again.log; fail "an already predicted CSV was not skipped"; }
+# Every input skipped: the options are still checked (a typo is not silently ignored).
+expect_fail 2 "^error: predict: unknown option '--bogus_flag'" "$TRAINER" predict run clip.mp4 --bogus_flag 1
+expect_fail 2 "^error: predict: unknown option '--output_dir'" "$TRAINER" predict run clip.mp4 --output_dir x
 rm run/video_preds/labeled_videos/clip_labeled.mp4
 "$TRAINER" predict run clip.mp4 --overwrite --skip_viz --batch_size 5 >over.log 2>&1 || { cat over.log; fail "--overwrite"; }
 grep -q "skipping" over.log && fail "--overwrite still skipped"
