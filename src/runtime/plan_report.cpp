@@ -62,7 +62,10 @@ std::string rank_row_text(const RankPlan& r) {
                     pad(r.context_batch_size < 0 ? "-" : std::to_string(r.context_batch_size), 9) +
                     pad(r.unlabeled_frames < 0 ? "-" : std::to_string(r.unlabeled_frames), 11) +
                     pad(r.compute_threads <= 0 ? "-" : std::to_string(r.compute_threads), 9) +
-                    pad(std::to_string(r.num_workers), 9) + "  " + r.hostname;
+                    pad(std::to_string(r.num_workers) +
+                            (r.unlabeled_workers > 0 ? "+" + std::to_string(r.unlabeled_workers) : ""),
+                        9) +
+                    "  " + r.hostname;
   for (const auto& w : r.warnings) row += "\n       warning: [rank " + std::to_string(r.rank) + "] " + w;
   return row;
 }
@@ -79,7 +82,8 @@ std::string rank_object_json(const RankPlan& r) {
      << (r.unlabeled_frames < 0 ? std::string("null") : std::to_string(r.unlabeled_frames))
      << ", \"compute_threads\": " << r.compute_threads
      << ", \"compute_threads_source\": " << json_quote(r.compute_threads_source)
-     << ", \"num_workers\": " << r.num_workers << ", \"warnings\": " << json_strings(r.warnings) << "}";
+     << ", \"num_workers\": " << r.num_workers << ", \"unlabeled_workers\": " << r.unlabeled_workers
+     << ", \"warnings\": " << json_strings(r.warnings) << "}";
   return os.str();
 }
 

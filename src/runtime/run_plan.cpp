@@ -181,9 +181,17 @@ RunPlan plan_run(const Config& config, const World& world, int visible_gpus, con
   std::vector<std::string> node_warnings;
   mine.num_workers = workers_per_rank(training.num_workers, env, cores, world.local_size, &node_warnings);
   if (mine.unlabeled_frames > 0) {
-    // The unlabelled frames have decoding threads of their own, as many as the loader's
-    // (at least one); those over-subscribe a node the labelled workers alone fit.
-    mine.unlabeled_workers = std::max(1, mine.num_workers);
+    // The unlabelled frames have decoding threads of their own (at least one). A count
+    // the plan derived is the rank's share of the node, so the two pools split it
+    // (7: 4 loader workers and 3 decoding threads); an explicit training.num_workers
+    // gives each pool that many, and the warning below says when they over-subscribe.
+    if (training.num_workers < 0) {
+      const int share = mine.num_workers;
+      mine.unlabeled_workers = std::max(1, share / 2);
+      mine.num_workers = std::max(std::min(share, 1), share - mine.unlabeled_workers);
+    } else {
+      mine.unlabeled_workers = std::max(1, mine.num_workers);
+    }
     const int threads = (mine.num_workers + mine.unlabeled_workers) * std::max(world.local_size, 1);
     const int node_cores = static_cast<int>(env_int(env, "SLURM_CPUS_ON_NODE").value_or(cores));
     if (node_warnings.empty() && threads > node_cores)

@@ -28,7 +28,7 @@ struct RankPlan {
   int compute_threads = 0;    // CPU path: OpenMP/oneDNN threads of this rank (0 on GPUs)
   std::string compute_threads_source;  // the rule that chose them (batch_plan.hpp)
   int num_workers = 0;        // loader threads of this rank
-  int unlabeled_workers = 0;  // unsupervised losses: video decoding threads (max(1, num_workers)); 0 without
+  int unlabeled_workers = 0;  // unsupervised losses: video decoding threads (see plan_run); 0 without
   std::vector<std::string> warnings;  // about this rank only
 };
 

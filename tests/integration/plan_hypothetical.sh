@@ -18,7 +18,8 @@ assert [r["device"] for r in rs] == [0, 1, 2, 3] * 2, rs
 for r in rs:
     assert r["train_batch_size"] == 4 and r["val_batch_size"] == 4 and r["test_batch_size"] == 32, r
     assert r["context_batch_size"] == 7, r    # ceil((27-4)/8)+4
-    assert r["num_workers"] == 4, r           # cpus-per-task - 1
+    # cpus-per-task - 1 = 4, split with the temporal loss's video decoding
+    assert r["num_workers"] == 2 and r["unlabeled_workers"] == 2, r
 print("hypothetical 2x4: ok")
 PY
 

@@ -186,6 +186,23 @@ TEST_CASE("plan: the unlabelled-video workers count towards over-subscription", 
   CHECK(plan_run(config, node_world(0, 1, 2), 0, {}, 4).rank.unlabeled_workers == 1);
 }
 
+TEST_CASE("plan: derived workers are split between the loader and the unlabelled video's decoding", "[runtime]") {
+  Config config;  // num_workers -1: the plan's own count, cores / ranks - 1
+  config.model.losses_to_use = {"pca_singleview"};
+  const RankPlan four = plan_run(config, node_world(0, 4, 4), 0, {}, 32).rank;  // 32 / 4 - 1 = 7
+  CHECK(four.num_workers == 4);
+  CHECK(four.unlabeled_workers == 3);
+  CHECK_FALSE(contains(four.warnings, "over-subscribed"));
+  const RankPlan one = plan_run(config, node_world(0, 1, 1), 0, {}, 2).rank;  // 2 / 1 - 1 = 1
+  CHECK(one.num_workers == 1);
+  CHECK(one.unlabeled_workers == 1);
+  config.training.num_workers = 7;  // explicit: each pool gets it
+  const RankPlan given = plan_run(config, node_world(0, 4, 4), 0, {}, 32).rank;
+  CHECK(given.num_workers == 7);
+  CHECK(given.unlabeled_workers == 7);
+  CHECK(contains(given.warnings, "over-subscribed"));
+}
+
 TEST_CASE("plan: hypothetical cluster, as under sbatch --cpus-per-task", "[runtime]") {
   Config config;
   ClusterShape shape;
