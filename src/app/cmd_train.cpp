@@ -385,6 +385,13 @@ int run_train(const Args& args_in) {
     try {
       for (const std::string& video : data::list_videos(config.eval.test_videos_directory)) (void)data::VideoReader(video);
     } catch (const UserError& e) {
+      // lightning-pose's configs write test_videos_directory: ${data.video_dir}: a
+      // mistyped video_dir then shows here first, so the key that holds it is named.
+      if (config.eval.test_videos_directory == config.data.video_dir)
+        throw UserError("data.video_dir (also eval.test_videos_directory): " + std::string(e.what()),
+                        "fix data.video_dir; eval.test_videos_directory repeats it (lightning-pose's "
+                        "${data.video_dir}), and eval.predict_vids_after_training=false predicts no videos after "
+                        "training");
       throw UserError("eval.test_videos_directory: " + std::string(e.what()),
                       "eval.predict_vids_after_training predicts these videos after training: give a video or a "
                       "folder of videos, or eval.predict_vids_after_training=false");

@@ -203,6 +203,11 @@ expect_one_error "eval.test_videos_directory: video '.*novideos' does not exist"
   "$TRAINER" train --config "$S/c.cfg" --out "$S/run_tv" --eval.test_videos_directory "$S/novideos" \
   --eval.predict_vids_after_training true --max-steps 1
 [[ ! -e $S/run_tv ]] || fail "a run refused for its test_videos_directory wrote its folder"
+# ... where it repeats data.video_dir (lightning-pose's ${data.video_dir}), the key
+# that holds the path is named.
+expect_one_error "data.video_dir \(also eval.test_videos_directory\): video '.*novideos' does not exist" \
+  "$TRAINER" train --config "$S/c.cfg" --out "$S/run_tv" --data.video_dir "$S/novideos" \
+  --eval.test_videos_directory "$S/novideos" --eval.predict_vids_after_training true --max-steps 1
 
 # Two ranks: every rank refuses (exit 2), nothing is written. Last, because the
 # self-spawn's runtime may still write its summary to stderr after the exit.
