@@ -215,6 +215,12 @@ int run_predict(const Args& args) {
     throw UserError("predict: '" + args[0] + "' does not exist",
                     "give a run folder or a lightning-pose model directory (trainer predict RUN_DIR "
                     "VIDEO|FOLDER|LABELS.csv...), or a configuration file");
+  // A checkpoint where the run folder goes: `trainer predict run/checkpoints/last.h5 video.mp4`.
+  if (!args.empty() && args[0].size() > 3 && args[0].compare(args[0].size() - 3, 3, ".h5") == 0 &&
+      std::filesystem::is_regular_file(args[0], ec))
+    throw UserError("predict: '" + args[0] + "' is a checkpoint file, not a run folder",
+                    "give it as --checkpoint " + args[0] + " [--video PATH...], or give its run folder: trainer "
+                    "predict RUN_DIR VIDEO|FOLDER|LABELS.csv...");
   if (!is_run_dir_form(args)) return predict_with_checkpoint(args);
   for (const PredictCall& call : explicit_predict_calls(args)) {
     const auto out = std::find(call.args.begin(), call.args.end(), "--out");

@@ -241,4 +241,7 @@ expect_fail 2 "^error: cannot open checkpoint '$S/alone/best.h5': no such file" 
   "$TRAINER" predict --checkpoint "$S/alone/best.h5" --out "$S/alone/p2.csv"
 grep -q "^hint: that folder holds c.h5 (best.h5 is written at the first validation" "$SCRATCH/err.txt" ||
   fail "no list of the folder's checkpoints"
+expect_fail 2 "^error: predict: '$S/alone/c.h5' is a checkpoint file, not a run folder" \
+  "$TRAINER" predict "$S/alone/c.h5" "$S/no_videos"
+grep -q "^hint: give it as --checkpoint $S/alone/c.h5" "$SCRATCH/err.txt" || fail "no --checkpoint hint"
 echo "OK"
