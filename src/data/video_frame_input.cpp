@@ -6,6 +6,8 @@
 
 namespace trainer::data {
 
+namespace {
+// x = (v / 255 - mean[ch]) / std[ch] for h x w x c floats v into 3 planes (a gray frame replicated).
 void normalize_float_to_planes(const float* hwc, int h, int w, int c, float* out) {
   const std::size_t plane = static_cast<std::size_t>(h) * w;
   for (int ch = 0; ch < 3; ++ch) {
@@ -16,6 +18,7 @@ void normalize_float_to_planes(const float* hwc, int h, int w, int c, float* out
     for (std::size_t i = 0; i < plane; ++i) dst[i] = src[i * static_cast<std::size_t>(c)] * scale + shift;
   }
 }
+}  // namespace
 
 void VideoFrameInput::plain(const std::uint8_t* frame, int h, int w, int c, int out_h, int out_w, float* out) {
   normalize_float_to_planes(resize_.run(frame, h, w, c, out_h, out_w), out_h, out_w, c, out);

@@ -32,7 +32,4 @@ class VideoFrameInput {
   std::vector<float> warped_;
 };
 
-// x = (v / 255 - mean[ch]) / std[ch] for h x w x c floats v into 3 planes.
-void normalize_float_to_planes(const float* hwc, int h, int w, int c, float* out);
-
 }  // namespace trainer::data
